@@ -1,0 +1,80 @@
+internal import CSodium
+
+/// Bytes that must never leak: keys and passphrases.
+///
+/// The bytes live in `sodium_malloc` memory (guard pages, `mlock`ed, canary), are made
+/// inaccessible with `sodium_mprotect_noaccess` while idle, and are wiped by `sodium_free`
+/// when the value is released. There is deliberately no conversion to `Array`, `Data` or
+/// `String`: use `withUnsafeBytes` for scoped access.
+public final class Secret: @unchecked Sendable {
+    private let pointer: UnsafeMutableRawPointer
+    /// The number of bytes held.
+    public let count: Int
+    private let lock = Lock()
+    private var openCount = 0
+
+    /// Allocates `count` zeroed secret bytes.
+    /// - Throws: `CryptoError.outOfSecureMemory` when `sodium_malloc` fails.
+    public init(zeroedCount count: Int) throws {
+        Sodium.ensureInitialized()
+        guard let p = sodium_malloc(max(count, 1)) else { throw CryptoError.outOfSecureMemory }
+        sodium_memzero(p, max(count, 1))
+        pointer = p
+        self.count = count
+        sodium_mprotect_noaccess(p)
+    }
+
+    /// Allocates `count` random secret bytes (a fresh key).
+    public static func random(count: Int) throws -> Secret {
+        let secret = try Secret(zeroedCount: count)
+        secret.withUnsafeMutableBytes { fillRandom($0) }
+        return secret
+    }
+
+    /// Copies bytes into a new secret. The caller remains responsible for wiping its copy.
+    public convenience init(copying bytes: UnsafeRawBufferPointer) throws {
+        try self.init(zeroedCount: bytes.count)
+        withUnsafeMutableBytes { dest in
+            if let src = bytes.baseAddress, bytes.count > 0 { dest.baseAddress!.copyMemory(from: src, byteCount: bytes.count) }
+        }
+    }
+
+    deinit {
+        sodium_free(pointer)
+    }
+
+    /// Read access to the bytes for the duration of `body`.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        unprotect(write: false)
+        defer { protect() }
+        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Write access to the bytes for the duration of `body`.
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        unprotect(write: true)
+        defer { protect() }
+        return try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Constant-time comparison (`sodium_memcmp`).
+    public func isEqual(to other: Secret) -> Bool {
+        guard count == other.count else { return false }
+        return withUnsafeBytes { a in other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, count) == 0 } }
+    }
+
+    // Nested and concurrent accesses share one read-write window; the last one out closes it.
+    private func unprotect(write: Bool) {
+        lock.withLock {
+            if openCount == 0 { sodium_mprotect_readwrite(pointer) }
+            openCount += 1
+        }
+    }
+
+    private func protect() {
+        lock.withLock {
+            openCount -= 1
+            if openCount == 0 { sodium_mprotect_noaccess(pointer) }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+internal import CSodium
+
+/// Process-wide libsodium set-up. Every public entry point of this module calls
+/// `Sodium.ensureInitialized()` first; `sodium_init` is idempotent and thread-safe.
+public enum Sodium {
+    /// Calls `sodium_init()`. Traps if libsodium cannot initialise, since nothing secure can run then.
+    public static func ensureInitialized() {
+        _ = initialized
+    }
+
+    private static let initialized: Bool = {
+        precondition(sodium_init() >= 0, "libsodium failed to initialise")
+        return true
+    }()
+}
+
+/// Errors raised by the cryptographic layer.
+public enum CryptoError: Error, Equatable, CustomStringConvertible {
+    /// An AEAD tag did not verify: wrong key, or the data was modified, truncated or moved.
+    case authenticationFailed
+    /// Secure memory could not be allocated (`sodium_malloc` returned NULL).
+    case outOfSecureMemory
+    /// The key derivation could not run with the requested limits (usually: not enough memory).
+    case keyDerivationFailed
+    /// An input had a length the primitive does not accept.
+    case invalidLength(String)
+
+    public var description: String {
+        switch self {
+        case .authenticationFailed: return "authentication failed"
+        case .outOfSecureMemory: return "cannot allocate secure memory"
+        case .keyDerivationFailed: return "key derivation failed (not enough memory?)"
+        case .invalidLength(let what): return "invalid length: \(what)"
+        }
+    }
+}
+
+/// Fills `buffer` with cryptographically secure random bytes (`randombytes_buf`).
+public func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+    Sodium.ensureInitialized()
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+    randombytes_buf(base, buffer.count)
+}
+
+/// Returns `count` cryptographically secure random bytes. For non-secret values only
+/// (nonces, identifiers, salts); secret keys belong in a `Secret`.
+public func randomBytes(_ count: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBytes { fillRandom($0) }
+    return bytes
+}

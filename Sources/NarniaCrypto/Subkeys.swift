@@ -1,0 +1,30 @@
+internal import CSodium
+
+/// The purposes of keys derived from the master key (`crypto_kdf_derive_from_key`).
+/// The raw values are the `subkey_id` arguments and are part of the format: never renumber.
+public enum SubkeyPurpose: UInt64, Sendable {
+    /// Encrypts the metadata journal.
+    case journal = 1
+    /// Masks record lengths in the journal.
+    case journalLengthMask = 2
+}
+
+extension Secret {
+    /// Derives a 32-byte subkey for `purpose` from this master key
+    /// (`crypto_kdf_derive_from_key`, context `"NarniaV1"`).
+    public func deriveSubkey(_ purpose: SubkeyPurpose) throws -> Secret {
+        Sodium.ensureInitialized()
+        precondition(count == Int(crypto_kdf_keybytes()), "master key has the wrong length")
+        let sub = try Secret(zeroedCount: SymmetricKeyLength)
+        let context: [CChar] = Array("NarniaV1".utf8CString.prefix(Int(crypto_kdf_contextbytes())))
+        let rc: Int32 = sub.withUnsafeMutableBytes { out in
+            withUnsafeBytes { master in
+                crypto_kdf_derive_from_key(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                                           purpose.rawValue, context,
+                                           master.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        precondition(rc == 0, "crypto_kdf_derive_from_key failed with valid lengths")
+        return sub
+    }
+}
