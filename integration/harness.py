@@ -1,0 +1,288 @@
+"""Helpers for the integration suite: running the binary, quoting, the store on disk.
+
+The suite drives the real `narnia` binary through pipes. The binary is taken from the
+environment variable NARNIA_BIN, else `.build/debug/narnia` relative to the repository root.
+
+Every test gets its own HOME and XDG directories, and `NARNIA_INSECURE_TEST_KDF=1` so that
+`init` and `passwd` use libsodium's minimum Argon2id limits (the vault then prints a warning on
+every open, which the helpers filter out of `Result.err_lines`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_PASSPHRASE = "correct horse"
+INSECURE_KDF_WARNING = "narnia: warning: this vault uses the insecure test key derivation"
+CHUNK = 1048576
+
+# ---------------------------------------------------------------------------------------------
+# The binary
+
+
+def binary_path() -> Path:
+    """The narnia binary under test (NARNIA_BIN, relative paths taken from the repo root)."""
+    value = os.environ.get("NARNIA_BIN", ".build/debug/narnia")
+    path = Path(value)
+    if not path.is_absolute():
+        path = REPO / path
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Running it
+
+
+class Result:
+    """What one run of narnia gave: exit status, stdout and stderr.
+
+    Unpacks as `(rc, out, err)` with text decoded from UTF-8 (undecodable bytes kept as
+    surrogate escapes); `outb`/`errb` hold the raw bytes.
+    """
+
+    def __init__(self, args, rc: int, outb: bytes, errb: bytes):
+        self.args = list(args)
+        self.rc = rc
+        self.outb = outb
+        self.errb = errb
+        self.out = outb.decode("utf-8", "surrogateescape")
+        self.err = errb.decode("utf-8", "surrogateescape")
+
+    def __iter__(self):
+        return iter((self.rc, self.out, self.err))
+
+    @property
+    def out_lines(self) -> list[str]:
+        return self.out.splitlines()
+
+    @property
+    def err_lines(self) -> list[str]:
+        """stderr lines without the insecure-test-KDF warning."""
+        return [l for l in self.err.splitlines() if l.strip() != INSECURE_KDF_WARNING]
+
+    @property
+    def errors(self) -> list[str]:
+        return [l for l in self.err_lines if l.startswith("narnia: error:")]
+
+    def describe(self) -> str:
+        out = self.out if len(self.out) < 3000 else self.out[:3000] + "…"
+        return (f"\n  command: {self.args!r}\n  exit status: {self.rc}\n"
+                f"  stdout: {out!r}\n  stderr: {self.err!r}")
+
+
+def q(word: str) -> str:
+    """Quote one word for narnia's command language ('…', "…" and backslash, as in sftp)."""
+    if word and re.fullmatch(r"[A-Za-z0-9_./=:+,@%-]+", word) and not word.startswith("-"):
+        return word
+    if "'" not in word:
+        return "'" + word + "'"
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Narnia:
+    """Runs the binary against one vault directory with a per-test environment."""
+
+    def __init__(self, binary: Path, workdir: Path):
+        self.binary = Path(binary)
+        self.workdir = Path(workdir)
+        self.home = self.workdir / "home"
+        self.vault = self.workdir / "vault"
+        self.secrets = self.workdir / "secrets"
+        for d in (self.home, self.secrets, self.home / ".local/share", self.home / ".config",
+                  self.home / ".cache", self.home / ".local/state", self.workdir / "run"):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.workdir / "run", 0o700)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("NARNIA_") and not k.startswith("XDG_")}
+        env.update({
+            "HOME": str(self.home),
+            "XDG_DATA_HOME": str(self.home / ".local/share"),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "XDG_STATE_HOME": str(self.home / ".local/state"),
+            "XDG_RUNTIME_DIR": str(self.workdir / "run"),
+            "NARNIA_INSECURE_TEST_KDF": "1",
+            "LC_ALL": "C.UTF-8",
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+        })
+        self.env = env
+        self._pass_files: dict[str, Path] = {}
+
+    def passphrase_file(self, passphrase: str, raw: bytes | None = None) -> Path:
+        """A file holding `passphrase` as its first line (or exactly `raw` when given)."""
+        data = raw if raw is not None else (passphrase + "\n").encode()
+        key = hashlib.sha256(data).hexdigest()[:16]
+        if key not in self._pass_files:
+            path = self.secrets / f"pass-{key}"
+            path.write_bytes(data)
+            self._pass_files[key] = path
+        return self._pass_files[key]
+
+    def argv(self, args, passphrase=DEFAULT_PASSPHRASE, vault=None, with_vault=True):
+        argv = [str(self.binary)]
+        if with_vault:
+            argv += ["--vault", str(vault if vault is not None else self.vault)]
+        if passphrase is not None:
+            argv += ["--passphrase-file", str(self.passphrase_file(passphrase))]
+        return argv + [str(a) for a in args]
+
+    def __call__(self, *args, input=None, passphrase=DEFAULT_PASSPHRASE, timeout=120,
+                 cwd=None, vault=None, with_vault=True, env=None, pass_fds=()) -> Result:
+        argv = self.argv(args, passphrase, vault, with_vault)
+        if isinstance(input, str):
+            input = input.encode()
+        try:
+            proc = subprocess.run(
+                argv, input=input if input is not None else b"",
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                cwd=str(cwd or self.workdir), env=env or self.env, pass_fds=pass_fds)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"narnia did not finish within {timeout} s: {argv!r}\n"
+                        f"stdout so far: {e.stdout!r}\nstderr so far: {e.stderr!r}")
+        return Result(argv, proc.returncode, proc.stdout, proc.stderr)
+
+    def popen(self, *args, passphrase=DEFAULT_PASSPHRASE, cwd=None, **kw) -> subprocess.Popen:
+        argv = self.argv(args, passphrase)
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(argv, cwd=str(cwd or self.workdir), env=self.env, **kw)
+
+    def c(self, commands: str, *extra, **kw) -> Result:
+        """`narnia -c COMMANDS`."""
+        return self(*extra, "-c", commands, **kw)
+
+    def ok(self, commands: str, *extra, **kw) -> Result:
+        """`narnia -c COMMANDS`, which must succeed."""
+        r = self.c(commands, *extra, **kw)
+        assert r.rc == 0, f"expected success of {commands!r}" + r.describe()
+        return r
+
+    def fails(self, commands: str, cmd: str, *extra, rc: int = 1, **kw) -> Result:
+        """`narnia -c COMMANDS`, which must fail with exit `rc`, a `narnia: error: CMD:` message
+        on stderr, and nothing on stdout."""
+        r = self.c(commands, *extra, **kw)
+        assert r.rc == rc, f"expected exit {rc} from {commands!r}" + r.describe()
+        prefix = f"narnia: error: {cmd}:"
+        assert any(l.startswith(prefix) for l in r.err_lines), \
+            f"expected an error line starting with {prefix!r}" + r.describe()
+        assert r.out == "", f"a failed command must print nothing on stdout" + r.describe()
+        for bad in ("Fatal error", "Stack dump", "Traceback", "Swift.", "Error Domain"):
+            assert bad not in r.err, f"stderr looks like a crash or an error dump ({bad})" + r.describe()
+        return r
+
+    def init(self, passphrase=DEFAULT_PASSPHRASE) -> Result:
+        r = self("init", passphrase=passphrase)
+        assert r.rc == 0, "narnia init failed" + r.describe()
+        assert self.vault.is_dir(), f"init made no store directory at {self.vault}"
+        return r
+
+    def store(self) -> "Store":
+        return Store(self.vault)
+
+
+# ---------------------------------------------------------------------------------------------
+# The store on disk
+
+KEY_FILE_RE = re.compile(r"[0-9a-f]{32}")
+DIR_RE = re.compile(r"[0-9a-f]{2}")
+OBJECT_RE = re.compile(r"[0-9a-f]{30}")
+
+
+def padme(n: int) -> int:
+    """Padmé padded length (PURBs, Nikitin et al. 2019)."""
+    if n <= 2:
+        return n
+    e = n.bit_length() - 1
+    s = e.bit_length()
+    last_bits = e - s
+    mask = (1 << last_bits) - 1
+    return (n + mask) & ~mask
+
+
+def object_size(n: int) -> int:
+    """Size on disk of the content object of an N-byte file."""
+    p = padme(n)
+    chunks = max(1, -(-p // CHUNK))
+    return 24 + p + 16 * chunks
+
+
+class Store:
+    """A read-only view of a store directory."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.root.rglob("*") if p.is_file())
+
+    def rel(self, p: Path) -> str:
+        return str(p.relative_to(self.root))
+
+    def snapshot(self) -> dict[str, str]:
+        """relative path -> sha256 of every regular file."""
+        return {self.rel(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in self.files()}
+
+    def sizes(self) -> dict[str, int]:
+        return {self.rel(p): p.stat().st_size for p in self.files()}
+
+    def layout_problems(self) -> list[str]:
+        """Deviations from the documented layout: one 32-hex key file at the top, 2-hex
+        directories holding 30-hex files, nothing else."""
+        problems = []
+        top_files = []
+        for entry in sorted(self.root.iterdir()):
+            if entry.is_symlink():
+                problems.append(f"symlink in the store: {entry.name}")
+            elif entry.is_file():
+                top_files.append(entry.name)
+                if not KEY_FILE_RE.fullmatch(entry.name):
+                    problems.append(f"top-level file not named by 32 hex chars: {entry.name!r}")
+            elif entry.is_dir():
+                if not DIR_RE.fullmatch(entry.name):
+                    problems.append(f"directory not named by 2 hex chars: {entry.name!r}")
+                    continue
+                for sub in sorted(entry.iterdir()):
+                    if not sub.is_file() or sub.is_symlink():
+                        problems.append(f"not a regular file: {entry.name}/{sub.name}")
+                    elif not OBJECT_RE.fullmatch(sub.name):
+                        problems.append(f"file not named by 30 hex chars: {entry.name}/{sub.name!r}")
+            else:
+                problems.append(f"special file in the store: {entry.name!r}")
+        if len(top_files) != 1:
+            problems.append(f"expected exactly one top-level file (the key file), found {top_files!r}")
+        return problems
+
+    def key_file(self) -> Path:
+        tops = [p for p in self.root.iterdir() if p.is_file()]
+        assert len(tops) == 1, f"expected exactly one key file at the top of the store, found {tops}"
+        return tops[0]
+
+
+def find_object(before: dict[str, int], after: dict[str, int], size: int, what: str) -> str:
+    """The relative path of the new store file of exactly `size` bytes."""
+    new = [p for p in after if p not in before and after[p] == size]
+    assert len(new) == 1, (f"expected exactly one new store file of {size} bytes for {what} "
+                           f"(Padmé-padded content object); new files: "
+                           f"{ {p: after[p] for p in after if p not in before} }")
+    return new[0]
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """relative path -> content of every regular file under root."""
+    return {str(p.relative_to(root)): p.read_bytes()
+            for p in sorted(Path(root).rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
