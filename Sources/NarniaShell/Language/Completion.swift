@@ -1,0 +1,238 @@
+/// The edit Tab makes to the line, and the candidates to list when the choice is not unique.
+///
+/// To apply it: delete `deleteBytes` bytes (`deleteScalars` characters) just before the cursor,
+/// then insert `insertText` at the cursor. If `candidates` is not empty, list them (for example
+/// with `layoutColumns(_:width:)`) and redraw the prompt.
+public struct Completion: Hashable, Sendable {
+    /// How many bytes of UTF-8 to delete just before the cursor, before inserting.
+    public var deleteBytes: Int
+    /// The same span counted in Unicode scalars: what libedit's `el_deletestr` counts in a
+    /// UTF-8 locale, where its `wchar_t` characters are Unicode scalars.
+    public var deleteScalars: Int
+    /// The text to insert at the cursor after the deletion, escaped for the line.
+    public var insertText: String
+    /// The choices, to be listed when there are several: display names sorted in the byte order
+    /// of their UTF-8, folders ending in `/`. Empty when the completion was unique or nothing
+    /// matched.
+    public var candidates: [String]
+
+    /// An edit and its candidates, field by field.
+    public init(deleteBytes: Int = 0, deleteScalars: Int = 0, insertText: String = "", candidates: [String] = []) {
+        self.deleteBytes = deleteBytes
+        self.deleteScalars = deleteScalars
+        self.insertText = insertText
+        self.candidates = candidates
+    }
+
+    /// Nothing to do: no match, or nothing to complete here.
+    public static let nothing = Completion()
+
+    /// Whether applying the completion changes the line.
+    public var changesLine: Bool { deleteBytes > 0 || !insertText.isEmpty }
+}
+
+/// Completes the word at `cursor` (a byte offset into the UTF-8 of `line`), like OpenSSH sftp.
+///
+/// The first word of a command completes to command names; a word starting with a bare `-` (and
+/// no `--` before it) to the command's flags; any other word by the `ArgumentKind` the source
+/// gives for it: vault or host paths at any depth (the last component within the folder typed so
+/// far, `~` standing for the home folder on the host), setting keys and values, or choices.
+/// Names starting with `.` are offered only when the typed name starts with `.`; a typed `..`
+/// also offers `../`. A last component with bare wildcards is matched as a glob followed by `*`,
+/// and a unique match then replaces that component.
+///
+/// One match is inserted whole: a folder with `/` and no space (so Tab can go on), anything else
+/// with the closing quote, if a quote is open, and a space. Several matches extend the word to
+/// their longest common prefix, in whole characters (grapheme clusters), and are returned as
+/// `candidates`. Inserted text is escaped for the quote open at the cursor (see `shellEscape`).
+public func complete(line: String, cursor: Int, source: CompletionSource) -> Completion {
+    let context = tokenizeForCompletion(line: line, cursor: cursor)
+    guard !context.inComment else { return .nothing }
+    let request = CompletionRequest(context: context, source: source)
+    let offers = request.offers()
+    guard !offers.isEmpty else { return .nothing }
+    let utf8 = Array(line.utf8)
+
+    func edit(deleting count: Int, inserting text: String, candidates: [String] = []) -> Completion {
+        let deleted = utf8[(context.cursor - count)..<context.cursor]
+        let scalars = deleted.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        return Completion(deleteBytes: count, deleteScalars: scalars, insertText: text, candidates: candidates)
+    }
+
+    if request.isGlob {
+        // The typed component is a pattern, not a prefix: a unique match replaces it.
+        guard offers.count == 1, let offer = offers.first else {
+            return Completion(candidates: offers.map(\.display))
+        }
+        var start = context.cursor
+        while start > context.partialStart, utf8[start - 1] != UInt8(ascii: "/") { start -= 1 }
+        let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start).quote
+        let text = shellEscape(offer.name, in: quote, atWordStart: start == context.partialStart)
+        return edit(deleting: context.cursor - start, inserting: text + terminator(offer, quote))
+    }
+
+    // A backslash waiting to escape something is dropped and the text escaped afresh.
+    let deleting = context.pendingEscape ? 1 : 0
+    let atWordStart = context.quote == .none && context.cursor - deleting == context.partialStart
+    let typed = request.prefix.count
+    if offers.count == 1, let offer = offers.first {
+        let rest = String(offer.name.dropFirst(typed))
+        let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
+        return edit(deleting: deleting, inserting: text + terminator(offer, context.quote))
+    }
+    let common = longestCommonPrefix(offers.map(\.name))
+    let rest = String(common.dropFirst(typed))
+    let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
+    return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text, candidates: offers.map(\.display))
+}
+
+/// The longest run of whole characters (extended grapheme clusters) that starts every string,
+/// so a common prefix never ends inside a multi-byte character or a grapheme.
+public func longestCommonPrefix(_ strings: [String]) -> String {
+    guard let first = strings.first else { return "" }
+    var prefix = first[...]
+    for string in strings.dropFirst() {
+        var a = prefix.startIndex, b = string.startIndex
+        while a < prefix.endIndex, b < string.endIndex, prefix[a] == string[b] {
+            a = prefix.index(after: a)
+            b = string.index(after: b)
+        }
+        prefix = prefix[..<a]
+    }
+    return String(prefix)
+}
+
+/// What follows a unique match: `/` after a folder (more to come), else the closing quote and
+/// a space.
+private func terminator(_ offer: Offer, _ quote: QuoteState) -> String {
+    if offer.isFolder { return "/" }
+    switch quote {
+    case .none: return " "
+    case .single: return "' "
+    case .double: return "\" "
+    }
+}
+
+/// One possible completion of the typed name.
+private struct Offer {
+    var name: String
+    var isFolder: Bool
+    var display: String { isFolder ? name + "/" : name }
+}
+
+/// What is being completed, worked out from the line and the source.
+private struct CompletionRequest {
+    private enum Target {
+        case words([String])
+        case vault(foldersOnly: Bool)
+        case host(foldersOnly: Bool)
+        case nothing
+    }
+
+    private let target: Target
+    private let source: CompletionSource
+    private let partial: Word
+    /// The typed text the candidates must start with (the last path component for paths).
+    let prefix: String
+    /// The folder part of a typed path, up to and including its last `/`.
+    private let folder: String
+    /// The typed last component, when it holds bare wildcards.
+    private let glob: GlobPattern?
+
+    var isGlob: Bool { glob != nil }
+
+    init(context: PartialCommandLine, source: CompletionSource) {
+        self.source = source
+        partial = context.partial
+        target = CompletionRequest.target(for: context, source: source)
+        switch target {
+        case .vault, .host:
+            let text = partial.text
+            let slash = text.lastIndex(of: "/")
+            folder = slash.map { String(text[...$0]) } ?? ""
+            prefix = slash.map { String(text[text.index(after: $0)...]) } ?? text
+            let pattern = GlobPattern(partial.split().last ?? partial)
+            glob = pattern.hasWildcards ? pattern : nil
+        case .words, .nothing:
+            folder = ""
+            prefix = partial.text
+            glob = nil
+        }
+    }
+
+    private static func target(for context: PartialCommandLine, source: CompletionSource) -> Target {
+        guard let first = context.previousWords.first else {
+            // A batch line may start with `-` to let the command fail: complete after it.
+            let names = source.commandNames
+            return .words(context.partial.looksLikeFlag ? names.map { "-" + $0 } : names)
+        }
+        let command = first.looksLikeFlag ? String(first.text.dropFirst()) : first.text
+        let arguments = context.previousWords.dropFirst()
+        var flagsEnded = false
+        var index = 0
+        for word in arguments {
+            if flagsEnded {
+                index += 1
+            } else if word.looksLikeFlag {
+                if word.text == "--" { flagsEnded = true }
+            } else {
+                index += 1
+            }
+        }
+        if !flagsEnded && context.partial.looksLikeFlag {
+            return .words(source.flags(for: command))
+        }
+        let kind = source.argumentKind(for: command, argumentIndex: index,
+                                       previousWords: arguments.map(\.text))
+        switch kind {
+        case .none: return .nothing
+        case .vaultPath: return .vault(foldersOnly: false)
+        case .vaultFolder: return .vault(foldersOnly: true)
+        case .hostPath: return .host(foldersOnly: false)
+        case .hostFolder: return .host(foldersOnly: true)
+        case .settingKey: return .words(source.settingKeys)
+        case .settingValue(let key): return .words(source.settingValues(for: key))
+        case .choice(let choices): return .words(choices)
+        }
+    }
+
+    /// The matching offers, sorted and without duplicates.
+    func offers() -> [Offer] {
+        var offers: [Offer]
+        switch target {
+        case .nothing:
+            return []
+        case .words(let words):
+            offers = words.filter { $0.hasPrefix(prefix) }.map { Offer(name: $0, isFolder: false) }
+        case .vault(let foldersOnly):
+            offers = matching(source.vaultEntries(in: folder), foldersOnly: foldersOnly)
+        case .host(let foldersOnly):
+            if partial.startsWithBareTilde && partial.text == "~" {
+                return [Offer(name: "~", isFolder: true)]
+            }
+            var hostFolder = folder
+            if partial.startsWithBareTilde, folder.hasPrefix("~/"), let home = source.homeDirectory {
+                hostFolder = home + (home.hasSuffix("/") ? "" : "/") + folder.dropFirst(2)
+            }
+            offers = matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
+        }
+        var seen = Set<String>()
+        return offers.filter { seen.insert($0.display).inserted }.sorted { utf8Order($0.name, $1.name) }
+    }
+
+    private func matching(_ entries: [CompletionEntry], foldersOnly: Bool) -> [Offer] {
+        let showHidden = prefix.hasPrefix(".")
+        var offers = entries.compactMap { entry -> Offer? in
+            let name = entry.name
+            guard name != ".", name != "..", !name.isEmpty,
+                  !foldersOnly || entry.isFolder,
+                  showHidden || !name.hasPrefix(".") else { return nil }
+            let matches = glob.map { $0.matchesPrefix(of: name) } ?? name.hasPrefix(prefix)
+            return matches ? Offer(name: name, isFolder: entry.isFolder) : nil
+        }
+        if prefix == ".." && glob == nil {
+            offers.append(Offer(name: "..", isFolder: true))
+        }
+        return offers
+    }
+}

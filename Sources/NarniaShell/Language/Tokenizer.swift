@@ -1,0 +1,208 @@
+// Splitting a command line into commands and words, the way sftp and sh do.
+//
+// - Blanks (space, tab, carriage return) separate words.
+// - `'…'` quotes everything up to the next `'`.
+// - `"…"` quotes everything up to the next unescaped `"`; inside it a backslash escapes only
+//   `"`, `\`, `$` and the backquote, and is kept before any other character.
+// - Outside quotes, `\x` makes `x` literal, whatever `x` is.
+// - Outside quotes, `;` and a newline end a command.
+// - Outside quotes, a `#` that begins a word begins a comment running to the end of the line.
+//
+// Nothing else (no `$` expansion, no pipes, no redirections) is special: a vault shell has no
+// use for them, and each extra rule is one more way to surprise a user with a hostile file name.
+
+/// The quote open at some point of a command line.
+public enum QuoteState: Sendable, Equatable {
+    /// No quote is open.
+    case none
+    /// Inside `'…'`.
+    case single
+    /// Inside `"…"`.
+    case double
+}
+
+/// Why a command line could not be split into words.
+public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A `'` or `"` opened at byte `offset` of the line is never closed.
+    case unterminatedQuote(QuoteState, offset: Int)
+    /// The line ends with a backslash that escapes nothing.
+    case trailingBackslash
+
+    public var description: String {
+        switch self {
+        case .unterminatedQuote(let quote, _):
+            let mark = quote == .double ? "\"" : "'"
+            return "unterminated quote: a \(mark) is never closed"
+        case .trailingBackslash:
+            return "a backslash at the end of the line escapes nothing"
+        }
+    }
+}
+
+/// Splits `line` into commands (separated by `;` or newlines), each a list of words. Empty
+/// commands (`;;`, blank lines, comments) are left out.
+///
+/// - Throws: `TokenizeError` for an unterminated quote or a trailing backslash.
+public func tokenize(_ line: String) throws(TokenizeError) -> [[Word]] {
+    var scanner = Scanner()
+    scanner.scan(line, upTo: line.utf8.count)
+    if scanner.quote != .none {
+        throw .unterminatedQuote(scanner.quote, offset: scanner.quoteOffset)
+    }
+    if scanner.pendingEscape {
+        throw .trailingBackslash
+    }
+    scanner.endCommand()
+    return scanner.commands
+}
+
+/// What Tab completion needs to know about the command line left of the cursor.
+public struct PartialCommandLine: Sendable, Equatable {
+    /// The complete words of the command the cursor is in (after the last `;`), before the
+    /// partial word. The first of them, if any, is the command name.
+    public var previousWords: [Word]
+    /// The word under the cursor, from its start up to the cursor, quotes removed. Empty when
+    /// the cursor follows a blank or starts the line.
+    public var partial: Word
+    /// The byte offset in the line where the partial word begins (at its opening quote, if it
+    /// starts with one); the cursor when the partial word is empty.
+    public var partialStart: Int
+    /// The quote open at the cursor, so that completed text can be escaped to fit it.
+    public var quote: QuoteState
+    /// Whether a backslash right before the cursor is still waiting for the character it escapes.
+    public var pendingEscape: Bool
+    /// Whether the cursor is inside a `#` comment, where there is nothing to complete.
+    public var inComment: Bool
+    /// The cursor as a byte offset, clamped to the line and at the start of a character.
+    public var cursor: Int
+
+    /// A description of a partial command line, field by field.
+    public init(previousWords: [Word], partial: Word, partialStart: Int, quote: QuoteState,
+                pendingEscape: Bool, inComment: Bool, cursor: Int) {
+        self.cursor = cursor
+        self.previousWords = previousWords
+        self.partial = partial
+        self.partialStart = partialStart
+        self.quote = quote
+        self.pendingEscape = pendingEscape
+        self.inComment = inComment
+    }
+}
+
+/// Reads `line` up to `cursor` (a byte offset into its UTF-8, clamped to the line and moved back
+/// to the start of a character if it falls inside one) and describes the word being typed there.
+/// Never fails: an unterminated quote is exactly what a user in the middle of typing has.
+public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLine {
+    let utf8 = line.utf8
+    var end = min(max(cursor, 0), utf8.count)
+    while end > 0, end < utf8.count,
+          utf8[utf8.index(utf8.startIndex, offsetBy: end)] & 0xC0 == 0x80 {
+        end -= 1   // a continuation byte: back up to the start of the scalar
+    }
+    var scanner = Scanner()
+    scanner.scan(line, upTo: end)
+    return PartialCommandLine(
+        previousWords: scanner.words,
+        partial: Word(text: String(scanner.scalars), quotedScalars: scanner.mask),
+        partialStart: scanner.inWord ? scanner.wordStart : end,
+        quote: scanner.quote,
+        pendingEscape: scanner.pendingEscape,
+        inComment: scanner.inComment,
+        cursor: end)
+}
+
+/// The state machine both entry points share. It stops where told and leaves its state for the
+/// caller to inspect.
+private struct Scanner {
+    var commands: [[Word]] = []
+    var words: [Word] = []
+    var scalars = String.UnicodeScalarView()
+    var mask: [Bool] = []
+    var inWord = false
+    var wordStart = 0
+    var quote = QuoteState.none
+    var quoteOffset = 0
+    var pendingEscape = false
+    var inComment = false
+
+    mutating func scan(_ line: String, upTo end: Int) {
+        var offset = 0
+        for scalar in line.unicodeScalars {
+            if offset >= end { break }
+            step(scalar, at: offset)
+            offset += UTF8.width(scalar)
+        }
+    }
+
+    private mutating func step(_ scalar: Unicode.Scalar, at offset: Int) {
+        if inComment {
+            if scalar == "\n" { inComment = false; endCommand() }
+            return
+        }
+        switch quote {
+        case .single:
+            if scalar == "'" { quote = .none } else { append(scalar, quoted: true) }
+        case .double:
+            if pendingEscape {
+                pendingEscape = false
+                if !(scalar == "\"" || scalar == "\\" || scalar == "$" || scalar == "`") {
+                    append("\\", quoted: true)
+                }
+                append(scalar, quoted: true)
+            } else if scalar == "\\" {
+                pendingEscape = true
+            } else if scalar == "\"" {
+                quote = .none
+            } else {
+                append(scalar, quoted: true)
+            }
+        case .none:
+            if pendingEscape {
+                pendingEscape = false
+                append(scalar, quoted: true)
+                return
+            }
+            switch scalar {
+            case " ", "\t", "\r", "\u{0B}", "\u{0C}":
+                endWord()
+            case "\n", ";":
+                endCommand()
+            case "#" where !inWord:
+                inComment = true
+            case "\\":
+                startWord(at: offset)
+                pendingEscape = true
+            case "'", "\"":
+                startWord(at: offset)
+                quote = scalar == "'" ? .single : .double
+                quoteOffset = offset
+            default:
+                startWord(at: offset)
+                append(scalar, quoted: false)
+            }
+        }
+    }
+
+    private mutating func startWord(at offset: Int) {
+        if !inWord { inWord = true; wordStart = offset }
+    }
+
+    private mutating func append(_ scalar: Unicode.Scalar, quoted: Bool) {
+        scalars.append(scalar)
+        mask.append(quoted)
+    }
+
+    mutating func endWord() {
+        guard inWord else { return }
+        words.append(Word(text: String(scalars), quotedScalars: mask))
+        scalars = String.UnicodeScalarView()
+        mask = []
+        inWord = false
+    }
+
+    mutating func endCommand() {
+        endWord()
+        if !words.isEmpty { commands.append(words) }
+        words = []
+    }
+}

@@ -1,0 +1,171 @@
+/// An absolute path inside the vault, as its list of names from the root.
+///
+/// The vault has no links, so `..` can be resolved by text alone: `resolve(_:relativeTo:)` gives
+/// the one folder or item a path names. Components are kept as given; the store normalises names
+/// to NFC, and Swift's `String` equality already treats NFC and NFD spellings as equal.
+public struct VaultPath: Hashable, Sendable, CustomStringConvertible {
+    /// The names from the root down; empty for the root.
+    public var components: [String]
+
+    /// The root folder, `/`.
+    public static let root = VaultPath(components: [])
+
+    /// The path with these names from the root. Each should be a valid name (no `/`, not `.`
+    /// or `..`); `resolve(_:relativeTo:)` is the way to read user input.
+    public init(components: [String]) {
+        self.components = components
+    }
+
+    /// Resolves `text` as typed by a user: absolute if it starts with `/`, otherwise relative
+    /// to `cwd`. Empty components (repeated or trailing slashes) and `.` are dropped, `..` goes
+    /// up one level and stays at the root when already there. An empty text gives `cwd`.
+    public static func resolve(_ text: String, relativeTo cwd: VaultPath) -> VaultPath {
+        var result = text.hasPrefix("/") ? VaultPath.root : cwd
+        for component in text.split(separator: "/", omittingEmptySubsequences: true) {
+            switch component {
+            case ".": continue
+            case "..": result = result.parent
+            default: result.components.append(String(component))
+            }
+        }
+        return result
+    }
+
+    /// `/` for the root, else `/a/b`.
+    public var description: String {
+        "/" + components.joined(separator: "/")
+    }
+
+    /// Whether this is the root folder.
+    public var isRoot: Bool { components.isEmpty }
+
+    /// The folder holding this path; the root's parent is the root.
+    public var parent: VaultPath {
+        VaultPath(components: Array(components.dropLast()))
+    }
+
+    /// The last name of the path; `nil` for the root.
+    public var lastComponent: String? { components.last }
+
+    /// This path with `name` added below it.
+    public func appending(_ name: String) -> VaultPath {
+        VaultPath(components: components + [name])
+    }
+
+    /// This path with several names added below it.
+    public func appending(contentsOf names: [String]) -> VaultPath {
+        VaultPath(components: components + names)
+    }
+
+    /// Whether `other` lies strictly below this path (a path is not its own ancestor). The
+    /// root is an ancestor of every other path.
+    public func isAncestor(of other: VaultPath) -> Bool {
+        other.components.count > components.count
+            && zip(components, other.components).allSatisfy { $0 == $1 }
+    }
+
+    /// Whether `other` is this path or lies below it.
+    public func isSelfOrAncestor(of other: VaultPath) -> Bool {
+        self == other || isAncestor(of: other)
+    }
+}
+
+/// A path word split at its slashes, each piece a literal name, a glob, or `..`, so that a
+/// command can expand `/photos/*/a?.jpg` one component at a time. Works for vault and host paths.
+public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
+    /// One step of a path pattern.
+    public enum Component: Hashable, Sendable {
+        /// `..`: up one level.
+        case parent
+        /// A name without wildcards (escapes removed).
+        case name(String)
+        /// A name with wildcards.
+        case glob(GlobPattern)
+    }
+
+    /// Whether the word started with `/`.
+    public var isAbsolute: Bool
+    /// The steps in order; `.` and empty pieces (`a//b`) are left out.
+    public var components: [Component]
+    /// Whether the word ended with `/`, so that it must name a folder.
+    public var hasTrailingSlash: Bool
+    /// The word's text, quotes removed.
+    public var text: String
+
+    /// Splits `word` at its slashes. A bare or quoted `.`/`..` means the same: neither can be a
+    /// name, so there is nothing else for a quoted one to mean.
+    public init(_ word: Word) {
+        text = word.text
+        isAbsolute = word.text.hasPrefix("/")
+        hasTrailingSlash = word.text.count > 1 && word.text.hasSuffix("/")
+        components = word.split().compactMap { piece in
+            switch piece.text {
+            case "", ".": return nil
+            case "..": return .parent
+            default:
+                let pattern = GlobPattern(piece)
+                return pattern.literalText.map(Component.name) ?? .glob(pattern)
+            }
+        }
+    }
+
+    public var description: String { text }
+
+    /// Whether any component is a glob.
+    public var hasWildcards: Bool {
+        components.contains { if case .glob = $0 { true } else { false } }
+    }
+
+    /// Expands the pattern in the vault, relative to `cwd`.
+    ///
+    /// With no wildcard, the one resolved path is returned without asking `children`, whether
+    /// or not it exists, so that the command reports what is missing. With wildcards, every
+    /// result exists: `children(folder)` must return the names in `folder`, or `nil` when it is
+    /// not a folder or does not exist. Glob matches at each level are sorted by the byte order
+    /// of their UTF-8; an empty result means "no match".
+    ///
+    /// - Throws: whatever `children` throws.
+    public func expand(relativeTo cwd: VaultPath,
+                       children: (VaultPath) throws -> [String]?) rethrows -> [VaultPath] {
+        let start = isAbsolute ? VaultPath.root : cwd
+        guard hasWildcards else {
+            return [components.reduce(start) { path, component in
+                switch component {
+                case .parent: path.parent
+                case .name(let name): path.appending(name)
+                case .glob: path   // unreachable: no wildcards
+                }
+            }]
+        }
+        var current = [start]
+        for component in components {
+            var next: [VaultPath] = []
+            for path in current {
+                switch component {
+                case .parent:
+                    if try children(path) != nil { next.append(path.parent) }
+                case .name(let name):
+                    if let names = try children(path), let stored = names.first(where: { $0 == name }) {
+                        next.append(path.appending(stored))
+                    }
+                case .glob(let pattern):
+                    guard let names = try children(path) else { continue }
+                    let matches = names.filter(pattern.matches).sorted(by: utf8Order)
+                    next.append(contentsOf: matches.map(path.appending))
+                }
+            }
+            var seen = Set<VaultPath>()
+            current = next.filter { seen.insert($0).inserted }
+        }
+        if hasTrailingSlash {
+            current = try current.filter { try children($0) != nil }
+        }
+        return current
+    }
+}
+
+/// Whether `a` sorts before `b` in the byte order of their UTF-8: the order of `ls` in the C
+/// locale, and of the vault's listings.
+public func utf8Order(_ a: String, _ b: String) -> Bool {
+    a.utf8.lexicographicallyPrecedes(b.utf8)
+}
