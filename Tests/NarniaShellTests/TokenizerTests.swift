@@ -1,0 +1,232 @@
+import XCTest
+@testable import NarniaShell
+
+final class TokenizerTests: XCTestCase {
+    /// The texts of the words of each command.
+    private func texts(_ line: String, file: StaticString = #filePath, line number: UInt = #line) -> [[String]] {
+        do {
+            return try tokenize(line).map { $0.map(\.text) }
+        } catch {
+            XCTFail("tokenize(\(line)) threw \(error)", file: file, line: number)
+            return []
+        }
+    }
+
+    private func words(_ line: String) throws -> [Word] {
+        let commands = try tokenize(line)
+        XCTAssertEqual(commands.count, 1)
+        return commands.first ?? []
+    }
+
+    func testBlanksSeparateWords() {
+        XCTAssertEqual(texts("ls -l  /photos"), [["ls", "-l", "/photos"]])
+        XCTAssertEqual(texts("  \tls\t-a  "), [["ls", "-a"]])
+        XCTAssertEqual(texts("ls\r"), [["ls"]])
+    }
+
+    func testEmptyAndBlankLinesGiveNoCommands() {
+        XCTAssertEqual(texts(""), [])
+        XCTAssertEqual(texts("   \t "), [])
+        XCTAssertEqual(texts(";;  ;"), [])
+    }
+
+    func testSemicolonSeparatesCommands() {
+        XCTAssertEqual(texts("cd /a; ls;pwd"), [["cd", "/a"], ["ls"], ["pwd"]])
+        XCTAssertEqual(texts("ls a;"), [["ls", "a"]])
+    }
+
+    func testNewlineSeparatesCommands() {
+        XCTAssertEqual(texts("ls\npwd\n\n"), [["ls"], ["pwd"]])
+    }
+
+    func testQuotedOrEscapedSemicolonIsLiteral() {
+        XCTAssertEqual(texts("ls 'a;b' \"c;d\" e\\;f"), [["ls", "a;b", "c;d", "e;f"]])
+    }
+
+    func testSingleQuotesAreLiteral() {
+        XCTAssertEqual(texts(#"cat 'my file' 'a\b' 'x"y' '$HOME'"#), [["cat", "my file", #"a\b"#, #"x"y"#, "$HOME"]])
+    }
+
+    func testDoubleQuotesEscapeOnlyFourCharacters() {
+        XCTAssertEqual(texts(#"cat "a\"b" "c\\d" "e\$f" "g\`h" "i\nj" "k\'l""#),
+                       [["cat", #"a"b"#, #"c\d"#, "e$f", "g`h", #"i\nj"#, #"k\'l"#]])
+    }
+
+    func testBackslashOutsideQuotesMakesAnyCharacterLiteral() {
+        XCTAssertEqual(texts(#"cat my\ file \'q \"d \\b \a"#), [["cat", "my file", "'q", "\"d", #"\b"#, "a"]])
+    }
+
+    func testEscapedNewlineIsLiteral() {
+        XCTAssertEqual(texts("cat a\\\nb"), [["cat", "a\nb"]])
+    }
+
+    func testAdjacentQuotedPartsJoinIntoOneWord() {
+        XCTAssertEqual(texts(#"cat ab'c d'"e f"g\ h"#), [["cat", "abc de fg h"]])
+    }
+
+    func testEmptyQuotesMakeAnEmptyWord() {
+        XCTAssertEqual(texts("mkdir '' \"\""), [["mkdir", "", ""]])
+    }
+
+    func testCommentAtWordStartRunsToEndOfLine() {
+        XCTAssertEqual(texts("ls # a comment; pwd"), [["ls"]])
+        XCTAssertEqual(texts("# all comment"), [])
+        XCTAssertEqual(texts("ls #c\npwd"), [["ls"], ["pwd"]])
+    }
+
+    func testHashInsideWordOrQuotedIsLiteral() {
+        XCTAssertEqual(texts("ls a#b '#c' \\#d \"#e\""), [["ls", "a#b", "#c", "#d", "#e"]])
+    }
+
+    func testUnterminatedSingleQuoteThrows() {
+        XCTAssertThrowsError(try tokenize("cat 'my file")) { error in
+            XCTAssertEqual(error as? TokenizeError, .unterminatedQuote(.single, offset: 4))
+            XCTAssertEqual("\(error)", "unterminated quote: a ' is never closed")
+        }
+    }
+
+    func testUnterminatedDoubleQuoteThrows() {
+        XCTAssertThrowsError(try tokenize("ls; cat \"a\\\" b")) { error in
+            XCTAssertEqual(error as? TokenizeError, .unterminatedQuote(.double, offset: 8))
+            XCTAssertEqual("\(error)", "unterminated quote: a \" is never closed")
+        }
+    }
+
+    func testTrailingBackslashThrows() {
+        XCTAssertThrowsError(try tokenize("cat a\\")) { error in
+            XCTAssertEqual(error as? TokenizeError, .trailingBackslash)
+        }
+    }
+
+    func testQuoteMaskRecordsQuotedAndEscapedScalars() throws {
+        let word = try words(#"a'b'\c"d"e"#)[0]
+        XCTAssertEqual(word.text, "abcde")
+        XCTAssertEqual(word.quotedScalars, [false, true, true, true, false])
+    }
+
+    func testQuoteMaskIsPerScalarForMultiByteText() throws {
+        let word = try words("é'日本'🙂")[0]
+        XCTAssertEqual(word.text, "é日本🙂")
+        XCTAssertEqual(word.quotedScalars, [false, true, true, false])
+    }
+
+    func testUnicodeIsKeptByteForByte() throws {
+        let nfd = "e\u{301}cole"
+        let word = try words("cat \(nfd)")[1]
+        XCTAssertEqual(Array(word.text.utf8), Array(nfd.utf8), "no normalisation in the tokenizer")
+    }
+
+    func testLongNameSurvives() throws {
+        let name = String(repeating: "é", count: 127) + "x"   // 255 bytes
+        XCTAssertEqual(name.utf8.count, 255)
+        XCTAssertEqual(try words("cat '\(name)'")[1].text, name)
+    }
+
+    func testLooksLikeFlagOnlyForBareDash() throws {
+        let ws = try words(#"rm -rf '-x' \-y "-z" --"#)
+        XCTAssertEqual(ws.map(\.looksLikeFlag), [false, true, false, false, false, true])
+    }
+
+    func testBareTilde() throws {
+        let ws = try words(#"lcd ~/a '~'/b \~c"#)
+        XCTAssertEqual(ws.map(\.startsWithBareTilde), [false, true, false, false])
+    }
+
+    func testBareGlobCharacters() throws {
+        let ws = try words(#"ls *.jpg '*.jpg' \?a "[x]" a[1]"#)
+        XCTAssertEqual(ws.map(\.hasBareGlobCharacters), [false, true, false, false, false, true])
+    }
+
+    func testWordSplitKeepsMasks() throws {
+        let word = try words(#"/a\*/'b c'//d/"#)[0]
+        let pieces = word.split()
+        XCTAssertEqual(pieces.map(\.text), ["", "a*", "b c", "", "d", ""])
+        XCTAssertEqual(pieces[1].quotedScalars, [false, true])
+        XCTAssertEqual(pieces[2].quotedScalars, [true, true, true])
+    }
+
+    // MARK: - Completion tokenizing
+
+    func testCompletionAfterBlankHasEmptyPartial() {
+        let p = tokenizeForCompletion(line: "ls -l ", cursor: 6)
+        XCTAssertEqual(p.previousWords.map(\.text), ["ls", "-l"])
+        XCTAssertEqual(p.partial.text, "")
+        XCTAssertEqual(p.partialStart, 6)
+        XCTAssertEqual(p.quote, .none)
+        XCTAssertFalse(p.inComment)
+    }
+
+    func testCompletionOfFirstWord() {
+        let p = tokenizeForCompletion(line: "ex", cursor: 2)
+        XCTAssertEqual(p.previousWords, [])
+        XCTAssertEqual(p.partial.text, "ex")
+        XCTAssertEqual(p.partialStart, 0)
+    }
+
+    func testCompletionInsideSingleQuote() {
+        let p = tokenizeForCompletion(line: "cat 'my fi", cursor: 10)
+        XCTAssertEqual(p.previousWords.map(\.text), ["cat"])
+        XCTAssertEqual(p.partial.text, "my fi")
+        XCTAssertEqual(p.partialStart, 4)
+        XCTAssertEqual(p.quote, .single)
+    }
+
+    func testCompletionInsideDoubleQuoteWithEscape() {
+        let line = #"cat "a\"b"#
+        let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
+        XCTAssertEqual(p.partial.text, #"a"b"#)
+        XCTAssertEqual(p.quote, .double)
+    }
+
+    func testCompletionWithEscapedBlank() {
+        let line = #"cat my\ fi"#
+        let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
+        XCTAssertEqual(p.partial.text, "my fi")
+        XCTAssertEqual(p.partialStart, 4)
+        XCTAssertEqual(p.quote, .none)
+        XCTAssertFalse(p.pendingEscape)
+    }
+
+    func testCompletionWithPendingBackslash() {
+        let p = tokenizeForCompletion(line: #"cat my\"#, cursor: 7)
+        XCTAssertEqual(p.partial.text, "my")
+        XCTAssertTrue(p.pendingEscape)
+    }
+
+    func testCompletionIgnoresTextAfterCursor() {
+        let p = tokenizeForCompletion(line: "cat abc def", cursor: 6)
+        XCTAssertEqual(p.partial.text, "ab")
+        XCTAssertEqual(p.partialStart, 4)
+    }
+
+    func testCompletionStartsAfterSemicolon() {
+        let p = tokenizeForCompletion(line: "cd /a; ls -l ph", cursor: 15)
+        XCTAssertEqual(p.previousWords.map(\.text), ["ls", "-l"])
+        XCTAssertEqual(p.partial.text, "ph")
+        XCTAssertEqual(p.partialStart, 13)
+    }
+
+    func testCompletionInComment() {
+        XCTAssertTrue(tokenizeForCompletion(line: "ls # co", cursor: 7).inComment)
+        XCTAssertFalse(tokenizeForCompletion(line: "ls a#co", cursor: 7).inComment)
+    }
+
+    func testCompletionCursorIsClampedAndAlignedToCharacter() {
+        let line = "cat é"          // é is two bytes, at offsets 4 and 5
+        let inside = tokenizeForCompletion(line: line, cursor: 5)
+        XCTAssertEqual(inside.cursor, 4)
+        XCTAssertEqual(inside.partial.text, "")
+        let beyond = tokenizeForCompletion(line: line, cursor: 99)
+        XCTAssertEqual(beyond.cursor, 6)
+        XCTAssertEqual(beyond.partial.text, "é")
+        XCTAssertEqual(tokenizeForCompletion(line: line, cursor: -3).cursor, 0)
+    }
+
+    func testCompletionOffsetsAreBytes() {
+        let line = "cat 日本/ph"
+        let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
+        XCTAssertEqual(p.partialStart, 4)
+        XCTAssertEqual(p.cursor, 4 + 6 + 3)
+        XCTAssertEqual(p.partial.text, "日本/ph")
+    }
+}
