@@ -22,5 +22,6 @@ let package = Package(
         .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaStore", "NarniaCrypto"]),
         .testTarget(name: "NarniaShellTests", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto"]),
-    ]
+    ],
+    swiftLanguageModes: [.v5]
 )

@@ -49,3 +49,23 @@ public func randomBytes(_ count: Int) -> [UInt8] {
     bytes.withUnsafeMutableBytes { fillRandom($0) }
     return bytes
 }
+
+/// Overwrites memory with zeros in a way the compiler cannot elide (`sodium_memzero`).
+public func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+    sodium_memzero(base, buffer.count)
+}
+
+/// BLAKE2b (`crypto_generichash`) of `input`, `length` bytes long, optionally keyed.
+public func genericHash(_ input: [UInt8], length: Int, key: [UInt8] = []) -> [UInt8] {
+    Sodium.ensureInitialized()
+    var out = [UInt8](repeating: 0, count: length)
+    out.withUnsafeMutableBufferPointer { o in
+        input.withUnsafeBufferPointer { i in
+            key.withUnsafeBufferPointer { k in
+                _ = crypto_generichash(o.baseAddress!, length, i.baseAddress, UInt64(i.count), k.baseAddress, k.count)
+            }
+        }
+    }
+    return out
+}

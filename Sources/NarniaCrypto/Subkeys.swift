@@ -3,10 +3,10 @@ internal import CSodium
 /// The purposes of keys derived from the master key (`crypto_kdf_derive_from_key`).
 /// The raw values are the `subkey_id` arguments and are part of the format: never renumber.
 public enum SubkeyPurpose: UInt64, Sendable {
-    /// Encrypts the metadata journal.
-    case journal = 1
-    /// Masks record lengths in the journal.
-    case journalLengthMask = 2
+    /// Encrypts the bodies of metadata journal records.
+    case journalBody = 1
+    /// Encrypts the length headers of metadata journal records.
+    case journalHeader = 2
 }
 
 extension Secret {

@@ -1,0 +1,212 @@
+import Glibc
+import NarniaCrypto
+
+/// Why an item's content could not be read back.
+public enum ContentError: Error, CustomStringConvertible {
+    /// The object file is gone.
+    case missing
+    /// The object file does not have the length its metadata implies (truncated or extended).
+    case wrongLength(expected: Int64, actual: Int64)
+    /// A chunk failed authentication: modified, moved, swapped or from another item.
+    case chunkFailed(index: Int)
+
+    public var description: String {
+        switch self {
+        case .missing: return "its encrypted object is missing"
+        case .wrongLength(let e, let a): return "its encrypted object has \(a) bytes instead of \(e) (truncated or altered)"
+        case .chunkFailed(let i): return "chunk \(i) does not authenticate (altered, swapped or replaced)"
+        }
+    }
+}
+
+/// Thrown when the user cancelled a long operation (Ctrl-C).
+public struct Cancelled: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "interrupted" }
+}
+
+/// Hooks for long content operations: progress and cancellation.
+public struct TransferObserver: @unchecked Sendable {
+    /// Called after each chunk with the number of content bytes done so far in this item.
+    public var progress: (UInt64) -> Void
+    /// Polled between chunks; returning true stops the operation with `Cancelled`.
+    public var isCancelled: () -> Bool
+
+    public init(progress: @escaping (UInt64) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false }) {
+        self.progress = progress
+        self.isCancelled = isCancelled
+    }
+
+    /// No progress, no cancellation.
+    public static let none = TransferObserver()
+}
+
+/// Encrypts a byte stream into a new content object.
+struct ContentWriter {
+    let layout: StoreLayout
+    let pipeline: ChunkPipeline
+
+    /// Reads `source` to its end and writes the encrypted object `objectID` under the key in
+    /// `key`. `inspect` sees the first chunk of plaintext (for type detection). The object is
+    /// written but not yet durable: the caller syncs before committing. On any error or
+    /// cancellation the partial object is removed.
+    /// - Returns: the content size.
+    func write(objectID: Identifier, key: UnsafeRawBufferPointer,
+               source: (UnsafeMutableRawPointer, Int) throws -> Int,
+               inspect: (UnsafeRawBufferPointer) -> Void,
+               observer: TransferObserver) throws -> UInt64 {
+        let path = layout.objectPath(for: objectID)
+        let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        do {
+            let size = try encrypt(into: fd, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
+            return size
+        } catch {
+            try? pipeline.drain()
+            try? FileSystem.unlink(path, missingOK: true)
+            throw error
+        }
+    }
+
+    private func encrypt(into fd: FileDescriptor, objectID: Identifier, key: UnsafeRawBufferPointer,
+                         source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                         inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
+        let chunk = ContentFormat.chunkSize
+        let base = randomBytes(AEAD.nonceLength)
+        try fd.writeAll(base)
+        var nonce = base
+        var ad: [UInt8] = []
+        // Copy the key into the closure's reach: the writer thread never needs it.
+        let sealChunk = { (buffer: UnsafeMutableRawPointer, length: Int, index: Int, last: Bool) in
+            ContentFormat.nonce(base: base, index: index, into: &nonce)
+            ContentFormat.additionalData(object: objectID, index: index, last: last, into: &ad)
+            ad.withUnsafeBytes { a in
+                nonce.withUnsafeBytes { n in
+                    _ = AEAD.sealInPlace(buffer, plaintextLength: length, additionalData: a, nonce: n.baseAddress!, key: key)
+                }
+            }
+        }
+        let write: @Sendable (UnsafeRawPointer, Int) throws -> Void = { p, n in try fd.writeAll(p, count: n) }
+        func fill(_ buffer: UnsafeMutableRawPointer) throws -> Int {
+            var done = 0
+            while done < chunk {
+                let n = try source(buffer + done, chunk - done)
+                if n == 0 { break }
+                done += n
+            }
+            return done
+        }
+
+        var index = 0
+        var current = pipeline.acquire()
+        var currentLength = try fill(pipeline.buffer(current))
+        var total = UInt64(currentLength)
+        inspect(UnsafeRawBufferPointer(start: pipeline.buffer(current), count: currentLength))
+        while currentLength == chunk {
+            if observer.isCancelled() { pipeline.release(current); throw Cancelled() }
+            if let error = pipeline.pendingError { pipeline.release(current); throw error }
+            let next = pipeline.acquire()
+            let nextLength = try fill(pipeline.buffer(next))
+            if nextLength == 0 { pipeline.release(next); break }
+            sealChunk(pipeline.buffer(current), chunk, index, false)
+            pipeline.enqueueWrite(current, count: chunk + AEAD.tagLength, write)
+            observer.progress(total)
+            index += 1
+            total += UInt64(nextLength)
+            current = next
+            currentLength = nextLength
+        }
+        // The content ends in `current`: pad with zeros to the Padmé length, then seal the tail.
+        var remaining = Int(ContentFormat.paddedLength(total)) - index * chunk
+        while true {
+            let length = min(chunk, remaining)
+            let buffer = pipeline.buffer(current)
+            if length > currentLength { (buffer + currentLength).initializeMemory(as: UInt8.self, repeating: 0, count: length - currentLength) }
+            let last = remaining <= chunk
+            sealChunk(buffer, length, index, last)
+            pipeline.enqueueWrite(current, count: length + AEAD.tagLength, write)
+            if last { break }
+            remaining -= chunk
+            index += 1
+            current = pipeline.acquire()
+            currentLength = 0
+        }
+        try pipeline.drain()
+        observer.progress(total)
+        return total
+    }
+}
+
+/// Reads and authenticates a content object, chunk by chunk.
+struct ContentReader {
+    let fd: FileDescriptor
+    let content: ContentInfo
+    private let base: [UInt8]
+
+    /// Opens the object of `content` and checks its length.
+    init(layout: StoreLayout, content: ContentInfo) throws {
+        let path = layout.objectPath(for: content.objectID)
+        do {
+            fd = try FileDescriptor.open(path, O_RDONLY)
+        } catch let e as SystemError where e.code == ENOENT {
+            throw ContentError.missing
+        }
+        self.content = content
+        let expected = ContentFormat.objectLength(size: content.size)
+        let actual = try fd.size()
+        guard actual == expected else { throw ContentError.wrongLength(expected: expected, actual: actual) }
+        var b = [UInt8](repeating: 0, count: AEAD.nonceLength)
+        let handle = fd
+        _ = try b.withUnsafeMutableBytes { try handle.preadFully(into: $0.baseAddress!, count: AEAD.nonceLength, offset: 0) }
+        base = b
+        fd.adviseSequential()
+    }
+
+    var chunkCount: Int { ContentFormat.chunkCount(size: content.size) }
+
+    /// Reads, authenticates and decrypts chunk `index` into `buffer` (which must hold a chunk
+    /// and its tag). Returns the number of content bytes in it (padding excluded).
+    func readChunk(_ index: Int, into buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
+        let plain = ContentFormat.plaintextLength(ofChunk: index, size: content.size)
+        let length = plain + AEAD.tagLength
+        let n = try fd.preadFully(into: buffer, count: length, offset: ContentFormat.offset(ofChunk: index))
+        guard n == length else { throw ContentError.wrongLength(expected: ContentFormat.objectLength(size: content.size), actual: try fd.size()) }
+        var nonce = base
+        var ad: [UInt8] = []
+        ContentFormat.nonce(base: base, index: index, into: &nonce)
+        ContentFormat.additionalData(object: content.objectID, index: index, last: index == chunkCount - 1, into: &ad)
+        do {
+            _ = try ad.withUnsafeBytes { a in
+                try nonce.withUnsafeBytes { nb in
+                    try AEAD.openInPlace(buffer, ciphertextLength: length, additionalData: a, nonce: nb.baseAddress!, key: key)
+                }
+            }
+        } catch {
+            throw ContentError.chunkFailed(index: index)
+        }
+        let start = UInt64(index) * UInt64(ContentFormat.chunkSize)
+        return Int(min(UInt64(plain), content.size > start ? content.size - start : 0))
+    }
+
+    /// Decrypts every chunk in order and hands the content bytes to `write` on the pipeline's
+    /// writer thread, so decryption and output overlap. Stops at the first failing chunk.
+    func stream(pipeline: ChunkPipeline, key: UnsafeRawBufferPointer, observer: TransferObserver,
+                write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
+        var done: UInt64 = 0
+        do {
+            for index in 0..<chunkCount {
+                if observer.isCancelled() { throw Cancelled() }
+                if let error = pipeline.pendingError { throw error }
+                let b = pipeline.acquire()
+                let n: Int
+                do { n = try readChunk(index, into: pipeline.buffer(b), key: key) } catch { pipeline.release(b); throw error }
+                if n > 0 { pipeline.enqueueWrite(b, count: n, write) } else { pipeline.release(b) }
+                done += UInt64(n)
+                observer.progress(done)
+            }
+            try pipeline.drain()
+        } catch {
+            try? pipeline.drain()
+            throw error
+        }
+    }
+}

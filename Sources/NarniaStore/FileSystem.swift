@@ -1,0 +1,79 @@
+import Glibc
+
+/// Small, throwing wrappers over the path-based system calls the store needs.
+public enum FileSystem {
+    /// `mkdir(2)`; an existing directory is not an error when `existingOK`.
+    public static func makeDirectory(_ path: String, mode: mode_t = 0o700, existingOK: Bool = false) throws {
+        if Glibc.mkdir(path, mode) == 0 { return }
+        if errno == EEXIST && existingOK { return }
+        throw SystemError.current("mkdir", path)
+    }
+
+    /// `rename(2)`.
+    public static func rename(_ from: String, _ to: String) throws {
+        _ = try sys("rename", from) { Glibc.rename(from, to) }
+    }
+
+    /// `unlink(2)`; a missing file is not an error when `missingOK`.
+    public static func unlink(_ path: String, missingOK: Bool = false) throws {
+        if Glibc.unlink(path) == 0 { return }
+        if errno == ENOENT && missingOK { return }
+        throw SystemError.current("unlink", path)
+    }
+
+    /// `rmdir(2)`.
+    public static func removeDirectory(_ path: String) throws {
+        _ = try sys("rmdir", path) { Glibc.rmdir(path) }
+    }
+
+    /// Makes a directory's entries durable: `open(O_DIRECTORY)` + `fsync`.
+    public static func syncDirectory(_ path: String) throws {
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        try fd.sync()
+    }
+
+    /// The names in a directory, without `.` and `..`.
+    public static func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `lstat(2)`, or nil when the path does not exist.
+    public static func lstatIfExists(_ path: String) throws -> stat? {
+        var st = stat()
+        if Glibc.lstat(path, &st) == 0 { return st }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw SystemError.current("stat", path)
+    }
+
+    /// `stat(2)` (follows links), or nil when the path does not exist.
+    public static func statIfExists(_ path: String) throws -> stat? {
+        var st = stat()
+        if c_stat(path, &st) == 0 { return st }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw SystemError.current("stat", path)
+    }
+
+    /// True when the path names a directory (following links).
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return c_stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+extension stat {
+    /// True for a directory.
+    public var isDirectory: Bool { (st_mode & S_IFMT) == S_IFDIR }
+    /// True for a regular file.
+    public var isRegularFile: Bool { (st_mode & S_IFMT) == S_IFREG }
+    /// True for a symbolic link.
+    public var isSymbolicLink: Bool { (st_mode & S_IFMT) == S_IFLNK }
+}

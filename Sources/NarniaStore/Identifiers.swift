@@ -1,0 +1,81 @@
+import NarniaCrypto
+
+/// A 128-bit random identifier: of an item in the tree, of a content object, of a journal.
+public struct Identifier: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 16 bytes, stored as two words for cheap hashing and comparison.
+    let high: UInt64
+    let low: UInt64
+
+    /// The identifier of the root folder: all zero bits. It is never drawn at random in practice.
+    public static let root = Identifier(high: 0, low: 0)
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A fresh random identifier.
+    public static func random() -> Identifier {
+        let b = randomBytes(16)
+        return Identifier(b[...])
+    }
+
+    /// Reads 16 bytes.
+    init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        precondition(bytes.count == 16)
+        var h: UInt64 = 0, l: UInt64 = 0
+        for (i, b) in bytes.enumerated() {
+            if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+        }
+        high = h
+        low = l
+    }
+
+    /// The 16 bytes, big-endian.
+    public var bytes: [UInt8] {
+        var out = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 {
+            out[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
+            out[8 + i] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i)))
+        }
+        return out
+    }
+
+    /// 32 lowercase hex digits.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Parses 32 lowercase hex digits.
+    public init?(hex: Substring) {
+        guard hex.utf8.count == 32 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var pending: UInt8 = 0
+        for (i, c) in hex.utf8.enumerated() {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if i % 2 == 0 { pending = v << 4 } else { bytes.append(pending | v) }
+        }
+        self.init(bytes)
+    }
+
+    public var description: String { hex }
+
+    public static func < (a: Identifier, b: Identifier) -> Bool {
+        (a.high, a.low) < (b.high, b.low)
+    }
+}
+
+/// Overwrites memory with zeros in a way the compiler does not elide (`sodium_memzero`).
+func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
+    NarniaCrypto.wipe(buffer)
+}

@@ -1,0 +1,113 @@
+import Glibc
+
+/// A group of new items made durable and visible together (group commit).
+///
+/// Each file's content object is written as it is added; `commit()` then makes every object
+/// durable with one `syncfs` and publishes all the items in one journal record. Until then
+/// nothing is visible, and `abandon()` (or a crash) leaves only orphan objects that the next
+/// open removes. Names are made unique with "keep both" numbering, counting staged items.
+public final class ImportBatch {
+    private let vault: Vault
+    private var operations: [MetadataOperation] = []
+    private var reservedNames: [Identifier: Set<String>] = [:]
+    private var stagedFolders = Set<Identifier>()
+    private var stagedObjects: [Identifier] = []
+    private var stagedSlots: [Int] = []
+    private var staged: [Item] = []
+    /// Content bytes written since the batch began.
+    public private(set) var stagedBytes: UInt64 = 0
+
+    init(vault: Vault) { self.vault = vault }
+
+    /// The number of items waiting for `commit()`.
+    public var count: Int { staged.count }
+
+    /// Starts a batch of new items.
+    public static func begin(in vault: Vault) -> ImportBatch { ImportBatch(vault: vault) }
+
+    private func ensureFolder(_ parent: Identifier) throws {
+        guard vault.isFolder(parent) || stagedFolders.contains(parent) else { throw VaultError.refused("not a folder") }
+    }
+
+    private func claimName(_ name: String, in parent: Identifier) throws -> String {
+        let valid = try ItemName.validated(name)
+        let unique = vault.availableName(valid, in: parent, reserved: reservedNames[parent] ?? [])
+        reservedNames[parent, default: []].insert(unique)
+        return unique
+    }
+
+    /// Stages a new folder called `name` (or a numbered variant) inside `parent`.
+    public func addFolder(named name: String, in parent: Identifier, modified: Int64? = nil) throws -> Item {
+        try ensureFolder(parent)
+        let t = Vault.now()
+        let item = Item(id: .random(), parent: parent, name: try claimName(name, in: parent), created: t, modified: modified ?? t, content: nil)
+        operations.append(.putItem(item))
+        stagedFolders.insert(item.id)
+        staged.append(item)
+        return item
+    }
+
+    /// Encrypts everything `source` yields into a new file item called `name` (or a numbered
+    /// variant) in `parent`. `classify` sees the first chunk and names the MIME type and kind.
+    /// `source` fills the buffer and returns the byte count, 0 at the end.
+    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil,
+                        source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                        classify: (UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind),
+                        observer: TransferObserver = .none) throws -> Item {
+        try ensureFolder(parent)
+        let unique = try claimName(name, in: parent)
+        let objectID = Identifier.random()
+        try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
+        let slot = try vault.keys.addRandom()
+        var type: (mime: String, kind: ItemKind) = ("application/octet-stream", .other)
+        let size: UInt64
+        do {
+            size = try vault.keys.withKey(slot) { key in
+                try ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
+                    .write(objectID: objectID, key: key, source: source, inspect: { type = classify($0) }, observer: observer)
+            }
+        } catch {
+            vault.keys.remove(slot)
+            reservedNames[parent]?.remove(unique)
+            throw error
+        }
+        let t = Vault.now()
+        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: type.mime, kind: type.kind)
+        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
+        operations.append(.putItem(item))
+        stagedObjects.append(objectID)
+        stagedSlots.append(slot)
+        staged.append(item)
+        stagedBytes += size
+        return item
+    }
+
+    /// Makes every staged object durable (`syncfs`), then publishes all staged items in one
+    /// journal record. Returns them; the batch is empty afterwards and can be reused.
+    @discardableResult
+    public func commit() throws -> [Item] {
+        guard !operations.isEmpty else { return [] }
+        if !stagedObjects.isEmpty { try vault.syncStore() }
+        try vault.commit(operations)
+        let done = staged
+        reset()
+        return done
+    }
+
+    /// Drops every staged item and deletes their objects.
+    public func abandon() {
+        for object in stagedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
+        for slot in stagedSlots { vault.keys.remove(slot) }
+        reset()
+    }
+
+    private func reset() {
+        operations.removeAll()
+        reservedNames.removeAll()
+        stagedFolders.removeAll()
+        stagedObjects.removeAll()
+        stagedSlots.removeAll()
+        staged.removeAll()
+        stagedBytes = 0
+    }
+}

@@ -1,0 +1,64 @@
+/// What kind of thing an item is, for listing, `find -type` and viewing (BRIEF §5).
+/// The raw values are stored in the journal: never renumber.
+public enum ItemKind: UInt8, Sendable, CaseIterable {
+    case folder = 0
+    case photo = 1
+    case video = 2
+    case document = 3
+    case other = 4
+
+    /// The lower-case name used in listings, JSON and `find -type`.
+    public var name: String {
+        switch self {
+        case .folder: return "folder"
+        case .photo: return "photo"
+        case .video: return "video"
+        case .document: return "document"
+        case .other: return "other"
+        }
+    }
+
+    /// Parses a name as `name` prints it.
+    public init?(name: String) {
+        guard let k = ItemKind.allCases.first(where: { $0.name == name }) else { return nil }
+        self = k
+    }
+}
+
+/// The encrypted content of a file item: where it is, how long it is, and what it is.
+public struct ContentInfo: Sendable, Equatable {
+    /// The content object's identifier; it names the object file and is bound into every
+    /// chunk's associated data.
+    public var objectID: Identifier
+    /// The slot of the item's random key in the vault's `KeyTable`.
+    var keySlot: Int
+    /// The plaintext size in bytes.
+    public var size: UInt64
+    /// The MIME type libmagic gave at import.
+    public var mime: String
+    /// The kind derived from the MIME type.
+    public var kind: ItemKind
+}
+
+/// One entry of the folder tree: a folder or a file.
+public struct Item: Sendable, Equatable {
+    /// A random identifier that never changes, even when the item is renamed or moved.
+    public let id: Identifier
+    /// The folder holding the item (`Identifier.root` for top-level items).
+    public var parent: Identifier
+    /// The NFC name, unique within the parent.
+    public var name: String
+    /// Creation time, nanoseconds since the Unix epoch.
+    public var created: Int64
+    /// Last modification time, nanoseconds since the Unix epoch.
+    public var modified: Int64
+    /// The content, for files; nil for folders.
+    public var content: ContentInfo?
+
+    /// True for a folder.
+    public var isFolder: Bool { content == nil }
+    /// The item's kind (`.folder` for folders).
+    public var kind: ItemKind { content?.kind ?? .folder }
+    /// The content size (0 for folders).
+    public var size: UInt64 { content?.size ?? 0 }
+}

@@ -1,0 +1,106 @@
+/// One change to the vault's metadata. A journal record holds a list of them that is applied
+/// atomically (a transaction). The encoding is documented in docs/FORMAT.md, "Operations".
+enum MetadataOperation {
+    /// Creates or replaces an item. For files the item key (from the vault's key table)
+    /// is written with it.
+    case putItem(Item)
+    /// Removes an item (its content object is deleted after the commit).
+    case removeItem(Identifier)
+    /// Sets a setting.
+    case setSetting(key: String, value: String)
+    /// Removes a setting.
+    case removeSetting(key: String)
+
+    enum Tag: UInt8 {
+        case putFolder = 1
+        case putFile = 2
+        case removeItem = 3
+        case setSetting = 4
+        case removeSetting = 5
+    }
+}
+
+/// Encodes and decodes the operations of one journal record.
+enum RecordCoding {
+    static func encode(_ operations: [MetadataOperation], keys: KeyTable, into w: inout ByteWriter) {
+        for op in operations {
+            switch op {
+            case .putItem(let item):
+                if let c = item.content {
+                    w.u8(MetadataOperation.Tag.putFile.rawValue)
+                    encodeCommon(item, into: &w)
+                    w.raw(c.objectID.bytes)
+                    keys.withKey(c.keySlot) { w.raw($0) }
+                    w.u64(c.size)
+                    w.string(c.mime)
+                    w.u8(c.kind.rawValue)
+                } else {
+                    w.u8(MetadataOperation.Tag.putFolder.rawValue)
+                    encodeCommon(item, into: &w)
+                }
+            case .removeItem(let id):
+                w.u8(MetadataOperation.Tag.removeItem.rawValue)
+                w.raw(id.bytes)
+            case .setSetting(let key, let value):
+                w.u8(MetadataOperation.Tag.setSetting.rawValue)
+                w.string(key)
+                w.string(value)
+            case .removeSetting(let key):
+                w.u8(MetadataOperation.Tag.removeSetting.rawValue)
+                w.string(key)
+            }
+        }
+    }
+
+    private static func encodeCommon(_ item: Item, into w: inout ByteWriter) {
+        w.raw(item.id.bytes)
+        w.raw(item.parent.bytes)
+        w.string(item.name)
+        w.i64(item.created)
+        w.i64(item.modified)
+    }
+
+    /// Decodes every operation of a payload and hands each to `apply`. The key bytes passed
+    /// with `putFile` live in the payload, which the caller wipes afterwards.
+    static func decode(_ payload: [UInt8], apply: (DecodedOperation) throws -> Void) throws {
+        var r = ByteReader(payload)
+        while !r.isAtEnd {
+            guard let tag = MetadataOperation.Tag(rawValue: try r.u8()) else { throw MalformedRecord() }
+            switch tag {
+            case .putFolder, .putFile:
+                let id = Identifier(try r.take(16))
+                let parent = Identifier(try r.take(16))
+                let name = try r.string()
+                let created = try r.i64()
+                let modified = try r.i64()
+                var item = Item(id: id, parent: parent, name: name, created: created, modified: modified, content: nil)
+                if tag == .putFile {
+                    let object = Identifier(try r.take(16))
+                    let key = try r.take(KeyTable.keyLength)
+                    let size = try r.u64()
+                    let mime = try r.string()
+                    let kind = ItemKind(rawValue: try r.u8()) ?? .other
+                    item.content = ContentInfo(objectID: object, keySlot: -1, size: size, mime: mime, kind: kind)
+                    try apply(.putItem(item, key: key))
+                } else {
+                    try apply(.putItem(item, key: nil))
+                }
+            case .removeItem:
+                try apply(.removeItem(Identifier(try r.take(16))))
+            case .setSetting:
+                let key = try r.string()
+                try apply(.setSetting(key: key, value: try r.string()))
+            case .removeSetting:
+                try apply(.removeSetting(key: try r.string()))
+            }
+        }
+    }
+
+    /// An operation as read back; `key` is a view into the payload being decoded.
+    enum DecodedOperation {
+        case putItem(Item, key: ArraySlice<UInt8>?)
+        case removeItem(Identifier)
+        case setSetting(key: String, value: String)
+        case removeSetting(key: String)
+    }
+}

@@ -1,0 +1,48 @@
+/// The folder tree as a pair of indexes, and how journal operations change it.
+struct TreeState {
+    var items: [Identifier: Item] = [:]
+    var children: [Identifier: [String: Identifier]] = [Identifier.root: [:]]
+    var settings: [String: String] = [:]
+
+    /// Applies a replayed operation, storing a file's key in `keys`.
+    mutating func apply(_ op: RecordCoding.DecodedOperation, keys: KeyTable) throws {
+        switch op {
+        case .putItem(var item, let key):
+            if let key, item.content != nil {
+                if let old = items[item.id]?.content { keys.remove(old.keySlot) }
+                item.content!.keySlot = try key.withUnsafeBytes { try keys.add($0) }
+            }
+            put(item)
+        case .removeItem(let id):
+            if let c = items[id]?.content { keys.remove(c.keySlot) }
+            remove(id)
+        case .setSetting(let k, let v): settings[k] = v
+        case .removeSetting(let k): settings[k] = nil
+        }
+    }
+
+    /// Applies an operation the running vault just committed (keys are already in the table).
+    mutating func apply(_ op: MetadataOperation) {
+        switch op {
+        case .putItem(let item): put(item)
+        case .removeItem(let id): remove(id)
+        case .setSetting(let k, let v): settings[k] = v
+        case .removeSetting(let k): settings[k] = nil
+        }
+    }
+
+    private mutating func put(_ item: Item) {
+        if let old = items[item.id] {
+            children[old.parent]?[old.name] = nil
+        }
+        items[item.id] = item
+        children[item.parent, default: [:]][item.name] = item.id
+        if item.isFolder && children[item.id] == nil { children[item.id] = [:] }
+    }
+
+    private mutating func remove(_ id: Identifier) {
+        guard let old = items.removeValue(forKey: id) else { return }
+        children[old.parent]?[old.name] = nil
+        if old.isFolder { children[id] = nil }
+    }
+}

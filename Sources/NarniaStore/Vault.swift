@@ -1,0 +1,262 @@
+import Glibc
+import NarniaCrypto
+
+/// An open, unlocked vault: the store directory, its keys and its folder tree.
+///
+/// Holds an exclusive `flock` on the store directory for its whole life. Every metadata change
+/// is one authenticated journal record made durable before the call returns; the in-memory
+/// tree changes only after that. Not thread-safe: one shell drives it.
+public final class Vault {
+    /// The store directory.
+    public let directory: String
+    /// The Argon2id limits the passphrase is wrapped with.
+    public private(set) var kdfParameters: KDFParameters
+
+    let layout: StoreLayout
+    let lockHandle: FileDescriptor
+    private var keyFileID: Identifier
+    private var kek: Secret
+    private var salt: [UInt8]
+    private let masterKey: Secret
+    private let journalBodyKey: Secret
+    private let journalHeaderKey: Secret
+    var journal: Journal
+    let keys: KeyTable
+    let pipeline = ChunkPipeline()
+    var knownShards = Set<String>()
+
+    var items: [Identifier: Item] = [:]
+    var childrenByFolder: [Identifier: [String: Identifier]] = [Identifier.root: [:]]
+    /// Settings (`set KEY VALUE`), encrypted in the journal like everything else.
+    public private(set) var settings: [String: String] = [:]
+    private var bytesAtLastCompaction: Int64 = 0
+
+    // MARK: Creating and opening
+
+    /// Creates a new vault in `directory` (which must be missing or empty) and opens it.
+    /// - Throws: `VaultError.alreadyExists`, `SystemError`, `CryptoError`.
+    public static func create(at directory: String, passphrase: Secret, parameters: KDFParameters) throws -> Vault {
+        Sodium.ensureInitialized()
+        if let st = try FileSystem.statIfExists(directory) {
+            guard st.isDirectory else { throw VaultError.alreadyExists(directory) }
+            guard try FileSystem.listDirectory(directory).isEmpty else { throw VaultError.alreadyExists(directory) }
+        } else {
+            try FileSystem.makeDirectory(directory, mode: 0o700)
+            if let parent = parentDirectory(of: directory) { try? FileSystem.syncDirectory(parent) }
+        }
+        let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+        let layout = StoreLayout(root: directory)
+        let salt = randomBytes(PassphraseKey.saltLength)
+        let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        let master = try Secret.random(count: 32)
+        let journalID = Identifier.random()
+        var shards = Set<String>()
+        try layout.ensureShard(for: journalID, known: &shards)
+        let bodyKey = try master.deriveSubkey(.journalBody)
+        let headerKey = try master.deriveSubkey(.journalHeader)
+        let journal = try Journal.create(id: journalID, path: layout.objectPath(for: journalID), bodyKey: bodyKey, headerKey: headerKey)
+        try journal.syncFile()
+        try FileSystem.syncDirectory(layout.shardDirectory(for: journalID))
+        let keyFileID = Identifier.random()
+        let contents = KeyFile.Contents(masterKey: master, journalID: journalID, chunkSizeLog2: ContentFormat.chunkSizeLog2)
+        try writeKeyFile(KeyFile.seal(contents, kek: kek, salt: salt, parameters: parameters), layout: layout, id: keyFileID)
+        let vault = try Vault(directory: directory, lock: lock, keyFileID: keyFileID, kek: kek, salt: salt,
+                              parameters: parameters, master: master, journal: journal, bodyKey: bodyKey, headerKey: headerKey)
+        vault.knownShards = shards
+        return vault
+    }
+
+    /// Opens the vault in `directory` with `passphrase`: takes the lock, unwraps the master
+    /// key, replays the journal (dropping a torn tail) and removes leftovers of interrupted writes.
+    /// - Throws: `VaultError.noVault`, `.wrongPassphrase`, `.locked`, `.damagedKeyFile`,
+    ///   `MetadataError.damaged`, `SystemError`.
+    public static func open(at directory: String, passphrase: Secret) throws -> Vault {
+        Sodium.ensureInitialized()
+        guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
+        let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+        let layout = StoreLayout(root: directory)
+        let keyFiles = try FileSystem.listDirectory(directory).compactMap { name -> Identifier? in
+            guard name.utf8.count == 32, let id = Identifier(hex: Substring(name)),
+                  (try? FileSystem.lstatIfExists(directory + "/" + name))??.isRegularFile == true else { return nil }
+            return id
+        }
+        guard !keyFiles.isEmpty else { throw VaultError.noVault(directory) }
+        guard keyFiles.count == 1 else { throw VaultError.damagedKeyFile("more than one key file") }
+        let keyFileID = keyFiles[0]
+        let bytes = try FileDescriptor.open(layout.keyFilePath(named: keyFileID), O_RDONLY).readToEnd(limit: 4096)
+        guard let (salt, parameters) = KeyFile.header(of: bytes) else { throw VaultError.wrongPassphrase }
+        guard parameters.isAcceptable else { throw VaultError.wrongPassphrase }
+        let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        let contents: KeyFile.Contents
+        do {
+            contents = try KeyFile.open(bytes, kek: kek)
+        } catch CryptoError.authenticationFailed {
+            throw VaultError.wrongPassphrase
+        }
+        guard contents.chunkSizeLog2 == ContentFormat.chunkSizeLog2 else { throw VaultError.damagedKeyFile("unknown chunk size") }
+        let bodyKey = try contents.masterKey.deriveSubkey(.journalBody)
+        let headerKey = try contents.masterKey.deriveSubkey(.journalHeader)
+        let keys = try KeyTable()
+        var state = TreeState()
+        let journal = try Journal.open(id: contents.journalID, path: layout.objectPath(for: contents.journalID),
+                                       bodyKey: bodyKey, headerKey: headerKey) { payload in
+            try RecordCoding.decode(payload) { op in try state.apply(op, keys: keys) }
+        }
+        let vault = try Vault(directory: directory, lock: lock, keyFileID: keyFileID, kek: kek, salt: salt,
+                              parameters: parameters, master: contents.masterKey, journal: journal,
+                              bodyKey: bodyKey, headerKey: headerKey, keys: keys)
+        vault.items = state.items
+        vault.childrenByFolder = state.children
+        vault.settings = state.settings
+        vault.bytesAtLastCompaction = journal.endOffset
+        try vault.removeLeftovers()
+        return vault
+    }
+
+    private init(directory: String, lock: FileDescriptor, keyFileID: Identifier, kek: Secret, salt: [UInt8],
+                 parameters: KDFParameters, master: Secret, journal: Journal, bodyKey: Secret, headerKey: Secret,
+                 keys: KeyTable? = nil) throws {
+        self.directory = directory
+        self.layout = StoreLayout(root: directory)
+        self.lockHandle = lock
+        self.keyFileID = keyFileID
+        self.kek = kek
+        self.salt = salt
+        self.kdfParameters = parameters
+        self.masterKey = master
+        self.journal = journal
+        self.journalBodyKey = bodyKey
+        self.journalHeaderKey = headerKey
+        self.keys = try keys ?? KeyTable()
+    }
+
+    /// Deletes what an interrupted write left: objects no item refers to, old journals,
+    /// a half-written key file.
+    private func removeLeftovers() throws {
+        var referenced = Set<Identifier>(minimumCapacity: items.count + 1)
+        referenced.insert(journal.id)
+        for item in items.values { if let c = item.content { referenced.insert(c.objectID) } }
+        let (objects, leftovers) = try layout.scanObjects()
+        for id in objects where !referenced.contains(id) {
+            try FileSystem.unlink(layout.objectPath(for: id), missingOK: true)
+        }
+        for path in leftovers { try FileSystem.unlink(path, missingOK: true) }
+        for name in try FileSystem.listDirectory(directory) where name.hasSuffix(".new") {
+            try FileSystem.unlink(directory + "/" + name, missingOK: true)
+        }
+    }
+
+    // MARK: Committing
+
+    /// Appends one transaction to the journal, durably, then applies it to the tree.
+    func commit(_ operations: [MetadataOperation]) throws {
+        guard !operations.isEmpty else { return }
+        var w = ByteWriter(capacity: 256 * operations.count)
+        RecordCoding.encode(operations, keys: keys, into: &w)
+        defer { w.wipe() }
+        try journal.append(w.bytes)
+        let freedSlots = operations.compactMap { op -> Int? in
+            if case .removeItem(let id) = op { return items[id]?.content?.keySlot }
+            return nil
+        }
+        var state = TreeState(items: items, children: childrenByFolder, settings: settings)
+        items = [:]; childrenByFolder = [:]
+        for op in operations { state.apply(op) }
+        items = state.items
+        childrenByFolder = state.children
+        settings = state.settings
+        for slot in freedSlots { keys.remove(slot) }
+        try compactIfWorthIt()
+    }
+
+    /// Rewrites the journal as a snapshot when it has grown to several times the live
+    /// metadata, so replay at open stays proportional to the vault, not to its history.
+    private func compactIfWorthIt() throws {
+        let growth = journal.endOffset - bytesAtLastCompaction
+        let estimate = Int64(items.count) * 160 + 4096
+        guard journal.endOffset > 8 << 20, growth > 2 * estimate else { return }
+        try compact()
+    }
+
+    /// Writes a new journal holding the current state, points the key file at it, and removes
+    /// the old one. A crash at any point leaves either the old or the new journal in force.
+    func compact() throws {
+        let newID = Identifier.random()
+        try layout.ensureShard(for: newID, known: &knownShards)
+        let fresh = try Journal.create(id: newID, path: layout.objectPath(for: newID), bodyKey: journalBodyKey, headerKey: journalHeaderKey)
+        var batch: [MetadataOperation] = []
+        var batchBytes = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            var w = ByteWriter(capacity: batchBytes + 64)
+            RecordCoding.encode(batch, keys: keys, into: &w)
+            defer { w.wipe() }
+            try fresh.append(w.bytes)
+            batch.removeAll(keepingCapacity: true)
+            batchBytes = 0
+        }
+        for (k, v) in settings { batch.append(.setSetting(key: k, value: v)) }
+        // Parents before children, so a replay never sees an orphan.
+        var queue: [Identifier] = [Identifier.root]
+        while let folder = queue.popLast() {
+            for id in (childrenByFolder[folder] ?? [:]).values {
+                guard let item = items[id] else { continue }
+                batch.append(.putItem(item))
+                batchBytes += 120 + item.name.utf8.count
+                if item.isFolder { queue.append(id) }
+                if batchBytes > 1 << 20 { try flush() }
+            }
+        }
+        try flush()
+        try fresh.syncFile()
+        try FileSystem.syncDirectory(layout.shardDirectory(for: newID))
+        try rewriteKeyFile(journalID: newID, kek: kek, salt: salt, parameters: kdfParameters)
+        let old = journal
+        journal = fresh
+        bytesAtLastCompaction = fresh.endOffset
+        try? FileSystem.unlink(old.path, missingOK: true)
+    }
+
+    // MARK: The key file
+
+    private func rewriteKeyFile(journalID: Identifier, kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
+        let contents = KeyFile.Contents(masterKey: masterKey, journalID: journalID, chunkSizeLog2: ContentFormat.chunkSizeLog2)
+        try Self.writeKeyFile(KeyFile.seal(contents, kek: kek, salt: salt, parameters: parameters), layout: layout, id: keyFileID)
+    }
+
+    /// Writes the key file as `<id>.new`, syncs it, renames it into place and syncs the directory.
+    private static func writeKeyFile(_ bytes: [UInt8], layout: StoreLayout, id: Identifier) throws {
+        let final = layout.keyFilePath(named: id)
+        let temporary = final + ".new"
+        let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        try fd.writeAll(bytes)
+        try fd.sync()
+        try FileSystem.rename(temporary, final)
+        try FileSystem.syncDirectory(layout.root)
+    }
+
+    /// Re-wraps the master key under a new passphrase (fresh salt; content is not re-encrypted).
+    public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
+        let newSalt = randomBytes(PassphraseKey.saltLength)
+        let newKEK = try PassphraseKey.derive(passphrase: passphrase, salt: newSalt, parameters: parameters)
+        try rewriteKeyFile(journalID: journal.id, kek: newKEK, salt: newSalt, parameters: parameters)
+        kek = newKEK
+        salt = newSalt
+        kdfParameters = parameters
+    }
+
+    // MARK: Settings
+
+    /// Sets (or with nil, removes) a setting, durably.
+    public func setSetting(_ key: String, _ value: String?) throws {
+        if let value { try commit([.setSetting(key: key, value: value)]) } else { try commit([.removeSetting(key: key)]) }
+    }
+}
+
+func parentDirectory(of path: String) -> String? {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    let parent = String(path[..<slash])
+    return parent.isEmpty ? "/" : parent
+}

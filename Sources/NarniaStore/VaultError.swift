@@ -1,0 +1,26 @@
+/// Errors of opening, creating and changing a vault.
+public enum VaultError: Error, CustomStringConvertible, Equatable {
+    /// No store at the path (exit status 3).
+    case noVault(String)
+    /// The passphrase does not open the store, or the key file was altered (exit status 3).
+    case wrongPassphrase
+    /// Another process has the store open.
+    case locked(String)
+    /// `init` at a path that already holds a store or other files.
+    case alreadyExists(String)
+    /// The key file is unreadable or there is more than one.
+    case damagedKeyFile(String)
+    /// A tree operation's precondition failed; the text says which.
+    case refused(String)
+
+    public var description: String {
+        switch self {
+        case .noVault(let dir): return "no vault at \(dir)"
+        case .wrongPassphrase: return "wrong passphrase"
+        case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
+        case .alreadyExists(let dir): return "a store already exists at \(dir)"
+        case .damagedKeyFile(let why): return "the store's key file is damaged (\(why))"
+        case .refused(let why): return why
+        }
+    }
+}
