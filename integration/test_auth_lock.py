@@ -1,0 +1,239 @@
+"""Auth and lock: a wrong passphrase exits 3 and leaves the store byte-identical; passphrase
+sources (file, fd, first line, CRLF, empty); passwd re-wraps the key (the old passphrase stops
+working, content objects are untouched); init on an existing store; a second process gets a
+clear error while the first keeps working."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import Narnia, q, sha
+
+WRONG = "incorrect horse"
+
+
+@pytest.fixture
+def filled(vault, host) -> Narnia:
+    data = os.urandom(300_000)
+    (host / "payload.bin").write_bytes(data)
+    vault.ok(f"mkdir /docs; cd /docs; import {q(str(host / 'payload.bin'))}")
+    vault.payload = data
+    return vault
+
+
+def assert_auth_failure(r, what):
+    assert r.rc == 3, f"{what}: a wrong passphrase must exit 3" + r.describe()
+    assert r.out == "", f"{what}: nothing may be printed on stdout" + r.describe()
+    assert any(l.startswith("narnia:") for l in r.err_lines), \
+        f"{what}: expected a `narnia: …` message on stderr" + r.describe()
+
+
+def test_wrong_passphrase_exits_3_and_changes_nothing(filled, tmp_path):
+    before = filled.store().snapshot()
+    batch = tmp_path / "cmds"
+    batch.write_text("mkdir /new\nrm -r /docs\n")
+    runs = {
+        "-c": filled("-c", "mkdir /new; rm -r /docs", passphrase=WRONG),
+        "-b FILE": filled("-b", str(batch), passphrase=WRONG),
+        "-b -": filled("-b", "-", input="mkdir /new\n", passphrase=WRONG),
+        "piped stdin": filled(input="mkdir /new\n", passphrase=WRONG),
+        "enter": filled("enter", input="mkdir /new\n", passphrase=WRONG),
+    }
+    for what, r in runs.items():
+        assert_auth_failure(r, what)
+        assert filled.store().snapshot() == before, f"{what}: a wrong passphrase changed the store"
+    r = filled.ok("ls /")
+    assert r.out_lines == ["docs"], "after wrong passphrases the vault must be as before" + r.describe()
+
+
+def test_no_vault_exits_3(narnia):
+    missing = narnia.workdir / "nothing-here"
+    r = narnia.c("ls", vault=missing)
+    assert r.rc == 3, "no vault at --vault must exit 3" + r.describe()
+    assert not missing.exists(), "opening a missing vault must not create it"
+    empty = narnia.workdir / "empty-dir"
+    empty.mkdir()
+    r = narnia.c("ls", vault=empty)
+    assert r.rc == 3, "an empty directory is no vault: exit 3" + r.describe()
+    assert list(empty.iterdir()) == [], "opening an empty directory must not write into it"
+
+
+def test_vault_from_environment(vault):
+    env = dict(vault.env, NARNIA_VAULT=str(vault.vault))
+    r = vault("-c", "mkdir /via-env", with_vault=False, env=env)
+    assert r.rc == 0, "$NARNIA_VAULT should select the store when --vault is absent" + r.describe()
+    assert vault.ok("ls /").out_lines == ["via-env"]
+
+
+def test_default_vault_location(narnia):
+    r = narnia("init", with_vault=False)
+    assert r.rc == 0, "init without --vault should use the default location" + r.describe()
+    default = narnia.home / ".local/share/lining"
+    assert default.is_dir() and any(default.iterdir()), \
+        f"the default store should be ${{XDG_DATA_HOME}}/lining ({default})"
+
+
+def test_empty_passphrase_is_a_usage_error(vault):
+    for raw in (b"", b"\n", b"\r\n"):
+        f = vault.passphrase_file("", raw=raw)
+        r = vault("--passphrase-file", str(f), "-c", "ls", passphrase=None)
+        assert r.rc == 2, f"an empty passphrase ({raw!r}) must exit 2" + r.describe()
+
+
+def test_no_passphrase_source_without_terminal_is_a_usage_error(vault):
+    r = vault("-c", "ls", passphrase=None)
+    assert r.rc == 2, "no passphrase source and no terminal must exit 2" + r.describe()
+
+
+def test_passphrase_file_first_line_and_crlf(vault):
+    for raw in (b"correct horse\r\n", b"correct horse", b"correct horse\nsecond line\n"):
+        f = vault.passphrase_file("", raw=raw)
+        r = vault("--passphrase-file", str(f), "-c", "pwd", passphrase=None)
+        assert r.rc == 0, f"passphrase file {raw!r} should open the vault" + r.describe()
+    f = vault.passphrase_file("", raw=b"correct horse \n")
+    r = vault("--passphrase-file", str(f), "-c", "pwd", passphrase=None)
+    assert r.rc == 3, "a trailing space is part of the passphrase" + r.describe()
+
+
+def test_passphrase_fd(vault):
+    rfd, wfd = os.pipe()
+    os.write(wfd, b"correct horse\n")
+    os.close(wfd)
+    try:
+        r = vault("--passphrase-fd", str(rfd), "-c", "pwd", passphrase=None, pass_fds=(rfd,))
+    finally:
+        os.close(rfd)
+    assert r.rc == 0 and r.out == "/\n", "--passphrase-fd N should read the passphrase from fd N" + r.describe()
+
+
+def test_passwd(filled):
+    store = filled.store()
+    big_before = {rel: h for rel, h in store.snapshot().items()
+                  if (store.root / rel).stat().st_size > 100_000}
+    assert big_before, "expected a content object over 100 kB"
+    new = filled.passphrase_file("a new passphrase")
+    r = filled.c(f"passwd --new-passphrase-file {q(str(new))}")
+    assert r.rc == 0, "passwd --new-passphrase-file failed" + r.describe()
+    assert r.out == "", "passwd is silent on success" + r.describe()
+    old = filled.c("ls /")
+    assert old.rc == 3, "the old passphrase must stop working after passwd" + old.describe()
+    ok = filled.c("cat /docs/payload.bin", passphrase="a new passphrase")
+    assert ok.rc == 0 and ok.outb == filled.payload, "the new passphrase must open the same vault" + ok.describe()
+    after = store.snapshot()
+    changed = [rel for rel in big_before if after.get(rel) != big_before[rel]]
+    assert not changed, f"passwd re-encrypted content objects (it should re-wrap the key only): {changed}"
+    v = filled.c("verify", passphrase="a new passphrase")
+    assert v.rc == 0, "verify after passwd" + v.describe()
+
+
+def test_passwd_refuses_empty_new_passphrase(filled):
+    before = filled.store().snapshot()
+    empty = filled.passphrase_file("", raw=b"\n")
+    r = filled.fails(f"passwd --new-passphrase-file {q(str(empty))}", "passwd")
+    assert filled.store().snapshot() == before, "a refused passwd changed the store"
+    assert filled.c("pwd").rc == 0, "the old passphrase must still work after a refused passwd"
+
+
+def test_init_on_existing_store(vault):
+    before = vault.store().snapshot()
+    r = vault("init", passphrase="another one")
+    assert r.rc == 1, "init on an existing store must exit 1" + r.describe()
+    assert f"narnia: error: a store already exists at {vault.vault}" in r.err_lines, \
+        "expected `narnia: error: a store already exists at DIR`" + r.describe()
+    assert vault.store().snapshot() == before, "init on an existing store changed it"
+    assert vault.c("pwd", passphrase="another one").rc == 3, "the second init must not change the passphrase"
+
+
+# ---------------------------------------------------------------------------------------------
+# The lock
+
+
+def pids_holding_locks() -> set[int]:
+    pids = set()
+    with open("/proc/locks") as f:
+        for line in f:
+            parts = line.split()
+            # "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" ("->" lines are waiters)
+            if len(parts) >= 5 and parts[1] != "->" and parts[4].isdigit():
+                pids.add(int(parts[4]))
+    return pids
+
+
+def reader(stream, q_: queue.Queue):
+    for line in iter(stream.readline, b""):
+        q_.put(line.decode("utf-8", "surrogateescape"))
+    q_.put(None)
+
+
+def test_second_process_gets_a_clear_error(filled):
+    first = filled.popen("-b", "-", stdin=subprocess.PIPE)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=reader, args=(first.stdout, lines), daemon=True).start()
+    try:
+        first.stdin.write(b"pwd\n")
+        first.stdin.flush()
+        deadline = time.monotonic() + 15
+        while first.pid not in pids_holding_locks():
+            assert first.poll() is None, f"the first process exited early: {first.stderr.read()!r}"
+            assert time.monotonic() < deadline, "the first process never took a lock (/proc/locks)"
+            time.sleep(0.05)
+        before = filled.store().snapshot()
+        t0 = time.monotonic()
+        second = filled.c("mkdir /second", timeout=30)
+        took = time.monotonic() - t0
+        assert second.rc == 1, "a second process on a locked store must exit 1" + second.describe()
+        assert second.out == ""
+        assert any(re.search(r"lock|in use|busy|another", l, re.I) and l.startswith("narnia: error:")
+                   for l in second.err_lines), \
+            "the second process should say the store is locked / in use" + second.describe()
+        assert took < 10, f"the second process waited {took:.1f} s instead of failing at once"
+        assert filled.store().snapshot() == before, "the refused second process changed the store"
+
+        first.stdin.write(b"mkdir x\nls\n")
+        first.stdin.close()
+        rc = first.wait(timeout=30)
+        out = []
+        while (item := lines.get(timeout=10)) is not None:
+            out.append(item.rstrip("\n"))
+        err = first.stderr.read().decode()
+        assert rc == 0, f"the first process should keep working and exit 0 (rc={rc}, stderr={err!r})"
+        assert out == ["/", "docs", "x"], f"the first process's output: {out!r} (stderr {err!r})"
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert filled.ok("ls /").out_lines == ["docs", "x"], "the lock must be released on exit"
+
+
+def test_lock_during_import(filled, host):
+    big = host / "big"
+    big.mkdir()
+    for i in range(20):
+        (big / f"b{i}.bin").write_bytes(os.urandom(500_000))
+    first = filled.popen("-c", f"import {q(str(big))}")
+    try:
+        deadline = time.monotonic() + 15
+        while first.pid not in pids_holding_locks():
+            if first.poll() is not None:
+                pytest.fail("the import finished before the lock could be observed; "
+                            "make the input bigger")
+            assert time.monotonic() < deadline, "the importing process never took a lock"
+            time.sleep(0.01)
+        second = filled.c("ls /")
+        if first.poll() is None:  # still importing after the second one gave up
+            assert second.rc == 1, "a reader during an import must get a clear error, exit 1" + second.describe()
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, f"the import should finish normally: {err!r}"
+    assert filled.ok("ls /big").out_lines == [f"b{i}.bin" for i in sorted(range(20), key=lambda i: f"b{i}.bin")]
