@@ -1,0 +1,481 @@
+import XCTest
+@testable import NarniaShell
+
+/// A completion source over fixed trees, recording the folders it is asked about.
+private final class FakeSource: CompletionSource {
+    var cwd = VaultPath.root
+    var hostCwd = "/home/u/work"
+    var vault: [VaultPath: [CompletionEntry]] = [:]
+    var host: [String: [CompletionEntry]] = [:]
+    var askedVault: [String] = []
+    var askedHost: [String] = []
+
+    let commandNames = ["cat", "cd", "export", "exit", "find", "help", "import", "lcd", "lls", "lpwd",
+                        "ls", "mkdir", "quit", "rm", "set", "ls"]
+    let settingKeys = ["hide-names", "remove-originals", "viewer.photo"]
+    let homeDirectory: String? = "/home/u"
+
+    func flags(for command: String) -> [String] {
+        switch command {
+        case "ls": ["-l", "-a", "--json"]
+        case "rm": ["-r", "-f"]
+        case "import": ["--move"]
+        default: []
+        }
+    }
+
+    func argumentKind(for command: String, argumentIndex: Int, previousWords: [String]) -> ArgumentKind {
+        switch command {
+        case "cd": return .vaultFolder
+        case "lcd": return .hostFolder
+        case "lls", "import": return .hostPath
+        case "export": return argumentIndex == 0 ? .vaultPath : .hostPath
+        case "set": return argumentIndex == 0 ? .settingKey : .settingValue(key: previousWords.last ?? "")
+        case "help": return .choice(commandNames)
+        case "mkdir": return .none
+        case "find":
+            switch previousWords.last {
+            case "-type": return .choice(["photo", "video", "document", "other", "folder"])
+            case "-name": return .none
+            default: return .vaultPath
+            }
+        default: return .vaultPath
+        }
+    }
+
+    func settingValues(for key: String) -> [String] {
+        key == "hide-names" || key == "remove-originals" ? ["on", "off"] : []
+    }
+
+    func vaultEntries(in folder: String) -> [CompletionEntry] {
+        askedVault.append(folder)
+        return vault[VaultPath.resolve(folder, relativeTo: cwd)] ?? []
+    }
+
+    func hostEntries(in folder: String) -> [CompletionEntry] {
+        askedHost.append(folder)
+        var path = folder.hasPrefix("/") ? folder : hostCwd + "/" + folder
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return host[path] ?? []
+    }
+
+    /// Adds a vault folder: names ending in `/` are folders.
+    func add(_ folder: String, _ names: [String]) {
+        vault[VaultPath.resolve(folder, relativeTo: .root)] = names.map(entry)
+    }
+
+    func addHost(_ folder: String, _ names: [String]) {
+        host[folder] = names.map(entry)
+    }
+
+    private func entry(_ name: String) -> CompletionEntry {
+        name.hasSuffix("/") ? CompletionEntry(name: String(name.dropLast()), isFolder: true)
+                            : CompletionEntry(name: name, isFolder: false)
+    }
+}
+
+final class CompletionTests: XCTestCase {
+    private var source = FakeSource()
+
+    override func setUp() {
+        source = FakeSource()
+        source.add("/", ["photos/", "docs/", "notes.txt", "my file.txt", ".secret/", "-rf", "a/"])
+        source.add("/photos", ["2023/", "2024/", "readme.txt"])
+        source.add("/photos/2023", ["beach.jpg", "birthday.jpg", "city.png"])
+        source.add("/photos/2024", ["a.jpg"])
+        source.add("/a", ["b/"])
+        source.add("/a/b", ["c/"])
+        source.add("/a/b/c", ["d/"])
+        source.add("/a/b/c/d", ["deep file.txt"])
+        source.addHost("/home/u", ["Documents/", "Downloads/", ".bashrc", "pic.jpg"])
+        source.addHost("/home/u/work", ["report.pdf", "src/", "run me.sh"])
+        source.addHost("/tmp", ["x.txt"])
+    }
+
+    /// Completes at `cursor` (default: the end) and returns the edited line and the completion.
+    private func run(_ line: String, cursor: Int? = nil,
+                     file: StaticString = #filePath, line number: UInt = #line) -> (String, Completion) {
+        let bytes = Array(line.utf8)
+        let at = cursor ?? bytes.count
+        let completion = complete(line: line, cursor: at, source: source)
+        XCTAssertLessThanOrEqual(completion.deleteBytes, at, file: file, line: number)
+        let kept = bytes[..<(at - completion.deleteBytes)]
+        let deleted = String(decoding: bytes[(at - completion.deleteBytes)..<at], as: UTF8.self)
+        XCTAssertEqual(deleted.unicodeScalars.count, completion.deleteScalars, "scalar count", file: file, line: number)
+        let edited = String(decoding: kept + Array(completion.insertText.utf8) + bytes[at...], as: UTF8.self)
+        return (edited, completion)
+    }
+
+    /// Asserts that Tab on `line` gives `expected` and lists `candidates`.
+    private func assertTab(_ line: String, _ expected: String, candidates: [String] = [], cursor: Int? = nil,
+                           file: StaticString = #filePath, line number: UInt = #line) {
+        let (edited, completion) = run(line, cursor: cursor, file: file, line: number)
+        XCTAssertEqual(edited, expected, file: file, line: number)
+        XCTAssertEqual(completion.candidates, candidates, file: file, line: number)
+    }
+
+    /// Asserts that the edited line tokenizes back to `words` for its last command.
+    private func assertReadsBack(_ line: String, _ words: [String], file: StaticString = #filePath, line number: UInt = #line) {
+        XCTAssertEqual(try tokenize(line).last?.map(\.text), words, file: file, line: number)
+    }
+
+    // MARK: - Commands and flags
+
+    func testUniqueCommandGetsASpace() {
+        assertTab("mk", "mkdir ")
+        assertTab("ca", "cat ")
+    }
+
+    func testSeveralCommandsListedAndExtended() {
+        assertTab("l", "l", candidates: ["lcd", "lls", "lpwd", "ls"])
+        assertTab("e", "ex", candidates: ["exit", "export"])
+    }
+
+    func testDuplicateCommandNamesListedOnce() {
+        assertTab("ls", "ls ")
+    }
+
+    func testEmptyLineListsAllCommands() {
+        let (edited, completion) = run("")
+        XCTAssertEqual(edited, "")
+        XCTAssertEqual(completion.candidates.count, 15)
+        XCTAssertFalse(completion.changesLine)
+    }
+
+    func testUnknownCommandGivesNothing() {
+        let (edited, completion) = run("zz")
+        XCTAssertEqual(edited, "zz")
+        XCTAssertEqual(completion, .nothing)
+    }
+
+    func testBatchDashPrefixCompletesCommand() {
+        assertTab("-mk", "-mkdir ")
+        assertTab("-rm -", "-rm -", candidates: ["-f", "-r"])
+    }
+
+    func testFlags() {
+        assertTab("ls -", "ls -", candidates: ["--json", "-a", "-l"])
+        assertTab("ls --j", "ls --json ")
+        assertTab("ls -l --", "ls -l --json ")
+        assertTab("import --", "import --move ")
+    }
+
+    func testNoFlagsAfterDoubleDash() {
+        assertTab("rm -- -", "rm -- -rf ")
+    }
+
+    func testLeadingDashNameEscapedAtWordStart() {
+        source.add("/dash", ["-rf"])
+        source.cwd = VaultPath(components: ["dash"])
+        assertTab("rm ", #"rm \-rf "#)
+        let (edited, _) = run("rm ")
+        XCTAssertEqual(try tokenize(edited).first?.last?.looksLikeFlag, false)
+    }
+
+    func testQuotedDashIsNotAFlag() {
+        assertTab("rm '-", "rm '-rf' ")
+    }
+
+    // MARK: - Vault paths
+
+    func testFolderGetsSlashAndNoSpace() {
+        assertTab("cd /pho", "cd /photos/")
+        assertTab("ls pho", "ls photos/")
+    }
+
+    func testFileGetsSpace() {
+        assertTab("cat /no", "cat /notes.txt ")
+    }
+
+    func testCompletionAtDepthFour() {
+        assertTab("cat /a/b/c/d/de", #"cat /a/b/c/d/deep\ file.txt "#)
+        assertTab("cat a/b/c/", #"cat a/b/c/d/"#)
+        XCTAssertEqual(source.askedVault.last, "a/b/c/")
+        assertTab("cat a/b/c/d/", #"cat a/b/c/d/deep\ file.txt "#)
+    }
+
+    func testSuccessiveTabsWalkDown() {
+        var line = "cat /a"
+        for _ in 0..<5 { line = run(line).0 }
+        XCTAssertEqual(line, #"cat /a/b/c/d/deep\ file.txt "#)
+        assertReadsBack(line, ["cat", "/a/b/c/d/deep file.txt"])
+    }
+
+    func testRelativePathsWithDotDot() {
+        source.cwd = VaultPath(components: ["photos", "2024"])
+        assertTab("cat ../20", "cat ../202", candidates: ["2023/", "2024/"])
+        XCTAssertEqual(source.askedVault.last, "../")
+        assertTab("cat ../2023/bi", "cat ../2023/birthday.jpg ")
+        assertTab("cat ../../a/b/../b/", "cat ../../a/b/../b/c/")
+        assertTab("cat ./", "cat ./a.jpg ")
+    }
+
+    func testDotDotCompletesToFolder() {
+        assertTab("cd ..", "cd ../")
+    }
+
+    func testSeveralCandidatesExtendToCommonPrefix() {
+        assertTab("cat /photos/2023/b", "cat /photos/2023/b", candidates: ["beach.jpg", "birthday.jpg"])
+        assertTab("cat /photos/2023/", "cat /photos/2023/", candidates: ["beach.jpg", "birthday.jpg", "city.png"])
+        assertTab("cat /photos/", "cat /photos/", candidates: ["2023/", "2024/", "readme.txt"])
+    }
+
+    func testEmptyPartialListsVisibleEntries() {
+        assertTab("cat ", "cat ", candidates: ["-rf", "a/", "docs/", "my file.txt", "notes.txt", "photos/"])
+        XCTAssertEqual(source.askedVault.last, "")
+    }
+
+    func testHiddenOnlyWithDot() {
+        assertTab("cd .", "cd .secret/")
+        assertTab("cd .s", "cd .secret/")
+        source.add("/h", [".a", ".b", "c"])
+        assertTab("cat /h/", "cat /h/c ")
+        assertTab("cat /h/.", "cat /h/.", candidates: [".a", ".b"])
+    }
+
+    func testFoldersOnlyForCd() {
+        source.add("/mix", ["alpha/", "alps.txt"])
+        assertTab("cd /mix/al", "cd /mix/alpha/")
+        assertTab("cat /mix/al", "cat /mix/alp", candidates: ["alpha/", "alps.txt"])
+    }
+
+    func testFileAndFolderSharingAPrefix() {
+        source.add("/p", ["a/", "ab.txt"])
+        assertTab("cat /p/a", "cat /p/a", candidates: ["a/", "ab.txt"])
+    }
+
+    func testNameThatIsAPrefixOfAnother() {
+        source.add("/p", ["a", "ab"])
+        assertTab("cat /p/a", "cat /p/a", candidates: ["a", "ab"])
+    }
+
+    func testNoMatch() {
+        assertTab("cat /zzz", "cat /zzz")
+        assertTab("cat /nowhere/x", "cat /nowhere/x")
+    }
+
+    func testCursorInTheMiddle() {
+        let line = "cat pho rest"
+        assertTab(line, "cat photos/ rest", cursor: 7)
+    }
+
+    func testAfterSemicolon() {
+        assertTab("cd /; cat no", "cd /; cat notes.txt ")
+        assertTab("ls; mk", "ls; mkdir ")
+    }
+
+    func testNothingInComments() {
+        assertTab("ls # no", "ls # no")
+    }
+
+    func testArgumentKindNone() {
+        assertTab("mkdir no", "mkdir no")
+    }
+
+    // MARK: - Escaping
+
+    func testSpacesEscapedOutsideQuotes() {
+        assertTab("cat my", #"cat my\ file.txt "#)
+        assertReadsBack(run("cat my").0, ["cat", "my file.txt"])
+    }
+
+    func testEscapedSpaceAlreadyTyped() {
+        assertTab(#"cat my\ f"#, #"cat my\ file.txt "#)
+    }
+
+    func testInsideSingleQuotesTheQuoteIsClosedAfterAFile() {
+        assertTab("cat 'my", "cat 'my file.txt' ")
+        assertTab("cat 'my f", "cat 'my file.txt' ")
+        assertReadsBack(run("cat 'my").0, ["cat", "my file.txt"])
+    }
+
+    func testInsideDoubleQuotes() {
+        assertTab("cat \"my", "cat \"my file.txt\" ")
+    }
+
+    func testInsideQuotesAFolderKeepsTheQuoteOpen() {
+        source.add("/q", ["my dir/"])
+        source.add("/q/my dir", ["in.txt"])
+        assertTab("cat '/q/my", "cat '/q/my dir/")
+        assertTab("cat '/q/my dir/", "cat '/q/my dir/in.txt' ")
+        assertTab("cat \"/q/my", "cat \"/q/my dir/")
+    }
+
+    func testHostileNamesRoundTrip() {
+        let names = ["it's.txt", #"say "hi".txt"#, #"back\slash"#, "[draft] *final?.txt", "a;b", "$HOME",
+                     "tab\there", "a&b|c<d>(e){f}!g", "`cmd`", "new\nline"]
+        source.add("/h", names)
+        for name in names {
+            let first = String(name.prefix(2))
+            for (opening, typed) in [("", shellEscape(first)), ("'", shellEscape(first, in: .single)),
+                                     ("\"", shellEscape(first, in: .double))] {
+                let line = "cat /h/" + opening + typed
+                let (edited, completion) = run(line)
+                XCTAssertTrue(completion.candidates.isEmpty, "\(line): \(completion.candidates)")
+                XCTAssertTrue(edited.hasSuffix(" "), edited)
+                assertReadsBack(edited, ["cat", "/h/" + name])
+            }
+        }
+    }
+
+    func testExactEscapes() {
+        source.add("/h", ["it's.txt", #"a"b$c.txt"#, "[draft] *x?.txt"])
+        assertTab("cat /h/i", #"cat /h/it\'s.txt "#)
+        assertTab("cat '/h/i", #"cat '/h/it'\''s.txt' "#)
+        assertTab("cat \"/h/i", #"cat "/h/it's.txt" "#)
+        assertTab("cat \"/h/a", #"cat "/h/a\"b\$c.txt" "#)
+        assertTab("cat /h/\\[", #"cat /h/\[draft\]\ \*x\?.txt "#)
+    }
+
+    func testHashEscapedOnlyAtWordStart() {
+        source.add("/tags", ["#tag"])
+        assertTab("cat /tags/", "cat /tags/#tag ")
+        source.cwd = VaultPath(components: ["tags"])
+        assertTab("cat ", "cat \\#tag ")
+        assertReadsBack(run("cat ").0, ["cat", "#tag"])
+    }
+
+    func testPendingBackslashIsReplaced() {
+        assertTab(#"cat my\"#, #"cat my\ file.txt "#)
+        assertTab(#"cat \"#, #"cat \"#, candidates: ["-rf", "a/", "docs/", "my file.txt", "notes.txt", "photos/"])
+    }
+
+    // MARK: - Unicode
+
+    func testNFDTypedMatchesNFCName() {
+        source.add("/u", ["\u{e9}cole.txt"])
+        let (edited, _) = run("cat /u/e\u{301}c")
+        XCTAssertEqual(Array(edited.utf8), Array("cat /u/e\u{301}cole.txt ".utf8))
+    }
+
+    func testCommonPrefixWithMultiByteCharacters() {
+        source.add("/j", ["日本語.txt", "日本人.txt"])
+        assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])
+    }
+
+    func testCommonPrefixNeverSplitsAGrapheme() {
+        // 🇫🇷 and 🇫🇮 share their first regional indicator, half a flag.
+        source.add("/f", ["🇫🇷 paris", "🇫🇮 helsinki"])
+        let (edited, completion) = run("cat /f/")
+        XCTAssertEqual(edited, "cat /f/")
+        XCTAssertEqual(completion.candidates.count, 2)
+        // The same with ZWJ sequences that share all but their last person.
+        source.add("/z", ["👩‍👩‍👧 a", "👩‍👩‍👦 b"])
+        XCTAssertEqual(run("cat /z/").0, "cat /z/")
+        // And with a combining mark after a shared base letter.
+        source.add("/c", ["e\u{301}x", "ey"])
+        XCTAssertEqual(run("cat /c/").0, "cat /c/")
+    }
+
+    func testEmojiNames() {
+        source.add("/e", ["🙂 happy.jpg", "🙂 sad.jpg"])
+        assertTab("cat /e/", #"cat /e/🙂\ "#, candidates: ["🙂 happy.jpg", "🙂 sad.jpg"])
+        assertTab(#"cat /e/🙂\ h"#, #"cat /e/🙂\ happy.jpg "#)
+    }
+
+    func testLongName() {
+        let long = String(repeating: "é", count: 120) + "-long-name.txt"
+        XCTAssertLessThanOrEqual(long.utf8.count, 255)
+        source.add("/l", [long])
+        assertTab("cat /l/éé", "cat /l/" + long + " ")
+    }
+
+    func testDeleteCountsForMultiByteGlobReplacement() {
+        source.add("/g", ["日本.txt"])
+        let (edited, completion) = run("cat /g/日*")
+        XCTAssertEqual(edited, "cat /g/日本.txt ")
+        XCTAssertEqual(completion.deleteBytes, 4)
+        XCTAssertEqual(completion.deleteScalars, 2)
+    }
+
+    // MARK: - Globs in the partial word
+
+    func testUniqueGlobMatchReplacesComponent() {
+        assertTab("cat /photos/2023/*.pn", "cat /photos/2023/city.png ")
+        assertTab("cat /photos/*3", "cat /photos/2023/")
+    }
+
+    func testSeveralGlobMatchesAreListedOnly() {
+        assertTab("cat /photos/2023/*.jp", "cat /photos/2023/*.jp", candidates: ["beach.jpg", "birthday.jpg"])
+    }
+
+    func testGlobAfterQuotedFolder() {
+        source.add("/my dir", ["notes.txt", "other.md"])
+        assertTab("cat \"/my dir\"/*.tx", "cat \"/my dir\"/notes.txt ")
+        // The component starts inside the quote, so the completion does too, and closes it.
+        assertTab("cat \"/my dir/\"*.tx", "cat \"/my dir/notes.txt\" ")
+        assertReadsBack(run("cat \"/my dir/\"*.tx").0, ["cat", "/my dir/notes.txt"])
+    }
+
+    func testQuotedStarIsNotAGlob() {
+        source.add("/s", ["*star", "*sun", "plain"])
+        assertTab(#"cat /s/\*st"#, #"cat /s/\*star "#)
+        assertTab("cat '/s/*", "cat '/s/*s", candidates: ["*star", "*sun"])
+    }
+
+    // MARK: - Host paths
+
+    func testHostTilde() {
+        assertTab("lcd ~", "lcd ~/")
+        assertTab("lcd ~/Do", "lcd ~/Do", candidates: ["Documents/", "Downloads/"])
+        XCTAssertEqual(source.askedHost.last, "/home/u/")
+        assertTab("lcd ~/Doc", "lcd ~/Documents/")
+        assertTab("import ~/p", "import ~/pic.jpg ")
+    }
+
+    func testHostQuotedTildeIsLiteral() {
+        assertTab("lls '~/p", "lls '~/p")
+        XCTAssertEqual(source.askedHost.last, "~/")
+    }
+
+    func testHostRelativeAndAbsolute() {
+        assertTab("import r", "import r", candidates: ["report.pdf", "run me.sh"])
+        XCTAssertEqual(source.askedHost.last, "")
+        assertTab("import ru", #"import run\ me.sh "#)
+        assertTab("lls /tmp/", "lls /tmp/x.txt ")
+        assertTab("lcd s", "lcd src/")
+    }
+
+    func testHostHiddenOnlyWithDot() {
+        assertTab("import ~/", "import ~/", candidates: ["Documents/", "Downloads/", "pic.jpg"])
+        assertTab("import ~/.b", "import ~/.bashrc ")
+    }
+
+    func testExportLastArgumentIsHost() {
+        assertTab("export /no", "export /notes.txt ")
+        assertTab("export /notes.txt ~/Doc", "export /notes.txt ~/Documents/")
+    }
+
+    // MARK: - Settings and choices
+
+    func testSettingKeysAndValues() {
+        assertTab("set ", "set ", candidates: ["hide-names", "remove-originals", "viewer.photo"])
+        assertTab("set hi", "set hide-names ")
+        assertTab("set hide-names o", "set hide-names o", candidates: ["off", "on"])
+        assertTab("set hide-names of", "set hide-names off ")
+        assertTab("set viewer.photo x", "set viewer.photo x")
+    }
+
+    func testFindTypeChoices() {
+        assertTab("find / -type ", "find / -type ", candidates: ["document", "folder", "other", "photo", "video"])
+        assertTab("find / -type ph", "find / -type photo ")
+        assertTab("find -type v", "find -type video ")
+        assertTab("find / -name no", "find / -name no")
+        assertTab("find /pho", "find /photos/")
+    }
+
+    func testHelpTopics() {
+        assertTab("help mk", "help mkdir ")
+    }
+
+    // MARK: - Helpers
+
+    func testLongestCommonPrefix() {
+        XCTAssertEqual(longestCommonPrefix([]), "")
+        XCTAssertEqual(longestCommonPrefix(["abc"]), "abc")
+        XCTAssertEqual(longestCommonPrefix(["abc", "abd", "ab"]), "ab")
+        XCTAssertEqual(longestCommonPrefix(["é1", "é2"]), "é")
+        XCTAssertEqual(longestCommonPrefix(["\u{e9}1", "e\u{301}2"]), "\u{e9}", "canonically equal characters")
+        XCTAssertEqual(longestCommonPrefix(["🇫🇷", "🇫🇮"]), "")
+    }
+}
