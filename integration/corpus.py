@@ -7,6 +7,7 @@ Layout (under ROOT/corpus, the folder that tests import):
     documents/     a hand-built PDF, text, CSV, JSON, HTML, Markdown, plus system PDFs/HTML
     archives/      tar.gz, zip, gzip, bzip2, xz made with the stdlib, plus system *.gz
     audio/         a WAV made with the wave module, plus a system MP3 when there is one
+    videos/        a hand-built MP4 container
     binaries/      an ELF copied from /bin, random files at the content chunk boundaries
                    (1 MiB-1, 1 MiB, 1 MiB+1, 2 MiB, 3 MiB+5; the chunk is 1 MiB), tiny files
     empty/         zero-byte files, and an empty folder `nothing here/`
@@ -344,6 +345,9 @@ def build_corpus(base: Path, seed: int = 20261129) -> Corpus:
         for i, src in enumerate(system[ext]):
             copy(f"audio/{ext}-{i} {src.name}", src)
 
+    # video (a hand-built MP4 container)
+    put("videos/clip.mp4", mp4(), "video")
+
     # binaries
     elf = elf_binary()
     if elf:
@@ -398,6 +402,12 @@ def build_corpus(base: Path, seed: int = 20261129) -> Corpus:
     return c
 
 
+def mp4(payload: int = 4000) -> bytes:
+    """An ISO media (MP4) file: an `ftyp` box and an `mdat` box (libmagic: video/mp4)."""
+    ftyp = struct.pack(">I", 24) + b"ftypmp42" + b"\x00\x00\x00\x00" + b"mp42isom"
+    return ftyp + struct.pack(">I", 8 + payload) + b"mdat" + bytes(payload)
+
+
 if __name__ == "__main__":
     import sys
     import tempfile
@@ -405,3 +415,4 @@ if __name__ == "__main__":
     corp = build_corpus(base)
     total = sum(corp.sizes.values())
     print(f"{len(corp.files)} files, {len(corp.dirs)} folders, {total} bytes under {corp.root}")
+

@@ -1,0 +1,719 @@
+"""Each command and flag of docs/INTERFACE.md, with its documented output (not on a terminal):
+ls -l/-a/--json, cd/cd -, pwd, tree, mkdir -p, import (--move, -, keep-both numbering,
+symlinks, special files), export (--force, folders), cat, rm -r -f, rmdir, mv, cp -r, find,
+stat, du, lcd/lpwd/lls, set, help, exit, --version, --help, and globs on both sides."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from corpus import GIF_1X1, MIB, jpeg_gray_8x8, mp4, pdf, png, text_lines
+from harness import Narnia, q, tree_files
+
+rng = random.Random(5)
+PNG_A = png(20, 10, rng)
+PNG_C = png(12, 12, rng, noise=True)
+JPG_B = jpeg_gray_8x8()
+PDF = pdf("stat me")
+NOTES = text_lines(rng, 50, "notes")
+OTHER = rng.randbytes(5000)
+CLIP = mp4()
+
+SAMPLE = {
+    "photos/a.png": PNG_A,
+    "photos/b.jpg": JPG_B,
+    "photos/2024/c.png": PNG_C,
+    "docs/report.pdf": PDF,
+    "docs/notes.txt": NOTES,
+    "videos/clip.mp4": CLIP,
+    "other.bin": OTHER,
+}
+
+ROOT_LS = ["docs", "empty", "other.bin", "photos", "videos"]
+LS_L_RE = re.compile(r"^(folder|photo|video|document|other) +(-|\d+) (\d{4}-\d\d-\d\d \d\d:\d\d) (.+)$")
+ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def write_tree(root: Path, files: dict[str, bytes]):
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+
+@pytest.fixture
+def sample(vault, host) -> Narnia:
+    """/photos/{a.png,b.jpg,2024/c.png} /docs/{report.pdf,notes.txt} /videos/clip.mp4
+    /other.bin and an empty folder /empty."""
+    src = host / "sample"
+    write_tree(src, SAMPLE)
+    vault.ok(f"import {q(str(src / 'photos'))} {q(str(src / 'docs'))} {q(str(src / 'videos'))} "
+             f"{q(str(src / 'other.bin'))}; mkdir /empty")
+    return vault
+
+
+def find_all(n: Narnia, path="/") -> list[str]:
+    return n.ok(f"find {q(path)}").out_lines
+
+
+# ---------------------------------------------------------------------------------------------
+# ls
+
+
+def test_ls_plain(sample):
+    assert sample.ok("ls /").out_lines == ROOT_LS, "ls / should list names sorted, one per line"
+    assert sample.ok("ls").out_lines == ROOT_LS, "ls with no argument lists the current folder (/)"
+    assert sample.ok("ls /photos").out_lines == ["2024", "a.png", "b.jpg"]
+    assert sample.ok("ls /photos/a.png").out_lines == ["a.png"], "ls of a file prints its name"
+    assert sample.ok("cd /photos; ls 2024").out_lines == ["c.png"], "relative paths"
+    assert sample.ok("cd /photos/2024; ls ..").out_lines == ["2024", "a.png", "b.jpg"], "`..`"
+    assert sample.ok("cd /photos/2024; ls ../../docs/./").out_lines == ["notes.txt", "report.pdf"]
+
+
+def test_ls_sort_is_byte_order(vault):
+    names = ["b", "B", "a", "_x", "Zebra", "äpfel", "10", "9", "a b"]
+    vault.ok("; ".join(f"mkdir {q('/' + n)}" for n in names))
+    expected = sorted(names, key=lambda s: unicodedata.normalize("NFC", s).encode())
+    assert vault.ok("ls /").out_lines == expected, "ls sorts by byte order of the NFC UTF-8 name"
+
+
+def test_ls_several_paths(sample):
+    r = sample.ok("ls /docs /photos")
+    assert r.out_lines == ["/docs:", "notes.txt", "report.pdf", "", "/photos:", "2024", "a.png", "b.jpg"], \
+        "several PATHs: `PATH:` headers and a blank line between, like coreutils" + r.describe()
+
+
+def test_ls_a_shows_dot_names(sample, host):
+    (host / ".hidden").write_bytes(b"x")
+    sample.ok(f"cd /docs; import {q(str(host / '.hidden'))}")
+    assert sample.ok("ls /docs").out_lines == ["notes.txt", "report.pdf"], "dot names are hidden without -a"
+    assert sample.ok("ls -a /docs").out_lines == [".hidden", "notes.txt", "report.pdf"], \
+        "ls -a shows names starting with a dot"
+
+
+def test_ls_l(sample):
+    r = sample.ok("ls -l /")
+    lines = r.out_lines
+    assert len(lines) == len(ROOT_LS), "ls -l prints one line per item" + r.describe()
+    parsed = []
+    for l in lines:
+        m = LS_L_RE.match(l)
+        assert m, f"ls -l line {l!r} does not match `KIND SIZE YYYY-MM-DD HH:MM NAME`"
+        parsed.append(m.groups())
+    assert [p[3] for p in parsed] == ROOT_LS, "ls -l keeps the name order"
+    kinds = {p[3]: p[0] for p in parsed}
+    sizes = {p[3]: p[1] for p in parsed}
+    assert kinds == {"docs": "folder", "empty": "folder", "other.bin": "other", "photos": "folder",
+                     "videos": "folder"}, f"ls -l kinds: {kinds}"
+    assert sizes["docs"] == "-" and sizes["photos"] == "-", "a folder's SIZE is `-`"
+    assert sizes["other.bin"] == str(len(OTHER)), "SIZE is in bytes when not on a terminal"
+    date_cols = {l.index(m.group(3)) for l in lines if (m := LS_L_RE.match(l))}
+    assert len(date_cols) == 1, f"ls -l columns are not aligned (SIZE right-aligned): {lines}"
+    r = sample.ok("ls -l /photos /docs /videos")
+    kinds = {m.group(4): m.group(1) for l in r.out_lines if (m := LS_L_RE.match(l))}
+    assert kinds == {"2024": "folder", "a.png": "photo", "b.jpg": "photo", "notes.txt": "document",
+                     "report.pdf": "document", "clip.mp4": "video"}, f"ls -l kinds by type: {kinds}"
+
+
+def test_ls_json(sample):
+    r = sample.ok("ls --json /photos /docs /videos /other.bin /empty")
+    objs = [json.loads(l) for l in r.out_lines if l.strip()]
+    by_path = {o["path"]: o for o in objs}
+    expected = {
+        "/photos/a.png": ("photo", "image/png", len(PNG_A)),
+        "/photos/b.jpg": ("photo", "image/jpeg", len(JPG_B)),
+        "/docs/report.pdf": ("document", "application/pdf", len(PDF)),
+        "/docs/notes.txt": ("document", "text/plain", len(NOTES)),
+        "/videos/clip.mp4": ("video", "video/mp4", len(CLIP)),
+        "/other.bin": ("other", "application/octet-stream", len(OTHER)),
+    }
+    for path, (kind, mime, size) in expected.items():
+        o = by_path.get(path)
+        assert o is not None, f"ls --json gave no object for {path}: {r.out!r}"
+        assert o["name"] == path.rsplit("/", 1)[1] and o["type"] == "file", f"{path}: {o}"
+        assert o["kind"] == kind, f"{path}: kind {o['kind']!r}, expected {kind!r}"
+        assert o["mime"] == mime, f"{path}: mime {o['mime']!r}, expected {mime!r}"
+        assert o["size"] == size, f"{path}: size {o['size']!r}, expected {size}"
+        assert ISO_RE.match(o["modified"]), f"{path}: modified {o['modified']!r} is not ISO 8601 UTC"
+    folder = by_path.get("/photos/2024")
+    assert folder and folder["type"] == "folder" and folder["kind"] == "folder", f"folder object: {folder}"
+    assert "mime" not in folder and "size" not in folder, "folders have no mime/size in --json"
+    assert set(by_path) >= set(expected) | {"/photos/2024"}
+
+
+# ---------------------------------------------------------------------------------------------
+# cd, pwd, tree, mkdir
+
+
+def test_cd_and_pwd(sample):
+    assert sample.ok("pwd").out == "/\n"
+    assert sample.ok("cd /photos/2024; pwd").out == "/photos/2024\n"
+    assert sample.ok("cd /photos/2024; cd ..; pwd").out == "/photos\n"
+    assert sample.ok("cd /photos; cd; pwd").out == "/\n", "cd with no argument goes to /"
+    r = sample.ok("cd /docs; cd /photos/2024; cd -; pwd")
+    assert r.out == "/docs\n", "cd - returns to the previous folder (cd itself is silent)" + r.describe()
+    r = sample.ok("cd /docs; cd /photos; cd -; cd -; pwd")
+    assert r.out == "/photos\n", "cd - twice swaps back" + r.describe()
+    sample.fails("cd /photos/a.png", "cd")
+
+
+def test_tree(sample):
+    r = sample.ok("tree /")
+    assert r.out_lines == [
+        "/",
+        "├── docs/",
+        "│   ├── notes.txt",
+        "│   └── report.pdf",
+        "├── empty/",
+        "├── other.bin",
+        "├── photos/",
+        "│   ├── 2024/",
+        "│   │   └── c.png",
+        "│   ├── a.png",
+        "│   └── b.jpg",
+        "└── videos/",
+        "    └── clip.mp4",
+    ], "tree / output" + r.describe()
+    r = sample.ok("tree /photos")
+    assert r.out_lines[0] in ("photos", "photos/"), "tree PATH starts with the folder's name" + r.describe()
+    assert r.out_lines[1:] == ["├── 2024/", "│   └── c.png", "├── a.png", "└── b.jpg"], r.describe()
+    r = sample.ok("cd /photos; tree")
+    assert r.out_lines[1:] == ["├── 2024/", "│   └── c.png", "├── a.png", "└── b.jpg"], \
+        "tree without PATH shows the current folder" + r.describe()
+
+
+def test_mkdir(vault):
+    vault.ok("mkdir /a /b")
+    assert vault.ok("ls /").out_lines == ["a", "b"], "mkdir takes several paths"
+    vault.ok("mkdir -p /a/x/y/z")
+    assert find_all(vault) == ["/a", "/a/x", "/a/x/y", "/a/x/y/z", "/b"], "mkdir -p makes parents"
+    r = vault.ok("mkdir -p /a/x/y/z")
+    assert r.out == "", "mkdir -p of an existing folder succeeds silently"
+    vault.fails("mkdir /c/d", "mkdir")
+    assert find_all(vault) == ["/a", "/a/x", "/a/x/y", "/a/x/y/z", "/b"], "failed mkdir changed the tree"
+    vault.fails("mkdir /a", "mkdir")
+    vault.ok("cd /b; mkdir rel; cd rel; mkdir ../rel2")
+    assert vault.ok("ls /b").out_lines == ["rel", "rel2"], "mkdir with relative paths"
+
+
+# ---------------------------------------------------------------------------------------------
+# import
+
+
+def test_import_file_line_and_target(vault, host):
+    f = host / "one.txt"
+    f.write_bytes(b"one\n")
+    vault.ok("mkdir /in")
+    r = vault.ok(f"cd /in; import {q(str(f))}")
+    assert r.out_lines == [f"imported {f} -> /in/one.txt"], \
+        "import prints `imported HOSTPATH -> VAULTPATH` and imports into the current folder" + r.describe()
+    assert vault.ok("cat /in/one.txt").outb == b"one\n"
+
+
+def test_import_folder_recursively(vault, host):
+    tree = {"top/a.txt": b"a", "top/sub/b.txt": b"b", "top/sub/deeper/c.txt": b"c"}
+    write_tree(host, tree)
+    (host / "top/empty").mkdir()
+    r = vault.ok(f"import {q(str(host / 'top'))}")
+    paths = sorted(l.split(" -> ")[1] for l in r.out_lines if l.startswith("imported "))
+    assert {"/top/a.txt", "/top/sub/b.txt", "/top/sub/deeper/c.txt"} <= set(paths), r.describe()
+    assert find_all(vault) == ["/top", "/top/a.txt", "/top/empty", "/top/sub", "/top/sub/b.txt",
+                               "/top/sub/deeper", "/top/sub/deeper/c.txt"], "folder import is recursive"
+
+
+def test_import_move(vault, host):
+    f = host / "moveme.bin"
+    data = os.urandom(70_000)
+    f.write_bytes(data)
+    d = host / "movedir"
+    write_tree(d, {"x.txt": b"x", "sub/y.txt": b"y"})
+    r = vault.ok(f"import --move {q(str(f))} {q(str(d))}")
+    assert not f.exists(), "import --move must remove the original" + r.describe()
+    assert not (d / "x.txt").exists() and not (d / "sub/y.txt").exists(), \
+        "import --move of a folder removes the original files"
+    assert vault.ok("cat /moveme.bin").outb == data, "the moved file is intact in the vault"
+    assert vault.ok("cat /movedir/sub/y.txt").outb == b"y"
+
+
+def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
+    d = host / "locked"
+    d.mkdir()
+    f = d / "stuck.txt"
+    f.write_bytes(b"stuck")
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(f)], capture_output=True).returncode != 0:
+            pytest.skip("running as root and chattr +i is not available: cannot make removal fail")
+        undo = ["chattr", "-i", str(f)]
+    else:
+        os.chmod(d, 0o555)
+        undo = ["chmod", "755", str(d)]
+    try:
+        r = vault.c(f"import --move {q(str(f))}")
+    finally:
+        subprocess.run(undo, capture_output=True)
+    assert r.rc == 0, "an original that cannot be removed is kept; the import still succeeds" + r.describe()
+    assert f.read_bytes() == b"stuck", "the original must be kept"
+    prefix = f"narnia: warning: import: {f}: could not remove the original: "
+    assert any(l.startswith(prefix) for l in r.err_lines), f"expected `{prefix}WHY`" + r.describe()
+    assert vault.ok("cat /stuck.txt").outb == b"stuck"
+
+
+def test_set_remove_originals(vault, host):
+    f = host / "r.txt"
+    f.write_bytes(b"remove me")
+    vault.ok("set remove-originals on")
+    r = vault.ok("set")
+    assert re.search(r"remove-originals\s*[=: ]\s*on", r.out), "set lists remove-originals on" + r.describe()
+    vault.ok(f"import {q(str(f))}")
+    assert not f.exists(), "with remove-originals on (a stored setting), import removes the original"
+    assert vault.ok("cat /r.txt").outb == b"remove me"
+
+
+def test_import_stdin(vault):
+    data = os.urandom(3 * MIB + 5)
+    r = vault.c("mkdir /cap; cd /cap; import - captured.bin", input=data, timeout=120)
+    assert r.rc == 0, "import - NAME failed" + r.describe()
+    assert vault.ok("ls /cap").out_lines == ["captured.bin"], "import - NAME makes the item NAME"
+    out = vault.ok("cat /cap/captured.bin").outb
+    assert out == data, f"import - round trip differs ({len(out)} bytes back, {len(data)} in)"
+    r = vault.c("import - empty.txt", input=b"")
+    assert r.rc == 0 and vault.ok("cat /empty.txt").outb == b"", "import - of empty stdin" + r.describe()
+
+
+def test_keep_both_numbering(vault, host):
+    for name, data in (("a.txt", b"1"), ("README", b"r"), (".bashrc", b"b")):
+        (host / name).write_bytes(data)
+    d = host / "folder"
+    d.mkdir()
+    (d / "in.txt").write_bytes(b"i")
+    cmds = []
+    for _ in range(3):
+        cmds += [f"import {q(str(host / n))}" for n in ("a.txt", "README", ".bashrc", "folder")]
+    r = vault.ok("; ".join(cmds))
+    assert vault.ok("ls -a /").out_lines == sorted(
+        [".bashrc", ".bashrc (2)", ".bashrc (3)", "README", "README (2)", "README (3)",
+         "a (2).txt", "a (3).txt", "a.txt", "folder", "folder (2)", "folder (3)"],
+        key=str.encode), "keep-both numbering `name (2).ext`, `name (2)` without extension" + r.describe()
+    assert f"imported {host / 'a.txt'} -> /a (3).txt" in r.out_lines, \
+        "the import line names the numbered vault path" + r.describe()
+    assert vault.ok("cat '/folder (3)/in.txt'").outb == b"i"
+
+
+def test_keep_both_for_nfc_and_nfd_in_one_folder(vault, host):
+    d = host / "both"
+    d.mkdir()
+    (d / unicodedata.normalize("NFC", "caf\u00e9.txt")).write_bytes(b"NFC")
+    (d / unicodedata.normalize("NFD", "caf\u00e9.txt")).write_bytes(b"NFD")
+    vault.ok(f"import {q(str(d))}")
+    names = vault.ok("ls /both").out_lines
+    assert names == sorted(["caf\u00e9 (2).txt", "caf\u00e9.txt"], key=str.encode), \
+        f"NFC and NFD spellings are one vault name, so the second gets keep-both numbering: {names}"
+    contents = sorted(vault.ok(f"cat {q('/both/' + n)}").outb for n in names)
+    assert contents == [b"NFC", b"NFD"], "both files are kept"
+
+
+def test_symlinks_not_followed_out_of_tree(vault, host):
+    outside = host / "outside"
+    write_tree(outside, {"secret.txt": b"outside secret", "dir/more.txt": b"more secret"})
+    tree = host / "linked"
+    write_tree(tree, {"real.txt": b"real"})
+    os.symlink(outside / "secret.txt", tree / "to-file")
+    os.symlink(outside / "dir", tree / "to-dir")
+    os.symlink("real.txt", tree / "inside-link")
+    os.symlink(host / "nowhere", tree / "dangling")
+    r = vault.c(f"import {q(str(tree))}", timeout=60)
+    assert r.rc == 0, "symlinks inside the tree are skipped with a warning, the import succeeds" + r.describe()
+    assert find_all(vault) == ["/linked", "/linked/real.txt"], \
+        "only the real file is imported; symlinks are never followed" + r.describe()
+    warnings = [l for l in r.err_lines if l.startswith("narnia: warning:")]
+    for link in ("to-file", "to-dir", "inside-link", "dangling"):
+        assert any(link in w for w in warnings), f"expected a warning naming skipped symlink {link}" + r.describe()
+
+
+def test_symlink_on_command_line_to_a_file_is_followed(vault, host):
+    (host / "target.txt").write_bytes(b"target")
+    os.symlink(host / "target.txt", host / "link.txt")
+    r = vault.ok(f"import {q(str(host / 'link.txt'))}")
+    assert vault.ok("ls /").out_lines == ["link.txt"], r.describe()
+    assert vault.ok("cat /link.txt").outb == b"target", "a symlink given directly is followed like cp"
+
+
+def test_special_files_skipped(vault, host):
+    d = host / "special"
+    write_tree(d, {"ok.txt": b"ok"})
+    os.mkfifo(d / "fifo")
+    r = vault.c(f"import {q(str(d))}", timeout=30)
+    assert r.rc == 0, "a fifo in the tree is skipped with a warning (and never read)" + r.describe()
+    assert find_all(vault) == ["/special", "/special/ok.txt"]
+    assert any("fifo" in l and l.startswith("narnia: warning:") for l in r.err_lines), r.describe()
+
+
+def test_import_relative_to_lcd(vault, host):
+    (host / "rel.txt").write_bytes(b"rel")
+    vault.ok(f"lcd {q(str(host))}; import rel.txt")
+    assert vault.ok("cat /rel.txt").outb == b"rel", "relative host paths are relative to lcd"
+
+
+# ---------------------------------------------------------------------------------------------
+# export, cat
+
+
+def test_export_file_forms(sample, host):
+    out = host / "out"
+    out.mkdir()
+    r = sample.ok(f"export /docs/notes.txt {q(str(out / 'n.txt'))}")
+    assert (out / "n.txt").read_bytes() == NOTES, "export to a new host path writes that path"
+    assert r.out_lines == [f"exported /docs/notes.txt -> {out / 'n.txt'}"], \
+        "export prints `exported VAULTPATH -> HOSTPATH`" + r.describe()
+    sample.ok(f"export /photos/a.png {q(str(out))}")
+    assert (out / "a.png").read_bytes() == PNG_A, "export into an existing host folder writes inside it"
+    sample.ok(f"export /photos/b.jpg /other.bin {q(str(out))}")
+    assert (out / "b.jpg").read_bytes() == JPG_B and (out / "other.bin").read_bytes() == OTHER, \
+        "several sources into a folder"
+
+
+def test_export_folder_forms(sample, host):
+    new = host / "newcopy"
+    sample.ok(f"export /photos {q(str(new))}")
+    assert tree_files(new) == {"a.png": PNG_A, "b.jpg": JPG_B, "2024/c.png": PNG_C}, \
+        "export of a folder to a new path makes that path the copy"
+    existing = host / "existing"
+    existing.mkdir()
+    sample.ok(f"export /photos {q(str(existing))}")
+    assert tree_files(existing) == {"photos/a.png": PNG_A, "photos/b.jpg": JPG_B,
+                                    "photos/2024/c.png": PNG_C}, \
+        "export of a folder into an existing folder makes HOSTDEST/NAME"
+    sample.ok(f"export /empty {q(str(host / 'e'))}")
+    assert (host / "e").is_dir() and not any((host / "e").iterdir()), "an empty folder exports empty"
+
+
+def test_export_force(sample, host):
+    target = host / "exists.txt"
+    target.write_bytes(b"precious")
+    sample.fails(f"export /docs/notes.txt {q(str(target))}", "export")
+    assert target.read_bytes() == b"precious", "export without --force replaced a host file"
+    sample.ok(f"export --force /docs/notes.txt {q(str(target))}")
+    assert target.read_bytes() == NOTES, "export --force replaces the host file"
+    assert sorted(p.name for p in host.iterdir()) == ["exists.txt", "sample"], \
+        "export left temporary files beside the target"
+
+
+def test_cat(sample):
+    r = sample.ok("cat /docs/notes.txt")
+    assert r.outb == NOTES
+    r = sample.ok("cat /docs/notes.txt /other.bin /photos/a.png")
+    assert r.outb == NOTES + OTHER + PNG_A, "cat of several paths concatenates raw bytes"
+    r = sample.ok("cd /photos; cat 2024/c.png")
+    assert r.outb == PNG_C
+
+
+# ---------------------------------------------------------------------------------------------
+# rm, rmdir
+
+
+def test_rm(sample):
+    sample.ok("rm /other.bin")
+    assert "other.bin" not in sample.ok("ls /").out_lines
+    sample.fails("rm /photos", "rm")
+    assert "photos" in sample.ok("ls /").out_lines, "rm of a folder without -r must not remove it"
+    sample.ok("rm -r /photos")
+    assert "photos" not in sample.ok("ls /").out_lines, "rm -r removes a folder"
+    sample.ok("rm -rf /docs /videos")
+    assert sample.ok("ls /").out_lines == ["empty"], "rm -rf (combined flags) with several paths"
+    r = sample.c("rm -f /no-such-thing")
+    assert r.rc == 0 and not r.errors, "rm -f of a missing path succeeds quietly, as in coreutils" + r.describe()
+    sample.fails("rm -r /", "rm")
+    sample.fails("rm -rf /", "rm")
+    assert sample.ok("ls /").out_lines == ["empty"], "rm refuses the root"
+
+
+def test_rm_content_is_gone_from_store(vault, host):
+    f = host / "big.bin"
+    f.write_bytes(os.urandom(400_000))
+    before = vault.store().sizes()
+    vault.ok(f"import {q(str(f))}")
+    grown = sum(vault.store().sizes().values()) - sum(before.values())
+    vault.ok("rm /big.bin")
+    after = sum(vault.store().sizes().values())
+    assert after < sum(before.values()) + grown - 300_000, \
+        "rm should delete the item's content object from the store"
+
+
+def test_rmdir(sample):
+    sample.ok("rmdir /empty")
+    assert "empty" not in sample.ok("ls /").out_lines
+    r = sample.fails("rmdir /photos", "rmdir")
+    assert any(l.startswith("narnia: error: rmdir: /photos: ") and "not empty" in l for l in r.err_lines), \
+        "expected `narnia: error: rmdir: /photos: folder is not empty`" + r.describe()
+    sample.fails("rmdir /other.bin", "rmdir")
+    sample.fails("rmdir /", "rmdir")
+    sample.ok("mkdir /e1 /e2; rmdir /e1 /e2")
+    assert sample.ok("ls /").out_lines == ["docs", "other.bin", "photos", "videos"]
+
+
+# ---------------------------------------------------------------------------------------------
+# mv, cp
+
+
+def test_mv_rename_and_into_folder(sample):
+    sample.ok("mv /other.bin /renamed.bin")
+    assert sample.ok("cat /renamed.bin").outb == OTHER, "mv renames"
+    sample.ok("mv /renamed.bin /docs")
+    assert sample.ok("ls /docs").out_lines == ["notes.txt", "renamed.bin", "report.pdf"], \
+        "mv into an existing folder moves inside it"
+    sample.ok("mv /docs/renamed.bin /photos/a.png /empty")
+    assert sample.ok("ls /empty").out_lines == ["a.png", "renamed.bin"], "mv of several sources into a folder"
+    sample.ok("mv /empty /docs")
+    assert find_all(sample, "/docs") == ["/docs/empty", "/docs/empty/a.png", "/docs/empty/renamed.bin",
+                                         "/docs/notes.txt", "/docs/report.pdf"], "mv of a folder into a folder"
+    sample.ok("cd /docs; mv empty/a.png ../a-again.png")
+    assert sample.ok("cat /a-again.png").outb == PNG_A, "mv with relative paths"
+
+
+def test_mv_never_replaces_silently(sample):
+    sample.ok("mkdir /x; mv /docs/notes.txt /x/")
+    sample.fails("mv /other.bin /x/notes.txt", "mv")
+    assert sample.ok("cat /x/notes.txt").outb == NOTES and sample.ok("cat /other.bin").outb == OTHER, \
+        "a refused mv changed something"
+    sample.ok("mv -f /other.bin /x/notes.txt")
+    assert sample.ok("cat /x/notes.txt").outb == OTHER, "mv -f replaces an existing file"
+    assert "other.bin" not in sample.ok("ls /").out_lines, "mv -f removes the source"
+
+
+def test_mv_never_replaces_a_folder(sample):
+    sample.ok("mkdir -p /a/same /b/same; cd /b/same; import - keep.txt", input=b"keep")
+    sample.fails("mv -f /a/same /b", "mv")
+    assert find_all(sample, "/b") == ["/b/same", "/b/same/keep.txt"], "mv -f replaced a folder"
+    r = sample.c("mv -f /other.bin /b/same")
+    assert r.rc == 0 and sample.ok("ls /b/same").out_lines == ["keep.txt", "other.bin"], \
+        "mv -f FILE FOLDER moves into the folder, never replaces it" + r.describe()
+
+
+def test_mv_into_itself_refused(sample):
+    before = find_all(sample)
+    sample.fails("mv /photos /photos/2024", "mv")
+    sample.fails("mv /photos /photos/2024/deeper", "mv")
+    sample.fails("mv /photos /photos", "mv")
+    sample.fails("mv / /x", "mv")
+    assert find_all(sample) == before, "a refused mv changed the tree"
+
+
+def test_cp(sample):
+    sample.ok("cp /other.bin /copy.bin")
+    assert sample.ok("cat /copy.bin").outb == OTHER
+    sample.ok("rm /other.bin")
+    assert sample.ok("cat /copy.bin").outb == OTHER, "a copy survives removal of its source"
+    sample.fails("cp /photos /p2", "cp")
+    assert "p2" not in sample.ok("ls /").out_lines, "cp of a folder without -r must not copy it"
+    sample.ok("cp -r /photos /p2")
+    assert find_all(sample, "/p2") == ["/p2/2024", "/p2/2024/c.png", "/p2/a.png", "/p2/b.jpg"], "cp -r copies a tree"
+    assert sample.ok("cat /p2/2024/c.png").outb == PNG_C
+    sample.ok("cp -r /photos /docs")
+    assert "photos" in sample.ok("ls /docs").out_lines, "cp -r into an existing folder copies inside"
+    sample.fails("cp /copy.bin /docs/notes.txt", "cp")
+    assert sample.ok("cat /docs/notes.txt").outb == NOTES, "cp without -f replaced a file"
+    sample.ok("cp -f /copy.bin /docs/notes.txt")
+    assert sample.ok("cat /docs/notes.txt").outb == OTHER, "cp -f replaces a file"
+    before = find_all(sample)
+    sample.fails("cp -r /photos /photos/2024", "cp")
+    assert find_all(sample) == before, "cp of a folder into itself must be refused"
+    v = sample.c("verify")
+    assert v.rc == 0, "verify after cp/rm" + v.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# find, stat, du
+
+
+def test_find(sample):
+    assert find_all(sample) == [
+        "/docs", "/docs/notes.txt", "/docs/report.pdf", "/empty", "/other.bin", "/photos",
+        "/photos/2024", "/photos/2024/c.png", "/photos/a.png", "/photos/b.jpg", "/videos",
+        "/videos/clip.mp4"], "find: absolute paths, depth first, sorted by name"
+    assert find_all(sample, "/photos") == ["/photos/2024", "/photos/2024/c.png", "/photos/a.png",
+                                           "/photos/b.jpg"], "find PATH does not print PATH"
+    checks = {
+        "find / -name '*.png'": ["/photos/2024/c.png", "/photos/a.png"],
+        "find -name '?.jpg'": ["/photos/b.jpg"],
+        "find / -type photo": ["/photos/2024/c.png", "/photos/a.png", "/photos/b.jpg"],
+        "find / -type document": ["/docs/notes.txt", "/docs/report.pdf"],
+        "find / -type video": ["/videos/clip.mp4"],
+        "find / -type other": ["/other.bin"],
+        "find / -type folder": ["/docs", "/empty", "/photos", "/photos/2024", "/videos"],
+        "find /photos -name '[ab]*' -type photo": ["/photos/a.png", "/photos/b.jpg"],
+        "cd /photos; find . -name 'c*'": ["/photos/2024/c.png"],
+    }
+    for cmd, expected in checks.items():
+        r = sample.ok(cmd)
+        assert r.out_lines == expected, f"`{cmd}`" + r.describe()
+    sample.fails("find / -type nonsense", "find")
+
+
+def test_stat(sample):
+    r = sample.ok("stat /photos/a.png")
+    fields = dict(l.split(": ", 1) for l in r.out_lines)
+    for key in ("path", "type", "kind", "mime", "size", "stored", "created", "modified"):
+        assert key in fields, f"stat has no `{key}:` line" + r.describe()
+    assert fields["path"] == "/photos/a.png" and fields["type"] == "file"
+    assert fields["kind"] == "photo" and fields["mime"] == "image/png", r.describe()
+    assert fields["size"] == str(len(PNG_A)), r.describe()
+    assert int(fields["stored"]) >= len(PNG_A), "stored (bytes on disk, padding included) >= size"
+    assert ISO_RE.match(fields["created"]) and ISO_RE.match(fields["modified"]), \
+        "created/modified are ISO 8601 UTC" + r.describe()
+    r = sample.ok("stat /photos")
+    fields = dict(l.split(": ", 1) for l in r.out_lines)
+    assert fields.get("type") == "folder" and fields.get("kind") == "folder", r.describe()
+    assert fields.get("items") == "3", "stat of a folder gives `items:` (direct children)" + r.describe()
+    r = sample.ok("stat /docs/notes.txt /other.bin")
+    assert r.out.count("path: ") == 2, "stat takes several paths" + r.describe()
+
+
+def test_du(sample):
+    r = sample.ok("du /photos")
+    assert r.out_lines == [f"{len(PNG_A) + len(JPG_B) + len(PNG_C)}\t/photos"], \
+        "du PATH prints SIZE<TAB>PATH, the sum of content sizes" + r.describe()
+    r = sample.ok("du /")
+    assert r.out_lines == [f"{sum(len(v) for v in SAMPLE.values())}\t/"], r.describe()
+    r = sample.ok("cd /docs; du")
+    assert r.out_lines in ([f"{len(PDF) + len(NOTES)}\t."], [f"{len(PDF) + len(NOTES)}\t/docs"]), \
+        "du with no PATH measures the current folder" + r.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# host side: lcd, lpwd, lls
+
+
+def test_lcd_lpwd_lls(vault, host):
+    write_tree(host, {"h1.txt": b"1", "h2.png": PNG_A, ".dot": b"d", "hsub/x": b"x"})
+    r = vault.ok("lpwd")
+    assert r.out == f"{vault.workdir}\n", "lpwd starts at the process's working directory" + r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lpwd")
+    assert r.out == f"{host}\n", "lcd changes the host folder (silently)" + r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lls")
+    assert r.out_lines == ["h1.txt", "h2.png", "hsub"], "lls lists the host folder, no dot names" + r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lls -a")
+    assert ".dot" in r.out_lines, "lls -a shows dot names" + r.describe()
+    r = vault.ok(f"lls {q(str(host / 'hsub'))}")
+    assert r.out_lines == ["x"], "lls HOSTPATH" + r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lls -l")
+    assert len(r.out_lines) >= 3 and any("h1.txt" in l for l in r.out_lines), r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lcd; lpwd")
+    assert r.out == f"{vault.home}\n", "lcd with no argument goes to $HOME" + r.describe()
+    r = vault.ok(f"lcd {q(str(host))}; lcd hsub; lpwd")
+    assert r.out == f"{host / 'hsub'}\n", "lcd with a relative path" + r.describe()
+    vault.fails(f"lcd {q(str(host / 'missing'))}", "lcd")
+
+
+# ---------------------------------------------------------------------------------------------
+# globs
+
+
+def test_vault_globs(vault):
+    vault.ok("mkdir /g")
+    names = ["a1.txt", "a2.txt", "b1.txt", "c.log", ".hidden.txt", "lit*eral.txt", "litXeral.txt"]
+    for name in names:
+        vault.ok(f"cd /g; import - {q(name)}", input=name.encode())
+    checks = {
+        "ls /g/*.txt": ["a1.txt", "a2.txt", "b1.txt", "lit*eral.txt", "litXeral.txt"],
+        "ls /g/a?.txt": ["a1.txt", "a2.txt"],
+        "ls /g/[ab]1.txt": ["a1.txt", "b1.txt"],
+        "ls /g/[!a]*.txt": ["b1.txt", "lit*eral.txt", "litXeral.txt"],
+        "ls /g/[^a]*.txt": ["b1.txt", "lit*eral.txt", "litXeral.txt"],
+        "ls /g/.h*": [".hidden.txt"],
+        "ls '/g/lit*eral.txt'": ["lit*eral.txt"],
+        "ls /g/lit\\*eral.txt": ["lit*eral.txt"],
+        "ls \"/g/lit*eral.txt\"": ["lit*eral.txt"],
+        "cd /g; ls a*": ["a1.txt", "a2.txt"],
+        "ls /*/c.log": ["c.log"],
+    }
+    for cmd, expected in checks.items():
+        r = vault.ok(cmd)
+        # files given as paths: accept the name (INTERFACE: `ls PATH` of a file prints its name)
+        # or the path as given (coreutils)
+        got = [l.rsplit("/", 1)[-1] for l in r.out_lines]
+        assert got == sorted(expected, key=str.encode), f"`{cmd}`" + r.describe()
+    r = vault.fails("ls /g/*.nothing", "ls")
+    assert any("no match" in l for l in r.err_lines), "a glob matching nothing is an error `no match`" + r.describe()
+    vault.ok("rm '/g/lit*eral.txt'")
+    assert "litXeral.txt" in vault.ok("ls /g").out_lines, "a quoted * must not glob in rm"
+    vault.ok("rm /g/a*.txt")
+    assert vault.ok("ls /g").out_lines == ["b1.txt", "c.log", "litXeral.txt"], "rm with a glob"
+    vault.ok("mkdir /dest; mv /g/*.txt /dest")
+    assert vault.ok("ls /dest").out_lines == ["b1.txt", "litXeral.txt"], "mv with a glob"
+    r = vault.ok("cat /dest/b*")
+    assert r.outb == b"b1.txt", "cat with a glob"
+
+
+def test_host_globs(vault, host):
+    write_tree(host, {"p1.png": PNG_A, "p2.png": PNG_C, "t.txt": b"t", "star*.png": b"literal",
+                      ".dot.png": b"dot"})
+    vault.ok(f"mkdir /h; cd /h; import {q(str(host))}/*.png")
+    assert vault.ok("ls -a /h").out_lines == ["p1.png", "p2.png", "star*.png"], \
+        "host glob imports only matching names, without dot names"
+    vault.ok(f"mkdir /lit; cd /lit; import {q(str(host / 'star*.png'))}")
+    assert vault.ok("ls /lit").out_lines == ["star*.png"], "a quoted host glob character is literal"
+    r = vault.ok(f"lcd {q(str(host))}; lls p?.png")
+    assert r.out_lines == ["p1.png", "p2.png"], "lls with a host glob" + r.describe()
+    r = vault.fails(f"import {q(str(host))}/*.nothing", "import")
+    assert any("no match" in l for l in r.err_lines), "a host glob matching nothing: `no match`" + r.describe()
+    out = host / "out"
+    out.mkdir()
+    vault.ok(f"lcd {q(str(out))}; export /h/p1.png .")
+    assert (out / "p1.png").read_bytes() == PNG_A, "export to a relative host path (after lcd)"
+
+
+# ---------------------------------------------------------------------------------------------
+# help, exit, --version, --help, unknown things
+
+
+COMMANDS = ["ls", "cd", "pwd", "tree", "mkdir", "import", "export", "cat", "open", "rm", "rmdir",
+            "mv", "cp", "find", "stat", "du", "verify", "passwd", "set", "help", "lcd", "lpwd",
+            "lls", "panic", "exit"]
+
+
+def test_help(vault):
+    r = vault.ok("help")
+    firsts = [l.split()[0] for l in r.out_lines if l.strip()]
+    missing = [c for c in COMMANDS if c not in firsts]
+    assert not missing, f"help lists a line per command (`NAME  ABSTRACT`); missing {missing}" + r.describe()
+    r = vault.ok("help mkdir")
+    assert "mkdir" in r.out and "-p" in r.out, "help mkdir shows its usage" + r.describe()
+    r = vault.ok("help export")
+    assert "--force" in r.out, "help export shows --force" + r.describe()
+    vault.fails("help no-such-command", "help")
+
+
+def test_exit_and_quit_stop_the_run(vault):
+    r = vault.ok("mkdir /before; exit; mkdir /after")
+    assert vault.ok("ls /").out_lines == ["before"], "exit ends the run" + r.describe()
+    vault.ok("quit; mkdir /after")
+    assert vault.ok("ls /").out_lines == ["before"], "quit ends the run"
+
+
+def test_unknown_command_and_flag(vault):
+    r = vault.c("frobnicate /x")
+    assert r.rc == 1 and any(l.startswith("narnia: error:") for l in r.err_lines), \
+        "an unknown command fails with exit 1" + r.describe()
+    r = vault.c("ls --bogus /")
+    assert r.rc == 1 and any(l.startswith("narnia: error: ls:") for l in r.err_lines), \
+        "an unknown flag is an error of the command (exit 1 in batch)" + r.describe()
+
+
+def test_version_and_help(narnia):
+    r = narnia("--version", passphrase=None, with_vault=False)
+    assert r.rc == 0 and re.search(r"\d+\.\d+", r.out), "--version prints a version, exit 0" + r.describe()
+    assert len(r.out_lines) >= 1 and "narnia" in r.out.lower(), r.describe()
+    r = narnia("--help", passphrase=None, with_vault=False)
+    assert r.rc == 0, "--help exits 0" + r.describe()
+    for opt in ("--vault", "--passphrase-file", "--passphrase-fd", "--keep-going", "-c", "-b",
+                "init", "enter", "--version"):
+        assert opt in r.out, f"--help should mention {opt}" + r.describe()
+    assert not (narnia.home / ".local/share/lining").exists(), "--help/--version must not create a store"
