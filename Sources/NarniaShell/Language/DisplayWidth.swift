@@ -1,7 +1,7 @@
 /// The number of terminal columns `text` takes.
 ///
 /// Counted per extended grapheme cluster, as current terminals draw them: a cluster is 2 columns
-/// wide if any of its scalars is East Asian Wide or Fullwidth or has emoji presentation (so a
+/// wide if any of its scalars is East Asian Wide or Fullwidth or has emoji presentation (or is an emoji followed by VS16, U+FE0F) (so a
 /// flag or a ZWJ family is 2, not the sum of its parts), 0 if all its scalars are zero-width
 /// (combining marks, format characters, controls), else 1. ANSI CSI escape sequences
 /// (`ESC [ … m`, as used for colour) take no columns.
@@ -35,6 +35,8 @@ private func clusterWidth(_ character: Character) -> Int {
     var zero = true
     for scalar in character.unicodeScalars {
         if isWide(scalar) { return 2 }
+        // VS16 asks for emoji presentation of the emoji before it (❤️).
+        if scalar.value == 0xFE0F, character.unicodeScalars.first?.properties.isEmoji == true { return 2 }
         if !isZeroWidth(scalar) { zero = false }
     }
     return zero ? 0 : 1
