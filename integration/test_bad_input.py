@@ -1,0 +1,128 @@
+"""Bad input: each command's error cases (missing path, bad name, folder into itself, rmdir of
+a non-empty folder, export over an existing file, import of a missing host path, …) give a
+clear `narnia: error: CMD: …` message naming the path, exit 1, print nothing on stdout, and
+change nothing: the vault's tree, the store's bytes and the host folder are as before."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import Narnia, q
+
+LONG = "n" * 256
+LONG_UTF8 = "\u00e9" * 128  # 256 bytes in NFC
+
+
+def host_snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def template(narnia_bin, tmp_path_factory):
+    """A vault with /docs/notes.txt, /docs/sub/, /photos/a.png, /empty/ and a host folder."""
+    n = Narnia(narnia_bin, tmp_path_factory.mktemp("bad-input"))
+    n.init()
+    host = n.workdir / "host"
+    (host / "src").mkdir(parents=True)
+    (host / "src/notes.txt").write_bytes(b"notes\n")
+    (host / "src/a.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    (host / "existing.txt").write_bytes(b"precious host file")
+    n.ok(f"mkdir -p /docs/sub /photos /empty; cd /docs; import {q(str(host / 'src/notes.txt'))}; "
+         f"cd /photos; import {q(str(host / 'src/a.png'))}")
+    return n
+
+
+@pytest.fixture
+def base(template, narnia_bin, tmp_path):
+    """A private copy of the template vault and host folder, so that one case cannot spoil
+    another."""
+    n = Narnia(narnia_bin, tmp_path)
+    shutil.copytree(template.vault, n.vault)
+    shutil.copytree(template.workdir / "host", tmp_path / "host")
+    n.host = tmp_path / "host"
+    return n
+
+
+# (id, command line, CMD in the error, text the message must contain, regex the message must match)
+CASES = [
+    ("ls-missing", "ls /nope", "ls", "/nope", None),
+    ("cd-missing", "cd /nope", "cd", "/nope", None),
+    ("cd-file", "cd /docs/notes.txt", "cd", "/docs/notes.txt", None),
+    ("cat-missing", "cat /nope", "cat", "/nope", None),
+    ("cat-folder", "cat /docs", "cat", "/docs", None),
+    ("stat-missing", "stat /nope", "stat", "/nope", None),
+    ("tree-missing", "tree /nope", "tree", "/nope", None),
+    ("du-missing", "du /nope", "du", "/nope", None),
+    ("find-missing", "find /nope", "find", "/nope", None),
+    ("find-bad-type", "find / -type bogus", "find", "bogus", None),
+    ("open-missing", "open /nope", "open", "/nope", None),
+    ("rm-missing", "rm /nope", "rm", "/nope", None),
+    ("rm-folder-without-r", "rm /docs", "rm", "/docs", None),
+    ("rm-root", "rm -r /", "rm", "", None),
+    ("rmdir-missing", "rmdir /nope", "rmdir", "/nope", None),
+    ("rmdir-not-empty", "rmdir /docs", "rmdir", "/docs", r"not empty"),
+    ("rmdir-file", "rmdir /docs/notes.txt", "rmdir", "/docs/notes.txt", None),
+    ("rmdir-root", "rmdir /", "rmdir", "", None),
+    ("mkdir-exists", "mkdir /docs", "mkdir", "/docs", None),
+    ("mkdir-missing-parent", "mkdir /nope/x", "mkdir", "/nope", None),
+    ("mkdir-name-too-long", f"mkdir /{LONG}", "mkdir", "", r"long|255|name"),
+    ("mkdir-utf8-name-too-long", f"mkdir /{LONG_UTF8}", "mkdir", "", r"long|255|name"),
+    ("mkdir-p-name-too-long", f"mkdir -p /newtop/{LONG}", "mkdir", "", r"long|255|name"),
+    ("mkdir-p-through-file", "mkdir -p /docs/notes.txt/x", "mkdir", "/docs/notes.txt", None),
+    ("mv-missing", "mv /nope /x", "mv", "/nope", None),
+    ("mv-into-itself", "mv /docs /docs/sub", "mv", "/docs", None),
+    ("mv-onto-itself", "mv /docs /docs", "mv", "/docs", None),
+    ("mv-root", "mv / /x", "mv", "", None),
+    ("mv-over-existing", "mv /docs/notes.txt /photos/a.png", "mv", "/photos/a.png", None),
+    ("mv-missing-parent", "mv /docs/notes.txt /nope/x", "mv", "/nope", None),
+    ("mv-name-too-long", f"mv /docs/notes.txt /docs/{LONG}", "mv", "", r"long|255|name"),
+    ("mv-folder-over-file", "mv -f /empty /docs/notes.txt", "mv", "", None),
+    ("cp-missing", "cp /nope /x", "cp", "/nope", None),
+    ("cp-folder-without-r", "cp /docs /copy", "cp", "/docs", None),
+    ("cp-into-itself", "cp -r /docs /docs/sub", "cp", "/docs", None),
+    ("cp-over-existing", "cp /docs/notes.txt /photos/a.png", "cp", "/photos/a.png", None),
+    ("cp-name-too-long", f"cp /docs/notes.txt /{LONG}", "cp", "", r"long|255|name"),
+    ("export-missing", "export /nope HOST/out.txt", "export", "/nope", None),
+    ("export-over-existing", "export /docs/notes.txt HOST/existing.txt", "export", "existing.txt", None),
+    ("export-missing-host-parent", "export /docs/notes.txt HOST/no/such/dir/x", "export", "", None),
+    ("export-folder-over-file", "export /docs HOST/existing.txt", "export", "existing.txt", None),
+    ("import-missing", "import HOST/missing.txt", "import", "missing.txt", None),
+    ("import-missing-glob", "import HOST/missing*.txt", "import", "missing", r"no match"),
+    ("import-stdin-empty-name", "import - ''", "import", "", None),
+    ("import-stdin-long-name", f"import - {LONG}", "import", "", r"long|255|name"),
+    ("import-stdin-slash-in-missing-folder", "import - /nope/x", "import", "", None),
+    ("lcd-missing", "lcd HOST/missing", "lcd", "missing", None),
+    ("lls-missing", "lls HOST/missing", "lls", "missing", None),
+    ("help-unknown", "help frobnicate", "help", "frobnicate", None),
+    ("passwd-no-terminal-no-flag", "passwd", "passwd", "", None),
+    ("ls-bad-flag", "ls --bogus /", "ls", "--bogus", None),
+    ("glob-no-match", "rm /docs/*.nothing", "rm", "", r"no match"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(base, case):
+    _, line, cmd, mention, pattern = case
+    line = line.replace("HOST", str(base.host))
+    store_before = base.store().snapshot()
+    tree_before = base.ok("find /").out
+    host_before = host_snapshot(base.host)
+
+    r = base.fails(line, cmd)
+    errs = [l for l in r.err_lines if l.startswith(f"narnia: error: {cmd}:")]
+    if mention:
+        assert any(mention in l for l in errs), f"the error should name {mention!r}" + r.describe()
+    if pattern:
+        assert any(re.search(pattern, l, re.I) for l in errs), f"the error should match /{pattern}/" + r.describe()
+    assert len(r.err_lines) <= 3, "one clear error (and perhaps a hint), not a flood" + r.describe()
+
+    assert base.store().snapshot() == store_before, f"`{line}` failed but changed the store"
+    assert base.ok("find /").out == tree_before, f"`{line}` failed but changed the vault's tree"
+    assert host_snapshot(base.host) == host_before, f"`{line}` failed but changed the host folder"
+

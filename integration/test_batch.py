@@ -1,0 +1,148 @@
+"""Batch rules (as sftp): `#` comments and blank lines skipped, a `-` prefix lets a command
+fail, the first other failure stops the run with exit 1 unless --keep-going, `;` separates
+commands outside quotes, -c / -b FILE / -b - / piped stdin, no prompts or progress in batch
+output, and the exit codes 0/1/2/3."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import Narnia
+
+
+def names(n: Narnia, path="/") -> list[str]:
+    return n.ok(f"ls {path}").out_lines
+
+
+def test_comments_and_blank_lines(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("# a comment\n\n   # an indented comment\nmkdir /a\n   \n\t\nmkdir /b\n# end\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0, "comments and blank lines are skipped" + r.describe()
+    assert r.out == "" and not r.errors, "nothing printed for comments/blank lines" + r.describe()
+    assert names(vault) == ["a", "b"]
+
+
+def test_dash_prefix_may_fail(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("-rmdir /nope\nmkdir /after\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0, "a `-` command may fail without stopping the run or failing it (sftp)" + r.describe()
+    assert any(l.startswith("narnia: error: rmdir:") for l in r.err_lines), \
+        "the failure of a `-` command is still reported" + r.describe()
+    assert names(vault) == ["after"], "the run went on after the `-` command"
+    r = vault.c("-rmdir /nope; mkdir /after2")
+    assert r.rc == 0 and names(vault) == ["after", "after2"], "`-` prefix in -c after `;`" + r.describe()
+
+
+def test_dash_prefix_on_success_runs_the_command(vault):
+    r = vault.c("-mkdir /made")
+    assert r.rc == 0 and names(vault) == ["made"], "a `-` command that succeeds has its effect" + r.describe()
+
+
+def test_stop_at_first_failure(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("mkdir /a\nrmdir /nope\nmkdir /b\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 1, "a failing command stops the run with exit 1" + r.describe()
+    assert names(vault) == ["a"], "nothing after the failing command may run"
+    assert any(l.startswith("narnia: error: rmdir: /nope") for l in r.err_lines), r.describe()
+
+
+def test_keep_going(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("mkdir /a\nrmdir /nope\nmkdir /b\nls /nope2\nmkdir /c\n")
+    r = vault("--keep-going", "-b", str(batch))
+    assert r.rc == 1, "with --keep-going the run goes on but still exits 1 at the end" + r.describe()
+    assert names(vault) == ["a", "b", "c"], "--keep-going runs every command"
+    assert len(r.errors) == 2, "both failures are reported" + r.describe()
+    r = vault("--keep-going", "-c", "mkdir /d; pwd")
+    assert r.rc == 0 and r.out == "/\n", "--keep-going with no failure exits 0" + r.describe()
+
+
+def test_keep_going_with_c(vault):
+    r = vault("--keep-going", "-c", "mkdir /a; rmdir /nope; mkdir /b")
+    assert r.rc == 1 and names(vault) == ["a", "b"], "--keep-going applies to -c too" + r.describe()
+
+
+def test_c_with_semicolons(vault):
+    r = vault.c("mkdir /a; mkdir /b;mkdir /c ;pwd")
+    assert r.rc == 0 and r.out == "/\n", r.describe()
+    assert names(vault) == ["a", "b", "c"], "`;` separates commands in -c"
+    r = vault.c("mkdir '/x;y' \"/p;q\" /r\\;s")
+    assert r.rc == 0, r.describe()
+    assert names(vault) == ["a", "b", "c", "p;q", "r;s", "x;y"], "`;` inside quotes or escaped is literal"
+
+
+def test_semicolon_on_a_batch_line(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("mkdir /a; mkdir /b\ncd /a; mkdir inner; pwd\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0 and r.out == "/a\n", "`;` separates commands on a batch line" + r.describe()
+    assert names(vault, "/a") == ["inner"]
+
+
+def test_b_stdin(vault):
+    r = vault("-b", "-", input="mkdir /s\ncd /s\npwd\n")
+    assert r.rc == 0 and r.out == "/s\n", "-b - reads commands from stdin" + r.describe()
+    assert names(vault) == ["s"]
+
+
+def test_piped_stdin(vault):
+    r = vault(input="# comment\nmkdir /p\n\ncd /p\npwd\nls /\n")
+    assert r.rc == 0, "commands piped on stdin run as with -b -" + r.describe()
+    assert r.out == "/p\np\n", "no prompt, banner or echo in piped output" + r.describe()
+    r = vault(input="rmdir /nope\nmkdir /never\n")
+    assert r.rc == 1 and names(vault) == ["p"], "piped stdin stops at the first failure" + r.describe()
+
+
+def test_piped_stdin_without_trailing_newline(vault):
+    r = vault(input="mkdir /a\nmkdir /b")
+    assert r.rc == 0 and names(vault) == ["a", "b"], "the last line needs no newline" + r.describe()
+
+
+def test_output_order_and_failed_command_prints_nothing(vault):
+    r = vault("--keep-going", "-c", "pwd; ls /nope; mkdir /z; ls /")
+    assert r.rc == 1
+    assert r.out == "/\nz\n", "stdout holds only the successful commands' output, in order" + r.describe()
+
+
+def test_no_progress_or_prompt_in_batch(vault, host):
+    f = host / "f.bin"
+    f.write_bytes(b"x" * 3_000_000)
+    r = vault.c(f"import {f}; verify; export /f.bin {host / 'back.bin'}")
+    assert r.rc == 0, r.describe()
+    assert "\r" not in r.err and "\x1b" not in r.err and "%" not in r.err, \
+        "no progress bar or escape sequences on stderr in batch mode" + r.describe()
+    assert "\x1b" not in r.out, "no colour in batch output" + r.describe()
+    assert r.err_lines == [], "nothing but the insecure-KDF warning on stderr" + r.describe()
+
+
+@pytest.mark.parametrize("args", [
+    ["--bogus-option"],
+    ["-c"],
+    ["-b"],
+    ["-c", "pwd", "-b", "-"],
+    ["--passphrase-file"],
+], ids=["unknown-option", "c-without-arg", "b-without-arg", "c-and-b", "passphrase-file-without-arg"])
+def test_usage_errors_exit_2(vault, args):
+    before = vault.store().snapshot()
+    r = vault(*args)
+    assert r.rc == 2, f"`narnia {' '.join(args)}` is a usage error: exit 2" + r.describe()
+    assert r.out == "", "nothing on stdout for a usage error" + r.describe()
+    assert r.err.strip(), "a usage error says what is wrong on stderr" + r.describe()
+    assert vault.store().snapshot() == before
+
+
+def test_exit_codes_summary(vault):
+    assert vault.c("pwd").rc == 0
+    assert vault.c("ls /nope").rc == 1
+    assert vault("--nope").rc == 2
+    assert vault.c("pwd", passphrase="wrong").rc == 3
+
+
+def test_exit_status_never_0_after_a_failed_import(vault, host):
+    (host / "ok.txt").write_bytes(b"ok")
+    r = vault.c(f"import {host / 'ok.txt'} {host / 'missing.txt'}")
+    assert r.rc == 1, "an import with a missing source must not exit 0" + r.describe()
+    assert any(l.startswith("narnia: error: import:") for l in r.err_lines), r.describe()
