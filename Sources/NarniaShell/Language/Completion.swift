@@ -45,7 +45,7 @@ public struct Completion: Hashable, Sendable {
 /// with the closing quote, if a quote is open, and a space. Several matches extend the word to
 /// their longest common prefix, in whole characters (grapheme clusters), and are returned as
 /// `candidates`. Inserted text is escaped for the quote open at the cursor (see `shellEscape`).
-public func complete(line: String, cursor: Int, source: CompletionSource) -> Completion {
+public func complete(line: String, cursor: Int, source: any CompletionSource) -> Completion {
     let context = tokenizeForCompletion(line: line, cursor: cursor)
     guard !context.inComment else { return .nothing }
     let request = CompletionRequest(context: context, source: source)
@@ -130,7 +130,7 @@ private struct CompletionRequest {
     }
 
     private let target: Target
-    private let source: CompletionSource
+    private let source: any CompletionSource
     private let partial: Word
     /// The typed text the candidates must start with (the last path component for paths).
     let prefix: String
@@ -141,7 +141,7 @@ private struct CompletionRequest {
 
     var isGlob: Bool { glob != nil }
 
-    init(context: PartialCommandLine, source: CompletionSource) {
+    init(context: PartialCommandLine, source: any CompletionSource) {
         self.source = source
         partial = context.partial
         target = CompletionRequest.target(for: context, source: source)
@@ -160,7 +160,7 @@ private struct CompletionRequest {
         }
     }
 
-    private static func target(for context: PartialCommandLine, source: CompletionSource) -> Target {
+    private static func target(for context: PartialCommandLine, source: any CompletionSource) -> Target {
         guard let first = context.previousWords.first else {
             // A batch line may start with `-` to let the command fail: complete after it.
             let names = source.commandNames
