@@ -15,8 +15,9 @@ let package = Package(
 
         // Swift layers, lowest first. A layer never imports one above it.
         .target(name: "NarniaCrypto", dependencies: ["CSodium"]),
-        .target(name: "NarniaStore", dependencies: ["NarniaCrypto", "CMagic"]),
-        .target(name: "NarniaShell", dependencies: ["NarniaStore", "NarniaCrypto"]),
+        .target(name: "NarniaStore", dependencies: ["NarniaCrypto"]),
+        .target(name: "NarniaKinds", dependencies: ["NarniaStore", "CMagic"]),
+        .target(name: "NarniaShell", dependencies: ["NarniaStore", "NarniaKinds", "NarniaCrypto"]),
         .executableTarget(name: "narnia", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto", "CEditLine"]),
 
         .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"], resources: [.copy("Vectors")]),

@@ -26,6 +26,9 @@ public enum ItemName {
     /// The longest name, in bytes of its NFC UTF-8 form.
     public static let maximumBytes = 255
 
+    /// The NFC form of any string.
+    public static func nfc(_ s: String) -> String { s.precomposedStringWithCanonicalMapping }
+
     /// Returns the NFC form of `raw` if it is a valid item name.
     /// - Throws: `NameError` saying which rule the name breaks.
     public static func validated(_ raw: String) throws -> String {

@@ -1,0 +1,172 @@
+import NarniaStore
+
+/// `ls`, `cd`, `pwd`, `tree`, `find`, `stat`, `du`: reading the tree.
+enum Browse {
+    static func sorted(_ items: [Item]) -> [Item] {
+        items.sorted { utf8Order($0.name, $1.name) }
+    }
+
+    static func ls(_ s: Session, _ a: ParsedArguments) throws {
+        let showHidden = a.has("-a")
+        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
+        var files: [(VaultPath, Item)] = []
+        var folders: [(VaultPath, Identifier)] = []
+        var failed: CommandFailure?
+        for word in words {
+            do {
+                for (path, id) in try s.existing(word) {
+                    if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
+                }
+            } catch let e as CommandFailure {
+                s.error("ls", e.message)
+                failed = CommandFailure(e.message)
+            }
+        }
+        if !files.isEmpty { printListing(s, a, files.map { ($0.0, $0.1) }) }
+        for (i, (path, id)) in folders.enumerated() {
+            if folders.count + files.count > 1 {
+                if i > 0 || !files.isEmpty { s.out.line("") }
+                s.out.line("\(path):")
+            }
+            let children = sorted(s.vault.children(of: id)).filter { showHidden || !$0.name.hasPrefix(".") }
+            printListing(s, a, children.map { (path.appending($0.name), $0) })
+        }
+        if let failed { throw Reported(failed) }
+    }
+
+    private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
+        if a.has("--json") {
+            for (path, item) in entries { s.out.line(Formatting.jsonObject(item, path: path.description)) }
+        } else if a.has("-l") {
+            let human = s.out.isTerminal
+            let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: human) }
+            let width = sizes.map(\.count).max() ?? 1
+            for ((_, item), size) in zip(entries, sizes) {
+                let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
+                let pad = String(repeating: " ", count: width - size.count)
+                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)")
+            }
+        } else if s.out.isTerminal {
+            let names = entries.map { $0.1.isFolder ? $0.1.name + "/" : $0.1.name }
+            for line in layoutColumns(names, width: terminalWidth()) { s.out.line(line) }
+        } else {
+            for (_, item) in entries { s.out.line(item.name) }
+        }
+    }
+
+    static func cd(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.count <= 1 else { throw CommandFailure("too many arguments") }
+        let target: VaultPath
+        if let word = a.operands.first {
+            if word.text == "-" && word.quotedScalars.first != true {
+                guard let previous = s.previousCwd else { throw CommandFailure("no previous folder") }
+                target = previous
+            } else {
+                target = try s.folder(word).0
+            }
+        } else {
+            target = .root
+        }
+        guard let id = s.resolve(target), s.vault.isFolder(id) else { throw CommandFailure("\(target): not a folder") }
+        s.previousCwd = s.cwd
+        s.cwd = target
+    }
+
+    static func pwd(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        s.out.line(s.cwd.description)
+    }
+
+    static func tree(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
+        let (path, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
+        s.out.line(path.isRoot ? "/" : (path.lastComponent! + "/"))
+        var folders = 0, files = 0
+        func walk(_ folder: Identifier, _ prefix: String) {
+            let children = sorted(s.vault.children(of: folder))
+            for (i, child) in children.enumerated() {
+                let last = i == children.count - 1
+                s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
+                if child.isFolder {
+                    folders += 1
+                    walk(child.id, prefix + (last ? "    " : "│   "))
+                } else {
+                    files += 1
+                }
+            }
+        }
+        walk(id, "")
+        if s.out.isTerminal { s.out.line("\n\(folders) folder\(folders == 1 ? "" : "s"), \(files) file\(files == 1 ? "" : "s")") }
+    }
+
+    static func find(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.count <= 1 else { throw CommandFailure("takes one starting folder at most") }
+        let (start, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
+        let name = a.flags["-name"].map { GlobPattern(unquoted: ItemName.nfc($0)) }
+        var kind: ItemKind?
+        if let t = a.flags["-type"] {
+            guard let k = ItemKind(name: t) else {
+                throw CommandFailure("unknown type '\(t)'", hint: "use one of: photo video document other folder")
+            }
+            kind = k
+        }
+        func walk(_ folder: Identifier, _ path: VaultPath) {
+            for child in sorted(s.vault.children(of: folder)) {
+                let childPath = path.appending(child.name)
+                if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
+                    s.out.line(childPath.description)
+                }
+                if child.isFolder { walk(child.id, childPath) }
+            }
+        }
+        walk(id, start)
+    }
+
+    static func stat(_ s: Session, _ a: ParsedArguments) throws {
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: stat PATH...") }
+        var first = true
+        for word in a.operands {
+            for (path, id) in try s.existing(word) {
+                if !first { s.out.line("") }
+                first = false
+                guard let item = s.vault.item(id) else {
+                    s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
+                    continue
+                }
+                s.out.line("path: \(path)")
+                s.out.line("type: \(item.isFolder ? "folder" : "file")")
+                s.out.line("kind: \(item.kind.name)")
+                if let c = item.content {
+                    s.out.line("mime: \(c.mime)")
+                    s.out.line("size: \(c.size)")
+                    s.out.line("stored: \(s.vault.storedSize(of: item))")
+                } else {
+                    s.out.line("items: \(s.vault.children(of: id).count)")
+                }
+                s.out.line("created: \(Formatting.isoDate(item.created))")
+                s.out.line("modified: \(Formatting.isoDate(item.modified))")
+            }
+        }
+    }
+
+    static func du(_ s: Session, _ a: ParsedArguments) throws {
+        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
+        for word in words {
+            for (path, id) in try s.existing(word) {
+                let total: UInt64
+                if s.vault.isFolder(id) {
+                    total = s.vault.descendants(of: id).reduce(0) { $0 + $1.size }
+                } else {
+                    total = s.vault.item(id)!.size
+                }
+                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(path)")
+            }
+        }
+    }
+}
+
+/// An error already printed by the command; the runner only counts it.
+struct Reported: Error {
+    let failure: CommandFailure
+    init(_ failure: CommandFailure) { self.failure = failure }
+}

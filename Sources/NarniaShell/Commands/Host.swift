@@ -1,0 +1,56 @@
+import Glibc
+import NarniaStore
+
+/// `lcd`, `lpwd`, `lls`: the host side, as in sftp.
+enum Host {
+    static func lcd(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
+        let target: String
+        if let word = a.operands.first {
+            let paths = try s.expandHost(word)
+            guard paths.count == 1 else { throw CommandFailure("\(word.text): names more than one folder") }
+            target = paths[0]
+        } else {
+            guard let home = getenv("HOME") else { throw CommandFailure("HOME is not set") }
+            target = String(cString: home)
+        }
+        guard chdir(target) == 0 else { throw CommandFailure("\(target): \(String(cString: strerror(errno)))") }
+    }
+
+    static func lpwd(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        s.out.line(s.currentHostDirectory())
+    }
+
+    static func lls(_ s: Session, _ a: ParsedArguments) throws {
+        let showHidden = a.has("-a"), long = a.has("-l")
+        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
+        var paths: [String] = []
+        for word in words { paths += try s.expandHost(word) }
+        for (i, path) in paths.enumerated() {
+            guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+            var entries: [(String, stat)] = []
+            if st.isDirectory {
+                if paths.count > 1 { if i > 0 { s.out.line("") }; s.out.line("\(path):") }
+                for name in try FileSystem.listDirectory(path).sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
+                    if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
+                }
+            } else {
+                entries.append((path, st))
+            }
+            if long {
+                let sizes = entries.map { Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
+                let width = sizes.map(\.count).max() ?? 1
+                for ((name, est), size) in zip(entries, sizes) {
+                    let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
+                    let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
+                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(Formatting.shortDate(ns)) \(name)")
+                }
+            } else if s.out.isTerminal {
+                for line in layoutColumns(entries.map { $0.1.isDirectory ? $0.0 + "/" : $0.0 }, width: terminalWidth()) { s.out.line(line) }
+            } else {
+                for (name, _) in entries { s.out.line(name) }
+            }
+        }
+    }
+}

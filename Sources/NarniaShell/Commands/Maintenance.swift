@@ -1,0 +1,62 @@
+import NarniaCrypto
+import NarniaStore
+
+/// `verify`, `passwd`, `help`, `exit`.
+enum Maintenance {
+    static func verify(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        let total = s.vault.children(of: .root).isEmpty ? 0 : s.vault.descendants(of: .root).reduce(UInt64(0)) { $0 + $1.size }
+        let progress = ProgressMeter(session: s, label: "verify", totalBytes: total)
+        progress?.begin(item: "")
+        let result = try s.vault.verify(observer: s.observer(progress: progress))
+        progress?.finish()
+        for failure in result.failures {
+            s.error("verify", "\(failure.path): damaged (\(failure.reason))")
+        }
+        if !result.failures.isEmpty {
+            throw Reported(CommandFailure("\(result.failures.count) damaged"))
+        }
+        s.out.line("verified \(result.checked) items, all intact")
+    }
+
+    static func passwd(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "usage: passwd [--new-passphrase-file FILE]") }
+        let passphrase: Secret
+        if let file = a.flags["--new-passphrase-file"] {
+            passphrase = try PassphraseSource.readFirstLine(path: file)
+        } else if let ask = s.newPassphraseSource {
+            passphrase = try ask()
+        } else {
+            throw CommandFailure("no terminal to ask for the new passphrase", hint: "use passwd --new-passphrase-file FILE")
+        }
+        try s.vault.changePassphrase(to: passphrase, parameters: s.kdfParametersForNewPassphrase)
+    }
+
+    static func help(_ s: Session, _ a: ParsedArguments) throws {
+        if let name = a.operands.first?.text {
+            guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
+            s.out.line("usage: \(spec.name)\(spec.usage.isEmpty ? "" : " " + spec.usage)")
+            if !spec.aliases.isEmpty { s.out.line("also: \(spec.aliases.joined(separator: ", "))") }
+            s.out.line("")
+            s.out.line(spec.abstract)
+            if !spec.details.isEmpty { s.out.line(""); s.out.line(spec.details) }
+            if !spec.flags.isEmpty {
+                s.out.line("")
+                let width = spec.flags.map { $0.spelling.count + ($0.takesValue ? 6 : 0) }.max() ?? 0
+                for f in spec.flags {
+                    let left = f.spelling + (f.takesValue ? " VALUE" : "")
+                    s.out.line("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + f.help)
+                }
+            }
+            return
+        }
+        let width = CommandTable.all.map(\.name.count).max() ?? 0
+        for spec in CommandTable.all {
+            s.out.line(spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + spec.abstract)
+        }
+    }
+
+    static func exit(_ s: Session, _ a: ParsedArguments) throws {
+        s.exitRequested = true
+    }
+}

@@ -1,0 +1,134 @@
+import NarniaStore
+
+/// `mkdir`, `rm`, `rmdir`, `mv`, `cp`: changing the tree.
+enum Rearrange {
+    static func mkdir(_ s: Session, _ a: ParsedArguments) throws {
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: mkdir [-p] PATH...") }
+        let parents = a.has("-p")
+        for word in a.operands {
+            let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
+            guard !path.isRoot else {
+                if parents { continue }
+                throw CommandFailure("/: already exists")
+            }
+            var current = Identifier.root
+            for (i, name) in path.components.enumerated() {
+                let isLast = i == path.components.count - 1
+                if let existing = s.vault.child(named: name, in: current) {
+                    guard existing.isFolder else {
+                        throw CommandFailure("\(VaultPath(components: Array(path.components[...i]))): not a folder")
+                    }
+                    if isLast && !parents { throw CommandFailure("\(path): already exists") }
+                    current = existing.id
+                } else {
+                    guard isLast || parents else {
+                        throw CommandFailure("\(path.parent): no such folder", hint: "use mkdir -p to create the parents too")
+                    }
+                    do {
+                        current = try s.vault.makeFolder(named: name, in: current).id
+                    } catch let e as NameError {
+                        throw CommandFailure("\(name): \(e.description)")
+                    }
+                }
+            }
+        }
+    }
+
+    static func rm(_ s: Session, _ a: ParsedArguments) throws {
+        let force = a.has("-f"), recursive = a.has("-r")
+        guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: "usage: rm [-r] [-f] PATH...") }
+        var targets: [(VaultPath, Identifier)] = []
+        for word in a.operands {
+            let matches: [(VaultPath, Identifier)]
+            do { matches = try s.existing(word) } catch { if force { continue }; throw error }
+            for (path, id) in matches {
+                if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
+                if s.vault.isFolder(id) && !recursive {
+                    throw CommandFailure("\(path): is a folder", hint: "use rm -r to remove a folder and everything in it")
+                }
+                targets.append((path, id))
+            }
+        }
+        for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
+    }
+
+    static func rmdir(_ s: Session, _ a: ParsedArguments) throws {
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: "usage: rmdir PATH...") }
+        var targets: [Identifier] = []
+        for word in a.operands {
+            for (path, id) in try s.existing(word) {
+                if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
+                guard s.vault.isFolder(id) else { throw CommandFailure("\(path): not a folder") }
+                guard s.vault.children(of: id).isEmpty else { throw CommandFailure("\(path): folder is not empty") }
+                targets.append(id)
+            }
+        }
+        for id in targets { try s.vault.remove(id) }
+    }
+
+    /// Where each source goes for `mv`/`cp`: (source, destination folder, new name, replaced item).
+    private typealias Plan = (source: Identifier, sourcePath: VaultPath, folder: Identifier, name: String, replacing: Identifier?)
+
+    private static func plan(_ s: Session, _ a: ParsedArguments, verb: String) throws -> [Plan] {
+        guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: "usage: \(verb) SRC... DEST") }
+        let force = a.has("-f")
+        var sources: [(VaultPath, Identifier)] = []
+        for word in a.operands.dropLast() { sources += try s.existing(word) }
+        let destWord = a.operands.last!
+        let destPaths = try s.expand(destWord)
+        guard destPaths.count == 1 else { throw CommandFailure("\(destWord.text): names more than one item") }
+        let dest = destPaths[0]
+        var plans: [Plan] = []
+        let destID = s.resolve(dest)
+        let intoFolder = destID.map { s.vault.isFolder($0) } ?? false
+        guard intoFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
+        for (path, id) in sources {
+            if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
+            let folder: Identifier, name: String
+            if intoFolder {
+                folder = destID!
+                name = path.lastComponent!
+            } else {
+                guard let parent = s.resolve(dest.parent), s.vault.isFolder(parent) else {
+                    throw CommandFailure("\(dest.parent): no such folder")
+                }
+                folder = parent
+                name = try validName(dest.lastComponent ?? "")
+            }
+            if s.vault.isFolder(id) && s.vault.isSelfOrAncestor(id, of: folder) {
+                throw CommandFailure("cannot \(verb == "mv" ? "move" : "copy") \(path) into itself")
+            }
+            var replacing: Identifier?
+            if let existing = s.vault.child(named: name, in: folder), existing.id != id {
+                let target = s.vaultPath(of: existing.id)
+                if existing.isFolder { throw CommandFailure("\(target): a folder already exists there") }
+                guard force else { throw CommandFailure("\(target): already exists", hint: "use \(verb) -f to replace it") }
+                if s.vault.isFolder(id) { throw CommandFailure("\(target): cannot replace a file with a folder") }
+                replacing = existing.id
+            }
+            plans.append((id, path, folder, name, replacing))
+        }
+        return plans
+    }
+
+    private static func validName(_ name: String) throws -> String {
+        do { return try ItemName.validated(name) } catch let e as NameError { throw CommandFailure("\(name): \(e.description)") }
+    }
+
+    static func mv(_ s: Session, _ a: ParsedArguments) throws {
+        for p in try plan(s, a, verb: "mv") {
+            try s.vault.move(p.source, to: p.folder, name: p.name, replacing: p.replacing)
+        }
+    }
+
+    static func cp(_ s: Session, _ a: ParsedArguments) throws {
+        let plans = try plan(s, a, verb: "cp")
+        for p in plans where s.vault.isFolder(p.source) && !a.has("-r") {
+            throw CommandFailure("\(p.sourcePath): is a folder", hint: "use cp -r to copy a folder")
+        }
+        for p in plans {
+            if let victim = p.replacing { try s.vault.remove(victim) }
+            try s.vault.copy(p.source, to: p.folder, name: p.name, observer: s.observer(progress: nil))
+        }
+    }
+}

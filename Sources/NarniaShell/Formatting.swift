@@ -1,0 +1,66 @@
+import Glibc
+import NarniaStore
+
+/// Text forms shared by the listing commands.
+enum Formatting {
+    /// `YYYY-MM-DD HH:MM` in local time, as `ls -l --time-style=+%Y-%m-%d\ %H:%M` prints.
+    static func shortDate(_ nanoseconds: Int64) -> String {
+        format(nanoseconds, "%Y-%m-%d %H:%M", utc: false)
+    }
+
+    /// ISO 8601 in UTC: `2026-11-29T17:25:00Z`.
+    static func isoDate(_ nanoseconds: Int64) -> String {
+        format(nanoseconds, "%Y-%m-%dT%H:%M:%SZ", utc: true)
+    }
+
+    private static func format(_ nanoseconds: Int64, _ pattern: String, utc: Bool) -> String {
+        var t = time_t(nanoseconds / 1_000_000_000)
+        var parts = tm()
+        if utc { gmtime_r(&t, &parts) } else { localtime_r(&t, &parts) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = strftime(&buffer, buffer.count, pattern, &parts)
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A JSON string literal.
+    static func json(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20: out += String(format4: c.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// One `ls --json` object.
+    static func jsonObject(_ item: Item, path: String) -> String {
+        var fields = ["\"name\":\(json(item.name))", "\"path\":\(json(path))"]
+        if let c = item.content {
+            fields += ["\"type\":\"file\"", "\"kind\":\"\(c.kind.name)\"", "\"mime\":\(json(c.mime))", "\"size\":\(c.size)"]
+        } else {
+            fields += ["\"type\":\"folder\"", "\"kind\":\"folder\""]
+        }
+        fields.append("\"modified\":\"\(isoDate(item.modified))\"")
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// A size for people on a terminal, exact bytes for scripts.
+    static func size(_ bytes: UInt64, human: Bool) -> String {
+        human ? humanSize(bytes) : String(bytes)
+    }
+}
+
+extension String {
+    /// `\u00XX` for a control character.
+    init(format4 v: UInt32) {
+        let hex = Array("0123456789abcdef")
+        self = "\\u00" + String(hex[Int(v >> 4) & 15]) + String(hex[Int(v) & 15])
+    }
+}

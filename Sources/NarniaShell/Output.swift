@@ -1,0 +1,77 @@
+import Glibc
+import NarniaStore
+
+/// Buffered text output to a file descriptor; raw bytes bypass the buffer after a flush.
+public final class Output {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    /// True when the descriptor is a terminal.
+    public let isTerminal: Bool
+
+    public init(fd: Int32) {
+        self.fd = fd
+        isTerminal = isatty(fd) == 1
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    /// Appends text; flushes when the buffer grows large.
+    public func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    /// Appends a line.
+    public func line(_ text: String) { write(text); write("\n") }
+
+    /// Writes buffered text now. Errors (a closed pipe) are ignored: there is nobody to tell.
+    public func flush() {
+        guard !buffer.isEmpty else { return }
+        var done = 0
+        buffer.withUnsafeBytes { b in
+            while done < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
+                if n < 0 { if errno == EINTR { continue }; break }
+                done += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes raw bytes (for `cat`), after any buffered text.
+    public func writeRaw(_ p: UnsafeRawPointer, count: Int) throws {
+        flush()
+        try FileDescriptor.borrowing(fd, name: "standard output").writeAll(p, count: count)
+    }
+
+    /// The raw descriptor.
+    public var descriptor: Int32 { fd }
+}
+
+/// A failed command: the message is printed as `narnia: error: CMD: MESSAGE`.
+public struct CommandFailure: Error, CustomStringConvertible {
+    public let message: String
+    public let hint: String?
+
+    public init(_ message: String, hint: String? = nil) {
+        self.message = message
+        self.hint = hint
+    }
+
+    public var description: String { message }
+}
+
+/// Turns any error into the words a user should read (never a Swift error dump).
+public func describe(_ error: Error) -> String {
+    switch error {
+    case let e as CommandFailure: return e.message
+    case let e as NameError: return e.description
+    case let e as VaultError: return e.description
+    case let e as ContentError: return e.description
+    case let e as MetadataError: return e.description
+    case let e as SystemError:
+        return e.isDiskFull ? "\(e.description) (the disk is full; nothing was changed)" : e.description
+    case let e as Cancelled: return e.description
+    case let e as CustomStringConvertible: return e.description
+    default: return "unexpected error"
+    }
+}

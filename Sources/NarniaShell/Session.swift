@@ -1,0 +1,155 @@
+import Glibc
+import NarniaCrypto
+import NarniaKinds
+import NarniaStore
+
+/// The state of one vault shell: the open vault, the current folders on both sides, the
+/// output streams, and the flags that long commands poll.
+public final class Session: @unchecked Sendable {
+    /// The open vault.
+    public let vault: Vault
+    /// The current vault folder.
+    public internal(set) var cwd = VaultPath.root
+    var previousCwd: VaultPath?
+    /// Standard output and standard error.
+    public let out: Output
+    public let err: Output
+    /// True when commands come from a person at a terminal (progress bars may be drawn).
+    public let interactive: Bool
+    let classifier: Classifier?
+    /// Where a passphrase for `passwd` comes from, and the KDF limits for new wrappings.
+    public var newPassphraseSource: (() throws -> Secret)?
+    public var kdfParametersForNewPassphrase: KDFParameters = .moderate
+    /// Set by the SIGINT handler; long commands poll it and stop cleanly.
+    nonisolated(unsafe) public static var interruptRequested: Int32 = 0
+    /// True when the commands themselves arrive on standard input (so `import -` cannot use it).
+    public var commandsFromStandardInput = false
+    /// Set by `exit`/`quit`.
+    public internal(set) var exitRequested = false
+
+    public init(vault: Vault, out: Output, err: Output, interactive: Bool) {
+        self.vault = vault
+        self.out = out
+        self.err = err
+        self.interactive = interactive
+        classifier = try? Classifier()
+    }
+
+    // MARK: Messages
+
+    /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
+    public func error(_ command: String, _ message: String, hint: String? = nil) {
+        out.flush()
+        err.line("narnia: error: \(command): \(message)")
+        if let hint { err.line("narnia: hint: \(hint)") }
+        err.flush()
+    }
+
+    /// Prints `narnia: warning: CMD: MESSAGE` on stderr.
+    public func warning(_ command: String, _ message: String) {
+        out.flush()
+        err.line("narnia: warning: \(command): \(message)")
+        err.flush()
+    }
+
+    /// Observer for long transfers: polls the interrupt flag, and draws progress on a terminal.
+    func observer(progress: ProgressMeter?) -> TransferObserver {
+        TransferObserver(progress: { done in progress?.update(itemBytes: done) },
+                         isCancelled: { Session.interruptRequested != 0 })
+    }
+
+    // MARK: Vault paths
+
+    /// The item at an absolute vault path, or nil. The root has no item: use `folderID(of:)`.
+    func resolve(_ path: VaultPath) -> Identifier? {
+        var current = Identifier.root
+        for name in path.components {
+            guard let child = vault.child(named: name, in: current) else { return nil }
+            current = child.id
+        }
+        return current
+    }
+
+    /// Names in a vault folder, or nil when the path is not a folder.
+    func childNames(_ path: VaultPath) -> [String]? {
+        guard let id = resolve(path), vault.isFolder(id) else { return nil }
+        return vault.childNames(of: id).map(Array.init) ?? []
+    }
+
+    /// Expands a vault path word (globs included) to absolute paths. A pattern that matches
+    /// nothing throws "no match"; a plain path is returned whether it exists or not.
+    func expand(_ word: Word) throws -> [VaultPath] {
+        let pattern = PathPattern(word)
+        let normalized = PathPattern(Word(text: word.text.precomposedNFC, quotedScalars: word.text.precomposedNFC == word.text ? word.quotedScalars : Array(repeating: true, count: word.text.precomposedNFC.unicodeScalars.count)))
+        let paths = normalized.expand(relativeTo: cwd) { childNames($0) }
+        if pattern.hasWildcards && paths.isEmpty { throw CommandFailure("\(word.text): no match") }
+        return paths
+    }
+
+    /// Expands and requires existence: returns (path, item id) pairs.
+    func existing(_ word: Word) throws -> [(VaultPath, Identifier)] {
+        try expand(word).map { path in
+            guard let id = resolve(path) else { throw CommandFailure("\(path): no such file or folder") }
+            return (path, id)
+        }
+    }
+
+    /// The one folder a word names.
+    func folder(_ word: Word) throws -> (VaultPath, Identifier) {
+        let matches = try existing(word)
+        guard matches.count == 1 else { throw CommandFailure("\(word.text): names more than one item") }
+        guard vault.isFolder(matches[0].1) else { throw CommandFailure("\(matches[0].0): not a folder") }
+        return matches[0]
+    }
+
+    // MARK: Host paths
+
+    /// Expands a host path word: `~`, globs; a plain path is returned whether it exists or not.
+    func expandHost(_ word: Word) throws -> [String] {
+        var text = word.text
+        var quoted = word.quotedScalars
+        if word.startsWithBareTilde, let home = getenv("HOME").map({ String(cString: $0) }) {
+            let rest = String(text.unicodeScalars.dropFirst())
+            text = home + rest
+            quoted = Array(repeating: true, count: home.unicodeScalars.count) + Array(quoted.dropFirst())
+        }
+        let w = Word(text: text, quotedScalars: quoted)
+        let pattern = PathPattern(w)
+        guard pattern.hasWildcards else { return [text] }
+        let start = text.hasPrefix("/") ? VaultPath.root : VaultPath(components: currentHostDirectory().split(separator: "/").map(String.init))
+        let paths = pattern.expand(relativeTo: start) { path in
+            let dir = path.description
+            guard FileSystem.isDirectory(dir) else { return nil }
+            return (try? FileSystem.listDirectory(dir)) ?? []
+        }
+        if paths.isEmpty { throw CommandFailure("\(word.text): no match") }
+        return paths.map(\.description)
+    }
+
+    /// The process's working directory (the host side's current folder).
+    func currentHostDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+        return String(cString: buffer)
+    }
+
+    /// Joins a host path for messages.
+    func hostJoin(_ dir: String, _ name: String) -> String {
+        dir.hasSuffix("/") ? dir + name : dir + "/" + name
+    }
+
+    /// The vault path of an item.
+    func vaultPath(of id: Identifier) -> VaultPath {
+        VaultPath(components: vault.pathComponents(of: id))
+    }
+
+    /// The item type check for libmagic at import.
+    func classify(_ bytes: UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind) {
+        classifier?.classify(bytes) ?? ("application/octet-stream", .other)
+    }
+}
+
+extension String {
+    /// The NFC form (names in the vault are NFC).
+    var precomposedNFC: String { ItemName.nfc(self) }
+}

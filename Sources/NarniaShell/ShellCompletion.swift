@@ -1,0 +1,56 @@
+import NarniaStore
+
+/// Tab completion over the running session: the command table, the vault tree and the host.
+public struct ShellCompletionSource: CompletionSource {
+    let session: Session
+
+    public init(session: Session) { self.session = session }
+
+    public var commandNames: [String] {
+        CommandTable.all.flatMap { [$0.name] + $0.aliases }
+    }
+
+    public func flags(for command: String) -> [String] {
+        CommandTable.find(command)?.flags.map(\.spelling) ?? []
+    }
+
+    public func argumentKind(for command: String, argumentIndex: Int, previousWords: [String]) -> ArgumentKind {
+        guard let spec = CommandTable.find(command) else { return .none }
+        if let flag = previousWords.last, let f = spec.flags.first(where: { $0.spelling == flag }), f.takesValue {
+            switch flag {
+            case "-type": return .choice(ItemKind.allCases.map(\.name))
+            case "--new-passphrase-file": return .hostPath
+            default: return .none
+            }
+        }
+        if spec.name == "help" { return .choice(CommandTable.all.map(\.name)) }
+        if spec.name == "cd" { return .vaultFolder }
+        if spec.name == "lcd" { return .hostFolder }
+        if spec.name == "import" && argumentIndex >= 1 && previousWords.contains("-") { return .none }
+        if spec.lastOperandIsHost && argumentIndex >= 1 {
+            // export: the last operand is a host path; offer both from the second on.
+            return .hostPath
+        }
+        guard let operand = spec.operands.last else { return .none }
+        switch operand {
+        case .vaultPath: return .vaultPath
+        case .hostPath: return .hostPath
+        case .settingKey: return .settingKey
+        case .none: return .none
+        }
+    }
+
+    public func vaultEntries(in folder: String) -> [CompletionEntry] {
+        let path = VaultPath.resolve(ItemName.nfc(folder), relativeTo: session.cwd)
+        guard let id = session.resolve(path), session.vault.isFolder(id) else { return [] }
+        return session.vault.children(of: id).map { CompletionEntry(name: $0.name, isFolder: $0.isFolder) }
+    }
+
+    public func hostEntries(in folder: String) -> [CompletionEntry] {
+        let dir = folder.isEmpty ? "." : folder
+        guard let names = try? FileSystem.listDirectory(dir) else { return [] }
+        return names.map { CompletionEntry(name: $0, isFolder: FileSystem.isDirectory(dir + "/" + $0)) }
+    }
+
+    public var settingKeys: [String] { [] }
+}

@@ -1,0 +1,85 @@
+/// The command line of BRIEF §4, parsed.
+struct Options {
+    enum Mode: Equatable {
+        case cover                 // no subcommand
+        case initialize            // init
+        case enter                 // enter
+        case commands(String)      // -c
+        case batchFile(String)     // -b FILE (or -)
+    }
+
+    var mode: Mode = .cover
+    var vault: String?
+    var passphraseFile: String?
+    var passphraseFD: Int32?
+    var keepGoing = false
+    var showVersion = false
+    var showHelp = false
+
+    struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Parses `arguments` (without the program name).
+    static func parse(_ arguments: [String]) throws -> Options {
+        var o = Options()
+        var i = 0
+        var modeSet = false
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count else { throw UsageError(description: "\(flag) needs a value") }
+            return arguments[i]
+        }
+        func setMode(_ m: Mode) throws {
+            if modeSet { throw UsageError(description: "choose one of init, enter, -c and -b") }
+            modeSet = true
+            o.mode = m
+        }
+        while i < arguments.count {
+            let arg = arguments[i]
+            var flag = arg, inline: String?
+            if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+                flag = String(arg[..<eq])
+                inline = String(arg[arg.index(after: eq)...])
+            }
+            func v() throws -> String { try inline ?? value(flag) }
+            switch flag {
+            case "--vault": o.vault = try v()
+            case "--passphrase-file": o.passphraseFile = try v()
+            case "--passphrase-fd":
+                let text = try v()
+                guard let fd = Int32(text), fd >= 0 else { throw UsageError(description: "--passphrase-fd needs a descriptor number, not '\(text)'") }
+                o.passphraseFD = fd
+            case "--keep-going": o.keepGoing = true
+            case "--version": o.showVersion = true
+            case "--help", "-h": o.showHelp = true
+            case "-c": try setMode(.commands(try value("-c")))
+            case "-b": try setMode(.batchFile(try value("-b")))
+            case "init": try setMode(.initialize)
+            case "enter": try setMode(.enter)
+            default:
+                throw UsageError(description: arg.hasPrefix("-") ? "unknown option \(arg)" : "unknown command \(arg)")
+            }
+            i += 1
+        }
+        if o.passphraseFile != nil && o.passphraseFD != nil {
+            throw UsageError(description: "give either --passphrase-file or --passphrase-fd, not both")
+        }
+        return o
+    }
+
+    static let usage = """
+    usage: narnia [--vault DIR]                       the wardrobe
+           narnia [--vault DIR] init                  create a vault
+           narnia [--vault DIR] enter                 open the vault shell
+           narnia [--vault DIR] -c 'CMD; CMD'         run commands, then exit
+           narnia [--vault DIR] -b FILE               run a batch file (FILE may be -)
+    options:
+      --vault DIR               the store (default: $NARNIA_VAULT, else $XDG_DATA_HOME/lining)
+      --passphrase-file FILE    read the passphrase from the first line of FILE
+      --passphrase-fd N         read the passphrase from the first line of descriptor N
+      --keep-going              in -c/-b mode, go on after a failing command
+      --version, --help
+    Inside the vault, type 'help' for the commands. See narnia(1).
+    """
+}
