@@ -44,7 +44,7 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
 ///
 /// - Throws: `TokenizeError` for an unterminated quote or a trailing backslash.
 public func tokenize(_ line: String) throws(TokenizeError) -> [[Word]] {
-    var scanner = Scanner()
+    var scanner = LineScanner()
     scanner.scan(line, upTo: line.utf8.count)
     if scanner.quote != .none {
         throw .unterminatedQuote(scanner.quote, offset: scanner.quoteOffset)
@@ -99,7 +99,7 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
           utf8[utf8.index(utf8.startIndex, offsetBy: end)] & 0xC0 == 0x80 {
         end -= 1   // a continuation byte: back up to the start of the scalar
     }
-    var scanner = Scanner()
+    var scanner = LineScanner()
     scanner.scan(line, upTo: end)
     return PartialCommandLine(
         previousWords: scanner.words,
@@ -113,7 +113,7 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
 
 /// The state machine both entry points share. It stops where told and leaves its state for the
 /// caller to inspect.
-private struct Scanner {
+private struct LineScanner {
     var commands: [[Word]] = []
     var words: [Word] = []
     var scalars = String.UnicodeScalarView()

@@ -52,6 +52,43 @@ public struct Word: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The word with `transform` applied to each run of characters that share a quote state,
+    /// the result of each run keeping that run's state. Use it to normalise a word (to NFC, say)
+    /// without losing which of its characters were quoted; a transform that merges characters
+    /// across a quote boundary cannot be expressed, and is applied to each side apart.
+    public func mapSegments(_ transform: (String) -> String) -> Word {
+        var text = ""
+        var mask: [Bool] = []
+        var run = String.UnicodeScalarView()
+        var runQuoted = false
+        func flush() {
+            guard !run.isEmpty else { return }
+            let mapped = transform(String(run))
+            text += mapped
+            mask += Array(repeating: runQuoted, count: mapped.unicodeScalars.count)
+            run = String.UnicodeScalarView()
+        }
+        for (scalar, quoted) in zip(self.text.unicodeScalars, quotedScalars) {
+            if quoted != runQuoted { flush(); runQuoted = quoted }
+            run.append(scalar)
+        }
+        flush()
+        return Word(text: text, quotedScalars: mask)
+    }
+
+    /// The word with a bare leading `~` (alone or followed by `/`) replaced by `home`, whose
+    /// characters count as quoted (a `*` in a home folder's name is no wildcard). Any other word,
+    /// `~user` included, is returned unchanged.
+    public func expandingTilde(home: String) -> Word {
+        guard startsWithBareTilde else { return self }
+        let rest = text.unicodeScalars.dropFirst()
+        guard rest.isEmpty || rest.first == "/" else { return self }
+        var base = home
+        if rest.first == "/", base.hasSuffix("/") { base.removeLast() }
+        return Word(text: base + String(rest),
+                    quotedScalars: Array(repeating: true, count: base.unicodeScalars.count) + quotedScalars.dropFirst())
+    }
+
     /// The word cut at every `/` (quoted or not: no name may contain a slash), keeping each
     /// piece's quote mask. `"/a//b/"` gives `["", "a", "", "b", ""]`.
     public func split(separator: Unicode.Scalar = "/") -> [Word] {
