@@ -36,8 +36,8 @@ extension Session {
 
     /// Runs one line of batch input with sftp's rules: blank lines and `#` comments do nothing;
     /// a line starting with `-` may fail without counting. Returns false when a counted
-    /// command failed.
-    public func runBatchLine(_ line: String) -> Bool {
+    /// command failed; the rest of the line runs only with `keepGoing`.
+    public func runBatchLine(_ line: String, keepGoing: Bool = false) -> Bool {
         var text = Substring(line)
         while let c = text.first, c == " " || c == "\t" { text = text.dropFirst() }
         if text.isEmpty || text.hasPrefix("#") { return true }
@@ -53,10 +53,14 @@ extension Session {
             self.error("narnia", describe(error))
             return mayFail
         }
+        var ok = true
         for words in commands {
-            if exitRequested { return true }
-            if !run(words: words) && !mayFail { return false }
+            if exitRequested || Session.interruptRequested != 0 { break }
+            if !run(words: words) && !mayFail {
+                ok = false
+                if !keepGoing { break }
+            }
         }
-        return true
+        return ok
     }
 }

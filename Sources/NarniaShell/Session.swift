@@ -79,9 +79,8 @@ public final class Session: @unchecked Sendable {
     /// Expands a vault path word (globs included) to absolute paths. A pattern that matches
     /// nothing throws "no match"; a plain path is returned whether it exists or not.
     func expand(_ word: Word) throws -> [VaultPath] {
-        let pattern = PathPattern(word)
-        let normalized = PathPattern(Word(text: word.text.precomposedNFC, quotedScalars: word.text.precomposedNFC == word.text ? word.quotedScalars : Array(repeating: true, count: word.text.precomposedNFC.unicodeScalars.count)))
-        let paths = normalized.expand(relativeTo: cwd) { childNames($0) }
+        let pattern = PathPattern(word.mapSegments { $0.precomposedNFC })
+        let paths = pattern.expand(relativeTo: cwd) { childNames($0) }
         if pattern.hasWildcards && paths.isEmpty { throw CommandFailure("\(word.text): no match") }
         return paths
     }
@@ -105,25 +104,23 @@ public final class Session: @unchecked Sendable {
     // MARK: Host paths
 
     /// Expands a host path word: `~`, globs; a plain path is returned whether it exists or not.
+    /// Relative patterns stay relative (as a shell prints them) unless they climb with `..`.
     func expandHost(_ word: Word) throws -> [String] {
-        var text = word.text
-        var quoted = word.quotedScalars
-        if word.startsWithBareTilde, let home = getenv("HOME").map({ String(cString: $0) }) {
-            let rest = String(text.unicodeScalars.dropFirst())
-            text = home + rest
-            quoted = Array(repeating: true, count: home.unicodeScalars.count) + Array(quoted.dropFirst())
-        }
-        let w = Word(text: text, quotedScalars: quoted)
+        let home = getenv("HOME").map { String(cString: $0) }
+        let w = home.map { word.expandingTilde(home: $0) } ?? word
         let pattern = PathPattern(w)
-        guard pattern.hasWildcards else { return [text] }
-        let start = text.hasPrefix("/") ? VaultPath.root : VaultPath(components: currentHostDirectory().split(separator: "/").map(String.init))
+        guard pattern.hasWildcards else { return [w.text] }
+        let climbs = pattern.components.contains { if case .parent = $0 { true } else { false } }
+        let relative = !pattern.isAbsolute && !climbs
+        let base = currentHostDirectory()
+        let start = pattern.isAbsolute || relative ? VaultPath.root : VaultPath(components: base.split(separator: "/").map(String.init))
         let paths = pattern.expand(relativeTo: start) { path in
-            let dir = path.description
+            let dir = relative ? (path.isRoot ? "." : "." + path.description) : path.description
             guard FileSystem.isDirectory(dir) else { return nil }
             return (try? FileSystem.listDirectory(dir)) ?? []
         }
         if paths.isEmpty { throw CommandFailure("\(word.text): no match") }
-        return paths.map(\.description)
+        return paths.map { relative ? String($0.description.dropFirst()) : $0.description }
     }
 
     /// The process's working directory (the host side's current folder).

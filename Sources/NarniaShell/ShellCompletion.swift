@@ -24,6 +24,7 @@ public struct ShellCompletionSource: CompletionSource {
             }
         }
         if spec.name == "help" { return .choice(CommandTable.all.map(\.name)) }
+        if spec.name == "set" { return argumentIndex == 0 ? .settingKey : argumentIndex == 1 ? .settingValue(key: previousWords.first ?? "") : .none }
         if spec.name == "cd" { return .vaultFolder }
         if spec.name == "lcd" { return .hostFolder }
         if spec.name == "import" && argumentIndex >= 1 && previousWords.contains("-") { return .none }
@@ -52,5 +53,7 @@ public struct ShellCompletionSource: CompletionSource {
         return names.map { CompletionEntry(name: $0, isFolder: FileSystem.isDirectory(dir + "/" + $0)) }
     }
 
-    public var settingKeys: [String] { [] }
+    public var settingKeys: [String] { Settings.all.map(\.key) }
+
+    public func settingValues(for key: String) -> [String] { Settings.find(key)?.values ?? [] }
 }

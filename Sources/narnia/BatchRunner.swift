@@ -50,7 +50,7 @@ struct BatchRunner {
     private func run(_ next: () -> String?) -> Int32 {
         var failed = false
         while let line = next() {
-            if !session.runBatchLine(line) {
+            if !session.runBatchLine(line, keepGoing: keepGoing) {
                 failed = true
                 if !keepGoing || Session.interruptRequested != 0 { break }
             }

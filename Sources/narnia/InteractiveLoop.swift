@@ -36,7 +36,7 @@ final class InteractiveLoop {
         if result.candidates.count > 1 {
             let width = Int(narnia_el_columns(el))
             var text = "\n"
-            for row in layoutColumns(result.candidates, width: width) { text += row + "\n" }
+            for row in layoutColumns(result.candidates.map(terminalSafe), width: width) { text += row + "\n" }
             fputs(text, stdout)
             fflush(stdout)
             return 2
@@ -72,7 +72,7 @@ final class InteractiveLoop {
             if line.hasSuffix("\n") { line.removeLast() }
             if line.trimmingSpaces.isEmpty { continue }
             narnia_el_history_add(el, line)
-            _ = session.runBatchLine(line)
+            _ = session.runBatchLine(line, keepGoing: true)
         }
         return 0
     }

@@ -24,7 +24,7 @@ enum Browse {
         }
         if !files.isEmpty { printListing(s, a, files.map { ($0.0, $0.1) }) }
         for (i, (path, id)) in folders.enumerated() {
-            if folders.count + files.count > 1 {
+            if folders.count + files.count > 1 && !a.has("--json") {
                 if i > 0 || !files.isEmpty { s.out.line("") }
                 s.out.line("\(path):")
             }
@@ -47,7 +47,7 @@ enum Browse {
                 s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)")
             }
         } else if s.out.isTerminal {
-            let names = entries.map { $0.1.isFolder ? $0.1.name + "/" : $0.1.name }
+            let names = entries.map { terminalSafe($0.1.isFolder ? $0.1.name + "/" : $0.1.name) }
             for line in layoutColumns(names, width: terminalWidth()) { s.out.line(line) }
         } else {
             for (_, item) in entries { s.out.line(item.name) }

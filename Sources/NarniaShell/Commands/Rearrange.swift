@@ -7,6 +7,7 @@ enum Rearrange {
         let parents = a.has("-p")
         for word in a.operands {
             let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
+            for name in path.components { _ = try validName(name) }
             guard !path.isRoot else {
                 if parents { continue }
                 throw CommandFailure("/: already exists")
@@ -24,11 +25,7 @@ enum Rearrange {
                     guard isLast || parents else {
                         throw CommandFailure("\(path.parent): no such folder", hint: "use mkdir -p to create the parents too")
                     }
-                    do {
-                        current = try s.vault.makeFolder(named: name, in: current).id
-                    } catch let e as NameError {
-                        throw CommandFailure("\(name): \(e.description)")
-                    }
+                    current = try s.vault.makeFolder(named: name, in: current).id
                 }
             }
         }

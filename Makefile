@@ -1,0 +1,67 @@
+# Narnia — the two commands are `make run` and `make test`. See README.md.
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+BASHDIR = $(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(PREFIX)/share/zsh/site-functions
+FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
+
+# Debian packages: the libraries we link, and what the tests and benchmarks drive.
+BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
+TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish
+BENCH_PACKAGES = age time
+
+SWIFT_FLAGS ?=
+RELEASE = .build/release/narnia
+
+.PHONY: all deps test-deps bench-deps build release run test unit-test integration-test bench install clean
+
+all: build
+
+# Installs only what is missing, so repeated runs are quick and need no network.
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(BUILD_PACKAGES))
+
+test-deps: deps
+	$(call apt_install,$(TEST_PACKAGES))
+
+bench-deps: deps
+	$(call apt_install,$(BENCH_PACKAGES))
+
+build: deps
+	swift build $(SWIFT_FLAGS)
+
+release: deps
+	swift build -c release $(SWIFT_FLAGS)
+
+run: release
+	$(RELEASE)
+
+test: test-deps release
+	swift build --build-tests $(SWIFT_FLAGS)
+	swift test --skip-build $(SWIFT_FLAGS)
+	NARNIA_BIN=$(CURDIR)/$(RELEASE) python3 -m pytest -q integration
+
+bench: bench-deps release
+	swift build -c release --product narnia-bench $(SWIFT_FLAGS)
+	NARNIA_BIN=$(CURDIR)/$(RELEASE) NARNIA_BENCH_BIN=$(CURDIR)/.build/release/narnia-bench bash bench/run.sh
+
+install: release
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
+	install -m 755 $(RELEASE) $(DESTDIR)$(BINDIR)/narnia
+	install -m 644 man/narnia.1 $(DESTDIR)$(MANDIR)/narnia.1
+	install -m 644 completions/narnia.bash $(DESTDIR)$(BASHDIR)/narnia
+	install -m 644 completions/_narnia $(DESTDIR)$(ZSHDIR)/_narnia
+	install -m 644 completions/narnia.fish $(DESTDIR)$(FISHDIR)/narnia.fish
+
+clean:
+	rm -rf .build

@@ -1,0 +1,44 @@
+/// The settings `set` knows, with their values and defaults. Values live encrypted in the
+/// vault's journal.
+public struct SettingSpec: Sendable {
+    public let key: String
+    /// The accepted values; empty when any text goes.
+    public let values: [String]
+    public let defaultValue: String
+    public let help: String
+}
+
+public enum Settings {
+    public static let all: [SettingSpec] = [
+        SettingSpec(key: "remove-originals", values: ["on", "off"], defaultValue: "off",
+                    help: "remove each imported original once its vault copy is committed (as import --move)"),
+    ]
+
+    public static func find(_ key: String) -> SettingSpec? { all.first { $0.key == key } }
+}
+
+extension Maintenance {
+    static func set(_ s: Session, _ a: ParsedArguments) throws {
+        switch a.operands.count {
+        case 0:
+            for spec in Settings.all { s.out.line("\(spec.key) \(s.vault.settings[spec.key] ?? spec.defaultValue)") }
+        case 1:
+            let key = a.operands[0].text
+            guard let spec = Settings.find(key) else { throw unknownSetting(key) }
+            s.out.line(s.vault.settings[key] ?? spec.defaultValue)
+        case 2:
+            let key = a.operands[0].text, value = a.operands[1].text
+            guard let spec = Settings.find(key) else { throw unknownSetting(key) }
+            guard spec.values.isEmpty || spec.values.contains(value) else {
+                throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
+            }
+            try s.vault.setSetting(key, value == spec.defaultValue ? nil : value)
+        default:
+            throw CommandFailure("too many arguments", hint: "usage: set [KEY [VALUE]]")
+        }
+    }
+
+    private static func unknownSetting(_ key: String) -> CommandFailure {
+        CommandFailure("no setting '\(key)'", hint: "settings: " + Settings.all.map(\.key).joined(separator: ", "))
+    }
+}
