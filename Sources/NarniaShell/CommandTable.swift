@@ -1,9 +1,13 @@
 /// Every command of the vault shell, in `help` order. Parsing, `help`, `help CMD` and Tab
-/// completion all read this one table.
+/// completion all read this one table. Each group of commands declares its part beside its
+/// code: the tree and transfer commands here, viewing in `Viewing/`, the session's own
+/// (`panic`) in `SessionCommands.swift`.
 public enum CommandTable {
     typealias F = CommandSpec
 
-    public static let all: [CommandSpec] = [
+    public static let all: [CommandSpec] = vaultCommands + viewingCommands + sessionCommands
+
+    static let vaultCommands: [CommandSpec] = [
         F("ls", usage: "[-l] [-a] [--json] [PATH...]", abstract: "list a folder's items",
           details: "Not on a terminal: one name per line. -l adds kind, size and date; --json prints one JSON object per item.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
@@ -50,8 +54,6 @@ public enum CommandTable {
         F("lpwd", abstract: "print the host folder", run: Host.lpwd),
         F("lls", usage: "[-l] [-a] [HOSTPATH...]", abstract: "list a host folder",
           flags: [.flag("-l", "long listing"), .flag("-a", "include names starting with a dot")], operands: [.hostPath], run: Host.lls),
-        F("help", usage: "[COMMAND]", abstract: "list the commands, or explain one", run: Maintenance.help),
-        F("exit", aliases: ["quit"], abstract: "leave the vault", run: Maintenance.exit),
     ]
 
     /// The command called `name` (or with that alias).

@@ -9,7 +9,10 @@ public struct SettingSpec: Sendable {
 }
 
 public enum Settings {
-    public static let all: [SettingSpec] = [
+    /// Every setting: the vault's own here, the viewers' in `Viewing/`.
+    public static let all: [SettingSpec] = vaultSettings + viewingSettings
+
+    static let vaultSettings: [SettingSpec] = [
         SettingSpec(key: "remove-originals", values: ["on", "off"], defaultValue: "off",
                     help: "remove each imported original once its vault copy is committed (as import --move)"),
     ]
