@@ -1,0 +1,66 @@
+# bash completion for narnia(1): the program's own command line.
+# Install as /usr/share/bash-completion/completions/narnia (or source it).
+# Keep in step with man/narnia.1 and docs/INTERFACE.md.
+
+_narnia()
+{
+    local cur=${COMP_WORDS[COMP_CWORD]}
+    local prev=
+    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    COMPREPLY=()
+    # One candidate a line, so that names with spaces stay whole.
+    local IFS=$'\n'
+
+    # The argument of an option.
+    case $prev in
+        --vault)
+            compopt -o filenames 2>/dev/null
+            COMPREPLY=($(compgen -d -- "$cur"))
+            return
+            ;;
+        --passphrase-file)
+            compopt -o filenames 2>/dev/null
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return
+            ;;
+        -b)
+            compopt -o filenames 2>/dev/null
+            COMPREPLY=($(compgen -f -- "$cur"))
+            [[ -z $cur || $cur == - ]] && COMPREPLY+=(-)
+            return
+            ;;
+        --passphrase-fd | -c)
+            # A descriptor number or a command line: nothing sensible to offer.
+            return
+            ;;
+    esac
+
+    # What the words before the cursor have already chosen.
+    local i word mode= source= keep= vault= done=
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        case $word in
+            --vault) vault=1; ((i++)) ;;
+            --passphrase-file | --passphrase-fd) source=1; ((i++)) ;;
+            -c | -b) mode=1; ((i++)) ;;
+            --keep-going) keep=1 ;;
+            --version | --help) done=1 ;;
+            init | enter) mode=1 ;;
+        esac
+    done
+    [[ -n $done ]] && return
+
+    if [[ $cur == -* ]]; then
+        local opts=
+        [[ -z $vault ]] && opts+=" --vault"
+        [[ -z $source ]] && opts+=" --passphrase-file --passphrase-fd"
+        [[ -z $keep ]] && opts+=" --keep-going"
+        [[ -z $mode ]] && opts+=" -c -b"
+        ((COMP_CWORD == 1)) && opts+=" --version --help"
+        COMPREPLY=($(IFS=' ' compgen -W "$opts" -- "$cur"))
+    elif [[ -z $mode ]]; then
+        COMPREPLY=($(IFS=' ' compgen -W "init enter" -- "$cur"))
+    fi
+}
+
+complete -F _narnia narnia

@@ -1,0 +1,40 @@
+# fish completion for narnia(1): the program's own command line.
+# Install as ~/.config/fish/completions/narnia.fish or into
+# /usr/share/fish/vendor_completions.d; keep in step with man/narnia.1.
+
+# True while no mode (init, enter, -c, -b) and neither --version nor --help
+# has been given; the arguments of options are skipped, so that
+# `narnia --vault init` has not chosen a mode.
+function __narnia_needs_mode
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l skip 0
+    for t in $tokens
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --vault --passphrase-file --passphrase-fd
+                set skip 1
+            case init enter -c -b --version --help
+                return 1
+        end
+    end
+    return 0
+end
+
+# No file names unless an option asks for them.
+complete -c narnia -f
+
+complete -c narnia -l vault -x -a '(__fish_complete_directories (commandline -ct))' -d 'The store directory'
+complete -c narnia -l passphrase-file -r -F -d 'Read the passphrase from FILE'
+complete -c narnia -l passphrase-fd -x -d 'Read the passphrase from descriptor N'
+complete -c narnia -l keep-going -d 'With -c or -b, go on after a failing command'
+complete -c narnia -l version -d 'Print the version and exit'
+complete -c narnia -l help -d 'Print a usage summary and exit'
+complete -c narnia -s c -x -d 'Run commands in the vault, then exit'
+complete -c narnia -s b -r -F -a - -d 'Run a batch file (- for standard input)'
+
+complete -c narnia -n __narnia_needs_mode -a init -d 'Create a vault'
+complete -c narnia -n __narnia_needs_mode -a enter -d 'Passphrase, then the vault shell'
