@@ -10,6 +10,7 @@ every open, which the helpers filter out of `Result.err_lines`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -53,8 +54,14 @@ class Result:
         self.rc = rc
         self.outb = outb
         self.errb = errb
-        self.out = outb.decode("utf-8", "surrogateescape")
-        self.err = errb.decode("utf-8", "surrogateescape")
+
+    @functools.cached_property
+    def out(self) -> str:
+        return self.outb.decode("utf-8", "surrogateescape")
+
+    @functools.cached_property
+    def err(self) -> str:
+        return self.errb.decode("utf-8", "surrogateescape")
 
     def __iter__(self):
         return iter((self.rc, self.out, self.err))

@@ -101,8 +101,10 @@ def test_piped_stdin_without_trailing_newline(vault):
     assert r.rc == 0 and names(vault) == ["a", "b"], "the last line needs no newline" + r.describe()
 
 
-def test_output_order_and_failed_command_prints_nothing(vault):
-    r = vault("--keep-going", "-c", "pwd; ls /nope; mkdir /z; ls /")
+def test_output_order_and_failed_command_prints_nothing(vault, tmp_path):
+    batch = tmp_path / "b"
+    batch.write_text("pwd\nls /nope\nmkdir /z\nls /\n")
+    r = vault("--keep-going", "-b", str(batch))
     assert r.rc == 1
     assert r.out == "/\nz\n", "stdout holds only the successful commands' output, in order" + r.describe()
 
