@@ -6,6 +6,7 @@ let package = Package(
     name: "Narnia",
     products: [
         .executable(name: "narnia", targets: ["narnia"]),
+        .executable(name: "narnia-bench", targets: ["narnia-bench"]),
     ],
     targets: [
         // C libraries, wrapped as they are (system library targets) or through a small shim.
@@ -18,11 +19,17 @@ let package = Package(
         .target(name: "NarniaStore", dependencies: ["NarniaCrypto"]),
         .target(name: "NarniaKinds", dependencies: ["NarniaStore", "CMagic"]),
         .target(name: "NarniaShell", dependencies: ["NarniaStore", "NarniaKinds", "NarniaCrypto"]),
-        .executableTarget(name: "narnia", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto", "CEditLine"]),
+        // The cover: the Wardrobe, a closet organiser that knows nothing of the vault.
+        .target(name: "NarniaCover", dependencies: ["NarniaShell"]),
+        .executableTarget(name: "narnia", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto", "NarniaCover", "CEditLine"]),
+        // Benchmarks (make bench): calls the library in process; see bench/run.sh.
+        .executableTarget(name: "narnia-bench", dependencies: ["NarniaStore", "NarniaShell", "NarniaCrypto", "NarniaKinds"]),
 
-        .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"], resources: [.copy("Vectors")]),
-        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaStore", "NarniaCrypto"]),
+        .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"]),
+        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaStore", "NarniaCrypto"], resources: [.copy("Vectors")]),
+        .testTarget(name: "NarniaKindsTests", dependencies: ["NarniaKinds", "NarniaStore"]),
         .testTarget(name: "NarniaShellTests", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto"]),
+        .testTarget(name: "NarniaCoverTests", dependencies: ["NarniaCover", "NarniaShell"]),
     ],
     swiftLanguageModes: [.v5]
 )

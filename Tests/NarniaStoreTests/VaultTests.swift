@@ -1,0 +1,149 @@
+import Foundation
+import XCTest
+import NarniaCrypto
+@testable import NarniaStore
+
+final class VaultTests: XCTestCase {
+    var dir: String!
+
+    override func setUp() {
+        dir = NSTemporaryDirectory() + "narnia-vault-" + UUID().uuidString
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func secret(_ s: String) throws -> Secret { try Array(s.utf8).withUnsafeBytes { try Secret(copying: $0) } }
+
+    func create() throws -> Vault {
+        try Vault.create(at: dir, passphrase: secret("pw"), parameters: .insecureTestOnly)
+    }
+
+    func reopen(_ pass: String = "pw") throws -> Vault { try Vault.open(at: dir, passphrase: secret(pass)) }
+
+    @discardableResult
+    func addFile(_ vault: Vault, _ name: String, _ bytes: [UInt8], in parent: Identifier = .root) throws -> Item {
+        let batch = ImportBatch.begin(in: vault)
+        var offset = 0
+        let item = try batch.addFile(named: name, in: parent, source: { p, max in
+            let n = min(max, bytes.count - offset)
+            bytes.withUnsafeBytes { p.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            offset += n
+            return n
+        }, classify: { _ in ("application/octet-stream", .other) })
+        try batch.commit()
+        return try XCTUnwrap(vault.item(item.id))
+    }
+
+    func read(_ vault: Vault, _ item: Item) throws -> [UInt8] {
+        final class Sink: @unchecked Sendable { var bytes: [UInt8] = [] }
+        let sink = Sink()
+        try vault.readContent(of: item) { p, n in sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n)) }
+        return sink.bytes
+    }
+
+    func testNameRules() throws {
+        XCTAssertThrowsError(try ItemName.validated(""))
+        XCTAssertThrowsError(try ItemName.validated("."))
+        XCTAssertThrowsError(try ItemName.validated(".."))
+        XCTAssertThrowsError(try ItemName.validated("a/b"))
+        XCTAssertThrowsError(try ItemName.validated("a\u{0}b"))
+        XCTAssertThrowsError(try ItemName.validated(String(repeating: "é", count: 128)), "256 bytes")
+        XCTAssertEqual(try ItemName.validated(String(repeating: "a", count: 255)).utf8.count, 255)
+        XCTAssertEqual(try ItemName.validated("cafe\u{301}").unicodeScalars.count, 4, "NFC")
+        XCTAssertEqual(ItemName.numbered("a.jpg", 2), "a (2).jpg")
+        XCTAssertEqual(ItemName.numbered("notes", 3), "notes (3)")
+        XCTAssertEqual(ItemName.numbered(".profile", 2), ".profile (2)")
+        XCTAssertEqual(ItemName.numbered("x.tar.gz", 2), "x (2).tar.gz")
+        XCTAssertLessThanOrEqual(ItemName.numbered(String(repeating: "a", count: 255), 12).utf8.count, 255)
+    }
+
+    func testKeepBothNumberingAcrossAndWithinBatches() throws {
+        let vault = try create()
+        try addFile(vault, "a.txt", [1])
+        let batch = ImportBatch.begin(in: vault)
+        let src: (UnsafeMutableRawPointer, Int) throws -> Int = { _, _ in 0 }
+        let b = try batch.addFile(named: "a.txt", in: .root, source: src, classify: { _ in ("", .other) })
+        let c = try batch.addFile(named: "a.txt", in: .root, source: src, classify: { _ in ("", .other) })
+        try batch.commit()
+        XCTAssertEqual([b.name, c.name], ["a (2).txt", "a (3).txt"])
+    }
+
+    func testContentAtChunkBoundariesRoundTrips() throws {
+        let vault = try create()
+        let chunk = ContentFormat.chunkSize
+        for size in [0, 1, 2, 3, chunk - 1, chunk, chunk + 1, 2 * chunk, 2 * chunk + 17] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
+            let item = try addFile(vault, "f\(size)", bytes)
+            XCTAssertEqual(try read(vault, item), bytes, "size \(size)")
+            let object = vault.layout.objectPath(for: item.content!.objectID)
+            XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: object)[.size] as? Int64,
+                           ContentFormat.objectLength(size: UInt64(size)))
+        }
+    }
+
+    func testTreeChangesSurviveReopenAndCompaction() throws {
+        do {
+            let vault = try create()
+            let docs = try vault.makeFolder(named: "docs", in: .root)
+            let old = try vault.makeFolder(named: "old", in: .root)
+            let f = try addFile(vault, "x.bin", [9, 8, 7], in: docs.id)
+            try vault.move(f.id, to: old.id, name: "y.bin")
+            try vault.setSetting("remove-originals", "on")
+            XCTAssertThrowsError(try vault.move(docs.id, to: docs.id, name: "docs"), "a folder into itself")
+            XCTAssertThrowsError(try vault.makeFolder(named: "docs", in: .root), "name taken")
+            try vault.compact()
+            try vault.remove(docs.id)
+        }
+        let vault = try reopen()
+        XCTAssertNil(vault.child(named: "docs", in: .root))
+        let old = try XCTUnwrap(vault.child(named: "old", in: .root))
+        let y = try XCTUnwrap(vault.child(named: "y.bin", in: old.id))
+        XCTAssertEqual(try read(vault, y), [9, 8, 7])
+        XCTAssertEqual(vault.settings["remove-originals"], "on")
+        XCTAssertEqual(vault.itemCount, 2)
+    }
+
+    func testPassphraseChangeRewrapsOnly() throws {
+        do {
+            let vault = try create()
+            try addFile(vault, "a", [1, 2, 3])
+            try vault.changePassphrase(to: secret("new"), parameters: .insecureTestOnly)
+        }
+        XCTAssertThrowsError(try reopen("pw")) { XCTAssertEqual($0 as? VaultError, .wrongPassphrase) }
+        let vault = try reopen("new")
+        XCTAssertEqual(try read(vault, try XCTUnwrap(vault.child(named: "a", in: .root))), [1, 2, 3])
+    }
+
+    func testSecondOpenIsLockedOut() throws {
+        let vault = try create()
+        XCTAssertThrowsError(try reopen()) {
+            guard case VaultError.locked = $0 else { return XCTFail("\($0)") }
+        }
+        withExtendedLifetime(vault) {}
+    }
+
+    func testNoVault() throws {
+        XCTAssertThrowsError(try reopen()) {
+            guard case VaultError.noVault = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    func testAbandonedBatchLeavesNothing() throws {
+        let vault = try create()
+        let before = try FileManager.default.subpathsOfDirectory(atPath: dir).sorted()
+        let batch = ImportBatch.begin(in: vault)
+        var given = false
+        _ = try batch.addFile(named: "n", in: .root, source: { p, _ in
+            if given { return 0 }
+            given = true
+            p.storeBytes(of: 1, as: UInt8.self)
+            return 1
+        }, classify: { _ in ("", .other) })
+        batch.abandon()
+        XCTAssertNil(vault.child(named: "n", in: .root))
+        let after = try FileManager.default.subpathsOfDirectory(atPath: dir).filter { !$0.hasSuffix("/") }.sorted()
+        XCTAssertEqual(Set(after).subtracting(before).filter { $0.count > 3 }, [], "no object left")
+    }
+}
