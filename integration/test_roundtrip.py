@@ -179,3 +179,48 @@ def test_hostile_host_paths_imported_one_by_one(vault, corpus):
     for name in HOSTILE_NAMES:
         c = vault.c(f"cat {q('/single/' + name)}")
         assert c.rc == 0 and c.outb == corpus.content("hostile/" + name), f"{name!r} differs"
+
+
+def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
+    """Runs argv with stdout to a counting sink; (exit status, peak RSS in KiB, stderr)."""
+    import os
+    import subprocess
+    import threading
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
+    err = []
+    t = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
+    t.start()
+    while proc.stdout.read(1 << 20):
+        pass
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    t.join(timeout)
+    return proc.returncode, usage.ru_maxrss, b"".join(err)
+
+
+def test_streaming_memory_is_bounded(vault, host):
+    """Brief §3.4: import, export and cat stream; peak RSS stays under 64 MiB."""
+    import os
+    size = 128 * MIB + 12345
+    block = os.urandom(MIB)
+    big = host / "big.bin"
+    with open(big, "wb") as f:
+        for i in range(size // MIB):
+            f.write(bytes([i & 255]) + block[1:])
+        f.write(block[:size % MIB])
+    limit_kib = 64 * 1024
+    for what, cmd in (("import", f"import {q(str(big))}"),
+                      ("cat", "cat /big.bin"),
+                      ("export", f"export /big.bin {q(str(host / 'back.bin'))}"),
+                      ("verify", "verify")):
+        rc, rss, err = run_measuring_rss(vault.argv(["-c", cmd]), vault.env, vault.workdir)
+        assert rc == 0, f"{what} of a 128 MiB file failed: {err!r}"
+        assert rss < limit_kib, f"{what} of a 128 MiB file peaked at {rss // 1024} MiB RSS (limit 64 MiB)"
+    assert (host / "back.bin").stat().st_size == size
+    with open(big, "rb") as a, open(host / "back.bin", "rb") as b:
+        while True:
+            x, y = a.read(1 << 22), b.read(1 << 22)
+            assert x == y, "the exported 128 MiB file differs from the original"
+            if not x:
+                break
