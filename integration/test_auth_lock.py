@@ -59,6 +59,10 @@ def test_no_vault_exits_3(narnia):
     r = narnia.c("ls", vault=missing)
     assert r.rc == 3, "no vault at --vault must exit 3" + r.describe()
     assert not missing.exists(), "opening a missing vault must not create it"
+    for args in (["-b", "-"], ["enter"], []):
+        r = narnia(*args, input="pwd\n", vault=missing)
+        assert r.rc == 3, f"no vault with {args or 'piped stdin'} must exit 3" + r.describe()
+        assert not missing.exists(), "opening a missing vault must not create it"
     empty = narnia.workdir / "empty-dir"
     empty.mkdir()
     r = narnia.c("ls", vault=empty)

@@ -33,6 +33,7 @@ def template(narnia_bin, tmp_path_factory):
     (host / "src/notes.txt").write_bytes(b"notes\n")
     (host / "src/a.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
     (host / "existing.txt").write_bytes(b"precious host file")
+    (host / "notes.txt").write_bytes(b"a host file named like the vault item")
     n.ok(f"mkdir -p /docs/sub /photos /empty; cd /docs; import {q(str(host / 'src/notes.txt'))}; "
          f"cd /photos; import {q(str(host / 'src/a.png'))}")
     return n
@@ -103,6 +104,9 @@ CASES = [
     ("passwd-no-terminal-no-flag", "passwd", "passwd", "", None),
     ("ls-bad-flag", "ls --bogus /", "ls", "--bogus", None),
     ("glob-no-match", "rm /docs/*.nothing", "rm", "", r"no match"),
+    ("set-unknown-key", "set no-such-setting on", "set", "no-such-setting", None),
+    ("set-bad-value", "set remove-originals perhaps", "set", "perhaps", None),
+    ("export-into-folder-over-existing", "export /docs/notes.txt HOST", "export", "", None),
 ]
 
 

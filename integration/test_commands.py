@@ -732,3 +732,41 @@ def test_version_and_help(narnia):
                 "init", "enter", "--version"):
         assert opt in r.out, f"--help should mention {opt}" + r.describe()
     assert not (narnia.home / ".local/share/lining").exists(), "--help/--version must not create a store"
+
+
+def test_export_never_replaces_inside_folders(sample, host):
+    out = host / "again"
+    out.mkdir()
+    sample.ok(f"export /photos {q(str(out))}")
+    (out / "photos/a.png").write_bytes(b"edited on the host")
+    r = sample.c(f"export /photos {q(str(out))}")
+    assert r.rc == 1, "exporting over existing host files must fail without --force" + r.describe()
+    assert (out / "photos/a.png").read_bytes() == b"edited on the host", "export replaced a host file"
+    sample.ok(f"export --force /photos {q(str(out))}")
+    assert (out / "photos/a.png").read_bytes() == PNG_A, "export --force replaces files inside folders"
+    (out / "b.jpg").write_bytes(b"host")
+    sample.fails(f"export /photos/b.jpg {q(str(out))}", "export")
+    assert (out / "b.jpg").read_bytes() == b"host", "export of a file into a folder replaced NAME"
+
+
+def test_cp_r_never_replaces_a_folder(sample):
+    sample.ok("cp -r /photos /docs")
+    sample.fails("cp -r /photos /docs", "cp")
+    sample.fails("cp -rf /photos /docs", "cp")
+    assert find_all(sample, "/docs/photos") == ["/docs/photos/2024", "/docs/photos/2024/c.png",
+                                                "/docs/photos/a.png", "/docs/photos/b.jpg"]
+
+
+def test_stat_and_du_of_root_and_files(sample):
+    fields = dict(l.split(": ", 1) for l in sample.ok("stat /").out_lines)
+    assert fields.get("path") == "/" and fields.get("type") == "folder", f"stat /: {fields}"
+    assert fields.get("items") == str(len(ROOT_LS)), f"stat / counts its direct children: {fields}"
+    r = sample.ok("du /other.bin")
+    assert r.out_lines == [f"{len(OTHER)}\t/other.bin"], "du of a file" + r.describe()
+
+
+def test_symlink_on_command_line_to_a_folder_is_followed(vault, host):
+    write_tree(host, {"real/inner.txt": b"inner"})
+    os.symlink(host / "real", host / "linkdir")
+    vault.ok(f"import {q(str(host / 'linkdir'))}")
+    assert find_all(vault) == ["/linkdir", "/linkdir/inner.txt"], "a symlink to a folder given directly is followed"
