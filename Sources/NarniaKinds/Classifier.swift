@@ -43,29 +43,58 @@ public final class Classifier {
         return String(cString: result)
     }
 
-    /// The MIME type and kind of content starting with `bytes`.
+    /// The MIME type and kind of content starting with `bytes` (at most the first MiB is read).
+    ///
+    /// libmagic's answer is refined where it is known to fall short: a zip container whose
+    /// entries are not in the order libmagic expects (OOXML or OpenDocument written by other
+    /// tools) is named from its entries (`ContainerHints`).
     public func classify(_ bytes: UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind) {
-        let mime = mimeType(of: UnsafeRawBufferPointer(rebasing: bytes.prefix(1 << 20)))
+        let head = UnsafeRawBufferPointer(rebasing: bytes.prefix(1 << 20))
+        var mime = mimeType(of: head)
+        if Self.mayBeMislabelledZip(mime), head.starts(with: [0x50, 0x4B, 0x03, 0x04]),
+           let inner = ContainerHints.mimeType(ofZip: head) {
+            mime = inner
+        }
         return (mime, Self.kind(ofMIME: mime))
     }
 
-    /// The kind for a MIME type (BRIEF §5): raster images are photos, `video/*` videos, texts,
-    /// PDFs, office and OpenDocument files, EPUB and SVG documents; everything else is other.
-    public static func kind(ofMIME mime: String) -> ItemKind {
-        if mime == "image/svg+xml" { return .document }
+    /// MIME types libmagic gives zip-based documents whose entries it could not place.
+    static func mayBeMislabelledZip(_ mime: String) -> Bool {
+        mime == "application/zip" || mime == "application/octet-stream" || mime == "application/x-zip-compressed"
+            || mime == "application/java-archive"
+    }
+
+    /// The kind for a MIME type (BRIEF §5): raster images are photos; `video/*` are videos;
+    /// texts, PDF, PostScript, office and OpenDocument files, ebooks and SVG are documents;
+    /// everything else, audio and archives included, is other.
+    public static func kind(ofMIME rawMIME: String) -> ItemKind {
+        let mime = rawMIME.lowercased()
+        if vectorImages.contains(mime) { return .document }
         if mime.hasPrefix("image/") { return .photo }
         if mime.hasPrefix("video/") { return .video }
         if mime.hasPrefix("text/") { return .document }
-        let documents: Set<String> = [
-            "application/pdf", "application/rtf", "application/epub+zip", "application/msword",
-            "application/vnd.ms-excel", "application/vnd.ms-powerpoint", "application/json",
-            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-            "application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.spreadsheet",
-            "application/vnd.oasis.opendocument.presentation", "application/vnd.oasis.opendocument.graphics",
-            "application/postscript", "application/x-mobipocket-ebook",
-        ]
-        return documents.contains(mime) ? .document : .other
+        if documents.contains(mime) { return .document }
+        if documentPrefixes.contains(where: { mime.hasPrefix($0) }) { return .document }
+        return .other
     }
+
+    /// `image/*` types that are drawings or pages rather than pictures.
+    static let vectorImages: Set<String> = ["image/svg+xml", "image/svg", "image/x-eps", "image/vnd.djvu", "image/vnd.djvu+multipage"]
+
+    /// Document types outside `text/*`, by exact name.
+    static let documents: Set<String> = [
+        "application/pdf", "application/postscript", "application/rtf", "application/x-rtf",
+        "application/epub+zip", "application/x-mobipocket-ebook", "application/vnd.amazon.ebook",
+        "application/x-fictionbook+xml", "application/msword", "application/vnd.ms-excel",
+        "application/vnd.ms-powerpoint", "application/vnd.ms-word", "application/vnd.ms-office",
+        "application/json", "application/xml", "application/javascript", "application/x-ndjson",
+        "application/csv", "application/x-tex", "application/x-latex", "application/x-ipynb+json",
+    ]
+
+    /// Families of document types: OpenDocument, OOXML and the older office formats.
+    static let documentPrefixes = [
+        "application/vnd.oasis.opendocument.", "application/vnd.openxmlformats-officedocument.",
+        "application/vnd.ms-word.", "application/vnd.ms-excel.", "application/vnd.ms-powerpoint.",
+        "application/vnd.sun.xml.", "application/x-abiword",
+    ]
 }

@@ -1,4 +1,49 @@
 extension Settings {
     /// The settings of viewers and listings (BRIEF §5).
-    static let viewingSettings: [SettingSpec] = []
+    static let viewingSettings: [SettingSpec] = [
+        SettingSpec(key: "viewer.photo", values: [], defaultValue: "",
+                    help: "command that shows photos (default: chafa in the terminal); %s is a path to the content, else it reads standard input"),
+        SettingSpec(key: "viewer.video", values: [], defaultValue: "",
+                    help: "command that plays videos (default: mpv, muted, hardened); %s is a path to the content, else it reads standard input"),
+        SettingSpec(key: "viewer.document", values: [], defaultValue: "",
+                    help: "command that shows documents (default: text and PDF text in less, others as hex); %s is a path, else standard input"),
+        SettingSpec(key: "viewer.other", values: [], defaultValue: "",
+                    help: "command that shows other items (default: type description and hex view); %s is a path, else standard input"),
+        SettingSpec(key: "hide-names", values: ["on", "off"], defaultValue: "off",
+                    help: "on a terminal, list items as #N and a kind glyph instead of their names; #N still names them"),
+        SettingSpec(key: "grid", values: ["on", "off"], defaultValue: "off",
+                    help: "on a terminal, plain ls draws the thumbnail grid of ls -g"),
+    ]
+
+    /// The spec of a per-MIME-type viewer setting, `viewer.TYPE/SUBTYPE` (for instance
+    /// `viewer.application/pdf`), or nil when `key` is not one. These keys are open-ended, so
+    /// they are not in `all`; `find` falls back to this.
+    static func viewerSetting(forKey key: String) -> SettingSpec? {
+        guard key.hasPrefix("viewer.") else { return nil }
+        let mime = key.dropFirst("viewer.".count)
+        let parts = mime.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+              mime.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && $0 != "=" })
+        else { return nil }
+        return SettingSpec(key: key, values: [], defaultValue: "",
+                           help: "command that shows items of type \(mime); %s is a path to the content, else it reads standard input")
+    }
+}
+
+/// The viewing settings as the viewing code reads them.
+struct ViewingPreferences {
+    let settings: [String: String]
+
+    init(_ session: Session) { settings = session.vault.settings }
+
+    /// The configured viewer command for an item: by MIME type first, then by kind.
+    func viewer(mime: String, kind: String) -> String? {
+        for key in ["viewer.\(mime.lowercased())", "viewer.\(kind)"] {
+            if let value = settings[key], !value.allSatisfy({ $0 == " " }) { return value }
+        }
+        return nil
+    }
+
+    var hideNames: Bool { settings["hide-names"] == "on" }
+    var grid: Bool { settings["grid"] == "on" }
 }

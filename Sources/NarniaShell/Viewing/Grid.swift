@@ -1,0 +1,348 @@
+import Glibc
+import NarniaCrypto
+import NarniaStore
+
+/// The thumbnail grid of `ls -g` (and of plain `ls` on a terminal with `set grid on`).
+///
+/// Photos are drawn as small chafa thumbnails; videos as a poster frame from about one second
+/// in (ffmpeg reading a memfd), badged with a play glyph; documents, other items and folders
+/// as generic icons with their names, so their content cannot be read at a glance. Thumbnails
+/// are kept in a `ThumbnailStore` so that a folder is decrypted and decoded once.
+enum Grid {
+    /// Thumbnail size in terminal cells, and the gap between cells.
+    static let thumbnailWidth = 16
+    static let thumbnailHeight = 8
+    static let gap = 2
+
+    /// Where thumbnails are kept: process memory until the store can hold them encrypted.
+    nonisolated(unsafe) static var store: ThumbnailStore = MemoryThumbnailStore()
+
+    /// Whether an `ls` with these flags draws the grid: `-g`, or `set grid on` for a plain
+    /// `ls` on a terminal.
+    static func wanted(_ s: Session, _ a: ParsedArguments) -> Bool {
+        if a.has("-g") { return true }
+        return s.out.isTerminal && !a.has("-l") && !a.has("--json") && ViewingPreferences(s).grid
+    }
+
+    /// `ls -g [-a] [PATH...]` and `grid [-a] [PATH...]`: files named on the command line in
+    /// one grid, then each folder's items, with `PATH:` headers when there are several.
+    static func ls(_ s: Session, _ a: ParsedArguments) throws {
+        let showHidden = a.has("-a")
+        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
+        var files: [Item] = []
+        var folders: [(VaultPath, Identifier)] = []
+        var failed: CommandFailure?
+        for word in words {
+            do {
+                for (path, id) in try s.existing(HiddenNames.resolving(word, in: s)) {
+                    if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append(s.vault.item(id)!) }
+                }
+            } catch let e as CommandFailure {
+                s.error(a.command, e.message)
+                failed = CommandFailure(e.message)
+            }
+        }
+        if !files.isEmpty { render(s, files) }
+        for (i, (path, id)) in folders.enumerated() {
+            if folders.count + files.count > 1 {
+                if i > 0 || !files.isEmpty { s.out.line("") }
+                s.out.line(HiddenNames.active(s) && !path.isRoot
+                           ? "\(HiddenNames.label(of: s.vault.item(id)!, in: s.vault)):" : "\(terminalSafe(path.description)):")
+            }
+            let children = s.vault.children(of: id).sorted { utf8Order($0.name, $1.name) }
+                .filter { showHidden || !$0.name.hasPrefix(".") }
+            render(s, children)
+        }
+        if let failed { throw Reported(failed) }
+    }
+
+    /// Draws `items` as a grid as wide as the terminal (80 columns off a terminal).
+    static func render(_ s: Session, _ items: [Item]) {
+        guard !items.isEmpty else { return }
+        let width = s.out.isTerminal ? Viewing.terminalSize().0 : 80
+        let cell = thumbnailWidth + gap
+        let perRow = max(1, (width + gap) / cell)
+        let colours = ColourMode.current
+        let maker = ThumbnailMaker(session: s, colours: colours)
+        for (r, start) in stride(from: 0, to: items.count, by: perRow).enumerated() {
+            let row = Array(items[start..<min(start + perRow, items.count)])
+            if r > 0 { s.out.line("") }
+            let pictures = row.map { maker.thumbnail(for: $0) }
+            for line in 0..<thumbnailHeight {
+                var text = ""
+                for (i, picture) in pictures.enumerated() {
+                    if i > 0 { text += String(repeating: " ", count: gap) }
+                    text += picture[line]
+                }
+                s.out.line(trimRight(text))
+            }
+            var labels = ""
+            for (i, item) in row.enumerated() {
+                if i > 0 { labels += String(repeating: " ", count: gap) }
+                labels += fit(label(for: item, in: s), width: thumbnailWidth)
+            }
+            s.out.line(trimRight(labels))
+        }
+        s.out.flush()
+    }
+
+    /// The caption under a thumbnail: the name (a play glyph before a video's, `/` after a
+    /// folder's), or the masked `#N` label.
+    static func label(for item: Item, in s: Session) -> String {
+        if HiddenNames.active(s) { return HiddenNames.label(of: item, in: s.vault) }
+        let name = terminalSafe(item.name)
+        switch item.kind {
+        case .video: return "▶ " + name
+        case .folder: return name + "/"
+        default: return name
+        }
+    }
+
+    /// `text` cut (with `…`) or padded with spaces to exactly `width` columns.
+    static func fit(_ text: String, width: Int) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            let w = displayWidth(String(character))
+            if used + w > width - 1 && displayWidth(text) > width {
+                result += "…"
+                used += 1
+                break
+            }
+            result.append(character)
+            used += w
+        }
+        return result + String(repeating: " ", count: max(0, width - used))
+    }
+
+    static func trimRight(_ s: String) -> String {
+        var t = Substring(s)
+        while t.last == " " { t = t.dropLast() }
+        return String(t)
+    }
+}
+
+/// How thumbnails are coloured: `NO_COLOR` turns colour off; `COLORTERM` says whether the
+/// terminal takes 24-bit colour.
+enum ColourMode: String {
+    case none, palette = "256", full
+
+    static var current: ColourMode {
+        if let v = getenv("NO_COLOR"), v.pointee != 0 { return .none }
+        let colorterm = getenv("COLORTERM").map { String(cString: $0) } ?? ""
+        return colorterm == "truecolor" || colorterm == "24bit" ? .full : .palette
+    }
+}
+
+/// Makes (or finds in the store) the thumbnail of one item: `Grid.thumbnailHeight` lines,
+/// each exactly `Grid.thumbnailWidth` columns wide, colour reset at the end of each line.
+struct ThumbnailMaker {
+    let session: Session
+    let colours: ColourMode
+
+    func thumbnail(for item: Item) -> [String] {
+        switch item.kind {
+        case .photo, .video:
+            guard let content = item.content else { return Icons.icon(for: item.kind) }
+            let key = "\(content.objectID.hex) \(Grid.thumbnailWidth)x\(Grid.thumbnailHeight) \(colours.rawValue)"
+            let lines: [String]
+            if let cached = Grid.store.thumbnail(for: key) {
+                lines = cached
+            } else {
+                lines = (try? draw(item)) ?? []
+                Grid.store.keep(lines, for: key)
+            }
+            guard !lines.isEmpty else { return Icons.icon(for: item.kind) }
+            return item.kind == .video ? Thumbnail.badged(lines, colours: colours) : lines
+        default:
+            return Icons.icon(for: item.kind)
+        }
+    }
+
+    /// Decrypts the item into a memfd and draws it; a video's poster frame comes first from
+    /// ffmpeg (about 1 s in, or the first frame of a shorter clip).
+    private func draw(_ item: Item) throws -> [String] {
+        guard Job.which("chafa") != nil else { return [] }
+        let content = try MemoryFile()
+        try content.fill(from: session.vault, item: item, observer: session.observer(progress: nil))
+        let picture: MemoryFile
+        if item.kind == .video {
+            guard Job.which("ffmpeg") != nil else { return [] }
+            var png = try run(posterArguments(at: "1"), input: content)
+            if png.isEmpty { png = try run(posterArguments(at: "0"), input: content) }
+            guard !png.isEmpty else { return [] }
+            picture = try MemoryFile(bytes: png)
+        } else {
+            picture = content
+        }
+        var arguments = ["chafa", "--format=symbols", "--size=\(Grid.thumbnailWidth)x\(Grid.thumbnailHeight)",
+                         "--animate=off", "--polite=on", "--colors=\(colours.rawValue)"]
+        arguments.append(ChildCommand.procPath(ofExtra: 0))
+        let output = try run(arguments, input: picture)
+        return Thumbnail.normalised(String(decoding: output, as: UTF8.self), colours: colours)
+    }
+
+    private func posterArguments(at seconds: String) -> [String] {
+        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-ss", seconds, "-i", ChildCommand.procPath(ofExtra: 0),
+         "-frames:v", "1", "-vf", "scale=320:-2", "-f", "image2pipe", "-vcodec", "png", "-"]
+    }
+
+    /// Runs a converter with `input` at fd 3 and returns its standard output.
+    private func run(_ arguments: [String], input: MemoryFile) throws -> [UInt8] {
+        let output = try Pipe()
+        let quiet = Glibc.open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { if quiet >= 0 { close(quiet) } }
+        var command = ChildCommand(arguments)
+        command.extra = [input.fd]
+        command.standardOutput = output.writeEnd
+        command.standardInput = quiet
+        command.standardError = quiet
+        _ = lseek(input.fd, 0, SEEK_SET)
+        let job = Job(takeTerminal: false)
+        try job.start(command)
+        output.closeWrite()
+        let bytes = readAll(output.readEnd)
+        let status = job.wait()
+        return status == 0 ? bytes : []
+    }
+}
+
+/// Turning chafa's output into fixed-size cells.
+enum Thumbnail {
+    /// One terminal cell: the SGR sequences before it and its character.
+    struct Cell { var escapes: String; var character: Character }
+
+    /// Parses a line into cells; escape sequences other than SGR (`ESC [ … m`) are dropped.
+    static func cells(_ line: Substring) -> (cells: [Cell], trailing: String) {
+        var cells: [Cell] = []
+        var pending = ""
+        var scalars = line.unicodeScalars[...]
+        while let scalar = scalars.first {
+            scalars = scalars.dropFirst()
+            if scalar == "\u{1B}" {
+                var sequence = "\u{1B}"
+                if scalars.first == "[" {
+                    sequence.unicodeScalars.append("[")
+                    scalars = scalars.dropFirst()
+                    while let c = scalars.first {
+                        scalars = scalars.dropFirst()
+                        sequence.unicodeScalars.append(c)
+                        if c.value >= 0x40 && c.value <= 0x7E { break }
+                    }
+                    if sequence.hasSuffix("m") { pending += sequence }
+                }
+                continue
+            }
+            if scalar.value < 0x20 || scalar.value == 0x7F { continue }
+            cells.append(Cell(escapes: pending, character: Character(scalar)))
+            pending = ""
+        }
+        return (cells, pending)
+    }
+
+    /// chafa's output as exactly `Grid.thumbnailHeight` lines of `Grid.thumbnailWidth` cells,
+    /// centred, each line ending with the colour reset.
+    static func normalised(_ text: String, colours: ColourMode) -> [String] {
+        let reset = colours == .none ? "" : "\u{1B}[0m"
+        var rows = text.split(separator: "\n", omittingEmptySubsequences: false).map { cells($0).cells }
+        while let last = rows.last, last.isEmpty { rows.removeLast() }
+        rows = Array(rows.prefix(Grid.thumbnailHeight))
+        guard !rows.isEmpty else { return [] }
+        let top = (Grid.thumbnailHeight - rows.count) / 2
+        let blank = String(repeating: " ", count: Grid.thumbnailWidth)
+        var lines = Array(repeating: blank, count: top)
+        for row in rows {
+            let used = min(row.count, Grid.thumbnailWidth)
+            let left = (Grid.thumbnailWidth - used) / 2
+            var line = String(repeating: " ", count: left)
+            for cell in row.prefix(used) { line += cell.escapes; line.append(cell.character) }
+            line += reset + String(repeating: " ", count: Grid.thumbnailWidth - used - left)
+            lines.append(line)
+        }
+        while lines.count < Grid.thumbnailHeight { lines.append(blank) }
+        return lines
+    }
+
+    /// A video thumbnail with the play glyph drawn over its middle (in reverse video).
+    static func badged(_ lines: [String], colours: ColourMode) -> [String] {
+        var result = lines
+        let middle = Grid.thumbnailHeight / 2
+        let (cells, trailing) = cells(Substring(lines[middle]))
+        guard cells.count == Grid.thumbnailWidth else { return lines }
+        let column = Grid.thumbnailWidth / 2 - 1
+        var line = ""
+        for (i, cell) in cells.enumerated() {
+            line += cell.escapes
+            if i == column {
+                line += colours == .none ? "▶" : "\u{1B}[7m▶\u{1B}[27m"
+            } else {
+                line.append(cell.character)
+            }
+        }
+        result[middle] = line + trailing
+        return result
+    }
+}
+
+/// Generic icons for the items the grid does not picture (and for thumbnails that could not be
+/// made): a page, a folder, a box of hex, a framed glyph for a photo or video.
+enum Icons {
+    static func icon(for kind: ItemKind) -> [String] {
+        let art: [String]
+        switch kind {
+        case .folder:
+            art = ["┌────┐", "│    └─────┐", "│          │", "│          │", "│          │", "└──────────┘"]
+        case .document:
+            art = ["┌────────┐", "│ ────── │", "│ ────── │", "│ ────   │", "│ ────── │", "│ ───    │", "└────────┘"]
+        case .other:
+            art = ["┌──────────┐", "│ 01 f3 9a │", "│ 7c 00 42 │", "│ e1 5d 08 │", "└──────────┘"]
+        case .photo:
+            art = ["┌──────────┐", "│          │", "│    ▣     │", "│          │", "└──────────┘"]
+        case .video:
+            art = ["┌──────────┐", "│          │", "│    ▶     │", "│          │", "└──────────┘"]
+        }
+        let top = (Grid.thumbnailHeight - art.count) / 2
+        let blank = String(repeating: " ", count: Grid.thumbnailWidth)
+        var lines = Array(repeating: blank, count: top)
+        for row in art {
+            let w = row.unicodeScalars.count
+            let left = (Grid.thumbnailWidth - w) / 2
+            lines.append(String(repeating: " ", count: left) + row + String(repeating: " ", count: Grid.thumbnailWidth - w - left))
+        }
+        while lines.count < Grid.thumbnailHeight { lines.append(blank) }
+        return lines
+    }
+}
+
+/// Where rendered thumbnails are kept between listings. The intended home is the vault itself
+/// (a small encrypted blob per item); until the store offers one, `MemoryThumbnailStore`.
+protocol ThumbnailStore: AnyObject {
+    func thumbnail(for key: String) -> [String]?
+    /// Keeps `lines` (empty: no thumbnail can be made, do not try again).
+    func keep(_ lines: [String], for key: String)
+}
+
+/// Thumbnails in this process's memory only (never on disk), at most `limit` bytes; the oldest
+/// go first.
+final class MemoryThumbnailStore: ThumbnailStore, @unchecked Sendable {
+    private var entries: [String: [String]] = [:]
+    private var order: [String] = []
+    private var bytes = 0
+    private let limit = 32 << 20
+    private let lock = Lock()
+
+    func thumbnail(for key: String) -> [String]? { lock.withLock { entries[key] } }
+
+    func keep(_ lines: [String], for key: String) {
+        lock.withLock {
+            guard entries[key] == nil else { return }
+            entries[key] = lines
+            order.append(key)
+            bytes += lines.reduce(key.utf8.count) { $0 + $1.utf8.count }
+            while bytes > limit, let oldest = order.first {
+                order.removeFirst()
+                bytes -= (entries.removeValue(forKey: oldest) ?? []).reduce(oldest.utf8.count) { $0 + $1.utf8.count }
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import NarniaStore
+
+/// `set hide-names on`: on a terminal, listings show `#N` and a kind glyph instead of names,
+/// and `#N` names the N-th item of its folder (in name order, counting every item, those
+/// starting with a dot included, so the numbers do not change with `-a`).
+///
+/// A real item called `#N` wins over the number. Numbers are resolved only while the setting
+/// is on, so scripts that never set it see no change.
+enum HiddenNames {
+    /// True when listings on this session's output should hide names.
+    static func active(_ s: Session) -> Bool {
+        s.out.isTerminal && ViewingPreferences(s).hideNames
+    }
+
+    /// The glyph of a kind in masked listings and the grid.
+    static func glyph(_ kind: ItemKind) -> String {
+        switch kind {
+        case .folder: return "▸"
+        case .photo: return "▣"
+        case .video: return "▶"
+        case .document: return "≡"
+        case .other: return "◇"
+        }
+    }
+
+    /// The number of `item` in its folder (1-based), as `#N` shows it.
+    static func number(of item: Item, in vault: Vault) -> Int {
+        let siblings = vault.children(of: item.parent).map(\.name).sorted(by: utf8Order)
+        return (siblings.firstIndex(of: item.name) ?? 0) + 1
+    }
+
+    /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
+    static func label(of item: Item, in vault: Vault) -> String {
+        "\(glyph(item.kind)) #\(number(of: item, in: vault))\(item.isFolder ? "/" : "")"
+    }
+
+    /// How a listing on this session shows `item`: its terminal-safe name, or the masked label
+    /// when names are hidden. Folders get a `/` either way.
+    static func displayName(of item: Item, in s: Session) -> String {
+        if active(s) { return label(of: item, in: s.vault) }
+        return terminalSafe(item.isFolder ? item.name + "/" : item.name)
+    }
+
+    /// The N of a path component `#N`, or nil.
+    static func number(inComponent component: Substring) -> Int? {
+        guard component.first == "#", component.count > 1, component.count < 12 else { return nil }
+        let digits = component.dropFirst()
+        guard digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(digits), n > 0 else { return nil }
+        return n
+    }
+
+    /// `word` with each `#N` component replaced by the name it stands for (quoted, so a `*` in
+    /// a real name is no wildcard). Unchanged when hide-names is off, when no component is a
+    /// number, or where the folder before a number cannot be known (after a wildcard).
+    static func resolving(_ word: Word, in s: Session) -> Word {
+        guard word.text.contains("#"), ViewingPreferences(s).hideNames else { return word }
+        // Split the word into components, each keeping its quote mask.
+        var components: [(text: String, mask: [Bool])] = [("", [])]
+        for (scalar, quoted) in zip(word.text.unicodeScalars, word.quotedScalars) {
+            if scalar == "/" { components.append(("", [])); continue }
+            components[components.count - 1].text.unicodeScalars.append(scalar)
+            components[components.count - 1].mask.append(quoted)
+        }
+        let absolute = word.text.hasPrefix("/")
+        var folder: VaultPath? = absolute ? .root : s.cwd
+        var changed = false
+        for i in components.indices {
+            let c = components[i].text
+            if c.isEmpty || c == "." { continue }
+            if c == ".." { folder = folder.map { VaultPath(components: Array($0.components.dropLast())) }; continue }
+            guard let current = folder else { continue }
+            if let n = number(inComponent: Substring(c)), let id = s.resolve(current), s.vault.isFolder(id),
+               s.vault.child(named: c, in: id) == nil {
+                let names = s.vault.children(of: id).map(\.name).sorted(by: utf8Order)
+                if n <= names.count {
+                    let name = names[n - 1]
+                    components[i] = (name, Array(repeating: true, count: name.unicodeScalars.count))
+                    folder = current.appending(name)
+                    changed = true
+                    continue
+                }
+            }
+            let bare = zip(c.unicodeScalars, components[i].mask).contains { !$1 && ($0 == "*" || $0 == "?" || $0 == "[") }
+            folder = bare ? nil : current.appending(c)
+        }
+        guard changed else { return word }
+        var text = ""
+        var mask: [Bool] = []
+        for (i, c) in components.enumerated() {
+            if i > 0 { text += "/"; mask.append(false) }
+            text += c.text
+            mask += c.mask
+        }
+        return Word(text: text, quotedScalars: mask)
+    }
+}
+
+extension HiddenNames {
+    /// The `#N` that replaces `item`'s name in a listing on this session, or nil when names
+    /// are shown (the listing adds its own kind glyph and folder `/`).
+    static func maskedName(of item: Item, in s: Session) -> String? {
+        active(s) ? "#\(number(of: item, in: s.vault))" : nil
+    }
+}

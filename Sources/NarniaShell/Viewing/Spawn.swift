@@ -1,0 +1,275 @@
+import Glibc
+import NarniaStore
+
+/// One helper program to start (a viewer, a pager, a player, a converter).
+///
+/// Children get only the descriptors named here: standard input, output and error (each
+/// inherited unless given), plus `extra` descriptors at fixed numbers from 3 on, such as a
+/// memfd holding an item's content. Every other descriptor is closed in the child
+/// (`close_range`), so no viewer inherits the store's files or a passphrase descriptor.
+struct ChildCommand {
+    /// `arguments[0]` is looked up in `PATH`.
+    var arguments: [String]
+    /// Variables to set (a value) or remove (nil) in the child's copy of the environment.
+    var environment: [String: String?] = [:]
+    var standardInput: Int32?
+    var standardOutput: Int32?
+    var standardError: Int32?
+    /// Descriptors the child gets at fixed numbers, in order from 3: `extra[0]` becomes 3.
+    var extra: [Int32] = []
+
+    init(_ arguments: [String]) { self.arguments = arguments }
+
+    /// The path of `/proc/self/fd/N` for `extra[index]` as the child sees it.
+    static func procPath(ofExtra index: Int) -> String { "/proc/self/fd/\(3 + index)" }
+}
+
+/// A failure to start a helper program; `missingProgram` when it is not installed.
+struct SpawnFailure: Error {
+    let program: String
+    let code: Int32
+    var missingProgram: Bool { code == ENOENT }
+}
+
+/// Starting helper programs as one job and waiting for them, the way a shell runs a pipeline.
+///
+/// A job's processes share a new process group. When the shell owns its terminal, the job
+/// becomes the terminal's foreground group for as long as it runs (so Ctrl-C and the keys go
+/// to the viewer, and a pager can read `/dev/tty`); the terminal and its modes are taken back
+/// afterwards. Every process is recorded in `ChildProcesses`, so `panic` and the end of the
+/// session kill it, and each asks the kernel for SIGKILL when the shell dies, so it goes even
+/// when the shell itself is killed.
+final class Job {
+    private(set) var pids: [pid_t] = []
+    private var group: pid_t = 0
+    private let terminal: Int32?
+    private var savedModes: termios?
+
+    /// A job that takes the terminal (standard input, when it is one and the shell is in the
+    /// foreground) unless `takeTerminal` is false, or runs in the background of a script.
+    init(takeTerminal: Bool = true) {
+        if takeTerminal, isatty(0) == 1, tcgetpgrp(0) == getpgrp() {
+            terminal = 0
+            var modes = termios()
+            if tcgetattr(0, &modes) == 0 { savedModes = modes }
+        } else {
+            terminal = nil
+        }
+    }
+
+    /// Starts `command` as the next process of the job.
+    ///
+    /// `fork` then, in the child, only async-signal-safe calls on memory prepared before the
+    /// fork: join the job's process group (and take the terminal, signals still blocked), ask
+    /// for SIGKILL when the shell dies (`PR_SET_PDEATHSIG`; `posix_spawn` cannot), map the
+    /// descriptors, close the rest (`close_range`), restore default signal handling, `execve`.
+    /// - Throws: `SpawnFailure` (with `missingProgram` when the program is not in `PATH`).
+    @discardableResult
+    func start(_ command: ChildCommand) throws -> pid_t {
+        guard let program = command.arguments.first, let path = Job.which(program) else {
+            throw SpawnFailure(program: command.arguments.first ?? "", code: ENOENT)
+        }
+        var argv = command.arguments
+        argv[0] = path
+        // Descriptor moves: each source first to a staging number, then to its place, so that
+        // mapping one onto another's number cannot clobber it.
+        var sources: [Int32] = []
+        var targets: [Int32] = []
+        if let fd = command.standardInput { sources.append(fd); targets.append(0) }
+        if let fd = command.standardOutput { sources.append(fd); targets.append(1) }
+        if let fd = command.standardError { sources.append(fd); targets.append(2) }
+        for (i, fd) in command.extra.enumerated() { sources.append(fd); targets.append(Int32(3 + i)) }
+        let firstFree = UInt32(3 + command.extra.count)
+        let defaults: [Int32] = [SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGHUP, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD, SIGUSR1, SIGUSR2]
+        let environment = Job.environment(with: command.environment)
+        let tty: Int32 = terminal ?? -1
+        let takeTerminal = terminal != nil && group == 0
+        let joinGroup = group
+        let parent = getpid()
+
+        var all = sigset_t(), old = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &old)
+        defer { pthread_sigmask(SIG_SETMASK, &old, nil) }
+        let pid: pid_t = withCStrings(argv) { cArgv in
+            withCStrings(environment) { cEnv in
+                path.withCString { cPath in
+                    sources.withUnsafeBufferPointer { src in
+                        targets.withUnsafeBufferPointer { dst in
+                            defaults.withUnsafeBufferPointer { sig in
+                                let pid = narnia_fork()
+                                guard pid == 0 else { return pid }
+                                // The child: no allocation, no locks from here on.
+                                _ = setpgid(0, joinGroup)
+                                if takeTerminal { _ = tcsetpgrp(tty, getpgrp()) }
+                                _ = narnia_child_prctl(1 /* PR_SET_PDEATHSIG */, UInt(SIGKILL), 0, 0, 0)
+                                if getppid() != parent { _exit(127) }
+                                for i in 0..<src.count { if dup2(src[i], 200 + Int32(i)) < 0 { _exit(127) } }
+                                for i in 0..<src.count { if dup2(200 + Int32(i), dst[i]) < 0 { _exit(127) } }
+                                _ = narnia_close_range(firstFree, UInt32.max, 0)
+                                for s in sig { _ = signal(s, SIG_DFL) }
+                                var none = sigset_t()
+                                sigemptyset(&none)
+                                pthread_sigmask(SIG_SETMASK, &none, nil)
+                                _ = execve(cPath, cArgv, cEnv)
+                                _exit(127)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard pid > 0 else { throw SpawnFailure(program: program, code: errno) }
+        ChildProcesses.register(pid)
+        if group == 0 { group = pid }
+        // Also from this side, so the next process of the job can join at once.
+        _ = setpgid(pid, group)
+        pids.append(pid)
+        return pid
+    }
+
+    /// Waits for every process of the job, then takes the terminal back and restores its
+    /// modes. A job stopped by Ctrl-Z is continued (the shell has no job control).
+    /// Returns the exit status of the last process (128+N for a signal).
+    @discardableResult
+    func wait() -> Int32 {
+        var last: Int32 = 0
+        for pid in pids {
+            var status: Int32 = 0
+            while true {
+                let r = waitpid(pid, &status, WUNTRACED)
+                if r < 0 { if errno == EINTR { continue }; status = 0; break }
+                if (status & 0xff) == 0x7f {  // stopped
+                    if let tty = terminal { _ = tcsetpgrp(tty, group) }
+                    _ = Glibc.kill(-group, SIGCONT)
+                    continue
+                }
+                break
+            }
+            ChildProcesses.unregister(pid)
+            if pid == pids.last {
+                let signal = status & 0x7f
+                last = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+            }
+        }
+        pids.removeAll()
+        reclaimTerminal()
+        return last
+    }
+
+    /// Kills every process of the job (a viewer that stopped reading, an interrupted feed).
+    func kill() {
+        for pid in pids { _ = Glibc.kill(pid, SIGKILL) }
+        if group != 0 { _ = Glibc.kill(-group, SIGKILL) }
+    }
+
+    private func reclaimTerminal() {
+        guard let tty = terminal else { return }
+        var block = sigset_t(), old = sigset_t()
+        sigemptyset(&block)
+        sigaddset(&block, SIGTTOU)
+        pthread_sigmask(SIG_BLOCK, &block, &old)
+        _ = tcsetpgrp(tty, getpgrp())
+        if var modes = savedModes { _ = tcsetattr(tty, TCSADRAIN, &modes) }
+        pthread_sigmask(SIG_SETMASK, &old, nil)
+    }
+
+    // MARK: Programs and environment
+
+    /// The full path of `program` from `PATH` (or the program itself when it has a slash).
+    static func which(_ program: String) -> String? {
+        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (dir.isEmpty ? "." : String(dir)) + "/" + program
+            if access(candidate, X_OK) == 0, !FileSystem.isDirectory(candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// The process's environment with `changes` applied, as `NAME=value` strings.
+    static func environment(with changes: [String: String?]) -> [String] {
+        var result: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            let name = String(text.prefix { $0 != "=" })
+            if changes[name] == nil { result.append(text) }
+            p += 1
+        }
+        for (name, value) in changes.sorted(by: { $0.key < $1.key }) {
+            if let value { result.append("\(name)=\(value)") }
+        }
+        return result
+    }
+}
+
+/// Calls `body` with a NULL-terminated C array of `strings`.
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// A pipe whose ends close themselves; neither end is inherited by children unless mapped.
+final class Pipe {
+    private(set) var readEnd: Int32
+    private(set) var writeEnd: Int32
+
+    init() throws {
+        var fds: [Int32] = [-1, -1]
+        guard narnia_pipe2(&fds, O_CLOEXEC) == 0 else { throw SystemError(code: errno, operation: "pipe") }
+        readEnd = fds[0]
+        writeEnd = fds[1]
+    }
+
+    func closeRead() { if readEnd >= 0 { close(readEnd); readEnd = -1 } }
+    func closeWrite() { if writeEnd >= 0 { close(writeEnd); writeEnd = -1 } }
+
+    deinit { closeRead(); closeWrite() }
+}
+
+/// The reader of a pipe or viewer went away (EPIPE): not an error for a viewer the user closed.
+struct ReaderGone: Error {}
+
+/// Writes all of `count` bytes to `fd`, retrying on EINTR.
+/// - Throws: `ReaderGone` on EPIPE, `SystemError` otherwise.
+func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int) throws {
+    var done = 0
+    while done < count {
+        let n = Glibc.write(fd, p + done, count - done)
+        if n < 0 {
+            if errno == EINTR { continue }
+            if errno == EPIPE { throw ReaderGone() }
+            throw SystemError(code: errno, operation: "write")
+        }
+        done += n
+    }
+}
+
+/// Reads `fd` to its end (a helper's output), at most `limit` bytes.
+func readAll(_ fd: Int32, limit: Int = 64 << 20) -> [UInt8] {
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while result.count < limit {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+        if n < 0 { if errno == EINTR { continue }; break }
+        if n == 0 { break }
+        result.append(contentsOf: buffer[0..<n])
+    }
+    return result
+}
+
+// Linux and glibc calls not exported by every Glibc module map.
+@_silgen_name("fork")
+func narnia_fork() -> pid_t
+
+@_silgen_name("prctl")
+func narnia_child_prctl(_ option: Int32, _ a2: UInt, _ a3: UInt, _ a4: UInt, _ a5: UInt) -> Int32
+
+@_silgen_name("close_range")
+func narnia_close_range(_ first: UInt32, _ last: UInt32, _ flags: Int32) -> Int32
+
+@_silgen_name("pipe2")
+func narnia_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
