@@ -95,6 +95,13 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try sys("fdatasync", path) { Glibc.fdatasync(number) }
     }
 
+    /// Starts writeback of a written range without waiting (`sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`), so that a later `fsync`/`syncfs` finds little left to do.
+    /// Failures are ignored: this is only a hint.
+    public func startWriteback(offset: Int64, length: Int64) {
+        _ = c_sync_file_range(number, offset, length, syncFileRangeWrite)
+    }
+
     /// `syncfs(2)`: flushes the whole file system holding this descriptor, as `sync -f` does.
     public func syncFileSystem() throws {
         _ = try sys("syncfs", path) { c_syncfs(number) }

@@ -168,7 +168,9 @@ public final class Vault {
         childrenByFolder = state.children
         settings = state.settings
         for slot in freedSlots { keys.remove(slot) }
-        try compactIfWorthIt()
+        // The change is committed; compaction is housekeeping, and a failed one (a full disk)
+        // leaves the current journal valid, so it must not fail the command.
+        try? compactIfWorthIt()
     }
 
     /// Rewrites the journal as a snapshot when it has grown to several times the live

@@ -118,8 +118,9 @@ enum Transfer {
         if failed { throw Reported(CommandFailure("some items were not exported")) }
     }
 
-    /// Writes `item` to a temporary file beside `host`, syncs it, and renames it into place,
-    /// so that no partial file is ever left under the final name.
+    /// Writes `item` to a temporary file beside `host` and renames it into place, so that no
+    /// partial file is ever left under the final name. Like `cp`, it leaves flushing the
+    /// exported copy to the system (the vault copy is the durable one).
     private static func writeHostFile(_ s: Session, _ item: Item, to host: String, progress: ProgressMeter?) throws {
         let dir = parentOf(host)
         let temporary = s.hostJoin(dir, ".narnia-partial-" + randomSuffix())
@@ -129,9 +130,7 @@ enum Transfer {
             var times = [timespec(tv_sec: Int(item.modified / 1_000_000_000), tv_nsec: Int(item.modified % 1_000_000_000)),
                          timespec(tv_sec: Int(item.modified / 1_000_000_000), tv_nsec: Int(item.modified % 1_000_000_000))]
             _ = futimens(fd.raw, &times)
-            try fd.sync()
             try FileSystem.rename(temporary, host)
-            try? FileSystem.syncDirectory(dir)
         } catch {
             try? FileSystem.unlink(temporary, missingOK: true)
             throw error
