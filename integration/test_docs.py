@@ -125,7 +125,6 @@ def test_man_documents_every_command(usage):
     "set [KEY [VALUE]]",
     "remove-originals on | off",
     "hide-names on | off",
-    "open PATH",
     "panic",
 ])
 def test_man_documents_the_brief_commands_and_settings(usage):

@@ -8,10 +8,10 @@ public enum CommandTable {
     public static let all: [CommandSpec] = vaultCommands + viewingCommands + sessionCommands
 
     static let vaultCommands: [CommandSpec] = [
-        F("ls", usage: "[-l] [-a] [--json] [PATH...]", abstract: "list a folder's items",
-          details: "Not on a terminal: one name per line. -l adds kind, size and date; --json prints one JSON object per item.",
+        F("ls", usage: "[-l] [-a] [-g] [--json] [PATH...]", abstract: "list a folder's items",
+          details: "Not on a terminal: one name per line. -l adds kind, size and date; --json prints one JSON object per item; -g draws a thumbnail grid.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
-                  .flag("--json", "one JSON object per line")],
+                  .flag("-g", "thumbnail grid: photos, video frames, icons"), .flag("--json", "one JSON object per line")],
           operands: [.vaultPath], run: Browse.ls),
         F("cd", usage: "[PATH|-]", abstract: "change the current vault folder",
           details: "Without PATH, go to /. With -, go back to the previous folder.", operands: [.vaultPath], run: Browse.cd),

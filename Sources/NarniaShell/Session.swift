@@ -79,6 +79,7 @@ public final class Session: @unchecked Sendable {
     /// Expands a vault path word (globs included) to absolute paths. A pattern that matches
     /// nothing throws "no match"; a plain path is returned whether it exists or not.
     func expand(_ word: Word) throws -> [VaultPath] {
+        let word = HiddenNames.resolving(word, in: self)
         let pattern = PathPattern(word.mapSegments { $0.precomposedNFC })
         let paths = pattern.expand(relativeTo: cwd) { childNames($0) }
         if pattern.hasWildcards && paths.isEmpty { throw CommandFailure("\(word.text): no match") }

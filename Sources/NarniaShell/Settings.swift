@@ -17,7 +17,8 @@ public enum Settings {
                     help: "remove each imported original once its vault copy is committed (as import --move)"),
     ]
 
-    public static func find(_ key: String) -> SettingSpec? { all.first { $0.key == key } }
+    /// The setting `key`, including the per-MIME-type viewer keys (`viewer.image/png`).
+    public static func find(_ key: String) -> SettingSpec? { all.first { $0.key == key } ?? viewerSetting(forKey: key) }
 }
 
 extension Maintenance {
@@ -25,6 +26,10 @@ extension Maintenance {
         switch a.operands.count {
         case 0:
             for spec in Settings.all { s.out.line("\(spec.key) \(s.vault.settings[spec.key] ?? spec.defaultValue)") }
+            for (key, value) in s.vault.settings.sorted(by: { $0.key < $1.key })
+            where Settings.all.first(where: { $0.key == key }) == nil && Settings.viewerSetting(forKey: key) != nil {
+                s.out.line("\(key) \(value)")
+            }
         case 1:
             let key = a.operands[0].text
             guard let spec = Settings.find(key) else { throw unknownSetting(key) }

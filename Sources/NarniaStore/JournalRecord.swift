@@ -10,6 +10,8 @@ enum MetadataOperation {
     case setSetting(key: String, value: String)
     /// Removes a setting.
     case removeSetting(key: String)
+    /// Attaches a small blob (a thumbnail, say) to an item under `purpose`; nil removes it.
+    case setAttachment(item: Identifier, purpose: String, bytes: [UInt8]?)
 
     enum Tag: UInt8 {
         case putFolder = 1
@@ -17,6 +19,8 @@ enum MetadataOperation {
         case removeItem = 3
         case setSetting = 4
         case removeSetting = 5
+        case setAttachment = 6
+        case removeAttachment = 7
     }
 }
 
@@ -48,6 +52,16 @@ enum RecordCoding {
             case .removeSetting(let key):
                 w.u8(MetadataOperation.Tag.removeSetting.rawValue)
                 w.string(key)
+            case .setAttachment(let item, let purpose, let bytes?):
+                w.u8(MetadataOperation.Tag.setAttachment.rawValue)
+                w.raw(item.bytes)
+                w.string(purpose)
+                w.u32(UInt32(bytes.count))
+                w.raw(bytes)
+            case .setAttachment(let item, let purpose, nil):
+                w.u8(MetadataOperation.Tag.removeAttachment.rawValue)
+                w.raw(item.bytes)
+                w.string(purpose)
             }
         }
     }
@@ -92,6 +106,14 @@ enum RecordCoding {
                 try apply(.setSetting(key: key, value: try r.string()))
             case .removeSetting:
                 try apply(.removeSetting(key: try r.string()))
+            case .setAttachment:
+                let id = Identifier(try r.take(16))
+                let purpose = try r.string()
+                let count = Int(try r.u32())
+                try apply(.setAttachment(item: id, purpose: purpose, bytes: Array(try r.take(count))))
+            case .removeAttachment:
+                let id = Identifier(try r.take(16))
+                try apply(.setAttachment(item: id, purpose: try r.string(), bytes: nil))
             }
         }
     }
@@ -102,5 +124,6 @@ enum RecordCoding {
         case removeItem(Identifier)
         case setSetting(key: String, value: String)
         case removeSetting(key: String)
+        case setAttachment(item: Identifier, purpose: String, bytes: [UInt8]?)
     }
 }

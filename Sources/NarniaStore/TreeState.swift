@@ -3,6 +3,8 @@ struct TreeState {
     var items: [Identifier: Item] = [:]
     var children: [Identifier: [String: Identifier]] = [Identifier.root: [:]]
     var settings: [String: String] = [:]
+    /// Small blobs per item and purpose (thumbnails); dropped with the item or its content.
+    var attachments: [Identifier: [String: [UInt8]]] = [:]
 
     /// Applies a replayed operation, storing a file's key in `keys`.
     mutating func apply(_ op: RecordCoding.DecodedOperation, keys: KeyTable) throws {
@@ -18,6 +20,7 @@ struct TreeState {
             remove(id)
         case .setSetting(let k, let v): settings[k] = v
         case .removeSetting(let k): settings[k] = nil
+        case .setAttachment(let id, let purpose, let bytes): attach(bytes, purpose: purpose, to: id)
         }
     }
 
@@ -28,12 +31,20 @@ struct TreeState {
         case .removeItem(let id): remove(id)
         case .setSetting(let k, let v): settings[k] = v
         case .removeSetting(let k): settings[k] = nil
+        case .setAttachment(let id, let purpose, let bytes): attach(bytes, purpose: purpose, to: id)
         }
+    }
+
+    private mutating func attach(_ bytes: [UInt8]?, purpose: String, to id: Identifier) {
+        guard items[id] != nil else { return }
+        attachments[id, default: [:]][purpose] = bytes
+        if attachments[id]?.isEmpty == true { attachments[id] = nil }
     }
 
     private mutating func put(_ item: Item) {
         if let old = items[item.id] {
             children[old.parent]?[old.name] = nil
+            if old.content?.objectID != item.content?.objectID { attachments[item.id] = nil }
         }
         items[item.id] = item
         children[item.parent, default: [:]][item.name] = item.id
@@ -43,6 +54,7 @@ struct TreeState {
     private mutating func remove(_ id: Identifier) {
         guard let old = items.removeValue(forKey: id) else { return }
         children[old.parent]?[old.name] = nil
+        attachments[id] = nil
         if old.isFolder { children[id] = nil }
     }
 }

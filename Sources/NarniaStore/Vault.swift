@@ -29,6 +29,7 @@ public final class Vault {
     var childrenByFolder: [Identifier: [String: Identifier]] = [Identifier.root: [:]]
     /// Settings (`set KEY VALUE`), encrypted in the journal like everything else.
     public private(set) var settings: [String: String] = [:]
+    var attachments: [Identifier: [String: [UInt8]]] = [:]
     private var bytesAtLastCompaction: Int64 = 0
 
     // MARK: Creating and opening
@@ -110,6 +111,7 @@ public final class Vault {
         vault.items = state.items
         vault.childrenByFolder = state.children
         vault.settings = state.settings
+        vault.attachments = state.attachments
         vault.bytesAtLastCompaction = journal.endOffset
         try vault.removeLeftovers()
         return vault
@@ -161,12 +163,13 @@ public final class Vault {
             if case .removeItem(let id) = op { return items[id]?.content?.keySlot }
             return nil
         }
-        var state = TreeState(items: items, children: childrenByFolder, settings: settings)
-        items = [:]; childrenByFolder = [:]
+        var state = TreeState(items: items, children: childrenByFolder, settings: settings, attachments: attachments)
+        items = [:]; childrenByFolder = [:]; attachments = [:]
         for op in operations { state.apply(op) }
         items = state.items
         childrenByFolder = state.children
         settings = state.settings
+        attachments = state.attachments
         for slot in freedSlots { keys.remove(slot) }
         // The change is committed; compaction is housekeeping, and a failed one (a full disk)
         // leaves the current journal valid, so it must not fail the command.
@@ -179,6 +182,8 @@ public final class Vault {
         let growth = journal.endOffset - bytesAtLastCompaction
         let estimate = Int64(items.count) * 160 + 4096
         guard journal.endOffset > 8 << 20, growth > 2 * estimate else { return }
+        // Only now, when compaction is likely, count attachments (a walk over them).
+        guard growth > 2 * (estimate + Int64(attachedBytes)) else { return }
         try compact()
     }
 
@@ -207,6 +212,10 @@ public final class Vault {
                 guard let item = items[id] else { continue }
                 batch.append(.putItem(item))
                 batchBytes += 120 + item.name.utf8.count
+                for (purpose, bytes) in attachments[id] ?? [:] {
+                    batch.append(.setAttachment(item: id, purpose: purpose, bytes: bytes))
+                    batchBytes += 32 + bytes.count
+                }
                 if item.isFolder { queue.append(id) }
                 if batchBytes > 1 << 20 { try flush() }
             }
@@ -249,7 +258,29 @@ public final class Vault {
         kdfParameters = parameters
     }
 
-    // MARK: Settings
+    // MARK: Settings and attachments
+
+    /// The most bytes one attachment may hold.
+    public static let maximumAttachment = 64 << 10
+
+    /// The blob attached to item `id` under `purpose` (a cached thumbnail, say), if any.
+    public func attachment(_ purpose: String, of id: Identifier) -> [UInt8]? {
+        attachments[id]?[purpose]
+    }
+
+    /// Attaches blobs to items, or with nil removes them, in one durable transaction. They are
+    /// encrypted in the journal like all metadata, and dropped when their item is removed or
+    /// its content replaced. Blobs over `maximumAttachment` bytes are refused.
+    public func setAttachments(_ changes: [(id: Identifier, purpose: String, bytes: [UInt8]?)]) throws {
+        for c in changes where (c.bytes?.count ?? 0) > Self.maximumAttachment {
+            throw VaultError.refused("an attachment can hold at most \(Self.maximumAttachment) bytes")
+        }
+        try commit(changes.filter { items[$0.id] != nil }.map { .setAttachment(item: $0.id, purpose: $0.purpose, bytes: $0.bytes) })
+    }
+
+    var attachedBytes: Int {
+        attachments.values.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count + 32 } }
+    }
 
     /// Sets (or with nil, removes) a setting, durably.
     public func setSetting(_ key: String, _ value: String?) throws {

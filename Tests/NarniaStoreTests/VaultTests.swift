@@ -147,3 +147,22 @@ final class VaultTests: XCTestCase {
         XCTAssertEqual(Set(after).subtracting(before).filter { $0.count > 3 }, [], "no object left")
     }
 }
+
+extension VaultTests {
+    func testAttachmentsPersistAndFollowTheirItem() throws {
+        let fileID: Identifier
+        do {
+            let vault = try create()
+            let f = try addFile(vault, "p.png", [1, 2, 3])
+            let g = try addFile(vault, "q.png", [4])
+            fileID = f.id
+            try vault.setAttachments([(f.id, "thumb", [9, 9]), (g.id, "thumb", [8])])
+            XCTAssertThrowsError(try vault.setAttachments([(f.id, "big", [UInt8](repeating: 0, count: Vault.maximumAttachment + 1))]))
+            try vault.compact()
+            try vault.remove(g.id)
+        }
+        let vault = try reopen()
+        XCTAssertEqual(vault.attachment("thumb", of: fileID), [9, 9])
+        XCTAssertEqual(vault.attachments.count, 1, "the removed item's attachment is gone")
+    }
+}

@@ -6,7 +6,8 @@
 //   `"`, `\`, `$` and the backquote, and is kept before any other character.
 // - Outside quotes, `\x` makes `x` literal, whatever `x` is.
 // - Outside quotes, `;` and a newline end a command.
-// - Outside quotes, a `#` that begins a word begins a comment running to the end of the line.
+// - Outside quotes, a `#` that begins a word begins a comment running to the end of the line,
+//   unless a digit follows it (`#3` names an item when names are hidden).
 //
 // Nothing else (no `$` expansion, no pipes, no redirections) is special: a vault shell has no
 // use for them, and each extra rule is one more way to surprise a user with a hostile file name.
@@ -127,14 +128,24 @@ private struct LineScanner {
 
     mutating func scan(_ line: String, upTo end: Int) {
         var offset = 0
-        for scalar in line.unicodeScalars {
+        var scalars = line.unicodeScalars.makeIterator()
+        var current = scalars.next()
+        while let scalar = current {
             if offset >= end { break }
-            step(scalar, at: offset)
+            let next = scalars.next()
+            step(scalar, at: offset, next: next)
             offset += UTF8.width(scalar)
+            current = next
         }
     }
 
-    private mutating func step(_ scalar: Unicode.Scalar, at offset: Int) {
+    /// `#` followed by a digit is a word (`#3`, an item under `hide-names`), not a comment.
+    private static func startsComment(before next: Unicode.Scalar?) -> Bool {
+        guard let next else { return true }
+        return !("0"..."9").contains(next)
+    }
+
+    private mutating func step(_ scalar: Unicode.Scalar, at offset: Int, next: Unicode.Scalar?) {
         if inComment {
             if scalar == "\n" { inComment = false; endCommand() }
             return
@@ -167,7 +178,7 @@ private struct LineScanner {
                 endWord()
             case "\n", ";":
                 endCommand()
-            case "#" where !inWord:
+            case "#" where !inWord && Self.startsComment(before: next):
                 inComment = true
             case "\\":
                 startWord(at: offset)

@@ -14,9 +14,6 @@ enum Grid {
     static let thumbnailHeight = 8
     static let gap = 2
 
-    /// Where thumbnails are kept: process memory until the store can hold them encrypted.
-    nonisolated(unsafe) static var store: ThumbnailStore = MemoryThumbnailStore()
-
     /// Whether an `ls` with these flags draws the grid: `-g`, or `set grid on` for a plain
     /// `ls` on a terminal.
     static func wanted(_ s: Session, _ a: ParsedArguments) -> Bool {
@@ -63,7 +60,9 @@ enum Grid {
         let cell = thumbnailWidth + gap
         let perRow = max(1, (width + gap) / cell)
         let colours = ColourMode.current
-        let maker = ThumbnailMaker(session: s, colours: colours)
+        let store = VaultThumbnailStore(vault: s.vault)
+        defer { store.flush() }
+        let maker = ThumbnailMaker(session: s, colours: colours, store: store)
         for (r, start) in stride(from: 0, to: items.count, by: perRow).enumerated() {
             let row = Array(items[start..<min(start + perRow, items.count)])
             if r > 0 { s.out.line("") }
@@ -139,18 +138,19 @@ enum ColourMode: String {
 struct ThumbnailMaker {
     let session: Session
     let colours: ColourMode
+    let store: VaultThumbnailStore
 
     func thumbnail(for item: Item) -> [String] {
         switch item.kind {
         case .photo, .video:
-            guard let content = item.content else { return Icons.icon(for: item.kind) }
-            let key = "\(content.objectID.hex) \(Grid.thumbnailWidth)x\(Grid.thumbnailHeight) \(colours.rawValue)"
+            guard item.content != nil else { return Icons.icon(for: item.kind) }
+            let variant = "\(Grid.thumbnailWidth)x\(Grid.thumbnailHeight) \(colours.rawValue)"
             let lines: [String]
-            if let cached = Grid.store.thumbnail(for: key) {
+            if let cached = store.thumbnail(for: item.id, variant: variant) {
                 lines = cached
             } else {
                 lines = (try? draw(item)) ?? []
-                Grid.store.keep(lines, for: key)
+                store.keep(lines, for: item.id, variant: variant)
             }
             guard !lines.isEmpty else { return Icons.icon(for: item.kind) }
             return item.kind == .video ? Thumbnail.badged(lines, colours: colours) : lines
@@ -314,35 +314,34 @@ enum Icons {
     }
 }
 
-/// Where rendered thumbnails are kept between listings. The intended home is the vault itself
-/// (a small encrypted blob per item); until the store offers one, `MemoryThumbnailStore`.
-protocol ThumbnailStore: AnyObject {
-    func thumbnail(for key: String) -> [String]?
+/// Rendered thumbnails, kept encrypted inside the vault as item attachments (never in
+/// plaintext anywhere). New ones are saved together, in one journal record, by `flush()`; an
+/// attachment goes with its item, and a replaced content gets a new thumbnail.
+final class VaultThumbnailStore {
+    private let vault: Vault
+    private var pending: [(id: Identifier, purpose: String, bytes: [UInt8]?)] = []
+
+    init(vault: Vault) { self.vault = vault }
+
+    private func purpose(_ variant: String) -> String { "thumbnail " + variant }
+
+    func thumbnail(for item: Identifier, variant: String) -> [String]? {
+        guard let bytes = vault.attachment(purpose(variant), of: item) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
     /// Keeps `lines` (empty: no thumbnail can be made, do not try again).
-    func keep(_ lines: [String], for key: String)
-}
+    func keep(_ lines: [String], for item: Identifier, variant: String) {
+        let bytes = Array(lines.joined(separator: "\n").utf8)
+        guard bytes.count <= Vault.maximumAttachment else { return }
+        pending.append((item, purpose(variant), bytes))
+    }
 
-/// Thumbnails in this process's memory only (never on disk), at most `limit` bytes; the oldest
-/// go first.
-final class MemoryThumbnailStore: ThumbnailStore, @unchecked Sendable {
-    private var entries: [String: [String]] = [:]
-    private var order: [String] = []
-    private var bytes = 0
-    private let limit = 32 << 20
-    private let lock = Lock()
-
-    func thumbnail(for key: String) -> [String]? { lock.withLock { entries[key] } }
-
-    func keep(_ lines: [String], for key: String) {
-        lock.withLock {
-            guard entries[key] == nil else { return }
-            entries[key] = lines
-            order.append(key)
-            bytes += lines.reduce(key.utf8.count) { $0 + $1.utf8.count }
-            while bytes > limit, let oldest = order.first {
-                order.removeFirst()
-                bytes -= (entries.removeValue(forKey: oldest) ?? []).reduce(oldest.utf8.count) { $0 + $1.utf8.count }
-            }
-        }
+    /// Saves the new thumbnails. A failure (a full disk) only means they are drawn again next time.
+    func flush() {
+        guard !pending.isEmpty else { return }
+        try? vault.setAttachments(pending)
+        pending.removeAll()
     }
 }
