@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,19 @@ def tree_files(root: Path) -> dict[str, bytes]:
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
+    """Runs argv, reading and dropping its stdout; (exit status, peak RSS in KiB, stderr)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
+    err = []
+    t = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
+    t.start()
+    while proc.stdout.read(1 << 20):
+        pass
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    t.join(timeout)
+    return proc.returncode, usage.ru_maxrss, b"".join(err)
+

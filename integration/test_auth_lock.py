@@ -1,7 +1,8 @@
 """Auth and lock: a wrong passphrase exits 3 and leaves the store byte-identical; passphrase
 sources (file, fd, first line, CRLF, empty); passwd re-wraps the key (the old passphrase stops
 working, content objects are untouched); init on an existing store; a second process gets a
-clear error while the first keeps working."""
+clear error while the first keeps working; the test key derivation is stored with the vault and
+the default one is at least MODERATE; core dumps are off and secrets live in locked memory."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Narnia, q, sha
+from harness import INSECURE_KDF_WARNING, Narnia, q, run_measuring_rss
 
 WRONG = "incorrect horse"
 
@@ -240,3 +241,50 @@ def test_lock_during_import(filled):
             first.wait()
     assert first.returncode == 0, f"the import should finish normally: {err!r}"
     assert filled.ok("cat /streamed.bin").outb == data, "the import held open during the refusal is intact"
+
+
+# ---------------------------------------------------------------------------------------------
+# Key derivation settings and process hardening
+
+
+def test_test_kdf_is_stored_with_the_vault(vault):
+    env = {k: v for k, v in vault.env.items() if k != "NARNIA_INSECURE_TEST_KDF"}
+    r = vault("-c", "pwd", env=env)
+    assert r.rc == 0, "a test-KDF vault opens without the variable (the limits are stored)" + r.describe()
+    assert INSECURE_KDF_WARNING in r.err, "a test-KDF vault warns on every open" + r.describe()
+
+
+def test_default_kdf_is_at_least_moderate(narnia):
+    """Without NARNIA_INSECURE_TEST_KDF, init and open use Argon2id with at least libsodium's
+    MODERATE limits (256 MiB of memory): the process's peak RSS shows it."""
+    env = {k: v for k, v in narnia.env.items() if k != "NARNIA_INSECURE_TEST_KDF"}
+    rc, rss, err = run_measuring_rss(narnia.argv(["init"]), env, narnia.workdir)
+    assert rc == 0, f"init with the default key derivation failed: {err!r}"
+    assert INSECURE_KDF_WARNING.encode() not in err, "a default vault must not warn about the test KDF"
+    assert rss >= 200 * 1024, f"init peaked at {rss // 1024} MiB: Argon2id below MODERATE (256 MiB)?"
+    rc, rss, err = run_measuring_rss(narnia.argv(["-c", "pwd"]), dict(narnia.env), narnia.workdir)
+    assert rc == 0, f"opening a default vault failed: {err!r}"
+    assert INSECURE_KDF_WARNING.encode() not in err, \
+        "the variable at open time must not turn a default vault into a test-KDF one"
+    assert rss >= 200 * 1024, f"opening peaked at {rss // 1024} MiB: the stored limits were not used?"
+
+
+def test_process_hardening(filled):
+    """Brief §3.8: core dumps disabled; secrets in locked (mlock'ed) memory."""
+    first = filled.popen("-b", "-", stdin=subprocess.PIPE)
+    try:
+        first.stdin.write(b"pwd\n")
+        first.stdin.flush()
+        deadline = time.monotonic() + 15
+        while first.pid not in pids_holding_locks():
+            assert first.poll() is None and time.monotonic() < deadline, "the vault never opened"
+            time.sleep(0.05)
+        limits = Path(f"/proc/{first.pid}/limits").read_text()
+        core = next(l for l in limits.splitlines() if l.startswith("Max core file size"))
+        assert core.split()[4] == "0", f"core dumps are not disabled: {core!r}"
+        status = Path(f"/proc/{first.pid}/status").read_text()
+        vmlck = int(re.search(r"VmLck:\s+(\d+) kB", status).group(1))
+        assert vmlck > 0, "no locked memory: keys are not in sodium_malloc (mlock'ed) memory"
+    finally:
+        first.stdin.close()
+        first.wait(timeout=30)

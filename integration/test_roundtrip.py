@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpus import HOSTILE_NAMES, LONG_ASCII_NAME, LONG_UTF8_NAME, MIB, nfc
-from harness import Narnia, q, sha, tree_files
+from harness import Narnia, q, run_measuring_rss, sha, tree_files
 
 IMPORTED_RE = re.compile(r"^imported (.+) -> (/.*)$")
 EXPORTED_RE = re.compile(r"^exported (/.*) -> (.+)$")
@@ -179,24 +179,6 @@ def test_hostile_host_paths_imported_one_by_one(vault, corpus):
     for name in HOSTILE_NAMES:
         c = vault.c(f"cat {q('/single/' + name)}")
         assert c.rc == 0 and c.outb == corpus.content("hostile/" + name), f"{name!r} differs"
-
-
-def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
-    """Runs argv with stdout to a counting sink; (exit status, peak RSS in KiB, stderr)."""
-    import os
-    import subprocess
-    import threading
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=cwd)
-    err = []
-    t = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
-    t.start()
-    while proc.stdout.read(1 << 20):
-        pass
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    t.join(timeout)
-    return proc.returncode, usage.ru_maxrss, b"".join(err)
 
 
 def test_streaming_memory_is_bounded(vault, host):
