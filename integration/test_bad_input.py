@@ -57,6 +57,8 @@ CASES = [
     ("cd-file", "cd /docs/notes.txt", "cd", "/docs/notes.txt", None),
     ("cat-missing", "cat /nope", "cat", "/nope", None),
     ("cat-folder", "cat /docs", "cat", "/docs", None),
+    ("cat-file-with-trailing-slash", "cat /docs/notes.txt/", "cat", "/docs/notes.txt", None),
+    ("ls-file-with-trailing-slash", "ls /docs/notes.txt/", "ls", "/docs/notes.txt", None),
     ("stat-missing", "stat /nope", "stat", "/nope", None),
     ("tree-missing", "tree /nope", "tree", "/nope", None),
     ("du-missing", "du /nope", "du", "/nope", None),

@@ -218,3 +218,18 @@ def test_damaged_key_file_is_refused(tv):
     assert r.rc in (1, 3), "a damaged key file must be refused (exit 1 or 3)" + r.describe()
     assert r.out == "", "nothing should be listed with a damaged key file" + r.describe()
     assert any(l.startswith("narnia: error:") for l in r.err_lines), "expected a clear error" + r.describe()
+
+
+@pytest.mark.parametrize("case", ["delete", "flip-middle", "truncate-to-zero"])
+def test_damaged_items_can_be_removed(tv, case):
+    """After verify names a damaged item, the user can remove it, and verify passes again."""
+    tamper, damaged = CASES[case]
+    tamper(tv)
+    for name in damaged:
+        r = tv.n.c(f"rm /t/{name}")
+        assert r.rc == 0, f"rm of damaged item {name} ({case}) should succeed" + r.describe()
+    v = tv.n.c("verify")
+    assert v.rc == 0, "verify should pass once the damaged items are removed" + v.describe()
+    assert sorted(tv.n.ok("ls /t").out_lines) == sorted(set(tv.contents) - damaged)
+    problems = tv.n.store().layout_problems()
+    assert not problems, "store layout after removing damaged items: " + "; ".join(problems)
