@@ -770,3 +770,20 @@ def test_symlink_on_command_line_to_a_folder_is_followed(vault, host):
     os.symlink(host / "real", host / "linkdir")
     vault.ok(f"import {q(str(host / 'linkdir'))}")
     assert find_all(vault) == ["/linkdir", "/linkdir/inner.txt"], "a symlink to a folder given directly is followed"
+
+
+def test_name_length_counts_after_nfc(vault):
+    nfd = unicodedata.normalize("NFD", "\u00e9" * 100)   # 300 bytes in NFD, 200 in NFC
+    assert len(nfd.encode()) == 300
+    r = vault.c(f"mkdir {q('/' + nfd)}")
+    assert r.rc == 0, "a name of at most 255 bytes after NFC is valid whatever its input form" + r.describe()
+    assert vault.ok("ls /").out_lines == ["\u00e9" * 100], "the name is stored in NFC"
+
+
+def test_mv_and_cp_normalise_names(vault):
+    vault.ok("import - a.txt", input=b"a")
+    nfd = unicodedata.normalize("NFD", "r\u00e9sum\u00e9.txt")
+    vault.ok(f"mv /a.txt {q('/' + nfd)}; cp {q('/' + nfd)} {q('/copy ' + nfd)}")
+    assert vault.ok("ls /").out_lines == sorted(
+        [unicodedata.normalize("NFC", "copy r\u00e9sum\u00e9.txt"), unicodedata.normalize("NFC", "r\u00e9sum\u00e9.txt")],
+        key=str.encode), "mv and cp store the NFC form"
