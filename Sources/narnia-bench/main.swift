@@ -1,0 +1,280 @@
+import Glibc
+import NarniaCrypto
+import NarniaShell
+import NarniaStore
+
+// narnia-bench: times the library in process for `make bench` (bench/run.sh drives it and
+// prints the table). Each subcommand prints JSON lines on stdout:
+//
+//   prepare VAULT moderate|test     create an empty vault (the bench passphrase)
+//   stream VAULT FILE OUT           unlock; import FILE, export it to OUT, remove it: wall times
+//                                   and peak RSS of each, with the high-water mark reset after unlock
+//   small VAULT SRC                 create a vault (test KDF) and import the folder SRC: time, sizes
+//   open VAULT                      open once (for profiling)
+//   scale WORK                      open time at 1,000 / 100,000 items; mkdir, mv, rm at 100 /
+//                                   100,000 items; ls and Tab completion in a folder of 10,000
+//
+// Never a test: timings belong here, side by side with the tools they are compared with.
+
+let benchPassphrase = "narnia bench passphrase"
+
+func passphrase() -> Secret {
+    let bytes = Array(benchPassphrase.utf8)
+    return try! bytes.withUnsafeBytes { try Secret(copying: $0) }
+}
+
+func fail(_ message: String) -> Never {
+    fputs("narnia-bench: error: \(message)\n", stderr)
+    exit(1)
+}
+
+func devNull() -> Output {
+    let fd = open("/dev/null", O_WRONLY)
+    return Output(fd: fd)
+}
+
+/// A session whose output goes to /dev/null and whose errors go to stderr.
+func quietSession(_ vault: Vault) -> Session {
+    Session(vault: vault, out: devNull(), err: Output(fd: 2), interactive: false)
+}
+
+func run(_ session: Session, _ line: String) {
+    guard session.runBatchLine(line) else { fail("command failed: \(line)") }
+}
+
+func kdf(_ name: String) -> KDFParameters {
+    switch name {
+    case "moderate": return .moderate
+    case "test": return .insecureTestOnly
+    default: fail("unknown KDF \(name) (moderate or test)")
+    }
+}
+
+func quoted(_ path: String) -> String { "'" + path.replacingAll("'", "'\\''") + "'" }
+
+// MARK: stream: one big file in and out
+
+func stream(vaultDirectory: String, file: String, out: String) throws {
+    var r = Report()
+    let baseline = Measure.status("VmRSS")
+    var vault: Vault?
+    let unlock = try Measure.time { vault = try Vault.open(at: vaultDirectory, passphrase: passphrase()) }
+    let session = quietSession(vault!)
+    r.add("unlock_s", unlock)
+    r.add("rss_before_unlock_kib", baseline)
+    r.add("hwm_during_unlock_kib", Measure.status("VmHWM"))
+    r.add("rss_after_unlock_kib", Measure.status("VmRSS"))
+    let name = String(file.split(separator: "/").last!)
+
+    let resetWorks = Measure.resetPeak()
+    r.add("hwm_reset", resetWorks ? 1 : 0)
+    var sampler = RSSSampler()
+    r.add("import_s", Measure.time { run(session, "import \(quoted(file))") })
+    r.add("import_hwm_kib", Measure.status("VmHWM"))
+    r.add("import_sampled_kib", sampler.stop())
+
+    Measure.resetPeak()
+    sampler = RSSSampler()
+    r.add("export_s", Measure.time { run(session, "export \(quoted("/" + name)) \(quoted(out))") })
+    r.add("export_hwm_kib", Measure.status("VmHWM"))
+    r.add("export_sampled_kib", sampler.stop())
+    run(session, "rm \(quoted("/" + name))")
+    r.print()
+}
+
+// MARK: small: a folder of many files
+
+func small(vaultDirectory: String, source: String) throws {
+    let vault = try Vault.create(at: vaultDirectory, passphrase: passphrase(), parameters: .insecureTestOnly)
+    let session = quietSession(vault)
+    var r = Report()
+    r.add("import_s", Measure.time { run(session, "import \(quoted(source))") })
+    let content = treeBytes(source)
+    let store = treeBytes(vaultDirectory)
+    r.add("items", vault.itemCount)
+    r.add("content_files", content.files)
+    r.add("content_bytes", Int(content.apparent))
+    r.add("content_allocated", Int(content.allocated))
+    r.add("store_files", store.files)
+    r.add("store_bytes", Int(store.apparent))
+    r.add("store_allocated", Int(store.allocated))
+    r.print()
+}
+
+// MARK: scale
+
+/// Creates a vault (test KDF) holding `items` items: folders of `perFolder` (one folder and
+/// `perFolder - 1` tiny files each), committed a few thousand at a time as an import would.
+func buildVault(_ directory: String, items: Int, perFolder: Int = 100, wide: Int = 0) throws {
+    let vault = try Vault.create(at: directory, passphrase: passphrase(), parameters: .insecureTestOnly)
+    let batch = ImportBatch.begin(in: vault)
+    var made = 0
+    func tinyFile(_ name: String, in folder: Identifier) throws {
+        var given = false
+        let text = Array("item \(name)\n".utf8)
+        _ = try batch.addFile(named: name, in: folder, source: { p, n in
+            if given { return 0 }
+            given = true
+            let k = min(n, text.count)
+            text.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: k) }
+            return k
+        }, classify: { _ in ("text/plain", .document) })
+        made += 1
+        if batch.count >= 2000 { try batch.commit() }
+    }
+    var folderIndex = 0
+    while made < items {
+        let folder = try batch.addFolder(named: String(format4(folderIndex), prefix: "d"), in: .root)
+        made += 1
+        folderIndex += 1
+        var k = 0
+        while k < perFolder - 1 && made < items {
+            try tinyFile("f\(format4(k)).txt", in: folder.id)
+            k += 1
+        }
+    }
+    if wide > 0 {
+        let folder = try batch.addFolder(named: "wide", in: .root)
+        for k in 0..<wide { try tinyFile("photo-\(format5(k)).jpg", in: folder.id) }
+    }
+    try batch.commit()
+}
+
+func format4(_ n: Int) -> String { let s = String(n); return String(repeating: "0", count: max(0, 4 - s.count)) + s }
+func format5(_ n: Int) -> String { let s = String(n); return String(repeating: "0", count: max(0, 5 - s.count)) + s }
+extension String { init(_ s: String, prefix: String) { self = prefix + s } }
+
+func scale(work: String) throws {
+    let sizes = [100, 1_000, 100_000]
+    var dirs: [Int: String] = [:]
+    for n in sizes {
+        let dir = work + "/vault-\(n)"
+        let t = try Measure.time { try buildVault(dir, items: n) }
+        dirs[n] = dir
+        var r = Report(); r.add("build_items", n); r.add("build_s", t); r.print()
+    }
+
+    // Open, excluding the key derivation: time Vault.open, minus the median time of the same
+    // Argon2id derivation measured alone (test limits, so the subtraction is tiny). The page
+    // cache is warm from building. Three interleaved rounds; the 1,000-item vault opens three
+    // times a round (it is cheap), and the last handle of each is kept for the next part.
+    let salt = (0..<PassphraseKey.saltLength).map { _ in UInt8.random(in: 0...255) }
+    var derive: [Double] = []
+    var opens: [Int: [Double]] = [1_000: [], 100_000: []]
+    var handles: [Int: Vault] = [:]
+    for round in 0..<3 {
+        for n in (round % 2 == 0 ? [1_000, 100_000] : [100_000, 1_000]) {
+            for _ in 0..<(n == 1_000 ? 3 : 1) {
+                derive.append(try Measure.time { _ = try PassphraseKey.derive(passphrase: passphrase(), salt: salt, parameters: .insecureTestOnly) })
+                handles[n] = nil
+                var vault: Vault?
+                let t = try Measure.time { vault = try Vault.open(at: dirs[n]!, passphrase: passphrase()) }
+                guard vault!.itemCount == n else { fail("vault-\(n) holds \(vault!.itemCount) items") }
+                handles[n] = vault
+                opens[n]!.append(t)
+            }
+        }
+    }
+    let d = Measure.median(derive)
+    for n in [1_000, 100_000] {
+        var r = Report()
+        r.add("open_items", n)
+        r.add("open_ms", (Measure.median(opens[n]!) - d) * 1000)
+        r.add("open_us_per_item", (Measure.median(opens[n]!) - d) * 1e6 / Double(n))
+        r.add("derive_ms", d * 1000)
+        r.print()
+    }
+    handles[1_000] = nil
+
+    // mkdir, mv, rm at 100 and 100,000 items, interleaved. Each is one journal commit.
+    let small = quietSession(try Vault.open(at: dirs[100]!, passphrase: passphrase()))
+    let large = quietSession(handles[100_000]!)
+    handles[100_000] = nil
+    var ops: [String: [Int: [Double]]] = [:]
+    for op in ["mkdir", "mv", "rm", "mv-file", "rm-file"] { ops[op] = [100: [], 100_000: []] }
+    for round in 0..<15 {
+        for (n, s) in (round % 2 == 0 ? [(100, small), (100_000, large)] : [(100_000, large), (100, small)]) {
+            ops["mkdir"]![n]!.append(Measure.time { run(s, "mkdir /bench-a") })
+            ops["mv"]![n]!.append(Measure.time { run(s, "mv /bench-a /bench-b") })
+            ops["mv-file"]![n]!.append(Measure.time { run(s, "mv /d0000/f0001.txt /bench-b/") })
+            ops["rm-file"]![n]!.append(Measure.time { run(s, "rm /bench-b/f0001.txt") })
+            ops["rm"]![n]!.append(Measure.time { run(s, "rm -r /bench-b") })
+            // Put the file back (untimed) so every round is the same.
+            try restoreFile(s.vault)
+        }
+    }
+    for op in ["mkdir", "mv", "rm", "mv-file", "rm-file"] {
+        var r = Report()
+        r.add("op", op)
+        r.add("ms_100", Measure.median(ops[op]![100]!) * 1000)
+        r.add("ms_100000", Measure.median(ops[op]![100_000]!) * 1000)
+        r.print()
+    }
+
+    // ls and Tab completion in a folder of 10,000 items, beside `ls -1` of a host folder
+    // holding files of the same names.
+    let wideDir = work + "/vault-wide"
+    try buildVault(wideDir, items: 0, wide: 10_000)
+    let host = work + "/host-wide"
+    mkdir(host, 0o700)
+    for k in 0..<10_000 { close(open(host + "/photo-\(format5(k)).jpg", O_WRONLY | O_CREAT, 0o600)) }
+    let wide = quietSession(try Vault.open(at: wideDir, passphrase: passphrase()))
+    let source = ShellCompletionSource(session: wide)
+    var times: [String: [Double]] = ["ls": [], "ls -l": [], "tab all": [], "tab prefix": [], "host ls -1": [], "host ls -l": []]
+    var candidates = (0, 0)
+    for _ in 0..<11 {
+        times["host ls -1"]!.append(Measure.spawn(["ls", "-1", host]))
+        times["ls"]!.append(Measure.time { run(wide, "ls /wide") })
+        times["host ls -l"]!.append(Measure.spawn(["ls", "-l", host]))
+        times["ls -l"]!.append(Measure.time { run(wide, "ls -l /wide") })
+        let all = "ls /wide/", prefix = "ls /wide/photo-012"
+        times["tab all"]!.append(Measure.time { candidates.0 = complete(line: all, cursor: all.utf8.count, source: source).candidates.count })
+        times["tab prefix"]!.append(Measure.time { candidates.1 = complete(line: prefix, cursor: prefix.utf8.count, source: source).candidates.count })
+    }
+    var r = Report()
+    for (k, v) in times { r.add("wide_" + k.replacingAll(" ", "_").replacingAll("-", ""), Measure.median(v) * 1000) }
+    r.add("tab_all_candidates", candidates.0)
+    r.add("tab_prefix_candidates", candidates.1)
+    r.print()
+}
+
+/// Puts /d0000/f0001.txt back after a round removed it.
+func restoreFile(_ vault: Vault) throws {
+    guard let d = vault.child(named: "d0000", in: .root) else { fail("no /d0000") }
+    if vault.child(named: "f0001.txt", in: d.id) != nil { return }
+    let batch = ImportBatch.begin(in: vault)
+    var given = false
+    _ = try batch.addFile(named: "f0001.txt", in: d.id, source: { p, n in
+        if given { return 0 }
+        given = true
+        p.storeBytes(of: UInt8(ascii: "x"), as: UInt8.self)
+        return 1
+    }, classify: { _ in ("text/plain", .document) })
+    try batch.commit()
+}
+
+// MARK: main
+
+let args = Array(CommandLine.arguments.dropFirst())
+do {
+    switch (args.first, args.count) {
+    case ("prepare", 3):
+        _ = try Vault.create(at: args[1], passphrase: passphrase(), parameters: kdf(args[2]))
+    case ("stream", 4):
+        try stream(vaultDirectory: args[1], file: args[2], out: args[3])
+    case ("small", 3):
+        try small(vaultDirectory: args[1], source: args[2])
+    case ("open", 2):
+        // For profiling (perf record narnia-bench open VAULT): one open, timed.
+        var r = Report()
+        r.add("open_s", try Measure.time { _ = try Vault.open(at: args[1], passphrase: passphrase()) })
+        r.print()
+    case ("scale", 2):
+        try scale(work: args[1])
+    default:
+        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | scale WORK\n", stderr)
+        exit(2)
+    }
+} catch {
+    fail(describe(error))
+}
