@@ -296,17 +296,34 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Runs argv[2:] as a grandchild and writes "exit-status peak-RSS-KiB" to the file argv[1].
+# The grandchild is forked from this small helper because Linux charges a process's ru_maxrss
+# with the RSS of the memory it was forked from at exec time: measured straight from pytest,
+# whose memory grows during the suite, the number would say more about pytest than about narnia.
+_RSS_HELPER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
     """Runs argv, reading and dropping its stdout; (exit status, peak RSS in KiB, stderr)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    result = Path(cwd) / f".rss-{os.getpid()}-{threading.get_ident()}"
+    proc = subprocess.Popen([sys.executable, "-c", _RSS_HELPER, str(result), *map(str, argv)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=cwd)
     err = []
     t = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
     t.start()
     while proc.stdout.read(1 << 20):
         pass
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.wait(timeout)
     t.join(timeout)
-    return proc.returncode, usage.ru_maxrss, b"".join(err)
-
+    rc, rss = (int(x) for x in result.read_text().split())
+    result.unlink()
+    return rc, rss, b"".join(err)
