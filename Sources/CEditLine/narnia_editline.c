@@ -24,17 +24,21 @@ static unsigned char complete_trampoline(EditLine *el, int ch) {
     struct narnia_el *n = NULL;
     el_get(el, EL_CLIENTDATA, &n);
     if (!n || !n->complete) return CC_ERROR;
+    /* el_line gives the line in the locale's multibyte encoding, cursor as a byte offset. */
     const LineInfo *li = el_line(el);
     size_t len = (size_t)(li->lastchar - li->buffer);
+    int cursor = (int)(li->cursor - li->buffer);
     char *copy = malloc(len + 1);
     if (!copy) return CC_ERROR;
     memcpy(copy, li->buffer, len);
     copy[len] = '\0';
-    int cursor = (int)(li->cursor - li->buffer);
     int r = n->complete(n->client, copy, cursor);
     free(copy);
-    if (r == 2) return CC_REDISPLAY;
-    return r ? CC_REFRESH : CC_ERROR;
+    switch (r) {
+    case NARNIA_EL_COMPLETE_LISTED: return CC_REDISPLAY;
+    case NARNIA_EL_COMPLETE_EDITED: return CC_REFRESH;
+    default: return CC_ERROR;
+    }
 }
 
 narnia_el *narnia_el_open(const char *program, FILE *in, FILE *out, FILE *err,
@@ -57,9 +61,10 @@ narnia_el *narnia_el_open(const char *program, FILE *in, FILE *out, FILE *err,
     el_set(n->el, EL_EDITOR, "emacs");
     el_set(n->el, EL_SIGNAL, 1);
     el_set(n->el, EL_PROMPT_ESC, prompt_trampoline, '\1');
-    el_set(n->el, EL_ADDFN, "narnia-complete", "Complete a command or path", complete_trampoline);
+    el_set(n->el, EL_ADDFN, "narnia-complete", "Complete a command, a path or a setting", complete_trampoline);
     el_set(n->el, EL_BIND, "^I", "narnia-complete", NULL);
-    el_source(n->el, NULL); /* ~/.editrc, as every libedit program does */
+    /* ~/.editrc (or $EDITRC) last, so that a user's bindings win, as in every libedit program. */
+    el_source(n->el, NULL);
     return n;
 }
 
@@ -71,6 +76,13 @@ void narnia_el_close(narnia_el *n) {
 }
 
 const char *narnia_el_gets(narnia_el *n, int *count) {
+    *count = 0;
+    /* Put the terminal in libedit's editing mode before the prompt is drawn. el_gets would do
+     * it only at its first read, after drawing the prompt (and not at all on the first call,
+     * when libedit believes the terminal is already set up), so keys typed as soon as the
+     * prompt shows were echoed twice: by the terminal, then by libedit. */
+    el_set(n->el, EL_PREP_TERM, 0);
+    el_set(n->el, EL_PREP_TERM, 1);
     return el_gets(n->el, count);
 }
 
@@ -85,14 +97,16 @@ int narnia_el_replace_before_cursor(narnia_el *n, int delete_chars, const char *
 }
 
 int narnia_el_columns(narnia_el *n) {
-    int cols = 80;
+    int cols = 0;
     el_resize(n->el);
     if (el_get(n->el, EL_GETTC, "co", &cols) != 0 || cols <= 0) cols = 80;
     return cols;
 }
 
-void narnia_el_redisplay(narnia_el *n) {
-    (void)n;
+int narnia_el_lines(narnia_el *n) {
+    int lines = 0;
+    if (el_get(n->el, EL_GETTC, "li", &lines) != 0 || lines <= 0) lines = 24;
+    return lines;
 }
 
 void narnia_el_reset_line(narnia_el *n) {

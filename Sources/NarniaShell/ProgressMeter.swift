@@ -1,24 +1,37 @@
 import Glibc
 
-/// A one-line progress bar on stderr: bytes, rate, ETA and the current name. Drawn only when
-/// the session is interactive and stderr is a terminal; redrawn at most ten times a second.
+/// A one-line progress bar on stderr for `import`, `export` and `verify`: a bar, bytes done
+/// and in all, rate, time left and the current name, fitted to the terminal's width (re-read at
+/// every redraw, so a resized window is followed) so that it never wraps.
+///
+/// Drawn only when the session is interactive and stderr is a terminal (never in batch mode or
+/// into a pipe); redrawn at most ten times a second. It writes straight to descriptor 2, not
+/// through `Output`, so that `clearActive()` can be called from `Output` before other text
+/// reaches the terminal.
 final class ProgressMeter {
-    private let err: Output
+    private let fd: Int32 = 2
     private let total: UInt64
     private var doneBefore: UInt64 = 0
     private var itemDone: UInt64 = 0
     private var name = ""
     private let start = ProgressMeter.now()
-    private var lastDraw = 0.0
+    private var lastDraw = -1.0
     private let label: String
+    private var drawn = false
+
+    /// The meter whose bar is on the screen, if any (one command runs at a time).
+    nonisolated(unsafe) private static weak var active: ProgressMeter?
 
     /// Returns nil when no bar should be drawn.
     init?(session: Session, label: String, totalBytes: UInt64) {
         guard session.interactive, session.err.isTerminal else { return nil }
-        err = session.err
-        total = max(totalBytes, 1)
+        session.out.flush()
+        session.err.flush()
+        total = totalBytes
         self.label = label
     }
+
+    deinit { clear() }
 
     static func now() -> Double {
         var ts = timespec()
@@ -40,28 +53,94 @@ final class ProgressMeter {
         draw(force: false)
     }
 
-    private func draw(force: Bool) {
-        let t = Self.now()
-        guard force || t - lastDraw >= 0.1 else { return }
-        lastDraw = t
+    /// Erases the bar, if drawn, so that other text can be printed on its line; the next
+    /// update draws it again.
+    func clear() {
+        guard drawn else { return }
+        drawn = false
+        lastDraw = -1
+        emit("\r\u{1B}[K")
+        if Self.active === self { Self.active = nil }
+    }
+
+    /// Erases the bar of the active meter, if any: for `Output` to call before it writes text
+    /// to a terminal, so that a line of output never lands on the bar.
+    static func clearActive() {
+        active?.clear()
+    }
+
+    /// Clears the bar's line at the end of the command.
+    func finish() {
+        clear()
+    }
+
+    /// The bar's text for `width` columns, at `t` seconds. Pure, for tests.
+    func line(width: Int, at t: Double) -> String {
         let done = doneBefore + itemDone
         let elapsed = max(t - start, 0.001)
         let rate = Double(done) / elapsed
-        let fraction = min(1, Double(done) / Double(total))
-        let width = 20
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let eta = rate > 0 ? Int(Double(total - min(done, total)) / rate) : 0
-        let shown = name.count > 30 ? "…" + name.suffix(29) : name
-        err.write("\r\u{1B}[K\(label) [\(bar)] \(humanSize(done))/\(humanSize(total)) \(humanSize(UInt64(rate)))/s ETA \(eta / 60):\(String(format2: eta % 60)) \(shown)")
-        err.flush()
+        var figures = humanSize(done)
+        if total > 0 { figures += "/" + humanSize(total) }
+        figures += " " + humanSize(UInt64(rate)) + "/s"
+        if total > 0 && rate > 0 && elapsed > 0.5 {
+            let eta = Int(Double(total - min(done, total)) / rate)
+            figures += " ETA " + (eta >= 3600 ? "\(eta / 3600):" + String(format2: eta / 60 % 60) : "\(eta / 60)")
+                + ":" + String(format2: eta % 60)
+        }
+        // Keep one column free: a terminal that wraps at its last column never wraps the bar.
+        let room = width - 1
+        var bar = ""
+        if total > 0 {
+            let barWidth = max(0, min(30, room - displayWidth(label) - displayWidth(figures) - 4 - 12))
+            if barWidth >= 5 {
+                let fraction = min(1, Double(done) / Double(total))
+                let filled = Int(fraction * Double(barWidth))
+                bar = " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
+            }
+        }
+        var text = label + bar + " " + figures
+        let left = room - displayWidth(text) - 1
+        if left >= 4 && !name.isEmpty {
+            text += " " + fitted(terminalSafe(name), left)
+        }
+        return displayWidth(text) <= room ? text : fitted(text, room)
     }
 
-    /// Clears the bar's line.
-    func finish() {
-        err.write("\r\u{1B}[K")
-        err.flush()
+    private func draw(force: Bool) {
+        let t = Self.now()
+        guard force || lastDraw < 0 || t - lastDraw >= 0.1 else { return }
+        lastDraw = t
+        if let other = Self.active, other !== self { other.clear() }
+        Self.active = self
+        drawn = true
+        emit("\r\u{1B}[K" + line(width: terminalWidth(), at: t))
     }
+
+    private func emit(_ text: String) {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; return }
+            done += n
+        }
+    }
+}
+
+/// `text` cut to at most `width` columns, keeping its end (where a name's distinguishing part
+/// and extension usually are) behind a `…`.
+func fitted(_ text: String, _ width: Int) -> String {
+    guard displayWidth(text) > width else { return text }
+    guard width > 1 else { return "" }
+    var kept = ""
+    var used = 1
+    for character in text.reversed() {
+        let w = displayWidth(String(character))
+        if used + w > width { break }
+        kept.insert(character, at: kept.startIndex)
+        used += w
+    }
+    return "…" + kept
 }
 
 extension String {

@@ -5,19 +5,34 @@ import NarniaStore
 
 /// The interactive shell on a terminal: libedit with a prompt that shows the vault folder,
 /// emacs bindings, `~/.editrc`, in-memory history and Tab completion.
+///
+/// Used only when standard input is a terminal (the launcher decides). Ctrl-C at the prompt
+/// abandons the line; during a command it asks the command to stop (see `Signals`). Ctrl-D on
+/// an empty line, `exit` and `quit` end the session with status 0; SIGTERM and SIGHUP end it
+/// with 128 + the signal number, after the session (and with it the vault's keys) is released.
 final class InteractiveLoop {
     let session: Session
     private var promptStorage: [CChar] = [0]
     private var editor: OpaquePointer?
+    /// The candidates of the last Tab that only announced a long list; Tab again lists them.
+    private var announcedCandidates: [String]?
+
+    /// Lines kept in the in-memory history.
+    static let historySize: Int32 = 1000
 
     init(session: Session) { self.session = session }
 
-    /// The prompt: `narnia:/path> `, coloured unless NO_COLOR is set. `\u{1}` brackets
-    /// the escape sequences (EL_PROMPT_ESC) so libedit does not count them as columns.
+    /// Whether colour escapes may be used: not under NO_COLOR (set and not empty, as
+    /// no-color.org asks) nor on a `dumb` terminal.
+    static var colourAllowed: Bool { TerminalStyle.current().colour }
+
+    /// The prompt: `narnia:/path> `, the path made terminal-safe, in colour unless NO_COLOR.
+    /// `\u{1}` brackets the escape sequences (EL_PROMPT_ESC) so that libedit does not count
+    /// them as columns; `terminalSafe` turns any `\u{1}` in a name into `?`.
     func prompt() -> UnsafePointer<CChar> {
-        let path = session.cwd.description
+        let path = terminalSafe(session.cwd.description)
         let text: String
-        if getenv("NO_COLOR") == nil {
+        if Self.colourAllowed {
             text = "\u{1}\u{1B}[1;34m\u{1}narnia:\(path)\u{1}\u{1B}[0m\u{1}> "
         } else {
             text = "narnia:\(path)> "
@@ -26,59 +41,84 @@ final class InteractiveLoop {
         return promptStorage.withUnsafeBufferPointer { $0.baseAddress! }
     }
 
-    /// Tab: asks the pure completion function, then edits the line or lists the candidates.
+    /// Tab: asks the pure completion function, edits the line, and lists the candidates when
+    /// the choice is not unique. A list taller than the terminal is first announced with its
+    /// size; a second Tab lists it.
     func complete(line: String, cursorByte: Int) -> Int32 {
+        guard let el = editor else { return Int32(NARNIA_EL_COMPLETE_NOTHING) }
         let result = NarniaShell.complete(line: line, cursor: cursorByte, source: ShellCompletionSource(session: session))
-        guard let el = editor else { return 0 }
+        var edited = false
         if result.changesLine {
-            _ = narnia_el_replace_before_cursor(el, Int32(result.deleteScalars), result.insertText)
+            edited = narnia_el_replace_before_cursor(el, Int32(result.deleteScalars), result.insertText) == 0
         }
-        if result.candidates.count > 1 {
-            let width = Int(narnia_el_columns(el))
-            var text = "\n"
-            for row in layoutColumns(result.candidates.map(terminalSafe), width: width) { text += row + "\n" }
-            fputs(text, stdout)
-            fflush(stdout)
-            return 2
+        guard result.candidates.count > 1 else {
+            announcedCandidates = nil
+            return Int32(edited ? NARNIA_EL_COMPLETE_EDITED : NARNIA_EL_COMPLETE_NOTHING)
         }
-        return result.changesLine ? 1 : 0
+        let width = Int(narnia_el_columns(el))    // re-read: the window may have been resized
+        let height = Int(narnia_el_lines(el))
+        let rows = layoutColumns(result.candidates.map(terminalSafe), width: width)
+        var text = "\n"
+        if rows.count > max(height - 2, 1) && announcedCandidates != result.candidates {
+            announcedCandidates = result.candidates
+            text += "\(result.candidates.count) candidates (\(rows.count) lines); press Tab again to list them\n"
+        } else {
+            announcedCandidates = nil
+            for row in rows { text += row + "\n" }
+        }
+        fputs(text, stdout)
+        fflush(stdout)
+        return Int32(NARNIA_EL_COMPLETE_LISTED)
     }
 
+    /// Runs the shell until exit, Ctrl-D or a terminating signal; returns the exit status.
     func run() -> Int32 {
         let client = Unmanaged.passUnretained(self).toOpaque()
         editor = narnia_el_open("narnia", stdin, stdout, stderr, client, { c in
             Unmanaged<InteractiveLoop>.fromOpaque(c!).takeUnretainedValue().prompt()
         }, { c, line, cursor in
             Unmanaged<InteractiveLoop>.fromOpaque(c!).takeUnretainedValue().complete(line: String(cString: line!), cursorByte: Int(cursor))
-        }, 500)
+        }, Self.historySize)
         guard let el = editor else {
             fputs("narnia: error: cannot start the line editor\n", stderr)
             return 1
         }
-        defer { narnia_el_close(el) }
-        while !session.exitRequested {
+        defer {
+            narnia_el_close(el)
+            editor = nil
+        }
+        while true {
+            if let status = Signals.terminationStatus() { return status }
+            if session.exitRequested { return 0 }
             Session.interruptRequested = 0
+            announcedCandidates = nil
             var count: Int32 = 0
-            guard let raw = narnia_el_gets(el, &count) else {
+            let raw = narnia_el_gets(el, &count)
+            if let status = Signals.terminationStatus() {
+                fputs("\n", stdout)
+                return status
+            }
+            guard let raw else {
                 if count < 0 && Session.interruptRequested != 0 {
-                    fputs("\n", stdout)
-                    narnia_el_reset_line(el)
+                    // Ctrl-C at the prompt: abandon the line, start afresh.
+                    fputs("^C\n", stdout)
                     continue
                 }
-                fputs("\n", stdout)
-                break // Ctrl-D
+                fputs("\n", stdout)    // Ctrl-D on an empty line, or the terminal is gone
+                return 0
             }
             var line = String(cString: raw)
             if line.hasSuffix("\n") { line.removeLast() }
             if line.trimmingSpaces.isEmpty { continue }
             narnia_el_history_add(el, line)
             _ = session.runBatchLine(line, keepGoing: true)
+            session.out.flush()
         }
-        return 0
     }
 }
 
 extension String {
+    /// The text without its leading blanks.
     var trimmingSpaces: String {
         String(drop { $0 == " " || $0 == "\t" })
     }

@@ -2,32 +2,66 @@ import Glibc
 import NarniaCrypto
 import NarniaShell
 
-/// Asks for a passphrase on the controlling terminal with echo off, reading it straight into
-/// secure memory with `read(2)`.
+/// Asks for a passphrase on the controlling terminal (`/dev/tty`) with echo off, reading it
+/// with `read(2)` straight into secure memory (`Secret`): no `readLine()`, no Swift `String`.
 enum TerminalPassphrase {
     /// True when a terminal is available to ask on.
     static var available: Bool {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         if fd < 0 { return false }
         close(fd)
         return true
     }
 
-    /// Prints `prompt` on the terminal and reads one line without echo.
+    /// Prints `prompt` on the terminal and reads one line without echo (the terminal's own
+    /// line editing — backspace, Ctrl-U — still works). The terminal is restored afterwards,
+    /// whatever happens.
+    /// - Throws: `PassphraseError.unreadable` with no terminal, when Ctrl-C (or SIGTERM,
+    ///   SIGHUP) interrupts the question, or on a read error; `PassphraseError.empty` for an
+    ///   empty line.
     static func ask(_ prompt: String) throws -> Secret {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else { throw PassphraseError.unreadable("no terminal to ask for the passphrase") }
         defer { close(fd) }
         var saved = termios()
         let isTTY = tcgetattr(fd, &saved) == 0
         if isTTY {
             var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            quiet.c_lflag |= tcflag_t(ECHONL)
+            quiet.c_lflag &= ~tcflag_t(ECHO | ECHOE | ECHOK)
+            quiet.c_lflag |= tcflag_t(ECHONL | ICANON)
             _ = tcsetattr(fd, TCSAFLUSH, &quiet)
         }
         defer { if isTTY { _ = tcsetattr(fd, TCSAFLUSH, &saved) } }
+        Session.interruptRequested = 0
         _ = prompt.withCString { write(fd, $0, strlen($0)) }
-        return try PassphraseSource.readFirstLine(fd: fd, name: "the terminal")
+        do {
+            return try readLine(fd: fd)
+        } catch {
+            if Session.interruptRequested != 0 { _ = "\n".withCString { write(fd, $0, 1) } }
+            throw error
+        }
+    }
+
+    /// Reads one line from `fd` into a `Secret`, one byte at a time; an interrupting signal
+    /// ends the question.
+    private static func readLine(fd: Int32) throws -> Secret {
+        let buffer = try Secret(zeroedCount: PassphraseSource.maximumLength)
+        let length: Int = try buffer.withUnsafeMutableBytes { b in
+            var n = 0
+            while n < b.count {
+                let r = read(fd, b.baseAddress! + n, 1)
+                if r < 0 {
+                    if errno == EINTR && Session.interruptRequested == 0 { continue }
+                    if errno == EINTR { throw PassphraseError.unreadable("interrupted") }
+                    throw PassphraseError.unreadable("cannot read the passphrase from the terminal: \(String(cString: strerror(errno)))")
+                }
+                if r == 0 || b[n] == UInt8(ascii: "\n") { break }
+                n += 1
+            }
+            if n > 0 && b[n - 1] == UInt8(ascii: "\r") { n -= 1 }
+            return n
+        }
+        guard length > 0 else { throw PassphraseError.empty("the terminal") }
+        return try buffer.withUnsafeBytes { try Secret(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 }

@@ -37,9 +37,11 @@ enum Browse {
     private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
         if a.has("--json") {
             for (path, item) in entries { s.out.line(Formatting.jsonObject(item, path: path.description)) }
+        } else if a.has("-l") && s.out.isTerminal {
+            let lines = TerminalListing.long(entries.map { ListedItem($0.1) }, now: TerminalListing.now(), style: .current())
+            for line in lines { s.out.line(line) }
         } else if a.has("-l") {
-            let human = s.out.isTerminal
-            let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: human) }
+            let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: false) }
             let width = sizes.map(\.count).max() ?? 1
             for ((_, item), size) in zip(entries, sizes) {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
@@ -47,8 +49,8 @@ enum Browse {
                 s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)")
             }
         } else if s.out.isTerminal {
-            let names = entries.map { terminalSafe($0.1.isFolder ? $0.1.name + "/" : $0.1.name) }
-            for line in layoutColumns(names, width: terminalWidth()) { s.out.line(line) }
+            let lines = TerminalListing.grid(entries.map { ListedItem($0.1) }, width: terminalWidth(), style: .current())
+            for line in lines { s.out.line(line) }
         } else {
             for (_, item) in entries { s.out.line(item.name) }
         }
@@ -80,13 +82,23 @@ enum Browse {
     static func tree(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
         let (path, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
-        s.out.line(path.isRoot ? "/" : (path.lastComponent! + "/"))
+        let terminal = s.out.isTerminal
+        let style = TerminalStyle.current()
+        if terminal {
+            s.out.line(path.isRoot ? style.paint("/", .folder) : style.decorate(path.lastComponent!, kind: .folder, glyph: false))
+        } else {
+            s.out.line(path.isRoot ? "/" : (path.lastComponent! + "/"))
+        }
         var folders = 0, files = 0
         func walk(_ folder: Identifier, _ prefix: String) {
             let children = sorted(s.vault.children(of: folder))
             for (i, child) in children.enumerated() {
                 let last = i == children.count - 1
-                s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
+                if terminal {
+                    s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child), style: style))
+                } else {
+                    s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
+                }
                 if child.isFolder {
                     folders += 1
                     walk(child.id, prefix + (last ? "    " : "│   "))

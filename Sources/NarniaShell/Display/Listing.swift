@@ -1,0 +1,78 @@
+import Glibc
+import NarniaStore
+
+/// What the terminal forms of `ls` and `tree` need to know of one item.
+public struct ListedItem: Sendable, Equatable {
+    /// The name to show (not yet made terminal-safe).
+    public var name: String
+    public var kind: ItemKind
+    /// Content size in bytes; nil for a folder.
+    public var size: UInt64?
+    /// Modification time, nanoseconds since the epoch.
+    public var modified: Int64
+
+    public init(name: String, kind: ItemKind, size: UInt64?, modified: Int64) {
+        self.name = name
+        self.kind = kind
+        self.size = size
+        self.modified = modified
+    }
+
+    init(_ item: Item) {
+        self.init(name: item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified)
+    }
+}
+
+/// The terminal forms of listings. Output that is not a terminal keeps the stable forms of
+/// docs/INTERFACE.md, written by the commands themselves.
+public enum TerminalListing {
+    /// `ls` on a terminal: names in columns sized to `width` (as `ls -C`), each with its kind's
+    /// glyph and colour, folders ending in `/`.
+    public static func grid(_ items: [ListedItem], width: Int, style: TerminalStyle) -> [String] {
+        layoutColumns(items.map { style.decorate($0.name, kind: $0.kind, glyph: true) }, width: width)
+    }
+
+    /// `ls -l` on a terminal: `KIND SIZE DATE NAME` with human sizes (`1.5M`), dates as
+    /// coreutils prints them (`Nov 29 17:25` within six months, else `Nov 29  2024`), and the
+    /// name coloured by kind. `now` is in nanoseconds since the epoch.
+    public static func long(_ items: [ListedItem], now: Int64, style: TerminalStyle) -> [String] {
+        let sizes = items.map { $0.size.map(humanSize) ?? "-" }
+        let width = sizes.map(\.count).max() ?? 1
+        return zip(items, sizes).map { item, size in
+            let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
+            let pad = String(repeating: " ", count: width - size.count)
+            return "\(kind) \(pad)\(size) \(coreutilsDate(item.modified, now: now)) \(style.paint(terminalSafe(item.name), item.kind))"
+        }
+    }
+
+    /// A date as `ls -l` prints it in the C locale: `%b %e %H:%M` for times within the last six
+    /// months (and not in the future), else `%b %e  %Y`. Both are 12 columns wide.
+    public static func coreutilsDate(_ nanoseconds: Int64, now: Int64) -> String {
+        let sixMonths: Int64 = 31_556_952 / 2 * 1_000_000_000    // half a Gregorian year, as coreutils
+        let recent = nanoseconds <= now && now - nanoseconds < sixMonths
+        var t = time_t(nanoseconds / 1_000_000_000)
+        var parts = tm()
+        localtime_r(&t, &parts)
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let month = months[Int(max(0, min(11, parts.tm_mon)))]
+        let day = parts.tm_mday < 10 ? " \(parts.tm_mday)" : "\(parts.tm_mday)"
+        if recent {
+            return "\(month) \(day) \(String(format2: Int(parts.tm_hour))):\(String(format2: Int(parts.tm_min)))"
+        }
+        let year = "\(parts.tm_year + 1900)"
+        return "\(month) \(day) " + String(repeating: " ", count: max(0, 5 - year.count)) + year
+    }
+
+    /// One line of `tree` on a terminal: the box-drawing `prefix`, then the name made
+    /// terminal-safe and coloured by kind, folders ending in `/`.
+    public static func treeLine(prefix: String, _ item: ListedItem, style: TerminalStyle) -> String {
+        prefix + style.decorate(item.name, kind: item.kind, glyph: false)
+    }
+
+    /// The current time in nanoseconds since the epoch.
+    public static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
