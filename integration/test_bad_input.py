@@ -132,3 +132,44 @@ def test_bad_input(base, case):
     assert base.ok("find /").out == tree_before, f"`{line}` failed but changed the vault's tree"
     assert host_snapshot(base.host) == host_before, f"`{line}` failed but changed the host folder"
 
+
+
+FUZZ_COMMANDS = ["ls", "ls -l", "ls -a --json", "cd", "stat", "find", "find / -name", "cat",
+                 "mkdir -p /fz/", "rm -rf /fz/", "mv /fz/", "cp -r /fz/", "tree", "du", "pwd",
+                 "lls", "help", "rmdir /fz/", "export /fz/", "import"]
+FUZZ_FRAGMENTS = ["a", "b c", "'", '"', "\\", "'q'", '"d q"', "\\ ", "*", "?", "[", "]", "[!a]",
+                  "[^", "{a,b}", "~", "$HOME", ";", "#", "..", ".", "/", "//", "-", "--", "-x",
+                  "''", '""', "e\u0301", "\u00e9", "\u0301", "\U0001F600", "\u200b", "\t",
+                  "x" * 300, "\u00e9" * 130, "%s", "\\*", "\\'", "'\\''", "a/../b", "\x7f", "ü"]
+
+
+def test_fuzzed_command_lines_never_crash(base):
+    """Random command lines built from quoting, glob, unicode and separator fragments: each is
+    either run or refused with exit 0/1 — never a crash, a hang or a stack trace."""
+    import random as _random
+    rng = _random.Random(4242)
+    base.ok("mkdir /fz")
+    lines = []
+    for _ in range(400):
+        words = [rng.choice(FUZZ_COMMANDS)]
+        for _ in range(rng.randrange(0, 4)):
+            words.append("".join(rng.choice(FUZZ_FRAGMENTS) for _ in range(rng.randrange(1, 4))))
+        lines.append(" ".join(words).replace("\n", " "))
+    crash_markers = ("Fatal error", "Precondition failed", "Backtracing", "Program crashed",
+                     "Stack dump", "Illegal instruction", "Segmentation fault")
+
+    def run(batch_lines):
+        f = base.workdir / "fuzz.batch"
+        f.write_text("\n".join(batch_lines) + "\n")
+        return base("--keep-going", "-b", str(f), timeout=60)
+
+    for start in range(0, len(lines), 100):
+        chunk = lines[start:start + 100]
+        r = run(chunk)
+        if r.rc in (0, 1) and not any(m in r.err for m in crash_markers):
+            continue
+        for line in chunk:  # find the first line that crashes on its own
+            one = run([line])
+            assert one.rc in (0, 1) and not any(m in one.err for m in crash_markers), \
+                f"narnia crashed on the command line {line!r}" + one.describe()
+        pytest.fail(f"a batch of fuzzed lines crashed narnia (rc {r.rc}), no single line did" + r.describe())
