@@ -288,3 +288,29 @@ def test_process_hardening(filled):
     finally:
         first.stdin.close()
         first.wait(timeout=30)
+
+
+def test_init_refuses_a_non_empty_directory(narnia):
+    target = narnia.workdir / "not-a-store"
+    target.mkdir()
+    (target / "mine.txt").write_bytes(b"someone's file")
+    r = narnia("init", vault=target)
+    assert r.rc == 1, "init into a non-empty directory that holds no store must be refused" + r.describe()
+    assert sorted(p.name for p in target.iterdir()) == ["mine.txt"], "init wrote into a foreign directory"
+
+
+def test_two_inits_at_once(narnia):
+    """Two `init`s racing for one path: exactly one wins, and the vault opens with its passphrase."""
+    procs = [subprocess.Popen(narnia.argv(["init"], passphrase=p), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=narnia.env, cwd=narnia.workdir)
+             for p in ("first one", "second one")]
+    rcs = [p.wait(timeout=60) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert sorted(rcs) == [0, 1], f"exactly one init must succeed, the other exit 1: {rcs}"
+    winner = ("first one", "second one")[rcs.index(0)]
+    loser = ("first one", "second one")[rcs.index(1)]
+    assert narnia.c("pwd", passphrase=winner).rc == 0, "the winning passphrase must open the vault"
+    assert narnia.c("pwd", passphrase=loser).rc == 3, "the losing passphrase must not"
+    assert not narnia.store().layout_problems(), narnia.store().layout_problems()
