@@ -1,7 +1,79 @@
+import Glibc
+
 extension CommandTable {
     /// The commands about the session itself, listed last in `help`.
     static let sessionCommands: [CommandSpec] = [
         F("help", usage: "[COMMAND]", abstract: "list the commands, or explain one", run: Maintenance.help),
+        F("panic", abstract: "quick exit: stop viewers, wipe keys, clear the screen and scrollback",
+          details: "Kills every viewer, wipes the keys from memory, clears the screen and the terminal's scrollback, and exits at once (status 0). In the interactive shell Ctrl-\\ does the same at any moment, even while a viewer runs.",
+          run: Session.panic),
         F("exit", aliases: ["quit"], abstract: "leave the vault", run: Maintenance.exit),
     ]
+}
+
+extension Session {
+    /// Set by `panic` and by the panic key: the process must finish the panic (clear the
+    /// terminal, exit) as soon as the session has been released and its keys wiped. Written
+    /// from a signal handler, hence a plain word.
+    nonisolated(unsafe) public static var panicRequested: Int32 = 0
+
+    /// Clears the scrollback, the screen, homes the cursor, and clears the scrollback again
+    /// (some terminals push the cleared screen into the scrollback): `ESC[3J ESC[H ESC[2J ESC[3J`.
+    public static let clearScreenAndScrollback = "\u{1B}[3J\u{1B}[H\u{1B}[2J\u{1B}[3J"
+
+    /// Writes `clearScreenAndScrollback` to standard output if it is a terminal, else to the
+    /// controlling terminal if there is one; never into a pipe. Uses only `write(2)`.
+    public static func clearTerminal() {
+        let bytes = Array(clearScreenAndScrollback.utf8)
+        var fd: Int32 = 1
+        var opened = false
+        if isatty(1) != 1 {
+            fd = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            opened = true
+        }
+        bytes.withUnsafeBytes { b in
+            var done = 0
+            while done < b.count {
+                let n = write(fd, b.baseAddress! + done, b.count - done)
+                if n < 0 { if errno == EINTR { continue }; break }
+                done += n
+            }
+        }
+        if opened { close(fd) }
+    }
+
+    /// Asks a yes-or-no question on the terminal: true for yes, false for no, nil when nobody
+    /// can answer. The program sets it for interactive sessions; batch runs never ask.
+    nonisolated(unsafe) public static var askYesNo: ((String) -> Bool?)?
+
+    /// The question `import` asks once per vault, at the first import without `--move`.
+    public static let removeOriginalsQuestion =
+        "Remove each original once its copy is safely in the vault? This is asked once; 'set remove-originals on|off' changes it. [y/N] "
+
+    /// Whether `import` removes originals: the `remove-originals` setting, asked once (at the
+    /// first import into a vault) and then remembered in the vault. Without a terminal to ask
+    /// on, and until answered, the answer is no.
+    public func removeOriginalsAskedOnce() throws -> Bool {
+        if let value = vault.settings["remove-originals"] { return value == "on" }
+        guard interactive, let ask = Session.askYesNo, let yes = ask(Session.removeOriginalsQuestion) else { return false }
+        try vault.setSetting("remove-originals", yes ? "on" : "off")
+        return yes
+    }
+
+    /// Ends the session from outside a command (the panic key): the shell loop stops after the
+    /// running command, and the vault is released.
+    public func requestExit() { exitRequested = true }
+
+    /// `panic`: viewers killed and the terminal cleared now; the loop then stops, the session
+    /// (and with it every key) is released, and the program exits (see `panicRequested`).
+    static func panic(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        Session.panicRequested = 1
+        ChildProcesses.killAll()
+        s.out.flush()
+        s.err.flush()
+        Session.clearTerminal()
+        s.exitRequested = true
+    }
 }

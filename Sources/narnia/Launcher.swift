@@ -1,4 +1,5 @@
 import Glibc
+import NarniaCover
 import NarniaCrypto
 import NarniaShell
 import NarniaStore
@@ -34,7 +35,15 @@ struct Launcher {
 
     var stdinIsTerminal: Bool { isatty(0) == 1 }
 
+    /// Runs the chosen mode. After a panic the session is already released (keys wiped) when
+    /// the mode returns; the panic then finishes and the process exits at once.
     func run() -> Int32 {
+        let status = runMode()
+        if Session.panicRequested != 0 { PanicKey.finish() }
+        return status
+    }
+
+    private func runMode() -> Int32 {
         switch options.mode {
         case .initialize:
             return initialize()
@@ -46,12 +55,21 @@ struct Launcher {
             return openAndRun(commands: path == "-" ? .standardInput : .file(path))
         case .cover:
             if !stdinIsTerminal { return openAndRun(commands: .standardInput) }
-            if !storeExists {
-                return firstRun()
-            }
-            return openAndRun(commands: .interactive)
+            PanicKey.install()
+            if isFirstRun { return firstRun() }
+            return cover()
         }
     }
+
+    /// Where the Wardrobe keeps its garments.
+    var closetFile: ClosetFile { ClosetFile.defaultLocation() }
+
+    /// The very first run: neither a store (a non-empty store directory) nor the Wardrobe's
+    /// `closet.json` exists. Only then is set-up offered; once either exists, every start
+    /// shows the Wardrobe, whose door answers the same whether a store exists or not. (The
+    /// set-up screen can only say "nothing is stored here" while the Wardrobe itself has
+    /// never been used: there is nothing to hide yet.)
+    var isFirstRun: Bool { !storeExists && !closetFile.exists }
 
     var storeExists: Bool {
         (try? FileSystem.statIfExists(storeDirectory)) != nil
@@ -108,16 +126,127 @@ struct Launcher {
         }
     }
 
-    /// The very first run on a terminal with no store: offer to create one, then go in.
+    /// The very first run on a terminal (see `isFirstRun`): offer to create a store, then go
+    /// straight into the vault shell. An empty answer skips set-up and opens the Wardrobe.
+    /// Either way the closet file is created, so that every later start shows the Wardrobe.
     func firstRun() -> Int32 {
         print("Nothing is stored here yet. Set up a private store at \(storeDirectory)?")
         print("Choose a passphrase: it is the only way in, and it cannot be recovered.")
-        let secret = askOnTerminal(confirm: true)
+        print("(Press Enter without typing anything to skip; 'narnia init' sets up later.)")
+        let secret: Secret
         do {
+            secret = try TerminalPassphrase.ask("New passphrase: ")
+        } catch PassphraseError.empty {
+            createCloset()
+            return cover()
+        } catch {
+            Launcher.fail(describe(error), status: 2)
+        }
+        if secret.count < 12 { fputs("narnia: warning: a passphrase under 12 characters is weak; a few random words are better\n", stderr) }
+        let again: Secret
+        do { again = try TerminalPassphrase.ask("Repeat it: ") } catch { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
+        guard secret.isEqual(to: again) else { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
+        do {
+            Launcher.makeParentDirectories(of: storeDirectory)
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
+            createCloset()
+            warnIfTestKDF(vault.kdfParameters)
             return shell(vault, commands: .interactive)
         } catch {
             Launcher.fail("cannot create a store at \(storeDirectory): \(describe(error))", status: 1)
+        }
+    }
+
+    /// Creates the folders above `path` that are missing (`$XDG_DATA_HOME` may not exist yet).
+    static func makeParentDirectories(of path: String) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/").dropLast() {
+            current += "/" + part
+            _ = mkdir(current, 0o700)
+        }
+    }
+
+    /// Saves an empty closet unless one exists.
+    func createCloset() {
+        let file = closetFile
+        if !file.exists { try? file.save(Closet()) }
+    }
+
+    // MARK: The cover and the door
+
+    /// The Wardrobe. `hold back-panel` runs `knock`; when the door opens, the Wardrobe closes
+    /// and the vault shell runs; when that ends, so does the process (one authentication per
+    /// process).
+    func cover() -> Int32 {
+        let file = closetFile
+        var closet = Closet()
+        do { closet = try file.load() } catch let e as WardrobeError {
+            let aside = file.setAside()
+            fputs("wardrobe: warning: \(e.message); starting with an empty closet" + (aside.map { " (the old file is kept as \($0))" } ?? "") + "\n", stderr)
+        } catch {}
+        let wardrobe = Wardrobe(closet: closet, file: file, console: TerminalConsole())
+        let door = DoorState()
+        wardrobe.backPanel = { [launcher = self] in
+            if let vault = launcher.knock() {
+                door.vault = vault
+                wardrobe.leave()
+            }
+        }
+        let status = CoverLoop(wardrobe: wardrobe).run()
+        wardrobe.backPanel = nil
+        guard let vault = door.vault else { return status }
+        door.vault = nil
+        warnIfTestKDF(vault.kdfParameters)
+        return shell(vault, commands: .interactive)
+    }
+
+    /// The door's least delay, and the step its delay is rounded up to: a wrong key and a
+    /// missing store answer at the same moment, whatever small differences the work had.
+    static let doorMinimumDelay = 1.5
+    static let doorDelayStep = 0.5
+
+    /// `hold back-panel`: asks for the key without echo and tries it. The key derivation runs
+    /// in every case — on the store's salt and limits when there is a store, else on a random
+    /// salt with the default limits (MODERATE, or the test limits under
+    /// NARNIA_INSECURE_TEST_KDF=1) — and every failure (wrong key, no store, empty key, a store
+    /// in use or unreadable) gives the same words after the same delay. Returns the open vault
+    /// for the right key.
+    func knock() -> Vault? {
+        print(Wardrobe.keyholeText)
+        fflush(stdout)
+        let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
+        let start = Launcher.monotonicSeconds()
+        var derived = false
+        if let key {
+            do {
+                return try Vault.open(at: storeDirectory, passphrase: key)
+            } catch VaultError.wrongPassphrase {
+                derived = true
+            } catch {}
+        }
+        if !derived, let decoy = key ?? (try? Secret.random(count: 16)) {
+            _ = try? PassphraseKey.derive(passphrase: decoy, salt: randomBytes(PassphraseKey.saltLength), parameters: kdfParameters)
+        }
+        let elapsed = Launcher.monotonicSeconds() - start
+        let delay = max(Launcher.doorMinimumDelay, (elapsed / Launcher.doorDelayStep).rounded(.up) * Launcher.doorDelayStep)
+        Launcher.sleep(until: start + delay)
+        print(Wardrobe.doorStaysShut)
+        fflush(stdout)
+        return nil
+    }
+
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func sleep(until deadline: Double) {
+        while true {
+            let left = deadline - monotonicSeconds()
+            if left <= 0 || Session.panicRequested != 0 { return }
+            var ts = timespec(tv_sec: Int(left), tv_nsec: Int((left - Double(Int(left))) * 1e9))
+            _ = nanosleep(&ts, nil)
         }
     }
 
@@ -145,8 +274,15 @@ struct Launcher {
             session.newPassphraseSource = { askOnTerminal(confirm: true) }
         }
         session.commandsFromStandardInput = commands == .standardInput || interactive
+        PanicKey.session = session
         switch commands {
         case .interactive:
+            PanicKey.install()
+            Session.askYesNo = { question in
+                guard let answer = TerminalConsole().ask(question) else { return nil }
+                let word = answer.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).first
+                return ["y", "yes"].contains(word.map { $0.lowercased() } ?? "")
+            }
             return InteractiveLoop(session: session).run()
         case .text(let text):
             return BatchRunner(session: session, keepGoing: options.keepGoing).run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
@@ -157,6 +293,11 @@ struct Launcher {
             return BatchRunner(session: session, keepGoing: options.keepGoing).run(reader: LineReader(fd: 0), keep: nil)
         }
     }
+}
+
+/// Carries the vault out of the door's closure to the launcher.
+final class DoorState {
+    var vault: Vault?
 }
 
 /// Where commands come from.

@@ -23,7 +23,7 @@ enum Transfer {
                 sources.append(path)
             }
         }
-        let move = a.has("--move") || s.vault.settings["remove-originals"] == "on"
+        let move = try a.has("--move") || s.removeOriginalsAskedOnce()
         let total = sources.reduce(UInt64(0)) { $0 + HostTree.size(of: $1) }
         var run = ImportRun(session: s, move: move, progress: ProgressMeter(session: s, label: "import", totalBytes: total))
         defer { run.progress?.finish() }

@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+
+/// Where the Wardrobe keeps its garments, and how: plain JSON at
+/// `${XDG_DATA_HOME:-$HOME/.local/share}/wardrobe/closet.json`, replaced whole on each change
+/// (written beside it, synced, renamed). It holds nothing but garments.
+public struct ClosetFile: Sendable {
+    /// The path of `closet.json`.
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// The default location, from `XDG_DATA_HOME` or `HOME`.
+    public static func defaultLocation() -> ClosetFile {
+        let data: String
+        if let x = getenv("XDG_DATA_HOME"), x.pointee != 0 {
+            data = String(cString: x)
+        } else {
+            data = (getenv("HOME").map { String(cString: $0) } ?? ".") + "/.local/share"
+        }
+        return ClosetFile(path: data + "/wardrobe/closet.json")
+    }
+
+    /// Whether the file (or anything at its path) exists.
+    public var exists: Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// The closet in the file; an empty closet when there is no file.
+    /// - Throws: `WardrobeError` when the file cannot be read or is not a closet.
+    public func load() throws -> Closet {
+        guard exists else { return Closet() }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw WardrobeError("cannot read \(path)")
+        }
+        do { return try Closet(decoding: data) } catch {
+            throw WardrobeError("\(path) is not a closet file")
+        }
+    }
+
+    /// Sets an unreadable file aside as `closet.json.unreadable`, so that saving does not lose it.
+    public func setAside() -> String? {
+        let aside = path + ".unreadable"
+        return rename(path, aside) == 0 ? aside : nil
+    }
+
+    /// Writes the closet: a temporary file beside `closet.json`, synced, then renamed over it.
+    /// - Throws: `WardrobeError` naming the path and the system's reason.
+    public func save(_ closet: Closet) throws {
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if !directory.isEmpty { try makeDirectories(directory) }
+        let data = try closet.encoded() + Data("\n".utf8)
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure(temporary) }
+        var ok = data.withUnsafeBytes { buffer -> Bool in
+            var done = 0
+            while done < buffer.count {
+                let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                done += n
+            }
+            return true
+        }
+        ok = ok && fsync(fd) == 0
+        let saved = errno
+        close(fd)
+        guard ok else { unlink(temporary); errno = saved; throw failure(temporary) }
+        guard rename(temporary, path) == 0 else { let e = failure(path); unlink(temporary); throw e }
+        let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+    }
+
+    private func makeDirectories(_ directory: String) throws {
+        var current = directory.hasPrefix("/") ? "" : "."
+        for part in directory.split(separator: "/") {
+            current += "/" + part
+            if mkdir(current, 0o700) != 0 && errno != EEXIST { throw failure(current) }
+        }
+    }
+
+    private func failure(_ where_: String) -> WardrobeError {
+        WardrobeError("cannot save the closet at \(where_): \(String(cString: strerror(errno)))")
+    }
+}

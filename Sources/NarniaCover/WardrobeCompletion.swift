@@ -1,0 +1,58 @@
+import NarniaShell
+
+/// Tab completion in the Wardrobe, through the shell's pure `complete(line:cursor:source:)`:
+/// command names, flags, season values, tabs and garments (tabs behave as folders, so
+/// `cd Out<Tab>` gives `cd Outerwear/`).
+public struct WardrobeCompletionSource: CompletionSource {
+    let wardrobe: Wardrobe
+
+    public init(wardrobe: Wardrobe) { self.wardrobe = wardrobe }
+
+    public var commandNames: [String] {
+        WardrobeCommand.all.flatMap { [$0.name] + $0.aliases }
+    }
+
+    public func flags(for command: String) -> [String] {
+        WardrobeCommand.find(command)?.flags.flatMap(\.spellings) ?? []
+    }
+
+    public func argumentKind(for command: String, argumentIndex: Int, previousWords: [String]) -> ArgumentKind {
+        guard let c = WardrobeCommand.find(command) else { return .none }
+        if let last = previousWords.last, let f = c.flag(last), f.valueName != nil {
+            return f.choices.isEmpty ? .none : .choice(f.choices)
+        }
+        switch c.operand {
+        case .none: return .none
+        case .tab: return .vaultFolder
+        case .place: return .vaultPath
+        case .command: return .choice(WardrobeCommand.all.map(\.name))
+        }
+    }
+
+    /// `folder` is the typed path up to its last `/`: `""` (here), `Tops/`, `../`, `/`.
+    public func vaultEntries(in folder: String) -> [CompletionEntry] {
+        let path = VaultPath.resolve(folder, relativeTo: wardrobe.cwdPath)
+        switch path.components.count {
+        case 0:
+            return Tab.allCases.map { CompletionEntry(name: $0.name, isFolder: true) }
+        case 1:
+            guard let tab = Tab(typed: path.components[0]) else { return [] }
+            return wardrobe.closet.listing(of: tab).map { CompletionEntry(name: $0, isFolder: false) }
+        default:
+            return []
+        }
+    }
+
+    public func hostEntries(in folder: String) -> [CompletionEntry] { [] }
+
+    public var settingKeys: [String] { [] }
+
+    public var homeDirectory: String? { nil }
+}
+
+extension Wardrobe {
+    /// What Tab does to `line` with the cursor at byte `cursor`.
+    public func complete(line: String, cursor: Int) -> Completion {
+        NarniaShell.complete(line: line, cursor: cursor, source: WardrobeCompletionSource(wardrobe: self))
+    }
+}
