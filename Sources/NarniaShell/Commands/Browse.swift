@@ -38,7 +38,7 @@ enum Browse {
         if a.has("--json") {
             for (path, item) in entries { s.out.line(Formatting.jsonObject(item, path: path.description)) }
         } else if a.has("-l") && s.out.isTerminal {
-            let lines = TerminalListing.long(entries.map { ListedItem($0.1) }, now: TerminalListing.now(), style: .current())
+            let lines = TerminalListing.long(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, now: TerminalListing.now(), style: .current())
             for line in lines { s.out.line(line) }
         } else if a.has("-l") {
             let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: false) }
@@ -49,7 +49,7 @@ enum Browse {
                 s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)")
             }
         } else if s.out.isTerminal {
-            let lines = TerminalListing.grid(entries.map { ListedItem($0.1) }, width: terminalWidth(), style: .current())
+            let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, width: terminalWidth(), style: .current())
             for line in lines { s.out.line(line) }
         } else {
             for (_, item) in entries { s.out.line(item.name) }
@@ -95,7 +95,7 @@ enum Browse {
             for (i, child) in children.enumerated() {
                 let last = i == children.count - 1
                 if terminal {
-                    s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child), style: style))
+                    s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child, shownAs: HiddenNames.maskedName(of: child, in: s)), style: style))
                 } else {
                     s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
                 }

@@ -18,8 +18,9 @@ public struct ListedItem: Sendable, Equatable {
         self.modified = modified
     }
 
-    init(_ item: Item) {
-        self.init(name: item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified)
+    /// `item` as listed, shown under `shownAs` (the `#N` of `hide-names`) when given.
+    init(_ item: Item, shownAs: String? = nil) {
+        self.init(name: shownAs ?? item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified)
     }
 }
 
