@@ -40,7 +40,8 @@ extension Maintenance {
             guard spec.values.isEmpty || spec.values.contains(value) else {
                 throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
             }
-            try s.vault.setSetting(key, value == spec.defaultValue ? nil : value)
+            // remove-originals is stored even when off: its absence means "not asked yet".
+            try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)
         default:
             throw CommandFailure("too many arguments", hint: "usage: set [KEY [VALUE]]")
         }

@@ -9,6 +9,15 @@ public enum FileSystem {
         throw SystemError.current("mkdir", path)
     }
 
+    /// Creates `path` and any missing parents (`mkdir -p`), each with `mode`.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/" + part
+            try makeDirectory(current, mode: mode, existingOK: true)
+        }
+    }
+
     /// `rename(2)`.
     public static func rename(_ from: String, _ to: String) throws {
         _ = try sys("rename", from) { Glibc.rename(from, to) }

@@ -42,7 +42,7 @@ public final class Vault {
             guard st.isDirectory else { throw VaultError.alreadyExists(directory) }
             guard try FileSystem.listDirectory(directory).isEmpty else { throw VaultError.alreadyExists(directory) }
         } else {
-            try FileSystem.makeDirectory(directory, mode: 0o700)
+            try FileSystem.makeDirectories(directory, mode: 0o700)
             if let parent = parentDirectory(of: directory) { try? FileSystem.syncDirectory(parent) }
         }
         let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)

@@ -147,22 +147,12 @@ struct Launcher {
         do { again = try TerminalPassphrase.ask("Repeat it: ") } catch { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
         guard secret.isEqual(to: again) else { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
         do {
-            Launcher.makeParentDirectories(of: storeDirectory)
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
             createCloset()
             warnIfTestKDF(vault.kdfParameters)
             return shell(vault, commands: .interactive)
         } catch {
             Launcher.fail("cannot create a store at \(storeDirectory): \(describe(error))", status: 1)
-        }
-    }
-
-    /// Creates the folders above `path` that are missing (`$XDG_DATA_HOME` may not exist yet).
-    static func makeParentDirectories(of path: String) {
-        var current = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/").dropLast() {
-            current += "/" + part
-            _ = mkdir(current, 0o700)
         }
     }
 

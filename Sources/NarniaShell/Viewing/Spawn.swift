@@ -154,6 +154,9 @@ final class Job {
         }
         pids.removeAll()
         reclaimTerminal()
+        // The viewer owned the terminal, so the panic key (Ctrl-\, SIGQUIT) reached it, not us:
+        // pass it on now that the terminal is ours again.
+        if last == 128 + SIGQUIT { _ = raise(SIGQUIT) }
         return last
     }
 
