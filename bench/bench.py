@@ -172,13 +172,15 @@ def big_file(args, table, env):
     table.ratio("import 1 GiB vs age -r + sync -f", imp / age_r, 1.00, f"{imp:.2f} s / {age_r:.2f} s")
     table.below("import 1 GiB: peak RSS while streaming", max(rss["import"] + rss["import sampled"]), 64, "MiB",
                 f"VmHWM reset after unlock; RSS after unlock {med(rss['after unlock']):.1f} MiB")
-    table.ratio("export 1 GiB vs age -d + sync -f", exp / age_d, 1.00, f"{exp:.2f} s / {age_d:.2f} s; export fsyncs")
-    table.row("  (info) export 1 GiB vs bare age -d", f"{exp / age_d_bare:.2f}x  ({exp:.2f} s / {age_d_bare:.2f} s)", "-", "-")
+    # The target is bare `age -d` (the words; export, like cp, leaves flushing to the
+    # system); the same with a sync on both sides is shown for reference.
+    table.ratio("export 1 GiB vs age -d", exp / age_d_bare, 1.00, f"{exp:.2f} s / {age_d_bare:.2f} s")
+    table.row("  (info) export 1 GiB vs age -d + sync -f", f"{exp / age_d:.2f}x  ({exp:.2f} s / {age_d:.2f} s)", "-", "-")
     table.below("export 1 GiB: peak RSS while streaming", max(rss["export"] + rss["export sampled"]), 64, "MiB")
     ci, ce, cu = med(t["cli import"]), med(t["cli export"]), med(t["cli unlock"])
     table.row("  (info) whole binary, net of unlock: import", f"{(ci - cu) / cp:.2f}x cp+sync, {(ci - cu) / age_r:.2f}x age -r",
               f"({ci:.2f} s - {cu:.2f} s unlock)", "-")
-    table.row("  (info) whole binary, net of unlock: export", f"{(ce - cu) / age_d:.2f}x age -d+sync",
+    table.row("  (info) whole binary, net of unlock: export", f"{(ce - cu) / age_d_bare:.2f}x age -d",
               f"({ce:.2f} s - {cu:.2f} s unlock)", "-")
     table.notes.append(f"1 GiB: vaults use the default MODERATE Argon2id; unlock {med(unlock):.2f} s with a peak of "
                        f"{max(rss['unlock hwm']):.0f} MiB, excluded (in process: timed after Vault.open).")
