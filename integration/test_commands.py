@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from corpus import GIF_1X1, MIB, jpeg_gray_8x8, mp4, pdf, png, text_lines
-from harness import Narnia, q, tree_files
+from harness import Narnia, object_size, q, tree_files
 
 rng = random.Random(5)
 PNG_A = png(20, 10, rng)
@@ -580,7 +580,8 @@ def test_stat(sample):
     assert fields["path"] == "/photos/a.png" and fields["type"] == "file"
     assert fields["kind"] == "photo" and fields["mime"] == "image/png", r.describe()
     assert fields["size"] == str(len(PNG_A)), r.describe()
-    assert int(fields["stored"]) >= len(PNG_A), "stored (bytes on disk, padding included) >= size"
+    assert int(fields["stored"]) == object_size(len(PNG_A)), \
+        f"stored is the content object's bytes on disk, padding included ({object_size(len(PNG_A))})" + r.describe()
     assert ISO_RE.match(fields["created"]) and ISO_RE.match(fields["modified"]), \
         "created/modified are ISO 8601 UTC" + r.describe()
     r = sample.ok("stat /photos")
@@ -787,3 +788,13 @@ def test_mv_and_cp_normalise_names(vault):
     assert vault.ok("ls /").out_lines == sorted(
         [unicodedata.normalize("NFC", "copy r\u00e9sum\u00e9.txt"), unicodedata.normalize("NFC", "r\u00e9sum\u00e9.txt")],
         key=str.encode), "mv and cp store the NFC form"
+
+
+def test_silent_commands(sample, host):
+    new = sample.passphrase_file("new phrase")
+    r = sample.c(f"mkdir /s; mkdir -p /s/t/u; cd /s; cd -; cd /s/t; cp /other.bin /s/c.bin; "
+                 f"cp -r /photos /s/p; mv /s/c.bin /s/d.bin; rm /s/d.bin; rm -r /s/p; rmdir /s/t/u; "
+                 f"lcd {q(str(host))}; set remove-originals off; passwd --new-passphrase-file {q(str(new))}")
+    assert r.rc == 0, r.describe()
+    assert r.out == "", "mkdir, cd, cp, mv, rm, rmdir, lcd, set KEY VALUE and passwd are silent on success" + r.describe()
+    assert r.err_lines == [], "nothing on stderr either" + r.describe()
