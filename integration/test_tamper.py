@@ -233,3 +233,36 @@ def test_damaged_items_can_be_removed(tv, case):
     assert sorted(tv.n.ok("ls /t").out_lines) == sorted(set(tv.contents) - damaged)
     problems = tv.n.store().layout_problems()
     assert not problems, "store layout after removing damaged items: " + "; ".join(problems)
+
+
+def test_copy_of_a_damaged_item(tv, tmp_path):
+    """cp of a damaged item must not make a healthy-looking copy of wrong bytes: it fails with
+    exit 1 and no copy, or the copy is itself reported damaged."""
+    tv.flip("flip.bin", object_size(300_000) // 2)
+    r = tv.n.c("cp /t/flip.bin /t/copy.bin")
+    assert r.rc in (0, 1), "cp of a damaged item must exit 0 or 1, not crash" + r.describe()
+    if r.rc == 0:
+        v = tv.n.c("verify")
+        assert "/t/copy.bin" in v.err and v.rc == 1, \
+            "cp of a damaged item succeeded and verify does not flag the copy" + r.describe() + v.describe()
+    else:
+        assert r.rc == 1 and any(l.startswith("narnia: error: cp:") for l in r.err_lines), \
+            "cp of a damaged item must fail cleanly: exit 1 and `narnia: error: cp: …`" + r.describe()
+        assert "Program crashed" not in r.err, "cp of a damaged item crashed narnia" + r.describe()
+        assert "copy.bin" not in tv.n.ok("ls /t").out_lines, "a failed cp left a copy behind"
+    c = tv.n.c("cat /t/copy.bin")
+    assert c.rc != 0 or c.outb == tv.contents["flip.bin"], "the copy of a damaged item gave wrong bytes with exit 0"
+
+
+@pytest.mark.parametrize("case", ["delete", "flip-middle"])
+def test_copy_of_a_folder_with_a_damaged_item(tv, case):
+    tamper, damaged = CASES[case]
+    tamper(tv)
+    r = tv.n.c("cp -r /t /t2")
+    assert r.rc in (0, 1), "cp -r of a folder holding a damaged item must exit 0 or 1, not crash" + r.describe()
+    v = tv.n.c("verify")
+    assert v.rc == 1, v.describe()
+    for name in set(tv.contents) - damaged:
+        c = tv.n.c(f"cat /t2/{name}")
+        if c.rc == 0:
+            assert c.outb == tv.contents[name], f"the copy of intact {name} holds wrong bytes"
