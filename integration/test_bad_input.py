@@ -173,3 +173,18 @@ def test_fuzzed_command_lines_never_crash(base):
             assert one.rc in (0, 1) and not any(m in one.err for m in crash_markers), \
                 f"narnia crashed on the command line {line!r}" + one.describe()
         pytest.fail(f"a batch of fuzzed lines crashed narnia (rc {r.rc}), no single line did" + r.describe())
+
+
+def test_read_error_on_a_host_file(base):
+    """A host file that cannot be read (here /proc/self/mem, which answers EIO) fails the import
+    cleanly: exit 1, a clear error, nothing half-imported, and no crash."""
+    store_before = base.store().snapshot()
+    tree_before = base.ok("find /").out
+    r = base.c("import /proc/self/mem")
+    assert r.rc == 1, "an import whose source read fails must exit 1 (not crash)" + r.describe()
+    assert any(l.startswith("narnia: error: import: /proc/self/mem") for l in r.err_lines), r.describe()
+    assert "Program crashed" not in r.err and "Backtracing" not in r.err, "narnia crashed" + r.describe()
+    assert base.ok("find /").out == tree_before, "a failed import left an item behind"
+    assert not base.store().layout_problems(), base.store().layout_problems()
+    base.ok("pwd")
+    assert base.store().snapshot() == store_before, "a failed import left bytes in the store"
