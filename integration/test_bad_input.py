@@ -188,3 +188,14 @@ def test_read_error_on_a_host_file(base):
     assert not base.store().layout_problems(), base.store().layout_problems()
     base.ok("pwd")
     assert base.store().snapshot() == store_before, "a failed import left bytes in the store"
+
+
+def test_write_error_on_stdout(base):
+    """cat into a full device: exit 1 with a clear error, no crash."""
+    import subprocess
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run(base.argv(["-c", "cat /docs/notes.txt"]), stdin=subprocess.DEVNULL,
+                           stdout=full, stderr=subprocess.PIPE, env=base.env, cwd=base.workdir, timeout=60)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 1, f"cat into /dev/full must exit 1 (rc {p.returncode}): {err!r}"
+    assert "narnia: error: cat:" in err and "Program crashed" not in err, err
