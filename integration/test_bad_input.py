@@ -6,6 +6,7 @@ change nothing: the vault's tree, the store's bytes and the host folder are as b
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -199,3 +200,30 @@ def test_write_error_on_stdout(base):
     err = p.stderr.decode(errors="replace")
     assert p.returncode == 1, f"cat into /dev/full must exit 1 (rc {p.returncode}): {err!r}"
     assert "narnia: error: cat:" in err and "Program crashed" not in err, err
+
+
+def test_host_name_that_is_not_utf8(base, tmp_path):
+    """A host file whose name is not UTF-8 cannot keep its name in the vault. It is either
+    imported under a valid (repaired) name, or refused with a clear error naming it and a
+    non-zero exit, since the import is then partial (with --move the original stays). Leaving it
+    out silently with exit 0 is never right."""
+    src = tmp_path / "latin1"
+    src.mkdir()
+    bad = os.path.join(os.fsencode(src), b"caf\xe9.txt")
+    with open(bad, "wb") as f:
+        f.write(b"latin-1 name")
+    (src / "good.txt").write_bytes(b"good")
+    r = base.c(f"mkdir /l; cd /l; import --move {q(str(src))}")
+    assert "Program crashed" not in r.err, r.describe()
+    names = base.ok("ls /l/latin1").out_lines
+    imported = [n for n in names if n != "good.txt"]
+    if r.rc == 0:
+        assert len(imported) == 1, ("import exited 0 but the file with a non-UTF-8 name is not in "
+                                    f"the vault (silently left out): {names}" + r.describe())
+        assert base.ok(f"cat {q('/l/latin1/' + imported[0])}").outb == b"latin-1 name"
+    else:
+        assert r.rc == 1, r.describe()
+        assert any("caf" in l and l.startswith("narnia: error: import:") for l in r.err_lines), \
+            "the error should name the file whose name is not UTF-8" + r.describe()
+        assert os.path.exists(bad), "--move removed an original that was not imported"
+    assert names.count("good.txt") == 1, "the well-named file is imported either way"
