@@ -1,7 +1,9 @@
 """Bad input: each command's error cases (missing path, bad name, folder into itself, rmdir of
 a non-empty folder, export over an existing file, import of a missing host path, …) give a
 clear `narnia: error: CMD: …` message naming the path, exit 1, print nothing on stdout, and
-change nothing: the vault's tree, the store's bytes and the host folder are as before."""
+change nothing: the vault's tree, the store's bytes and the host folder are as before. Also:
+fuzzed command lines never crash, host read errors and stdout write errors fail cleanly, and a
+host name that is not UTF-8 is never left out silently."""
 
 from __future__ import annotations
 

@@ -8,7 +8,11 @@ files worth more than 64 MiB: enough for several commits, so that kills land bet
 at a uniformly random moment of a full import's duration, half shortly after the first
 `imported` line (the moment --move removes originals).
 
-NARNIA_CRASH_ITERATIONS (default 20) is the number of kills, shared by the two tests;
+Also: kill -9 during passwd (exactly one passphrase opens the vault), during cp -r, rm -r and
+mv of a folder, during export (no partial file under its final name), SIGTERM during import,
+and a torn journal tail.
+
+NARNIA_CRASH_ITERATIONS (default 20) is the number of kills, shared by the two import tests;
 NARNIA_CRASH_SEED (default 1) seeds the delays; NARNIA_CRASH_SMALL_FILES (default 300) and
 NARNIA_CRASH_LARGE_FILES (default 15, of 4 to 5 MiB) size BIGDIR."""
 
