@@ -798,3 +798,25 @@ def test_silent_commands(sample, host):
     assert r.rc == 0, r.describe()
     assert r.out == "", "mkdir, cd, cp, mv, rm, rmdir, lcd, set KEY VALUE and passwd are silent on success" + r.describe()
     assert r.err_lines == [], "nothing on stderr either" + r.describe()
+
+
+def test_ls_json_escapes_every_name(vault, host):
+    """--json is for scripts: names with quotes, backslashes, control characters, newlines and
+    non-ASCII characters still give exactly one valid JSON object per line."""
+    names = ['q"uote', "back\\slash", "new\nline", "tab\there", "bell\x07", "del\x7f", "é😀", "\u2028sep"]
+    d = host / "odd"
+    d.mkdir()
+    for name in names:
+        (d / name).write_bytes(name.encode())
+    r = vault.ok(f"import {q(str(d))}")
+    j = vault.ok("ls --json /odd")
+    lines = j.outb.split(b"\n")
+    assert lines[-1] == b"", "ls --json ends with a newline"
+    objs = []
+    for raw in lines[:-1]:
+        try:
+            objs.append(json.loads(raw))
+        except ValueError:
+            pytest.fail(f"ls --json line is not valid JSON: {raw!r}" + j.describe())
+    assert sorted(o["name"] for o in objs) == sorted(names), \
+        "ls --json gives one object per item, with the exact name" + j.describe()
