@@ -93,6 +93,8 @@ CASES = [
     ("cp-folder-without-r", "cp /docs /copy", "cp", "/docs", None),
     ("cp-into-itself", "cp -r /docs /docs/sub", "cp", "/docs", None),
     ("cp-over-existing", "cp /docs/notes.txt /photos/a.png", "cp", "/photos/a.png", None),
+    ("cp-onto-itself", "cp /docs/notes.txt /docs/notes.txt", "cp", "/docs/notes.txt", None),
+    ("cp-f-onto-itself", "cp -f /docs/notes.txt /docs/notes.txt", "cp", "/docs/notes.txt", None),
     ("cp-name-too-long", f"cp /docs/notes.txt /{LONG}", "cp", "", r"long|255|name"),
     ("export-missing", "export /nope HOST/out.txt", "export", "/nope", None),
     ("export-over-existing", "export /docs/notes.txt HOST/existing.txt", "export", "existing.txt", None),
