@@ -43,14 +43,16 @@ public final class Classifier {
         return String(cString: result)
     }
 
-    /// The MIME type and kind of content starting with `bytes` (at most the first MiB is read).
+    /// The MIME type and kind of content starting with `bytes`. libmagic sees the first 64 KiB
+    /// (its text tests scan whatever they are given, and more changes no answer we use); the
+    /// zip hints read up to the first MiB.
     ///
     /// libmagic's answer is refined where it is known to fall short: a zip container whose
     /// entries are not in the order libmagic expects (OOXML or OpenDocument written by other
     /// tools) is named from its entries (`ContainerHints`).
     public func classify(_ bytes: UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind) {
         let head = UnsafeRawBufferPointer(rebasing: bytes.prefix(1 << 20))
-        var mime = mimeType(of: head)
+        var mime = mimeType(of: UnsafeRawBufferPointer(rebasing: head.prefix(64 << 10)))
         if Self.mayBeMislabelledZip(mime), head.starts(with: [0x50, 0x4B, 0x03, 0x04]),
            let inner = ContainerHints.mimeType(ofZip: head) {
             mime = inner

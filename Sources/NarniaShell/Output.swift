@@ -7,6 +7,8 @@ public final class Output {
     private var buffer: [UInt8] = []
     /// True when the descriptor is a terminal.
     public let isTerminal: Bool
+    /// Called before text is written to a terminal, so a progress bar can clear its line first.
+    nonisolated(unsafe) public static var beforeTerminalWrite: (() -> Void)? = { ProgressMeter.clearActive() }
 
     public init(fd: Int32) {
         self.fd = fd
@@ -26,6 +28,7 @@ public final class Output {
     /// Writes buffered text now. Errors (a closed pipe) are ignored: there is nobody to tell.
     public func flush() {
         guard !buffer.isEmpty else { return }
+        if isTerminal { Output.beforeTerminalWrite?() }
         var done = 0
         buffer.withUnsafeBytes { b in
             while done < b.count {

@@ -50,7 +50,9 @@ extension Session {
         do {
             commands = try tokenize(String(text))
         } catch {
-            self.error("narnia", describe(error))
+            out.flush()
+            err.line("narnia: error: \(describe(error))")
+            err.flush()
             return mayFail
         }
         var ok = true

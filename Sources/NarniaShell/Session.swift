@@ -79,6 +79,7 @@ public final class Session: @unchecked Sendable {
     /// Expands a vault path word (globs included) to absolute paths. A pattern that matches
     /// nothing throws "no match"; a plain path is returned whether it exists or not.
     func expand(_ word: Word) throws -> [VaultPath] {
+        guard !word.text.isEmpty else { throw CommandFailure("'': no such file or folder") }
         let word = HiddenNames.resolving(word, in: self)
         let pattern = PathPattern(word.mapSegments { $0.precomposedNFC })
         let paths = pattern.expand(relativeTo: cwd) { childNames($0) }
@@ -88,8 +89,10 @@ public final class Session: @unchecked Sendable {
 
     /// Expands and requires existence: returns (path, item id) pairs.
     func existing(_ word: Word) throws -> [(VaultPath, Identifier)] {
-        try expand(word).map { path in
+        let mustBeFolder = PathPattern(word).hasTrailingSlash
+        return try expand(word).map { path in
             guard let id = resolve(path) else { throw CommandFailure("\(path): no such file or folder") }
+            if mustBeFolder && !vault.isFolder(id) { throw CommandFailure("\(path): not a folder") }
             return (path, id)
         }
     }

@@ -1,37 +1,55 @@
 import Dispatch
+import Glibc
 import NarniaCrypto
 
-/// A fixed pool of chunk-sized buffers and a serial writer, so that one thread reads and
-/// encrypts (or reads and decrypts) while another writes: the two cores overlap cryptography
-/// and I/O, and the loop allocates nothing per chunk.
+/// A fixed pool of chunk-sized buffers, a pair of sealing workers and an in-order writer, so
+/// that reading, encrypting and writing overlap on the two cores and the loop allocates
+/// nothing per chunk.
+///
+/// A buffer goes: `acquire()` → filled by the caller → `submit` (an optional `prepare` step,
+/// such as sealing, runs on a worker; then the writer writes it, in submission order) → back to
+/// the pool. Every acquired buffer must be submitted or released, also on error paths.
 final class ChunkPipeline: @unchecked Sendable {
-    static let depth = 4
+    static let depth = 6
     let bufferSize: Int
     private let buffers: [UnsafeMutableRawPointer]
     private var freeList: [Int]
-    private let available = DispatchSemaphore(value: ChunkPipeline.depth)
-    private let lock = Lock()
-    private let queue = DispatchQueue(label: "narnia.writer")
+    private var mutex = pthread_mutex_t()
+    private var bufferFreed = pthread_cond_t()
+    private let writer = DispatchQueue(label: "narnia.writer")
+    private let workers = DispatchQueue(label: "narnia.sealers", attributes: .concurrent)
     private var firstError: Error?
 
     init(bufferSize: Int = ContentFormat.chunkSize + AEAD.tagLength) {
         self.bufferSize = bufferSize
         buffers = (0..<Self.depth).map { _ in UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 64) }
         freeList = Array(0..<Self.depth)
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&bufferFreed, nil)
     }
 
     deinit {
-        queue.sync {}
+        writer.sync {}
         for b in buffers {
             wipe(UnsafeMutableRawBufferPointer(start: b, count: bufferSize))
             b.deallocate()
         }
+        pthread_cond_destroy(&bufferFreed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    private func locked<R>(_ body: () -> R) -> R {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return body()
     }
 
     /// Waits for a free buffer and returns its index.
     func acquire() -> Int {
-        available.wait()
-        return lock.withLock { freeList.removeLast() }
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while freeList.isEmpty { pthread_cond_wait(&bufferFreed, &mutex) }
+        return freeList.removeLast()
     }
 
     /// The memory of buffer `index`.
@@ -39,30 +57,39 @@ final class ChunkPipeline: @unchecked Sendable {
 
     /// Returns a buffer without writing it.
     func release(_ index: Int) {
-        lock.withLock { freeList.append(index) }
-        available.signal()
+        locked {
+            freeList.append(index)
+            pthread_cond_signal(&bufferFreed)
+        }
     }
 
-    /// Queues `count` bytes of buffer `index` for writing by `write`, then frees the buffer.
-    /// The first error is kept and reported by `drain`; later writes are skipped.
-    func enqueueWrite(_ index: Int, count: Int, _ write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) {
+    /// Runs `prepare` (if any) on a worker, then — in submission order — `write` of the first
+    /// `count` bytes on the writer, then frees the buffer. The first error is kept for
+    /// `drain`, and later writes are skipped.
+    func submit(_ index: Int, count: Int, prepare: (@Sendable () -> Void)? = nil,
+                write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) {
+        let ready = DispatchGroup()
+        if let prepare {
+            ready.enter()
+            workers.async { prepare(); ready.leave() }
+        }
         nonisolated(unsafe) let pointer = UnsafeRawPointer(buffers[index])
-        queue.async {
-            let failed = self.lock.withLock { self.firstError != nil }
-            if !failed {
-                do { try write(pointer, count) } catch { self.lock.withLock { self.firstError = error } }
+        writer.async {
+            ready.wait()
+            if self.pendingError == nil {
+                do { try write(pointer, count) } catch { self.locked { if self.firstError == nil { self.firstError = error } } }
             }
             self.release(index)
         }
     }
 
     /// The first write error so far, without waiting.
-    var pendingError: Error? { lock.withLock { firstError } }
+    var pendingError: Error? { locked { firstError } }
 
-    /// Waits for every queued write and throws the first error, clearing it.
+    /// Waits for every submitted buffer and throws the first error, clearing it.
     func drain() throws {
-        queue.sync {}
-        let error = lock.withLock { () -> Error? in
+        writer.sync {}
+        let error = locked { () -> Error? in
             defer { firstError = nil }
             return firstError
         }

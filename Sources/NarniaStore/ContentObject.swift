@@ -73,15 +73,20 @@ struct ContentWriter {
         let chunk = ContentFormat.chunkSize
         let base = randomBytes(AEAD.nonceLength)
         try fd.writeAll(base)
-        var nonce = base
-        var ad: [UInt8] = []
-        // Copy the key into the closure's reach: the writer thread never needs it.
-        let sealChunk = { (buffer: UnsafeMutableRawPointer, length: Int, index: Int, last: Bool) in
-            ContentFormat.nonce(base: base, index: index, into: &nonce)
-            ContentFormat.additionalData(object: objectID, index: index, last: last, into: &ad)
-            ad.withUnsafeBytes { a in
-                nonce.withUnsafeBytes { n in
-                    _ = AEAD.sealInPlace(buffer, plaintextLength: length, additionalData: a, nonce: n.baseAddress!, key: key)
+        // Sealing runs on the pipeline's workers, two chunks at once; `key` stays valid because
+        // every submitted chunk is drained before this function returns.
+        nonisolated(unsafe) let keyPointer = key
+        func sealer(_ buffer: UnsafeMutableRawPointer, _ length: Int, _ index: Int, _ last: Bool) -> @Sendable () -> Void {
+            nonisolated(unsafe) let buffer = buffer
+            return {
+                var nonce: [UInt8] = []
+                var ad: [UInt8] = []
+                ContentFormat.nonce(base: base, index: index, into: &nonce)
+                ContentFormat.additionalData(object: objectID, index: index, last: last, into: &ad)
+                ad.withUnsafeBytes { a in
+                    nonce.withUnsafeBytes { n in
+                        _ = AEAD.sealInPlace(buffer, plaintextLength: length, additionalData: a, nonce: n.baseAddress!, key: keyPointer)
+                    }
                 }
             }
         }
@@ -108,38 +113,46 @@ struct ContentWriter {
             return done
         }
 
+        // `held` is the buffer this thread owns; any error gives it back before leaving.
+        var held: Int? = pipeline.acquire()
+        defer { if let held { pipeline.release(held) } }
         var index = 0
-        var current = pipeline.acquire()
-        var currentLength = try fill(pipeline.buffer(current))
+        var currentLength = try fill(pipeline.buffer(held!))
         var total = UInt64(currentLength)
-        inspect(UnsafeRawBufferPointer(start: pipeline.buffer(current), count: currentLength))
+        inspect(UnsafeRawBufferPointer(start: pipeline.buffer(held!), count: currentLength))
         while currentLength == chunk {
-            if observer.isCancelled() { pipeline.release(current); throw Cancelled() }
-            if let error = pipeline.pendingError { pipeline.release(current); throw error }
-            let next = pipeline.acquire()
-            let nextLength = try fill(pipeline.buffer(next))
-            if nextLength == 0 { pipeline.release(next); break }
-            sealChunk(pipeline.buffer(current), chunk, index, false)
-            pipeline.enqueueWrite(current, count: chunk + AEAD.tagLength, write)
+            if observer.isCancelled() { throw Cancelled() }
+            if let error = pipeline.pendingError { throw error }
+            let current = held!
+            held = pipeline.acquire()
+            let nextLength: Int
+            do { nextLength = try fill(pipeline.buffer(held!)) } catch { pipeline.release(current); throw error }
+            if nextLength == 0 {
+                pipeline.release(held!)
+                held = current
+                break
+            }
+            pipeline.submit(current, count: chunk + AEAD.tagLength,
+                            prepare: sealer(pipeline.buffer(current), chunk, index, false), write: write)
             observer.progress(total)
             index += 1
             total += UInt64(nextLength)
-            current = next
             currentLength = nextLength
         }
-        // The content ends in `current`: pad with zeros to the Padmé length, then seal the tail.
+        // The content ends in the held buffer: pad with zeros to the Padmé length, seal the tail.
         var remaining = Int(ContentFormat.paddedLength(total)) - index * chunk
         while true {
+            let current = held!
             let length = min(chunk, remaining)
             let buffer = pipeline.buffer(current)
             if length > currentLength { (buffer + currentLength).initializeMemory(as: UInt8.self, repeating: 0, count: length - currentLength) }
             let last = remaining <= chunk
-            sealChunk(buffer, length, index, last)
-            pipeline.enqueueWrite(current, count: length + AEAD.tagLength, write)
+            held = nil
+            pipeline.submit(current, count: length + AEAD.tagLength, prepare: sealer(buffer, length, index, last), write: write)
             if last { break }
             remaining -= chunk
             index += 1
-            current = pipeline.acquire()
+            held = pipeline.acquire()
             currentLength = 0
         }
         try pipeline.drain()
@@ -211,7 +224,7 @@ struct ContentReader {
                 let b = pipeline.acquire()
                 let n: Int
                 do { n = try readChunk(index, into: pipeline.buffer(b), key: key) } catch { pipeline.release(b); throw error }
-                if n > 0 { pipeline.enqueueWrite(b, count: n, write) } else { pipeline.release(b) }
+                if n > 0 { pipeline.submit(b, count: n, write: write) } else { pipeline.release(b) }
                 done += UInt64(n)
                 observer.progress(done)
             }

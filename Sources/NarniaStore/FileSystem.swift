@@ -41,18 +41,31 @@ public enum FileSystem {
         try fd.sync()
     }
 
-    /// The names in a directory, without `.` and `..`.
+    /// The names in a directory, without `.` and `..`. Names that are not valid UTF-8 cannot be
+    /// spelled as a `String` without changing them, so they are left out here; see
+    /// `listDirectoryCountingUndecodable` where that matters.
     public static func listDirectory(_ path: String) throws -> [String] {
+        try listDirectoryCountingUndecodable(path).names
+    }
+
+    /// The names in a directory, and, apart, the names that are not valid UTF-8, spelled for
+    /// messages with each invalid byte as `\xHH`.
+    public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [String]) {
         guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
         defer { closedir(dir) }
         var names: [String] = []
+        var undecodable: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            let bytes = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: UInt8.self, capacity: 256) { Array(UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)))) }
+            }
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                undecodable.append(bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
+                continue
             }
             if name != "." && name != ".." { names.append(name) }
         }
-        return names
+        return (names, undecodable)
     }
 
     /// `lstat(2)`, or nil when the path does not exist.

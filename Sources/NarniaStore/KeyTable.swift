@@ -1,39 +1,34 @@
 import NarniaCrypto
 
-/// The per-item content keys of an open vault, in one growable `sodium_malloc` arena.
+/// The per-item content keys of an open vault, in `sodium_malloc` blocks of 1,024 keys.
 ///
-/// One `Secret` per item would cost guard pages per key (about 16 KiB each); an arena keeps
-/// 100,000 keys in about 3 MiB of locked, guarded memory. Slots are reused after removal.
+/// One `Secret` per item would cost guard pages per key (about 16 KiB each); one arena for all
+/// would make every access unprotect and reprotect memory in proportion to the vault's size.
+/// Fixed blocks (32 KiB each) keep both the memory and the cost of an access constant.
+/// Slots are reused after removal.
 final class KeyTable: @unchecked Sendable {
     static let keyLength = 32
-    private var arena: Secret
-    private var capacity: Int
+    static let keysPerBlock = 1024
+    private var blocks: [Secret] = []
     private var used = 0
     private var free: [Int] = []
     private let lock = Lock()
 
-    init(capacity: Int = 1024) throws {
-        self.capacity = capacity
-        arena = try Secret(zeroedCount: capacity * Self.keyLength)
-    }
+    init() throws {}
 
     /// Stores a copy of a 32-byte key and returns its slot.
     func add(_ key: UnsafeRawBufferPointer) throws -> Int {
         precondition(key.count == Self.keyLength)
-        return try lock.withLock {
-            let slot: Int
-            if let reused = free.popLast() {
-                slot = reused
-            } else {
-                if used == capacity { try grow() }
-                slot = used
-                used += 1
+        let slot: Int = try lock.withLock {
+            if let reused = free.popLast() { return reused }
+            if used == blocks.count * Self.keysPerBlock {
+                blocks.append(try Secret(zeroedCount: Self.keysPerBlock * Self.keyLength))
             }
-            arena.withUnsafeMutableBytes { a in
-                (a.baseAddress! + slot * Self.keyLength).copyMemory(from: key.baseAddress!, byteCount: Self.keyLength)
-            }
-            return slot
+            used += 1
+            return used - 1
         }
+        withSlot(slot) { $0.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: Self.keyLength) }
+        return slot
     }
 
     /// Generates a fresh random key and returns its slot.
@@ -46,27 +41,22 @@ final class KeyTable: @unchecked Sendable {
 
     /// Wipes a slot and makes it available again.
     func remove(_ slot: Int) {
-        lock.withLock {
-            arena.withUnsafeMutableBytes { a in
-                wipe(UnsafeMutableRawBufferPointer(start: a.baseAddress! + slot * Self.keyLength, count: Self.keyLength))
-            }
-            free.append(slot)
-        }
+        withSlot(slot) { wipe($0) }
+        lock.withLock { free.append(slot) }
     }
 
     /// Scoped read access to one key.
     func withKey<R>(_ slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try arena.withUnsafeBytes { a in
-            try body(UnsafeRawBufferPointer(start: a.baseAddress! + slot * Self.keyLength, count: Self.keyLength))
+        let block = lock.withLock { blocks[slot / Self.keysPerBlock] }
+        return try block.withUnsafeBytes { b in
+            try body(UnsafeRawBufferPointer(start: b.baseAddress! + (slot % Self.keysPerBlock) * Self.keyLength, count: Self.keyLength))
         }
     }
 
-    private func grow() throws {
-        let bigger = try Secret(zeroedCount: capacity * 2 * Self.keyLength)
-        bigger.withUnsafeMutableBytes { dest in
-            arena.withUnsafeBytes { src in dest.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
+    private func withSlot(_ slot: Int, _ body: (UnsafeMutableRawBufferPointer) -> Void) {
+        let block = lock.withLock { blocks[slot / Self.keysPerBlock] }
+        block.withUnsafeMutableBytes { b in
+            body(UnsafeMutableRawBufferPointer(start: b.baseAddress! + (slot % Self.keysPerBlock) * Self.keyLength, count: Self.keyLength))
         }
-        arena = bigger
-        capacity *= 2
     }
 }

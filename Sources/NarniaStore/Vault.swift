@@ -38,10 +38,7 @@ public final class Vault {
     /// - Throws: `VaultError.alreadyExists`, `SystemError`, `CryptoError`.
     public static func create(at directory: String, passphrase: Secret, parameters: KDFParameters) throws -> Vault {
         Sodium.ensureInitialized()
-        if let st = try FileSystem.statIfExists(directory) {
-            guard st.isDirectory else { throw VaultError.alreadyExists(directory) }
-            guard try FileSystem.listDirectory(directory).isEmpty else { throw VaultError.alreadyExists(directory) }
-        } else {
+        if try checkCanCreate(at: directory) {
             try FileSystem.makeDirectories(directory, mode: 0o700)
             if let parent = parentDirectory(of: directory) { try? FileSystem.syncDirectory(parent) }
         }
@@ -66,6 +63,21 @@ public final class Vault {
                               parameters: parameters, master: master, journal: journal, bodyKey: bodyKey, headerKey: headerKey)
         vault.knownShards = shards
         return vault
+    }
+
+    /// Checks that a vault can be created in `directory`: it must be missing or an empty folder.
+    /// Returns true when the folder must be created.
+    /// - Throws: `VaultError.alreadyExists` when it holds a store, `.notEmpty` for anything else.
+    @discardableResult
+    public static func checkCanCreate(at directory: String) throws -> Bool {
+        guard let st = try FileSystem.statIfExists(directory) else { return true }
+        guard st.isDirectory else { throw VaultError.notEmpty(directory) }
+        let names = try FileSystem.listDirectoryCountingUndecodable(directory)
+        guard names.names.isEmpty && names.undecodable.isEmpty else {
+            let hasKeyFile = names.names.contains { $0.utf8.count == 32 && Identifier(hex: Substring($0)) != nil }
+            throw hasKeyFile ? VaultError.alreadyExists(directory) : VaultError.notEmpty(directory)
+        }
+        return false
     }
 
     /// Opens the vault in `directory` with `passphrase`: takes the lock, unwraps the master

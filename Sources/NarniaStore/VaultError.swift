@@ -6,8 +6,10 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     case wrongPassphrase
     /// Another process has the store open.
     case locked(String)
-    /// `init` at a path that already holds a store or other files.
+    /// `init` at a path that already holds a store.
     case alreadyExists(String)
+    /// `init` at a path that is not an empty folder and holds no store.
+    case notEmpty(String)
     /// The key file is unreadable or there is more than one.
     case damagedKeyFile(String)
     /// A tree operation's precondition failed; the text says which.
@@ -19,6 +21,7 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
         case .wrongPassphrase: return "wrong passphrase"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"
+        case .notEmpty(let dir): return "\(dir) is not an empty folder, and holds no store"
         case .damagedKeyFile(let why): return "the store's key file is damaged (\(why))"
         case .refused(let why): return why
         }

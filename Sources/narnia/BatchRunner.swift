@@ -54,7 +54,7 @@ struct BatchRunner {
                 failed = true
                 if !keepGoing || Session.interruptRequested != 0 { break }
             }
-            if session.exitRequested { break }
+            if session.exitRequested || Signals.terminationSignal != 0 { break }
         }
         session.out.flush()
         return failed ? 1 : 0

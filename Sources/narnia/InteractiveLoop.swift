@@ -94,14 +94,16 @@ final class InteractiveLoop {
             announcedCandidates = nil
             var count: Int32 = 0
             let raw = narnia_el_gets(el, &count)
+            let readError = errno
             if let status = Signals.terminationStatus() {
                 fputs("\n", stdout)
                 return status
             }
             guard let raw else {
-                if count < 0 && Session.interruptRequested != 0 {
-                    // Ctrl-C at the prompt: abandon the line, start afresh.
-                    fputs("^C\n", stdout)
+                if count < 0 && (Session.interruptRequested != 0 || readError == EINTR) {
+                    // Ctrl-C at the prompt abandons the line; any other interrupted read (a stop
+                    // signal that could not stop an orphaned process group) just reads again.
+                    if Session.interruptRequested != 0 { fputs("^C\n", stdout) }
                     continue
                 }
                 fputs("\n", stdout)    // Ctrl-D on an empty line, or the terminal is gone

@@ -115,7 +115,7 @@ struct Launcher {
     }
 
     func initialize() -> Int32 {
-        if storeExists { Launcher.fail(VaultError.alreadyExists(storeDirectory).description, status: 1) }
+        do { try Vault.checkCanCreate(at: storeDirectory) } catch { Launcher.fail(describe(error), status: 1) }
         let secret = passphrase(confirm: options.passphraseFile == nil && options.passphraseFD == nil)
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)

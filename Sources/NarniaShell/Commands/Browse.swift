@@ -7,6 +7,7 @@ enum Browse {
     }
 
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
+        if Grid.wanted(s, a) { return try Grid.ls(s, a) }
         let showHidden = a.has("-a")
         let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
         var files: [(VaultPath, Item)] = []

@@ -85,7 +85,16 @@ struct ImportRun {
         }
         if move { movedFolders.append(path) }
         let names: [String]
-        do { names = try FileSystem.listDirectory(path).sorted(by: utf8Order) } catch { fail(describe(error)); return }
+        do {
+            let listing = try FileSystem.listDirectoryCountingUndecodable(path)
+            names = listing.names.sorted(by: utf8Order)
+            for name in listing.undecodable {
+                fail("\(path.hasSuffix("/") ? path : path + "/")\(name): the name is not valid UTF-8; rename it to import it")
+            }
+        } catch {
+            fail(describe(error))
+            return
+        }
         for name in names {
             if Session.interruptRequested != 0 { return }
             let child = path.hasSuffix("/") ? path + name : path + "/" + name

@@ -6,6 +6,7 @@ enum Rearrange {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: mkdir [-p] PATH...") }
         let parents = a.has("-p")
         for word in a.operands {
+            guard !word.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
             let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
             for name in path.components { _ = try validName(name) }
             guard !path.isRoot else {
@@ -96,7 +97,10 @@ enum Rearrange {
                 throw CommandFailure("cannot \(verb == "mv" ? "move" : "copy") \(path) into itself")
             }
             var replacing: Identifier?
-            if let existing = s.vault.child(named: name, in: folder), existing.id != id {
+            if let existing = s.vault.child(named: name, in: folder), existing.id == id {
+                throw CommandFailure("\(path): source and destination are the same item")
+            }
+            if let existing = s.vault.child(named: name, in: folder) {
                 let target = s.vaultPath(of: existing.id)
                 if existing.isFolder { throw CommandFailure("\(target): a folder already exists there") }
                 guard force else { throw CommandFailure("\(target): already exists", hint: "use \(verb) -f to replace it") }
