@@ -443,8 +443,6 @@ def test_suspend_and_resume_in_the_wardrobe(narnia, spawn):
     assert "Outerwear" in p.command("ls")
 
 
-@pytest.mark.xfail(strict=False, reason="InteractiveLoop treats an interrupted el_gets as Ctrl-D: "
-                   "a SIGTSTP that cannot stop an orphaned process group ends the vault shell")
 def test_suspend_and_resume_in_the_vault_by_signals(vault, spawn):
     make_closet(vault)
     p = spawn()
