@@ -8,7 +8,10 @@ FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
 
 # Debian packages: the libraries we link, and what the tests and benchmarks drive.
 BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
-TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish
+# Optional at run time: the viewers `open` and the grid use (the shell says what is missing).
+RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils
+# Viewers the tests drive for real, and the tools that make the test corpus.
+TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples
 BENCH_PACKAGES = age time
 
 SWIFT_FLAGS ?=
@@ -44,6 +47,7 @@ release: deps
 	swift build -c release $(SWIFT_FLAGS)
 
 run: release
+	$(call apt_install,$(RUN_PACKAGES))
 	$(RELEASE)
 
 test: test-deps release

@@ -8,10 +8,10 @@ public enum ChildProcesses {
     private static let lock = Lock()
 
     /// Records a started process.
-    public static func register(_ pid: pid_t) { lock.withLock { pids.insert(pid) } }
+    public static func register(_ pid: pid_t) { lock.withLock { _ = pids.insert(pid) } }
 
     /// Forgets a process that has been waited for.
-    public static func unregister(_ pid: pid_t) { lock.withLock { pids.remove(pid) } }
+    public static func unregister(_ pid: pid_t) { lock.withLock { _ = pids.remove(pid) } }
 
     /// Sends SIGKILL to every recorded process (and its process group) and reaps them.
     public static func killAll() {

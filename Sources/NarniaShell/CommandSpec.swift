@@ -1,6 +1,6 @@
 /// One command of the vault shell, declared once: parsing, `help`, `help CMD` and Tab
 /// completion all read this table (see `CommandTable`).
-public struct CommandSpec: Sendable {
+public struct CommandSpec {
     /// What an argument position holds, for completion.
     public enum Operand: Sendable {
         case none, vaultPath, hostPath, settingKey
@@ -26,11 +26,11 @@ public struct CommandSpec: Sendable {
     public let operands: [Operand]
     /// For commands whose last operand is a host path (`export`), that kind overrides the rest.
     public let lastOperandIsHost: Bool
-    let run: @Sendable (Session, ParsedArguments) throws -> Void
+    let run: (Session, ParsedArguments) throws -> Void
 
     init(_ name: String, aliases: [String] = [], usage: String = "", abstract: String, details: String = "",
          flags: [Flag] = [], operands: [Operand] = [], lastOperandIsHost: Bool = false,
-         run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
+         run: @escaping (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
         self.usage = usage
