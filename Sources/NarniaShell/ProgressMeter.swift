@@ -1,4 +1,5 @@
 import Glibc
+import NarniaStore
 
 /// A one-line progress bar on stderr for `import`, `export` and `verify`: a bar, bytes done
 /// and in all, rate, time left and the current name, fitted to the terminal's width (re-read at
@@ -33,11 +34,7 @@ final class ProgressMeter {
 
     deinit { clear() }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { SystemClock.monotonicSeconds() }
 
     /// Starts a new item.
     func begin(item: String) {

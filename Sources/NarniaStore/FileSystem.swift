@@ -18,6 +18,13 @@ public enum FileSystem {
         }
     }
 
+    /// The folder holding `path`: `.` for a bare name, `/` for a top-level path.
+    public static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let parent = String(path[..<slash])
+        return parent.isEmpty ? "/" : parent
+    }
+
     /// `rename(2)`.
     public static func rename(_ from: String, _ to: String) throws {
         _ = try sys("rename", from) { Glibc.rename(from, to) }

@@ -77,11 +77,7 @@ extension Vault {
         return ItemName.numbered(name, n)
     }
 
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    static func now() -> Int64 { SystemClock.nowNanoseconds() }
 
     /// Creates a folder called `name` in `parent`.
     /// - Throws: `NameError` for a bad name, `VaultError.refused` when the name is taken or the

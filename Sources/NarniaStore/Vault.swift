@@ -40,7 +40,7 @@ public final class Vault {
         Sodium.ensureInitialized()
         if try checkCanCreate(at: directory) {
             try FileSystem.makeDirectories(directory, mode: 0o700)
-            if let parent = parentDirectory(of: directory) { try? FileSystem.syncDirectory(parent) }
+            try? FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
         }
         let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
@@ -300,8 +300,4 @@ public final class Vault {
     }
 }
 
-func parentDirectory(of path: String) -> String? {
-    guard let slash = path.lastIndex(of: "/") else { return "." }
-    let parent = String(path[..<slash])
-    return parent.isEmpty ? "/" : parent
-}
+

@@ -1,14 +1,11 @@
 import Dispatch
 import Glibc
+import NarniaStore
 
 /// Clocks, memory high-water marks and child processes, for timing the library in process.
 enum Measure {
     /// Seconds on the monotonic clock.
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { SystemClock.monotonicSeconds() }
 
     /// Runs `body` and returns its wall time in seconds.
     static func time(_ body: () throws -> Void) rethrows -> Double {

@@ -205,7 +205,7 @@ struct Launcher {
         print(Wardrobe.keyholeText)
         fflush(stdout)
         let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
-        let start = Launcher.monotonicSeconds()
+        let start = SystemClock.monotonicSeconds()
         var derived = false
         if let key {
             do {
@@ -217,7 +217,7 @@ struct Launcher {
         if !derived, let decoy = key ?? (try? Secret.random(count: 16)) {
             _ = try? PassphraseKey.derive(passphrase: decoy, salt: randomBytes(PassphraseKey.saltLength), parameters: kdfParameters)
         }
-        let elapsed = Launcher.monotonicSeconds() - start
+        let elapsed = SystemClock.monotonicSeconds() - start
         let delay = max(Launcher.doorMinimumDelay, (elapsed / Launcher.doorDelayStep).rounded(.up) * Launcher.doorDelayStep)
         Launcher.sleep(until: start + delay)
         print(Wardrobe.doorStaysShut)
@@ -225,15 +225,9 @@ struct Launcher {
         return nil
     }
 
-    static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
     static func sleep(until deadline: Double) {
         while true {
-            let left = deadline - monotonicSeconds()
+            let left = deadline - SystemClock.monotonicSeconds()
             if left <= 0 || Session.panicRequested != 0 { return }
             var ts = timespec(tv_sec: Int(left), tv_nsec: Int((left - Double(Int(left))) * 1e9))
             _ = nanosleep(&ts, nil)

@@ -122,7 +122,7 @@ enum Transfer {
     /// partial file is ever left under the final name. Like `cp`, it leaves flushing the
     /// exported copy to the system (the vault copy is the durable one).
     private static func writeHostFile(_ s: Session, _ item: Item, to host: String, progress: ProgressMeter?) throws {
-        let dir = parentOf(host)
+        let dir = FileSystem.parentDirectory(of: host)
         let temporary = s.hostJoin(dir, ".narnia-partial-" + randomSuffix())
         let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         do {
@@ -135,12 +135,6 @@ enum Transfer {
             try? FileSystem.unlink(temporary, missingOK: true)
             throw error
         }
-    }
-
-    static func parentOf(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let p = String(path[..<slash])
-        return p.isEmpty ? "/" : p
     }
 
     private static func randomSuffix() -> String {

@@ -71,9 +71,5 @@ public enum TerminalListing {
     }
 
     /// The current time in nanoseconds since the epoch.
-    public static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    public static func now() -> Int64 { SystemClock.nowNanoseconds() }
 }

@@ -1,0 +1,18 @@
+import Glibc
+
+/// The two clocks the program reads.
+public enum SystemClock {
+    /// Seconds on the monotonic clock (`CLOCK_MONOTONIC`), for durations.
+    public static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Nanoseconds since the Unix epoch (`CLOCK_REALTIME`), for item dates.
+    public static func nowNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
