@@ -30,6 +30,8 @@ public final class Vault {
     /// Settings (`set KEY VALUE`), encrypted in the journal like everything else.
     public private(set) var settings: [String: String] = [:]
     var attachments: [Identifier: [String: [UInt8]]] = [:]
+    /// Counts committed changes, so that views derived from the tree know when to recompute.
+    public private(set) var generation = 0
     private var bytesAtLastCompaction: Int64 = 0
 
     // MARK: Creating and opening
@@ -171,6 +173,7 @@ public final class Vault {
         RecordCoding.encode(operations, keys: keys, into: &w)
         defer { w.wipe() }
         try journal.append(w.bytes)
+        generation += 1
         let freedSlots = operations.compactMap { op -> Int? in
             if case .removeItem(let id) = op { return items[id]?.content?.keySlot }
             return nil

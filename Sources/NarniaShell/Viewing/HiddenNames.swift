@@ -23,11 +23,21 @@ enum HiddenNames {
         }
     }
 
-    /// The number of `item` in its folder (1-based), as `#N` shows it.
+    /// The number of `item` in its folder (1-based), as `#N` shows it. A listing asks this for
+    /// every item of a folder, so each folder's numbering is computed once per vault change.
     static func number(of item: Item, in vault: Vault) -> Int {
-        let siblings = vault.children(of: item.parent).map(\.name).sorted(by: utf8Order)
-        return (siblings.firstIndex(of: item.name) ?? 0) + 1
+        if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
+            return cached.numbers[item.name] ?? 1
+        }
+        let names = vault.children(of: item.parent).map(\.name).sorted(by: utf8Order)
+        var numbers: [String: Int] = [:]
+        for (i, name) in names.enumerated() { numbers[name] = i + 1 }
+        numbering[item.parent] = (vault, vault.generation, numbers)
+        if numbering.count > 64 { numbering = [item.parent: numbering[item.parent]!] }
+        return numbers[item.name] ?? 1
     }
+
+    nonisolated(unsafe) private static var numbering: [Identifier: (vault: Vault, generation: Int, numbers: [String: Int])] = [:]
 
     /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
     static func label(of item: Item, in vault: Vault) -> String {
