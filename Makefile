@@ -17,7 +17,7 @@ BENCH_PACKAGES = age time
 SWIFT_FLAGS ?=
 RELEASE = .build/release/narnia
 
-.PHONY: all deps test-deps bench-deps build release run test unit-test integration-test bench install clean
+.PHONY: all deps test-deps bench-deps build release run viewers test bench install clean
 
 all: build
 
@@ -47,8 +47,11 @@ release: deps
 	swift build -c release $(SWIFT_FLAGS)
 
 run: release
-	$(call apt_install,$(RUN_PACKAGES))
 	$(RELEASE)
+
+# The viewers are optional: without them `open` says which package is missing.
+viewers:
+	$(call apt_install,$(RUN_PACKAGES))
 
 test: test-deps release
 	swift build --build-tests $(SWIFT_FLAGS)
