@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+import corpus
+
 # ---------------------------------------------------------------------------------------------
 # The corpus
 
@@ -36,31 +38,6 @@ def need(program: str, package: str) -> str:
 def ffmpeg(*args: str) -> None:
     need("ffmpeg", "ffmpeg")
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args], check=True, timeout=120)
-
-
-def make_pdf(text: str) -> bytes:
-    """A one-page PDF 1.4 with `text` in Helvetica and a correct xref table."""
-    content = f"BT /F1 18 Tf 40 100 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for i, body in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for off in offsets:
-        out.write(f"{off:010d} 00000 n \n".encode())
-    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
-    return out.getvalue()
 
 
 CT = "[Content_Types].xml"
@@ -150,7 +127,7 @@ def build_media_corpus(d: Path) -> Path:
     ffmpeg(*tone, "-c:a", "libvorbis", str(d / "sound.ogg"))
     ffmpeg(*tone, "-c:a", "aac", str(d / "sound.m4a"))
 
-    (d / "paper.pdf").write_bytes(make_pdf("Quarterly report of the lamp-post"))
+    (d / "paper.pdf").write_bytes(corpus.pdf("Quarterly report of the lamp-post"))
     (d / "notes.txt").write_text("Meet at the lamp-post at noon.\nBring the umbrella.\n")
     (d / "readme.md").write_text("# Narnia\n\nA *wardrobe* with a [door](https://example.org).\n\n- one\n- two\n")
     (d / "table.csv").write_text("name,age,city\nLucy,8,Finchley\nEdmund,10,Finchley\nSusan,12,Finchley\n")

@@ -61,31 +61,14 @@ final class CoverLoop {
         defer { narnia_el_close(el); editor = nil }
         while !wardrobe.exitRequested {
             if let status = Signals.terminationStatus() { return status }
-            Session.interruptRequested = 0
-            var count: Int32 = 0
-            let raw = narnia_el_gets(el, &count)
-            let readError = errno
-            if let status = Signals.terminationStatus() {
-                fputs("\n", stdout)
-                return status
+            switch readPrompt(el) {
+            case .line(let line):
+                wardrobe.run(line: line)
+                fflush(stdout)
+            case .again: continue
+            case .end: return 0
+            case .terminated(let status): return status
             }
-            guard let raw else {
-                if Session.panicRequested != 0 { return 0 }
-                // Interrupted (Ctrl-C, or a Ctrl-Z that could not stop the process because its
-                // process group is orphaned, as under tmux or setsid): a fresh line, not the end.
-                if count < 0 && (Session.interruptRequested != 0 || readError == EINTR) {
-                    if Session.interruptRequested != 0 { fputs("^C\n", stdout) }
-                    continue
-                }
-                fputs("\n", stdout)
-                break // Ctrl-D, or the terminal is gone
-            }
-            var line = String(cString: raw)
-            if line.hasSuffix("\n") { line.removeLast() }
-            if line.trimmingSpaces.isEmpty { continue }
-            narnia_el_history_add(el, line)
-            wardrobe.run(line: line)
-            fflush(stdout)
         }
         return 0
     }

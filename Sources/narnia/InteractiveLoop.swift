@@ -90,38 +90,16 @@ final class InteractiveLoop {
         while true {
             if let status = Signals.terminationStatus() { return status }
             if session.exitRequested { return 0 }
-            Session.interruptRequested = 0
             announcedCandidates = nil
-            var count: Int32 = 0
-            let raw = narnia_el_gets(el, &count)
-            let readError = errno
-            if let status = Signals.terminationStatus() {
-                fputs("\n", stdout)
-                return status
+            switch readPrompt(el) {
+            case .line(let line):
+                _ = session.runBatchLine(line, keepGoing: true)
+                session.out.flush()
+            case .again: continue
+            case .end: return 0
+            case .terminated(let status): return status
             }
-            guard let raw else {
-                if count < 0 && (Session.interruptRequested != 0 || readError == EINTR) {
-                    // Ctrl-C at the prompt abandons the line; any other interrupted read (a stop
-                    // signal that could not stop an orphaned process group) just reads again.
-                    if Session.interruptRequested != 0 { fputs("^C\n", stdout) }
-                    continue
-                }
-                fputs("\n", stdout)    // Ctrl-D on an empty line, or the terminal is gone
-                return 0
-            }
-            var line = String(cString: raw)
-            if line.hasSuffix("\n") { line.removeLast() }
-            if line.trimmingSpaces.isEmpty { continue }
-            narnia_el_history_add(el, line)
-            _ = session.runBatchLine(line, keepGoing: true)
-            session.out.flush()
         }
     }
 }
 
-extension String {
-    /// The text without its leading blanks.
-    var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" })
-    }
-}
