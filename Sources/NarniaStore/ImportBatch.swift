@@ -14,6 +14,7 @@ public final class ImportBatch {
     private var stagedObjects: [Identifier] = []
     private var stagedSlots: [Int] = []
     private var staged: [Item] = []
+    private var replacedObjects: [Identifier] = []
     /// Content bytes written since the batch began.
     public private(set) var stagedBytes: UInt64 = 0
 
@@ -82,6 +83,22 @@ public final class ImportBatch {
         return item
     }
 
+    /// Gives the staged item `id` the name of the existing file `victim` in the same folder and
+    /// removes `victim` in the same transaction, so that a replacement (`cp -f`) is all or
+    /// nothing. The victim's content object is deleted after the commit.
+    public func take(nameOf victim: Identifier, for id: Identifier) throws {
+        guard let old = vault.item(victim), !old.isFolder else { throw VaultError.refused("cannot replace a folder") }
+        guard let index = operations.firstIndex(where: { if case .putItem(let i) = $0 { i.id == id } else { false } }),
+              case .putItem(var item) = operations[index], item.parent == old.parent else {
+            throw VaultError.refused("nothing staged to take the name")
+        }
+        item.name = old.name
+        operations[index] = .putItem(item)
+        if let i = staged.firstIndex(where: { $0.id == id }) { staged[i] = item }
+        operations.insert(.removeItem(victim), at: 0)
+        if let object = old.content?.objectID { replacedObjects.append(object) }
+    }
+
     /// Makes every staged object durable (`syncfs`), then publishes all staged items in one
     /// journal record. Returns them; the batch is empty afterwards and can be reused.
     @discardableResult
@@ -89,6 +106,7 @@ public final class ImportBatch {
         guard !operations.isEmpty else { return [] }
         if !stagedObjects.isEmpty { try vault.syncStore() }
         try vault.commit(operations)
+        for object in replacedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
         let done = staged
         reset()
         return done
@@ -108,6 +126,7 @@ public final class ImportBatch {
         stagedObjects.removeAll()
         stagedSlots.removeAll()
         staged.removeAll()
+        replacedObjects.removeAll()
         stagedBytes = 0
     }
 }

@@ -45,17 +45,24 @@ extension Vault {
     }
 
     /// Copies a file item to `name` in `parent` (the content is re-encrypted under a fresh key),
-    /// or a folder with everything under it, in one transaction.
+    /// or a folder with everything under it, in one transaction. With `replacing`, the existing
+    /// file of that name is replaced in the same transaction.
     @discardableResult
-    public func copy(_ id: Identifier, to parent: Identifier, name: String, observer: TransferObserver = .none) throws -> Item {
+    public func copy(_ id: Identifier, to parent: Identifier, name: String, replacing: Identifier? = nil,
+                     observer: TransferObserver = .none) throws -> Item {
         guard let source = items[id] else { throw VaultError.refused("no such item") }
-        guard child(named: try ItemName.validated(name), in: parent) == nil else { throw VaultError.refused("already exists") }
+        let existing = child(named: try ItemName.validated(name), in: parent)
+        guard existing == nil || (existing!.id == replacing && !source.isFolder) else { throw VaultError.refused("already exists") }
         if source.isFolder && isSelfOrAncestor(id, of: parent) { throw VaultError.refused("cannot copy a folder into itself") }
         let batch = ImportBatch.begin(in: self)
         do {
-            let top = try copyItem(source, to: parent, name: name, batch: batch, observer: observer)
+            var top = try copyItem(source, to: parent, name: name, batch: batch, observer: observer)
+            if let victim = existing?.id {
+                try batch.take(nameOf: victim, for: top.id)
+                top.name = name
+            }
             try batch.commit()
-            return top
+            return items[top.id] ?? top
         } catch {
             batch.abandon()
             throw error

@@ -166,3 +166,20 @@ extension VaultTests {
         XCTAssertEqual(vault.attachments.count, 1, "the removed item's attachment is gone")
     }
 }
+
+extension VaultTests {
+    func testCopyReplacingIsOneTransaction() throws {
+        let vault = try create()
+        let a = try addFile(vault, "a", [1, 2, 3])
+        let b = try addFile(vault, "b", [9])
+        let oldObject = vault.layout.objectPath(for: b.content!.objectID)
+        let record = vault.journal.recordCount
+        let copy = try vault.copy(a.id, to: .root, name: "b", replacing: b.id)
+        XCTAssertEqual(vault.journal.recordCount, record + 1, "one journal record for remove + copy")
+        XCTAssertEqual(copy.name, "b")
+        XCTAssertEqual(try read(vault, try XCTUnwrap(vault.child(named: "b", in: .root))), [1, 2, 3])
+        XCTAssertNil(vault.item(b.id))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: oldObject))
+        XCTAssertEqual(vault.children(of: .root).map(\.name).sorted(), ["a", "b"])
+    }
+}

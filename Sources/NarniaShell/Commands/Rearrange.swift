@@ -128,8 +128,7 @@ enum Rearrange {
             throw CommandFailure("\(p.sourcePath): is a folder", hint: "use cp -r to copy a folder")
         }
         for p in plans {
-            if let victim = p.replacing { try s.vault.remove(victim) }
-            try s.vault.copy(p.source, to: p.folder, name: p.name, observer: s.observer(progress: nil))
+            try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))
         }
     }
 }
