@@ -72,7 +72,7 @@ public func describe(_ error: Error) -> String {
     case let e as ContentError: return e.description
     case let e as MetadataError: return e.description
     case let e as SystemError:
-        return e.isDiskFull ? "\(e.description) (the disk is full; nothing was changed)" : e.description
+        return e.isDiskFull ? "\(e.description) (the disk is full)" : e.description
     case let e as Cancelled: return e.description
     case let e as CustomStringConvertible: return e.description
     default: return "unexpected error"

@@ -28,6 +28,10 @@ struct ImportRun {
     private var pendingOriginals: [(Identifier, String)] = []
     private var movedFolders: [String] = []
     private(set) var failed = false
+    /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
+    private(set) var diskFull = false
+    /// True when the run should stop: interrupted, or out of space.
+    var mustStop: Bool { diskFull || Session.interruptRequested != 0 }
 
     init(session: Session, move: Bool, progress: ProgressMeter?) {
         self.session = session
@@ -66,6 +70,12 @@ struct ImportRun {
             if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems { commit() }
         } catch is Cancelled {
             return
+        } catch let e as SystemError where e.isDiskFull {
+            diskFull = true
+            fail("\(path): not imported: the disk holding the vault is full")
+        } catch let e as SystemError where e.path != path {
+            // A failure on the store's side: name the file being imported, not the object.
+            fail("\(path): \(String(cString: strerror(e.code)))")
         } catch {
             fail(describe(error))
         }
@@ -96,7 +106,7 @@ struct ImportRun {
             return
         }
         for name in names {
-            if Session.interruptRequested != 0 { return }
+            if mustStop { return }
             let child = path.hasSuffix("/") ? path + name : path + "/" + name
             guard let st = try? FileSystem.lstatIfExists(child) else { continue }
             if st.isSymbolicLink {
@@ -116,7 +126,10 @@ struct ImportRun {
         do {
             try batch.commit()
         } catch {
-            fail("could not commit: \(describe(error))")
+            let files = pendingOriginals.count
+            let why = (error as? SystemError)?.isDiskFull == true ? "the disk holding the vault is full" : describe(error)
+            fail("\(files) file\(files == 1 ? "" : "s") not imported: could not commit them: \(why)")
+            if (error as? SystemError)?.isDiskFull == true { diskFull = true }
             batch.abandon()
             pendingOriginals.removeAll()
             return

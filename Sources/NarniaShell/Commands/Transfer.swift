@@ -28,7 +28,7 @@ enum Transfer {
         var run = ImportRun(session: s, move: move, progress: ProgressMeter(session: s, label: "import", totalBytes: total))
         defer { run.progress?.finish() }
         for path in sources {
-            if Session.interruptRequested != 0 { break }
+            if run.mustStop { break }
             let st = try FileSystem.statIfExists(path)
             if st?.isDirectory == true {
                 run.importFolder(path, into: folder)

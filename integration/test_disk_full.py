@@ -1,0 +1,92 @@
+"""A full disk: the store lives on a small tmpfs, imports run out of space part way.
+
+What must hold (BRIEF "bad input gets a clear error and loses nothing"): the failing command
+says the disk is full and exits 1; the vault still opens and verifies; every item reported
+imported is intact; nothing half-written stays in the store; with --move, no original whose copy
+was not committed is removed.
+
+Mounting needs root (as on CI and the development machines); elsewhere these tests skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from harness import Narnia, q, tree_files
+
+SIZE_MIB = 12
+
+
+@pytest.fixture
+def small_vault(narnia_bin, tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m,mode=0700", "tmpfs", str(mount)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        n = Narnia(narnia_bin, tmp_path)
+        n.vault = mount / "vault"
+        n.init()
+        yield n
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def store_names(n: Narnia) -> set[str]:
+    return {str(p.relative_to(n.vault)) for p in n.vault.rglob("*") if p.is_file()}
+
+
+def test_import_larger_than_the_disk_fails_cleanly(small_vault, tmp_path):
+    n = small_vault
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fits.bin").write_bytes(os.urandom(2 << 20))
+    (src / "too-big.bin").write_bytes(os.urandom(SIZE_MIB * 2 << 20))
+    n.ok(f"import {q(str(src / 'fits.bin'))}")
+    before = store_names(n)
+    tree_before = n.ok("find /").out
+
+    r = n.c(f"import --move {q(str(src / 'too-big.bin'))}")
+    assert r.rc == 1, "an import that runs out of space must exit 1" + r.describe()
+    assert any("import:" in l and ("disk is full" in l or "No space left" in l) for l in r.errors), \
+        "the error must say the disk is full" + r.describe()
+    assert "imported" not in r.out, "nothing may be reported imported" + r.describe()
+    assert (src / "too-big.bin").exists(), "--move removed an original whose copy failed"
+
+    assert n.ok("find /").out == tree_before, "the tree changed after a failed import"
+    assert store_names(n) == before, "a partial object was left in the store"
+    n.ok("verify")
+    assert n.ok("cat /fits.bin").outb == (src / "fits.bin").read_bytes()
+
+
+def test_many_imports_until_full_lose_nothing(small_vault, tmp_path):
+    n = small_vault
+    src = tmp_path / "many"
+    src.mkdir()
+    originals = {}
+    for i in range(40):
+        data = os.urandom(512 << 10)
+        (src / f"f{i:02}.bin").write_bytes(data)
+        originals[f"f{i:02}.bin"] = data
+
+    r = n.c(f"mkdir /m; cd /m; import --move {q(str(src))}")
+    assert r.rc == 1, "the import cannot all fit, so it must fail" + r.describe()
+    reported = [l.split(" -> ", 1)[1] for l in r.out_lines if l.startswith("imported ")]
+
+    n.ok("verify")
+    in_vault = set(n.ok("ls /m/many").out_lines) if n.c("ls /m/many").rc == 0 else set()
+    for path in reported:
+        name = path.rsplit("/", 1)[1]
+        assert name in in_vault, f"{path} was reported imported but is not in the vault"
+    left_on_host = set(tree_files(src)) if src.exists() else set()
+    for name, data in originals.items():
+        if name in in_vault:
+            assert n.ok(f"cat /m/many/{name}").outb == data, f"{name} differs in the vault"
+        else:
+            assert name in left_on_host, f"{name} is neither in the vault nor on the host: lost"
+            assert (src / name).read_bytes() == data
