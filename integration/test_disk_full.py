@@ -53,7 +53,7 @@ def test_import_larger_than_the_disk_fails_cleanly(small_vault, tmp_path):
 
     r = n.c(f"import --move {q(str(src / 'too-big.bin'))}")
     assert r.rc == 1, "an import that runs out of space must exit 1" + r.describe()
-    assert any("import:" in l and ("disk is full" in l or "No space left" in l) for l in r.errors), \
+    assert any("import:" in l and ("the disk holding the vault is full" in l or "No space left" in l) for l in r.errors), \
         "the error must say the disk is full" + r.describe()
     assert "imported" not in r.out, "nothing may be reported imported" + r.describe()
     assert (src / "too-big.bin").exists(), "--move removed an original whose copy failed"
