@@ -17,6 +17,7 @@ public final class Session: @unchecked Sendable {
     /// True when commands come from a person at a terminal (progress bars may be drawn).
     public let interactive: Bool
     let classifier: Classifier?
+    lazy var classifierPool = ClassifierPool()
     /// Where a passphrase for `passwd` comes from, and the KDF limits for new wrappings.
     public var newPassphraseSource: (() throws -> Secret)?
     public var kdfParametersForNewPassphrase: KDFParameters = .moderate
@@ -147,6 +148,11 @@ public final class Session: @unchecked Sendable {
     /// The item type check for libmagic at import.
     func classify(_ bytes: UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind) {
         classifier?.classify(bytes) ?? ("application/octet-stream", .other)
+    }
+
+    /// The same, on a worker thread: the answer is waited for when the import commits.
+    func classifyLater(_ bytes: UnsafeRawBufferPointer) -> () -> ImportBatch.ContentType {
+        classifierPool.classifyLater(bytes)
     }
 }
 

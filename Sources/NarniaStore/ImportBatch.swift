@@ -15,6 +15,8 @@ public final class ImportBatch {
     private var stagedSlots: [Int] = []
     private var staged: [Item] = []
     private var replacedObjects: [Identifier] = []
+    /// Types still being worked out, by item.
+    private var pendingTypes: [Identifier: () -> ContentType] = [:]
     /// Content bytes written since the batch began.
     public private(set) var stagedBytes: UInt64 = 0
 
@@ -48,24 +50,39 @@ public final class ImportBatch {
         return item
     }
 
+    /// The MIME type and kind of a new item, as a classifier names them.
+    public typealias ContentType = (mime: String, kind: ItemKind)
+
     /// Encrypts everything `source` yields into a new file item called `name` (or a numbered
     /// variant) in `parent`. `classify` sees the first chunk and names the MIME type and kind.
     /// `source` fills the buffer and returns the byte count, 0 at the end.
     public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil,
                         source: (UnsafeMutableRawPointer, Int) throws -> Int,
-                        classify: (UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind),
+                        classify: (UnsafeRawBufferPointer) -> ContentType,
+                        observer: TransferObserver = .none) throws -> Item {
+        try addFile(named: name, in: parent, modified: modified, source: source,
+                    classifyLater: { bytes in let type = classify(bytes); return { type } }, observer: observer)
+    }
+
+    /// As `addFile(named:in:modified:source:classify:observer:)`, but classification may finish
+    /// later, on another thread: `classifyLater` sees the first chunk and returns a function
+    /// that gives the type, called at the latest by `commit()`. Until then the returned item
+    /// carries no type.
+    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil,
+                        source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                        classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType,
                         observer: TransferObserver = .none) throws -> Item {
         try ensureFolder(parent)
         let unique = try claimName(name, in: parent)
         let objectID = Identifier.random()
         try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
         let slot = try vault.keys.addRandom()
-        var type: (mime: String, kind: ItemKind) = ("application/octet-stream", .other)
+        var type: () -> ContentType = { ("application/octet-stream", .other) }
         let size: UInt64
         do {
             size = try vault.keys.withKey(slot) { key in
                 try ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
-                    .write(objectID: objectID, key: key, source: source, inspect: { type = classify($0) }, observer: observer)
+                    .write(objectID: objectID, key: key, source: source, inspect: { type = classifyLater($0) }, observer: observer)
             }
         } catch {
             vault.keys.remove(slot)
@@ -73,9 +90,10 @@ public final class ImportBatch {
             throw error
         }
         let t = Vault.now()
-        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: type.mime, kind: type.kind)
+        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: "", kind: .other)
         let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
         operations.append(.putItem(item))
+        pendingTypes[item.id] = type
         stagedObjects.append(objectID)
         stagedSlots.append(slot)
         staged.append(item)
@@ -104,6 +122,7 @@ public final class ImportBatch {
     @discardableResult
     public func commit() throws -> [Item] {
         guard !operations.isEmpty else { return [] }
+        resolveTypes()
         if !stagedObjects.isEmpty { try vault.syncStore() }
         try vault.commit(operations)
         for object in replacedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
@@ -112,8 +131,29 @@ public final class ImportBatch {
         return done
     }
 
+    /// Writes each pending type into its item's operation (waiting for any classification
+    /// still running).
+    private func resolveTypes() {
+        guard !pendingTypes.isEmpty else { return }
+        var resolved: [Identifier: ContentType] = [:]
+        for (id, resolve) in pendingTypes { resolved[id] = resolve() }
+        func typed(_ item: Item) -> Item? {
+            guard let type = resolved[item.id] else { return nil }
+            var item = item
+            item.content?.mime = type.mime
+            item.content?.kind = type.kind
+            return item
+        }
+        for index in operations.indices {
+            if case .putItem(let item) = operations[index], let t = typed(item) { operations[index] = .putItem(t) }
+        }
+        for index in staged.indices { if let t = typed(staged[index]) { staged[index] = t } }
+        pendingTypes.removeAll()
+    }
+
     /// Drops every staged item and deletes their objects.
     public func abandon() {
+        for resolve in pendingTypes.values { _ = resolve() }  // let running classifications finish
         for object in stagedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
         for slot in stagedSlots { vault.keys.remove(slot) }
         reset()
@@ -127,6 +167,7 @@ public final class ImportBatch {
         stagedSlots.removeAll()
         staged.removeAll()
         replacedObjects.removeAll()
+        pendingTypes.removeAll()
         stagedBytes = 0
     }
 }

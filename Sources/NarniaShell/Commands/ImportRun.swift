@@ -65,7 +65,7 @@ struct ImportRun {
             progress?.begin(item: name)
             let item = try batch.addFile(named: name, in: folder, modified: modified,
                                          source: { try fd.readFully(into: $0, count: $1) },
-                                         classify: session.classify, observer: session.observer(progress: progress))
+                                         classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             pendingOriginals.append((item.id, path))
             if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems { commit() }
         } catch is Cancelled {
