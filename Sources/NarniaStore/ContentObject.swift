@@ -141,6 +141,16 @@ struct ContentWriter {
         }
         // The content ends in the held buffer: pad with zeros to the Padmé length, seal the tail.
         var remaining = Int(ContentFormat.paddedLength(total)) - index * chunk
+        if index == 0 && remaining <= chunk {
+            // A file of one chunk (most files): sealing and writing here costs less than two
+            // hand-overs between threads.
+            let buffer = pipeline.buffer(held!)
+            if remaining > currentLength { (buffer + currentLength).initializeMemory(as: UInt8.self, repeating: 0, count: remaining - currentLength) }
+            sealer(buffer, remaining, 0, true)()
+            try fd.writeAll(buffer, count: remaining + AEAD.tagLength)
+            observer.progress(total)
+            return total
+        }
         while true {
             let current = held!
             let length = min(chunk, remaining)
