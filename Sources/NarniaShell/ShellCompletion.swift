@@ -29,8 +29,8 @@ public struct ShellCompletionSource: CompletionSource {
         if spec.name == "lcd" { return .hostFolder }
         if spec.name == "import" && argumentIndex >= 1 && previousWords.contains("-") { return .none }
         if spec.lastOperandIsHost && argumentIndex >= 1 {
-            // export: the last operand is a host path; offer both from the second on.
-            return .hostPath
+            // export: more sources or the host destination; vault names first, else the host.
+            return .vaultOrHostPath
         }
         guard let operand = spec.operands.last else { return .none }
         switch operand {

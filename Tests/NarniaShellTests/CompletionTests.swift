@@ -29,7 +29,7 @@ private final class FakeSource: CompletionSource {
         case "cd": return .vaultFolder
         case "lcd": return .hostFolder
         case "lls", "import": return .hostPath
-        case "export": return argumentIndex == 0 ? .vaultPath : .hostPath
+        case "export": return argumentIndex == 0 ? .vaultPath : .vaultOrHostPath
         case "set": return argumentIndex == 0 ? .settingKey : .settingValue(key: previousWords.last ?? "")
         case "help": return .choice(commandNames)
         case "mkdir": return .none
@@ -421,6 +421,15 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(source.askedHost.last, "/home/u/")
         assertTab("lcd ~/Doc", "lcd ~/Documents/")
         assertTab("import ~/p", "import ~/pic.jpg ")
+    }
+
+    func testExportCompletesMoreSourcesThenTheHostDestination() {
+        source.addHost("/", ["tmp/", "usr/"])
+        assertTab("export notes.txt pho", "export notes.txt photos/")
+        assertTab("export notes.txt /tm", "export notes.txt /tmp/")
+        XCTAssertEqual(source.askedHost.last, "/")
+        assertTab("export notes.txt ~/p", "export notes.txt ~/pic.jpg ")
+        assertTab("export notes.txt rep", "export notes.txt report.pdf ")
     }
 
     func testHostQuotedTildeIsLiteral() {

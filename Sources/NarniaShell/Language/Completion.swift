@@ -126,6 +126,7 @@ private struct CompletionRequest {
         case words([String])
         case vault(foldersOnly: Bool)
         case host(foldersOnly: Bool)
+        case vaultOrHost
         case nothing
     }
 
@@ -146,7 +147,7 @@ private struct CompletionRequest {
         partial = context.partial
         target = CompletionRequest.target(for: context, source: source)
         switch target {
-        case .vault, .host:
+        case .vault, .host, .vaultOrHost:
             let text = partial.text
             let slash = text.lastIndex(of: "/")
             folder = slash.map { String(text[...$0]) } ?? ""
@@ -190,6 +191,7 @@ private struct CompletionRequest {
         case .vaultFolder: return .vault(foldersOnly: true)
         case .hostPath: return .host(foldersOnly: false)
         case .hostFolder: return .host(foldersOnly: true)
+        case .vaultOrHostPath: return .vaultOrHost
         case .settingKey: return .words(source.settingKeys)
         case .settingValue(let key): return .words(source.settingValues(for: key))
         case .choice(let choices): return .words(choices)
@@ -210,14 +212,26 @@ private struct CompletionRequest {
             if partial.startsWithBareTilde && partial.text == "~" {
                 return [Offer(name: "~", isFolder: true)]
             }
-            var hostFolder = folder
-            if partial.startsWithBareTilde, folder.hasPrefix("~/"), let home = source.homeDirectory {
-                hostFolder = home + (home.hasSuffix("/") ? "" : "/") + folder.dropFirst(2)
+            offers = hostOffers(foldersOnly: foldersOnly)
+        case .vaultOrHost:
+            if partial.startsWithBareTilde {
+                offers = partial.text == "~" ? [Offer(name: "~", isFolder: true)] : hostOffers(foldersOnly: false)
+            } else {
+                offers = matching(source.vaultEntries(in: folder), foldersOnly: false)
+                if offers.isEmpty { offers = hostOffers(foldersOnly: false) }
             }
-            offers = matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
         }
         var seen = Set<String>()
         return offers.filter { seen.insert($0.display).inserted }.sorted { utf8Order($0.name, $1.name) }
+    }
+
+    /// Host entries for the folder typed so far, `~/` standing for the home folder.
+    private func hostOffers(foldersOnly: Bool) -> [Offer] {
+        var hostFolder = folder
+        if partial.startsWithBareTilde, folder.hasPrefix("~/"), let home = source.homeDirectory {
+            hostFolder = home + (home.hasSuffix("/") ? "" : "/") + folder.dropFirst(2)
+        }
+        return matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
     }
 
     private func matching(_ entries: [CompletionEntry], foldersOnly: Bool) -> [Offer] {

@@ -78,6 +78,9 @@ public enum ArgumentKind: Hashable, Sendable {
     case vaultFolder
     /// A host path: directories and files.
     case hostPath
+    /// A vault path, or failing any match a host path: `export`'s arguments after the first,
+    /// where more sources and the host destination are written alike.
+    case vaultOrHostPath
     /// A host path naming a directory (`lcd`): only directories are offered.
     case hostFolder
     /// A key of `set`.
