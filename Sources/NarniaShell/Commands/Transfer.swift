@@ -74,6 +74,9 @@ enum Transfer {
         for word in a.operands.dropLast() { sources += try s.existing(word) }
         let destIsFolder = FileSystem.isDirectory(dest)
         guard destIsFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
+        if !destIsFolder && !FileSystem.isDirectory(FileSystem.parentDirectory(of: dest)) {
+            throw CommandFailure("\(FileSystem.parentDirectory(of: dest)): no such folder")
+        }
         let force = a.has("--force")
         // Plan every file first, so that a refusal changes nothing on the host.
         var plan: [(Item, String)] = []
@@ -124,7 +127,12 @@ enum Transfer {
     private static func writeHostFile(_ s: Session, _ item: Item, to host: String, progress: ProgressMeter?) throws {
         let dir = FileSystem.parentDirectory(of: host)
         let temporary = s.hostJoin(dir, ".narnia-partial-" + randomSuffix())
-        let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        } catch let e as SystemError {
+            throw CommandFailure("\(host): cannot write: \(String(cString: strerror(e.code)))")
+        }
         do {
             try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
             var times = [timespec(tv_sec: Int(item.modified / 1_000_000_000), tv_nsec: Int(item.modified % 1_000_000_000)),
