@@ -52,15 +52,24 @@ public final class Vault {
         let master = try Secret.random(count: 32)
         let journalID = Identifier.random()
         var shards = Set<String>()
-        try layout.ensureShard(for: journalID, known: &shards)
         let bodyKey = try master.deriveSubkey(.journalBody)
         let headerKey = try master.deriveSubkey(.journalHeader)
-        let journal = try Journal.create(id: journalID, path: layout.objectPath(for: journalID), bodyKey: bodyKey, headerKey: headerKey)
-        try journal.syncFile()
-        try FileSystem.syncDirectory(layout.shardDirectory(for: journalID))
         let keyFileID = Identifier.random()
-        let contents = KeyFile.Contents(masterKey: master, journalID: journalID, chunkSizeLog2: ContentFormat.chunkSizeLog2)
-        try writeKeyFile(KeyFile.seal(contents, kek: kek, salt: salt, parameters: parameters), layout: layout, id: keyFileID)
+        let journal: Journal
+        do {
+            try layout.ensureShard(for: journalID, known: &shards)
+            journal = try Journal.create(id: journalID, path: layout.objectPath(for: journalID), bodyKey: bodyKey, headerKey: headerKey)
+            try journal.syncFile()
+            try FileSystem.syncDirectory(layout.shardDirectory(for: journalID))
+            let contents = KeyFile.Contents(masterKey: master, journalID: journalID, chunkSizeLog2: ContentFormat.chunkSizeLog2)
+            try writeKeyFile(KeyFile.seal(contents, kek: kek, salt: salt, parameters: parameters), layout: layout, id: keyFileID)
+        } catch {
+            // Leave the folder empty again (a full disk, say), so that `init` can simply be rerun.
+            try? FileSystem.unlink(layout.keyFilePath(named: keyFileID) + ".new", missingOK: true)
+            try? FileSystem.unlink(layout.objectPath(for: journalID), missingOK: true)
+            try? FileSystem.removeDirectory(layout.shardDirectory(for: journalID))
+            throw error
+        }
         let vault = try Vault(directory: directory, lock: lock, keyFileID: keyFileID, kek: kek, salt: salt,
                               parameters: parameters, master: master, journal: journal, bodyKey: bodyKey, headerKey: headerKey)
         vault.knownShards = shards
