@@ -22,6 +22,7 @@ public final class Secret: @unchecked Sendable {
         pointer = p
         self.count = count
         sodium_mprotect_noaccess(p)
+        Self.live.withLock { Self.allocations[p] = max(count, 1) }
     }
 
     /// Allocates `count` random secret bytes (a fresh key).
@@ -40,7 +41,25 @@ public final class Secret: @unchecked Sendable {
     }
 
     deinit {
+        Self.live.withLock { _ = Self.allocations.removeValue(forKey: pointer) }
         sodium_free(pointer)
+    }
+
+    /// Every live secret's memory, for `wipeAllBeforeExit()`.
+    nonisolated(unsafe) private static var allocations: [UnsafeMutableRawPointer: Int] = [:]
+    private static let live = Lock()
+
+    /// Overwrites every live secret with zeros, whatever is using it. Only for a process that is
+    /// about to `_exit` without unwinding (a panic or a termination signal whose main thread did
+    /// not stop in time): afterwards no key or passphrase is left in memory, and no secret may
+    /// be used again.
+    public static func wipeAllBeforeExit() {
+        live.withLock {
+            for (p, n) in allocations {
+                sodium_mprotect_readwrite(p)
+                sodium_memzero(p, n)
+            }
+        }
     }
 
     /// Read access to the bytes for the duration of `body`.

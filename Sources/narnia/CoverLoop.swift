@@ -195,6 +195,7 @@ enum PanicKey {
             _ = pthread_kill(panicMainThread, SIGUSR2)
             for _ in 0..<100 { usleep(10_000) }
         }
+        Secret.wipeAllBeforeExit()
         _exit(0)
     }
 
@@ -208,6 +209,7 @@ enum PanicKey {
     /// more (the line editor may have drawn since) and exit with status 0.
     static func finish() -> Never {
         stopViewersAndClear()
+        Secret.wipeAllBeforeExit()
         _exit(0)
     }
 }

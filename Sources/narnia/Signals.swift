@@ -1,4 +1,5 @@
 import Glibc
+import NarniaCrypto
 import NarniaShell
 
 /// Signal handling.
@@ -94,6 +95,7 @@ enum Signals {
             waited += 50_000
         }
         if terminalSaved { _ = tcsetattr(0, TCSANOW, &savedTerminal) }
+        Secret.wipeAllBeforeExit()
         _exit(128 + terminationSignal)
     }
 }

@@ -62,3 +62,22 @@ final class AEADTests: XCTestCase {
         XCTAssertTrue(a.isEqual(to: try master.deriveSubkey(.journalBody)))
     }
 }
+
+final class SecretTests: XCTestCase {
+    func testWipeAllBeforeExitZeroesLiveSecrets() throws {
+        let a = try Secret.random(count: 32)
+        let b = try Array("passphrase".utf8).withUnsafeBytes { try Secret(copying: $0) }
+        XCTAssertTrue(a.withUnsafeBytes { $0.contains { $0 != 0 } })
+        Secret.wipeAllBeforeExit()
+        XCTAssertTrue(a.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+        XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+    }
+
+    func testComparisonIsByContent() throws {
+        let a = try Array("same".utf8).withUnsafeBytes { try Secret(copying: $0) }
+        let b = try Array("same".utf8).withUnsafeBytes { try Secret(copying: $0) }
+        let c = try Array("diff".utf8).withUnsafeBytes { try Secret(copying: $0) }
+        XCTAssertTrue(a.isEqual(to: b))
+        XCTAssertFalse(a.isEqual(to: c))
+    }
+}
