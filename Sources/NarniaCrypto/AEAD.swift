@@ -80,17 +80,4 @@ public enum AEAD {
         }
         return Array(buffer.prefix(n))
     }
-
-    /// XChaCha20 keystream bytes (`crypto_stream_xchacha20`), used to mask small plaintext fields.
-    public static func keystream(count: Int, nonce: [UInt8], key: Secret) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        out.withUnsafeMutableBufferPointer { o in
-            nonce.withUnsafeBufferPointer { n in
-                key.withUnsafeBytes { k in
-                    _ = crypto_stream_xchacha20(o.baseAddress!, UInt64(count), n.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
-        }
-        return out
-    }
 }

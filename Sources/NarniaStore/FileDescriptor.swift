@@ -119,12 +119,6 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try sys("truncate", path) { Glibc.ftruncate(number, off_t(length)) }
     }
 
-    /// Moves the file offset to the end and returns it.
-    @discardableResult
-    public func seekToEnd() throws -> Int64 {
-        Int64(try sys("lseek", path) { Glibc.lseek(number, 0, SEEK_END) })
-    }
-
     /// Hints sequential access (`posix_fadvise`); failures are ignored.
     public func adviseSequential() {
         _ = posix_fadvise(number, 0, 0, POSIX_FADV_SEQUENTIAL)

@@ -37,22 +37,19 @@ struct StoreLayout {
         known.insert(dir)
     }
 
-    /// Every object file, as identifiers, and every leftover that is not an object name.
-    func scanObjects() throws -> (objects: [Identifier], leftovers: [String]) {
+    /// Every object file, as identifiers.
+    func scanObjects() throws -> [Identifier] {
         var objects: [Identifier] = []
-        var leftovers: [String] = []
         for shard in try FileSystem.listDirectory(root) where shard.utf8.count == 2 && isHex(shard) {
             let dir = root + "/" + shard
             guard FileSystem.isDirectory(dir) else { continue }
             for name in try FileSystem.listDirectory(dir) {
                 if name.utf8.count == 30, let id = Identifier(hex: Substring(shard + name)) {
                     objects.append(id)
-                } else if name.hasSuffix(".tmp") {
-                    leftovers.append(dir + "/" + name)
                 }
             }
         }
-        return (objects, leftovers)
+        return objects
     }
 
     private func isHex(_ s: String) -> Bool {

@@ -163,11 +163,9 @@ public final class Vault {
         var referenced = Set<Identifier>(minimumCapacity: items.count + 1)
         referenced.insert(journal.id)
         for item in items.values { if let c = item.content { referenced.insert(c.objectID) } }
-        let (objects, leftovers) = try layout.scanObjects()
-        for id in objects where !referenced.contains(id) {
+        for id in try layout.scanObjects() where !referenced.contains(id) {
             try FileSystem.unlink(layout.objectPath(for: id), missingOK: true)
         }
-        for path in leftovers { try FileSystem.unlink(path, missingOK: true) }
         for name in try FileSystem.listDirectory(directory) where name.hasSuffix(".new") {
             try FileSystem.unlink(directory + "/" + name, missingOK: true)
         }

@@ -6,9 +6,11 @@ enum Browse {
         items.sorted { utf8Order($0.name, $1.name) }
     }
 
-    static func ls(_ s: Session, _ a: ParsedArguments) throws {
-        if Grid.wanted(s, a) { return try Grid.ls(s, a) }
-        let showHidden = a.has("-a")
+    /// What a listing command names: files, then folders to list, from its operands (the
+    /// current folder by default). A word that names nothing is reported at once and
+    /// returned as the failure, so the rest are still listed, as `ls` does.
+    static func listingTargets(_ s: Session, _ a: ParsedArguments) throws
+        -> (files: [(VaultPath, Item)], folders: [(VaultPath, Identifier)], failed: CommandFailure?) {
         let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
         var files: [(VaultPath, Item)] = []
         var folders: [(VaultPath, Identifier)] = []
@@ -19,10 +21,17 @@ enum Browse {
                     if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
                 }
             } catch let e as CommandFailure {
-                s.error("ls", e.message)
+                s.error(a.command, e.message)
                 failed = CommandFailure(e.message)
             }
         }
+        return (files, folders, failed)
+    }
+
+    static func ls(_ s: Session, _ a: ParsedArguments) throws {
+        if Grid.wanted(s, a) { return try Grid.ls(s, a) }
+        let showHidden = a.has("-a")
+        let (files, folders, failed) = try listingTargets(s, a)
         if !files.isEmpty { printListing(s, a, files.map { ($0.0, $0.1) }) }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 && !a.has("--json") {

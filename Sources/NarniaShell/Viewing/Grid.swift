@@ -25,28 +25,15 @@ enum Grid {
     /// one grid, then each folder's items, with `PATH:` headers when there are several.
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
         let showHidden = a.has("-a")
-        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
-        var files: [Item] = []
-        var folders: [(VaultPath, Identifier)] = []
-        var failed: CommandFailure?
-        for word in words {
-            do {
-                for (path, id) in try s.existing(HiddenNames.resolving(word, in: s)) {
-                    if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append(s.vault.item(id)!) }
-                }
-            } catch let e as CommandFailure {
-                s.error(a.command, e.message)
-                failed = CommandFailure(e.message)
-            }
-        }
-        if !files.isEmpty { render(s, files) }
+        let (files, folders, failed) = try Browse.listingTargets(s, a)
+        if !files.isEmpty { render(s, files.map(\.1)) }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 {
                 if i > 0 || !files.isEmpty { s.out.line("") }
                 s.out.line(HiddenNames.active(s) && !path.isRoot
                            ? "\(HiddenNames.label(of: s.vault.item(id)!, in: s.vault)):" : "\(terminalSafe(path.description)):")
             }
-            let children = s.vault.children(of: id).sorted { utf8Order($0.name, $1.name) }
+            let children = Browse.sorted(s.vault.children(of: id))
                 .filter { showHidden || !$0.name.hasPrefix(".") }
             render(s, children)
         }

@@ -22,7 +22,7 @@ enum Viewing {
         guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: open PATH...") }
         var items: [(VaultPath, Item)] = []
         for word in a.operands {
-            for (path, id) in try s.existing(HiddenNames.resolving(word, in: s)) {
+            for (path, id) in try s.existing(word) {
                 guard let item = s.vault.item(id), !item.isFolder else {
                     throw CommandFailure("\(shownPath(s, path, id)): is a folder", hint: "'ls -g' shows a folder's thumbnails")
                 }

@@ -36,32 +36,30 @@ enum StepPrompt {
         }
     }
 
+    /// Non-canonical mode without echo or signal keys: a read returns after `minimum` bytes, or
+    /// `tenths` tenths of a second.
+    private static func setRaw(_ fd: Int32, from saved: termios, minimum: UInt8, tenths: UInt8) {
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = minimum
+            cc[Int(VTIME)] = tenths
+        }
+        _ = tcsetattr(fd, TCSANOW, &raw)
+    }
+
     /// One key press (an escape sequence counts as one), in non-canonical mode without echo;
     /// nil at end of input.
     static func readKey(fd: Int32) -> [UInt8]? {
         var saved = termios()
         let isTerminal = tcgetattr(fd, &saved) == 0
-        if isTerminal {
-            var raw = saved
-            raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
-            withUnsafeMutableBytes(of: &raw.c_cc) { cc in
-                cc[Int(VMIN)] = 1
-                cc[Int(VTIME)] = 0
-            }
-            _ = tcsetattr(fd, TCSANOW, &raw)
-        }
+        if isTerminal { setRaw(fd, from: saved, minimum: 1, tenths: 0) }
         defer { if isTerminal { _ = tcsetattr(fd, TCSANOW, &saved) } }
         // One byte, so that keys typed ahead stay for the line editor; the rest of an escape
         // sequence follows within a tenth of a second.
         guard let first = readByte(fd) else { return nil }
         guard first == 0x1B, isTerminal else { return [first] }
-        var quick = saved
-        quick.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
-        withUnsafeMutableBytes(of: &quick.c_cc) { cc in
-            cc[Int(VMIN)] = 0
-            cc[Int(VTIME)] = 1
-        }
-        _ = tcsetattr(fd, TCSANOW, &quick)
+        setRaw(fd, from: saved, minimum: 0, tenths: 1)
         var key: [UInt8] = [first]
         while key.count < 8, let next = readByte(fd) {
             key.append(next)
