@@ -16,7 +16,8 @@ public final class Session: @unchecked Sendable {
     public let err: Output
     /// True when commands come from a person at a terminal (progress bars may be drawn).
     public let interactive: Bool
-    let classifier: Classifier?
+    /// libmagic on this thread, loaded on first use (most sessions never classify).
+    lazy var classifier: Classifier? = try? Classifier()
     lazy var classifierPool = ClassifierPool()
     /// Where a passphrase for `passwd` comes from, and the KDF limits for new wrappings.
     public var newPassphraseSource: (() throws -> Secret)?
@@ -33,7 +34,6 @@ public final class Session: @unchecked Sendable {
         self.out = out
         self.err = err
         self.interactive = interactive
-        classifier = try? Classifier()
     }
 
     // MARK: Messages
