@@ -1,6 +1,10 @@
 """Opacity: after importing the corpus, the store shows nothing readable — no item name, no
 plaintext slice, no header shared between store files, random file names, Padmé-padded sizes,
-and file(1) finds no more formats in it than it finds in random bytes by chance."""
+and file(1) finds no more formats in it than it finds in random bytes by chance.
+
+One import of a folder packs its small files into a few shared objects (docs/FORMAT.md,
+"Packs"); importing the files one command at a time gives each its own object, which is what
+the per-object checks (headers, sizes) need."""
 
 from __future__ import annotations
 
@@ -36,6 +40,17 @@ def store_with_corpus(narnia_bin, corpus, tmp_path_factory):
     # a few folders and items with distinctive names made inside the vault too
     n.ok("mkdir -p '/Secret Plans/Operation Lamppost'; cd '/Secret Plans'; "
          "import - 'confession-of-edmund.txt'", input=b"I betrayed them for Turkish Delight.\n" * 40)
+    return n
+
+
+@pytest.fixture(scope="module")
+def store_one_by_one(narnia_bin, corpus, tmp_path_factory):
+    """The corpus imported one file per command: one content object per file."""
+    n = Narnia(narnia_bin, tmp_path_factory.mktemp("one-by-one"))
+    n.init()
+    script = "\n".join(f"import {q(str(corpus.root / rel))}" for rel in sorted(corpus.files))
+    r = n.c(script, timeout=300)
+    assert r.rc == 0, "importing the corpus file by file failed" + r.describe()
     return n
 
 
@@ -85,8 +100,15 @@ def test_no_plaintext_slices_in_store(store_with_corpus, corpus):
     assert not found, f"plaintext slices appear in store files: {found[:10]}"
 
 
-def test_no_shared_headers(store_with_corpus):
-    blobs = {rel: b for rel, b in store_blobs(store_with_corpus).items() if len(b) >= 16}
+def test_folder_import_packs_small_files(store_with_corpus, corpus):
+    files = store_with_corpus.store().files()
+    assert len(files) * 4 < len(corpus.files), (
+        f"importing a folder of {len(corpus.files)} files left {len(files)} store files; "
+        "its small files should share a few packs")
+
+
+def test_no_shared_headers(store_one_by_one):
+    blobs = {rel: b for rel, b in store_blobs(store_one_by_one).items() if len(b) >= 16}
     n = len(blobs)
     assert n >= 40, f"expected many store files after importing the corpus, found {n}"
     for k in (4, 8, 16):
@@ -141,8 +163,8 @@ def test_file_finds_no_format(store_with_corpus, tmp_path):
         f"{rand_rate:.1%}, so at most {limit:.0f} were expected: {not_data}")
 
 
-def test_content_sizes_are_padme_padded(store_with_corpus, corpus):
-    sizes = Counter(store_with_corpus.store().sizes().values())
+def test_content_sizes_are_padme_padded(store_one_by_one, corpus):
+    sizes = Counter(store_one_by_one.store().sizes().values())
     missing = []
     for rel, n in corpus.sizes.items():
         if sizes[object_size(n)] == 0:

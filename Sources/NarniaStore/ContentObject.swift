@@ -67,7 +67,24 @@ struct ContentWriter {
         }
     }
 
-    private func encrypt(into fd: FileDescriptor, objectID: Identifier, key: UnsafeRawBufferPointer,
+    /// As `write`, but appends the sealed content as a segment at `offset`, the current end of
+    /// the open pack `fd` (docs/FORMAT.md, "Packs"). On any error or cancellation the pack is
+    /// cut back to `offset`, so the segments before it stay whole.
+    func append(to fd: FileDescriptor, at offset: Int64, objectID: Identifier, key: UnsafeRawBufferPointer,
+                source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                inspect: (UnsafeRawBufferPointer) -> Void,
+                observer: TransferObserver) throws -> UInt64 {
+        do {
+            return try encrypt(into: fd, at: offset, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
+        } catch {
+            try? pipeline.drain()
+            try fd.truncate(to: offset)
+            try fd.seek(to: offset)
+            throw error
+        }
+    }
+
+    private func encrypt(into fd: FileDescriptor, at offset: Int64 = 0, objectID: Identifier, key: UnsafeRawBufferPointer,
                          source: (UnsafeMutableRawPointer, Int) throws -> Int,
                          inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
         let chunk = ContentFormat.chunkSize
@@ -93,8 +110,10 @@ struct ContentWriter {
         // Writes run on the pipeline's writer thread. Every 8 MiB the written range is handed to
         // the kernel's writeback at once, so the final sync overlaps encryption instead of
         // following it.
-        final class WriteState: @unchecked Sendable { var written: Int64 = Int64(AEAD.nonceLength); var flushed: Int64 = 0 }
+        final class WriteState: @unchecked Sendable { var written: Int64 = 0; var flushed: Int64 = 0 }
         let state = WriteState()
+        state.written = offset + Int64(AEAD.nonceLength)
+        state.flushed = offset
         let write: @Sendable (UnsafeRawPointer, Int) throws -> Void = { p, n in
             try fd.writeAll(p, count: n)
             state.written += Int64(n)
@@ -186,12 +205,17 @@ struct ContentReader {
             throw ContentError.missing
         }
         self.content = content
-        let expected = ContentFormat.objectLength(size: content.size)
+        let expected = content.objectLength
         let actual = try fd.size()
-        guard actual == expected else { throw ContentError.wrongLength(expected: expected, actual: actual) }
+        guard actual == expected, content.offset <= UInt64(expected),
+              ContentFormat.objectLength(size: content.size) <= expected - Int64(content.offset) else {
+            throw ContentError.wrongLength(expected: expected, actual: actual)
+        }
         var b = [UInt8](repeating: 0, count: AEAD.nonceLength)
         let handle = fd
-        _ = try b.withUnsafeMutableBytes { try handle.preadFully(into: $0.baseAddress!, count: AEAD.nonceLength, offset: 0) }
+        _ = try b.withUnsafeMutableBytes {
+            try handle.preadFully(into: $0.baseAddress!, count: AEAD.nonceLength, offset: Int64(content.offset))
+        }
         base = b
         fd.adviseSequential()
     }
@@ -203,8 +227,8 @@ struct ContentReader {
     func readChunk(_ index: Int, into buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
         let plain = ContentFormat.plaintextLength(ofChunk: index, size: content.size)
         let length = plain + AEAD.tagLength
-        let n = try fd.preadFully(into: buffer, count: length, offset: ContentFormat.offset(ofChunk: index))
-        guard n == length else { throw ContentError.wrongLength(expected: ContentFormat.objectLength(size: content.size), actual: try fd.size()) }
+        let n = try fd.preadFully(into: buffer, count: length, offset: Int64(content.offset) + ContentFormat.offset(ofChunk: index))
+        guard n == length else { throw ContentError.wrongLength(expected: content.objectLength, actual: try fd.size()) }
         var nonce = base
         var ad: [UInt8] = []
         ContentFormat.nonce(base: base, index: index, into: &nonce)

@@ -114,6 +114,11 @@ public final class FileDescriptor: @unchecked Sendable {
         return Int64(st.st_size)
     }
 
+    /// Moves the file offset to `offset` (`lseek(2)`, `SEEK_SET`).
+    public func seek(to offset: Int64) throws {
+        _ = try sys("seek", path) { Glibc.lseek(number, off_t(offset), SEEK_SET) }
+    }
+
     /// `ftruncate(2)`.
     public func truncate(to length: Int64) throws {
         _ = try sys("truncate", path) { Glibc.ftruncate(number, off_t(length)) }

@@ -2,10 +2,13 @@ import Glibc
 
 /// A group of new items made durable and visible together (group commit).
 ///
-/// Each file's content object is written as it is added; `commit()` then makes every object
-/// durable with one `syncfs` and publishes all the items in one journal record. Until then
-/// nothing is visible, and `abandon()` (or a crash) leaves only orphan objects that the next
-/// open removes. Names are made unique with "keep both" numbering, counting staged items.
+/// Each file's content is written as it is added: a large file into an object of its own, a
+/// small one (`OpenPack.largestMember`) as the next segment of a pack shared with the batch's
+/// other small files, so that thousands of small files cost a few object files, not thousands.
+/// `commit()` then makes every object durable with one `syncfs` and publishes all the items in
+/// one journal record. Until then nothing is visible, and `abandon()` (or a crash) leaves only
+/// orphan objects that the next open removes. Names are made unique with "keep both"
+/// numbering, counting staged items.
 public final class ImportBatch {
     private let vault: Vault
     private var operations: [MetadataOperation] = []
@@ -15,6 +18,8 @@ public final class ImportBatch {
     private var stagedSlots: [Int] = []
     private var staged: [Item] = []
     private var replacedObjects: [Identifier] = []
+    /// This batch's packs; the last one may still be accepting segments.
+    private var packs: [OpenPack] = []
     /// Types still being worked out, by item.
     private var pendingTypes: [Identifier: () -> ContentType] = [:]
     /// Content bytes written since the batch began.
@@ -55,50 +60,75 @@ public final class ImportBatch {
 
     /// Encrypts everything `source` yields into a new file item called `name` (or a numbered
     /// variant) in `parent`. `classify` sees the first chunk and names the MIME type and kind.
-    /// `source` fills the buffer and returns the byte count, 0 at the end.
-    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil,
+    /// `source` fills the buffer and returns the byte count, 0 at the end. `sizeHint`, the size
+    /// the source expects to yield when known, lets a small file share a pack.
+    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil, sizeHint: UInt64? = nil,
                         source: (UnsafeMutableRawPointer, Int) throws -> Int,
                         classify: (UnsafeRawBufferPointer) -> ContentType,
                         observer: TransferObserver = .none) throws -> Item {
-        try addFile(named: name, in: parent, modified: modified, source: source,
+        try addFile(named: name, in: parent, modified: modified, sizeHint: sizeHint, source: source,
                     classifyLater: { bytes in let type = classify(bytes); return { type } }, observer: observer)
     }
 
-    /// As `addFile(named:in:modified:source:classify:observer:)`, but classification may finish
-    /// later, on another thread: `classifyLater` sees the first chunk and returns a function
-    /// that gives the type, called at the latest by `commit()`. Until then the returned item
-    /// carries no type.
-    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil,
+    /// As `addFile(named:in:modified:sizeHint:source:classify:observer:)`, but classification
+    /// may finish later, on another thread: `classifyLater` sees the first chunk and returns a
+    /// function that gives the type, called at the latest by `commit()`. Until then the
+    /// returned item carries no type.
+    public func addFile(named name: String, in parent: Identifier, modified: Int64? = nil, sizeHint: UInt64? = nil,
                         source: (UnsafeMutableRawPointer, Int) throws -> Int,
                         classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType,
                         observer: TransferObserver = .none) throws -> Item {
         try ensureFolder(parent)
         let unique = try claimName(name, in: parent)
-        let objectID = Identifier.random()
-        try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
-        let slot = try vault.keys.addRandom()
+        let id = Identifier.random()
+        let pack = try sizeHint.map { $0 <= OpenPack.largestMember } == true ? packForNextFile() : nil
+        let objectID = pack?.objectID ?? .random()
+        let offset = pack?.length ?? 0
         var type: () -> ContentType = { ("application/octet-stream", .other) }
         let size: UInt64
+        let slot = try vault.keys.addRandom()
         do {
+            let writer = ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
             size = try vault.keys.withKey(slot) { key in
-                try ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
-                    .write(objectID: objectID, key: key, source: source, inspect: { type = classifyLater($0) }, observer: observer)
+                if let pack {
+                    return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
+                                             inspect: { type = classifyLater($0) }, observer: observer)
+                }
+                try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
+                return try writer.write(objectID: objectID, key: key, source: source,
+                                        inspect: { type = classifyLater($0) }, observer: observer)
             }
         } catch {
+            pack?.accepting = false
             vault.keys.remove(slot)
             reservedNames[parent]?.remove(unique)
             throw error
         }
+        if let pack {
+            pack.length = offset + ContentFormat.objectLength(size: size)
+            pack.members.append(id)
+            if pack.length >= OpenPack.capacity { pack.accepting = false }
+        } else {
+            stagedObjects.append(objectID)
+        }
         let t = Vault.now()
-        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: "", kind: .other)
-        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
+        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: "", kind: .other, offset: UInt64(offset))
+        let item = Item(id: id, parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
         operations.append(.putItem(item))
         pendingTypes[item.id] = type
-        stagedObjects.append(objectID)
         stagedSlots.append(slot)
         staged.append(item)
         stagedBytes += size
         return item
+    }
+
+    /// The pack the next small file goes into: the batch's current one, or a new one.
+    private func packForNextFile() throws -> OpenPack {
+        if let pack = packs.last, pack.accepting { return pack }
+        let pack = try OpenPack(layout: vault.layout, knownShards: &vault.knownShards)
+        packs.append(pack)
+        stagedObjects.append(pack.objectID)
+        return pack
     }
 
     /// Gives the staged item `id` the name of the existing file `victim` in the same folder and
@@ -122,13 +152,35 @@ public final class ImportBatch {
     @discardableResult
     public func commit() throws -> [Item] {
         guard !operations.isEmpty else { return [] }
+        try finishPacks()
         resolveTypes()
         if !stagedObjects.isEmpty { try vault.syncStore() }
         try vault.commit(operations)
-        for object in replacedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
+        vault.deleteUnusedObjects(replacedObjects)
         let done = staged
         reset()
         return done
+    }
+
+    /// Closes the batch's packs to further segments and records each pack's final length in its
+    /// items; a pack left empty (by a failed append) is deleted.
+    private func finishPacks() throws {
+        var lengths: [Identifier: Int64] = [:]
+        for pack in packs {
+            pack.accepting = false
+            guard !pack.members.isEmpty else {
+                try? FileSystem.unlink(vault.layout.objectPath(for: pack.objectID), missingOK: true)
+                continue
+            }
+            let length = try pack.fd.size()
+            for id in pack.members { lengths[id] = length }
+        }
+        guard !lengths.isEmpty else { return }
+        updateStaged { item in
+            guard let length = lengths[item.id] else { return false }
+            item.content?.objectLength = length
+            return true
+        }
     }
 
     /// Writes each pending type into its item's operation (waiting for any classification
@@ -137,18 +189,22 @@ public final class ImportBatch {
         guard !pendingTypes.isEmpty else { return }
         var resolved: [Identifier: ContentType] = [:]
         for (id, resolve) in pendingTypes { resolved[id] = resolve() }
-        func typed(_ item: Item) -> Item? {
-            guard let type = resolved[item.id] else { return nil }
-            var item = item
+        updateStaged { item in
+            guard let type = resolved[item.id] else { return false }
             item.content?.mime = type.mime
             item.content?.kind = type.kind
-            return item
+            return true
         }
-        for index in operations.indices {
-            if case .putItem(let item) = operations[index], let t = typed(item) { operations[index] = .putItem(t) }
-        }
-        for index in staged.indices { if let t = typed(staged[index]) { staged[index] = t } }
         pendingTypes.removeAll()
+    }
+
+    /// Applies `change` (which returns whether it changed anything) to every staged item, in
+    /// both the pending operations and the list `commit()` returns.
+    private func updateStaged(_ change: (inout Item) -> Bool) {
+        for index in operations.indices {
+            if case .putItem(var item) = operations[index], change(&item) { operations[index] = .putItem(item) }
+        }
+        for index in staged.indices { _ = change(&staged[index]) }
     }
 
     /// Drops every staged item and deletes their objects.
@@ -167,6 +223,7 @@ public final class ImportBatch {
         stagedSlots.removeAll()
         staged.removeAll()
         replacedObjects.removeAll()
+        packs.removeAll()
         pendingTypes.removeAll()
         stagedBytes = 0
     }

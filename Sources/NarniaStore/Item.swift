@@ -38,6 +38,25 @@ public struct ContentInfo: Sendable, Equatable {
     public var mime: String
     /// The kind derived from the MIME type.
     public var kind: ItemKind
+    /// Where the content's sealed segment starts in the object file: 0 unless the object is a
+    /// pack holding the small files of one import batch (docs/FORMAT.md, "Packs").
+    public var offset: UInt64
+    /// The object file's exact length: the segment's own length unless the object is a pack.
+    public var objectLength: Int64
+
+    init(objectID: Identifier, keySlot: Int, size: UInt64, mime: String, kind: ItemKind,
+         offset: UInt64 = 0, objectLength: Int64? = nil) {
+        self.objectID = objectID
+        self.keySlot = keySlot
+        self.size = size
+        self.mime = mime
+        self.kind = kind
+        self.offset = offset
+        self.objectLength = objectLength ?? ContentFormat.objectLength(size: size)
+    }
+
+    /// True when the object holds other contents besides this one (a pack).
+    var isPacked: Bool { offset != 0 || objectLength != ContentFormat.objectLength(size: size) }
 }
 
 /// One entry of the folder tree: a folder or a file.

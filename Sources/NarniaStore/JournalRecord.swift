@@ -21,6 +21,8 @@ enum MetadataOperation {
         case removeSetting = 5
         case setAttachment = 6
         case removeAttachment = 7
+        /// A file whose content is one segment of a pack: `putFile` plus offset and pack length.
+        case putPackedFile = 8
     }
 }
 
@@ -31,13 +33,17 @@ enum RecordCoding {
             switch op {
             case .putItem(let item):
                 if let c = item.content {
-                    w.u8(MetadataOperation.Tag.putFile.rawValue)
+                    w.u8((c.isPacked ? MetadataOperation.Tag.putPackedFile : .putFile).rawValue)
                     encodeCommon(item, into: &w)
                     w.raw(c.objectID.bytes)
                     keys.withKey(c.keySlot) { w.raw($0) }
                     w.u64(c.size)
                     w.string(c.mime)
                     w.u8(c.kind.rawValue)
+                    if c.isPacked {
+                        w.u64(c.offset)
+                        w.u64(UInt64(c.objectLength))
+                    }
                 } else {
                     w.u8(MetadataOperation.Tag.putFolder.rawValue)
                     encodeCommon(item, into: &w)
@@ -81,20 +87,26 @@ enum RecordCoding {
         while !r.isAtEnd {
             guard let tag = MetadataOperation.Tag(rawValue: try r.u8()) else { throw MalformedRecord() }
             switch tag {
-            case .putFolder, .putFile:
+            case .putFolder, .putFile, .putPackedFile:
                 let id = Identifier(try r.take(16))
                 let parent = Identifier(try r.take(16))
                 let name = try r.string()
                 let created = try r.i64()
                 let modified = try r.i64()
                 var item = Item(id: id, parent: parent, name: name, created: created, modified: modified, content: nil)
-                if tag == .putFile {
+                if tag != .putFolder {
                     let object = Identifier(try r.take(16))
                     let key = try r.take(KeyTable.keyLength)
                     let size = try r.u64()
                     let mime = try r.string()
                     let kind = ItemKind(rawValue: try r.u8()) ?? .other
                     item.content = ContentInfo(objectID: object, keySlot: -1, size: size, mime: mime, kind: kind)
+                    if tag == .putPackedFile {
+                        item.content!.offset = try r.u64()
+                        let length = try r.u64()
+                        guard length <= UInt64(Int64.max) else { throw MalformedRecord() }
+                        item.content!.objectLength = Int64(length)
+                    }
                     try apply(.putItem(item, key: key))
                 } else {
                     try apply(.putItem(item, key: nil))

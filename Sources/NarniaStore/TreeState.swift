@@ -5,6 +5,8 @@ struct TreeState {
     var settings: [String: String] = [:]
     /// Small blobs per item and purpose (thumbnails); dropped with the item or its content.
     var attachments: [Identifier: [String: [UInt8]]] = [:]
+    /// How many items use each content object (a pack serves several); absent means none.
+    var objectUsers: [Identifier: Int] = [:]
 
     /// Applies a replayed operation, storing a file's key in `keys`.
     mutating func apply(_ op: RecordCoding.DecodedOperation, keys: KeyTable) throws {
@@ -45,7 +47,9 @@ struct TreeState {
         if let old = items[item.id] {
             children[old.parent]?[old.name] = nil
             if old.content?.objectID != item.content?.objectID { attachments[item.id] = nil }
+            if let object = old.content?.objectID { release(object) }
         }
+        if let object = item.content?.objectID { objectUsers[object, default: 0] += 1 }
         items[item.id] = item
         children[item.parent, default: [:]][item.name] = item.id
         if item.isFolder && children[item.id] == nil { children[item.id] = [:] }
@@ -53,8 +57,14 @@ struct TreeState {
 
     private mutating func remove(_ id: Identifier) {
         guard let old = items.removeValue(forKey: id) else { return }
+        if let object = old.content?.objectID { release(object) }
         children[old.parent]?[old.name] = nil
         attachments[id] = nil
         if old.isFolder { children[id] = nil }
+    }
+
+    private mutating func release(_ object: Identifier) {
+        let left = (objectUsers[object] ?? 1) - 1
+        objectUsers[object] = left > 0 ? left : nil
     }
 }

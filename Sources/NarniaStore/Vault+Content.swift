@@ -88,7 +88,7 @@ extension Vault {
         var nextChunk = 0
         var available = 0
         var consumed = 0
-        let copied = try batch.addFile(named: name, in: parent, modified: source.modified, source: { dest, max in
+        let copied = try batch.addFile(named: name, in: parent, modified: source.modified, sizeHint: content.size, source: { dest, max in
             if consumed == available {
                 guard nextChunk < reader.chunkCount else { return 0 }
                 available = try keys.withKey(content.keySlot) { try reader.readChunk(nextChunk, into: buffer, key: $0) }

@@ -93,15 +93,15 @@ extension Vault {
         return item
     }
 
-    /// Removes `id` and, for a folder, everything under it, in one transaction; the content
-    /// objects are deleted after the commit (a crash in between leaves orphans that the next
-    /// open removes).
+    /// Removes `id` and, for a folder, everything under it, in one transaction; content
+    /// objects no item uses any more are deleted after the commit (a crash in between leaves
+    /// orphans that the next open removes).
     public func remove(_ id: Identifier) throws {
         guard id != .root, let item = items[id] else { throw VaultError.refused("cannot remove the root") }
         let doomed = [item] + descendants(of: id)
         let objects = doomed.compactMap { $0.content?.objectID }
         try commit(doomed.reversed().map { .removeItem($0.id) })
-        for object in objects { try? FileSystem.unlink(layout.objectPath(for: object), missingOK: true) }
+        deleteUnusedObjects(objects)
     }
 
     /// Moves and/or renames `id` to `name` inside `parent`. When `replacing` names an existing
@@ -125,6 +125,6 @@ extension Vault {
         item.name = valid
         ops.append(.putItem(item))
         try commit(ops)
-        if let doomedObject { try? FileSystem.unlink(layout.objectPath(for: doomedObject), missingOK: true) }
+        if let doomedObject { deleteUnusedObjects([doomedObject]) }
     }
 }

@@ -30,6 +30,8 @@ public final class Vault {
     /// Settings (`set KEY VALUE`), encrypted in the journal like everything else.
     public private(set) var settings: [String: String] = [:]
     var attachments: [Identifier: [String: [UInt8]]] = [:]
+    /// How many items use each content object; see `deleteUnusedObjects`.
+    var objectUsers: [Identifier: Int] = [:]
     /// Counts committed changes, so that views derived from the tree know when to recompute.
     public private(set) var generation = 0
     private var bytesAtLastCompaction: Int64 = 0
@@ -135,6 +137,7 @@ public final class Vault {
         vault.childrenByFolder = state.children
         vault.settings = state.settings
         vault.attachments = state.attachments
+        vault.objectUsers = state.objectUsers
         vault.bytesAtLastCompaction = journal.endOffset
         try vault.removeLeftovers()
         return vault
@@ -160,10 +163,7 @@ public final class Vault {
     /// Deletes what an interrupted write left: objects no item refers to, old journals,
     /// a half-written key file.
     private func removeLeftovers() throws {
-        var referenced = Set<Identifier>(minimumCapacity: items.count + 1)
-        referenced.insert(journal.id)
-        for item in items.values { if let c = item.content { referenced.insert(c.objectID) } }
-        for id in try layout.scanObjects() where !referenced.contains(id) {
+        for id in try layout.scanObjects() where id != journal.id && objectUsers[id] == nil {
             try FileSystem.unlink(layout.objectPath(for: id), missingOK: true)
         }
         for name in try FileSystem.listDirectory(directory) where name.hasSuffix(".new") {
@@ -172,6 +172,15 @@ public final class Vault {
     }
 
     // MARK: Committing
+
+    /// Deletes those of `objects` that no item uses any more: called after a commit that
+    /// removed or replaced their items. A pack goes with the last of its items. (A crash
+    /// before this leaves orphans that the next open removes.)
+    func deleteUnusedObjects(_ objects: [Identifier]) {
+        for object in objects where objectUsers[object] == nil {
+            try? FileSystem.unlink(layout.objectPath(for: object), missingOK: true)
+        }
+    }
 
     /// Appends one transaction to the journal, durably, then applies it to the tree.
     func commit(_ operations: [MetadataOperation]) throws {
@@ -185,13 +194,15 @@ public final class Vault {
             if case .removeItem(let id) = op { return items[id]?.content?.keySlot }
             return nil
         }
-        var state = TreeState(items: items, children: childrenByFolder, settings: settings, attachments: attachments)
-        items = [:]; childrenByFolder = [:]; attachments = [:]
+        var state = TreeState(items: items, children: childrenByFolder, settings: settings, attachments: attachments,
+                              objectUsers: objectUsers)
+        items = [:]; childrenByFolder = [:]; attachments = [:]; objectUsers = [:]
         for op in operations { state.apply(op) }
         items = state.items
         childrenByFolder = state.children
         settings = state.settings
         attachments = state.attachments
+        objectUsers = state.objectUsers
         for slot in freedSlots { keys.remove(slot) }
         // The change is committed; compaction is housekeeping, and a failed one (a full disk)
         // leaves the current journal valid, so it must not fail the command.

@@ -1,5 +1,7 @@
 import Glibc
+import Dispatch
 import NarniaCrypto
+import NarniaKinds
 import NarniaShell
 import NarniaStore
 
@@ -11,6 +13,8 @@ import NarniaStore
 //                                   and peak RSS of each, with the high-water mark reset after unlock
 //   small VAULT SRC                 create a vault (test KDF) and import the folder SRC: time, sizes
 //   open VAULT                      open once (for profiling)
+//   classify SRC                    libmagic alone over every file under SRC (its first MiB, read
+//                                   beforehand), on all cores: the floor an import of SRC cannot beat
 //   scale WORK                      open time at 1,000 / 100,000 items; mkdir, mv, rm at 100 /
 //                                   100,000 items; ls and Tab completion in a folder of 10,000
 //
@@ -99,6 +103,53 @@ func small(vaultDirectory: String, source: String) throws {
     r.add("store_bytes", Int(store.apparent))
     r.add("store_allocated", Int(store.allocated))
     r.print()
+}
+
+// MARK: classify: libmagic alone
+
+/// Times `Classifier.classify` over the first MiB of every regular file under `source`, the bytes
+/// an import hands it, on one worker per core. Reading happens before the clock starts.
+func classifyAlone(source: String) throws {
+    var heads: [[UInt8]] = []
+    collectHeads(source, into: &heads)
+    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    let next = Lock()
+    var index = 0
+    var r = Report()
+    r.add("files", heads.count)
+    r.add("cores", cores)
+    r.add("classify_s", Measure.time {
+        DispatchQueue.concurrentPerform(iterations: cores) { _ in
+            guard let classifier = try? Classifier() else { fail("libmagic did not load") }
+            while true {
+                let i: Int = next.withLock { defer { index += 1 }; return index }
+                guard i < heads.count else { return }
+                _ = heads[i].withUnsafeBytes { classifier.classify($0) }
+            }
+        }
+    })
+    r.print()
+}
+
+/// The first MiB of each regular file under `path`, depth first.
+func collectHeads(_ path: String, into heads: inout [[UInt8]]) {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { return }
+    if (st.st_mode & S_IFMT) == S_IFREG {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 1 << 20)
+        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n > 0 { heads.append(Array(head.prefix(n))) }
+        return
+    }
+    guard (st.st_mode & S_IFMT) == S_IFDIR, let dir = opendir(path) else { return }
+    defer { closedir(dir) }
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        if name != "." && name != ".." { collectHeads(path + "/" + name, into: &heads) }
+    }
 }
 
 // MARK: scale
@@ -269,10 +320,12 @@ do {
         var r = Report()
         r.add("open_s", try Measure.time { _ = try Vault.open(at: args[1], passphrase: passphrase()) })
         r.print()
+    case ("classify", 2):
+        try classifyAlone(source: args[1])
     case ("scale", 2):
         try scale(work: args[1])
     default:
-        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | scale WORK\n", stderr)
+        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | classify SRC | scale WORK\n", stderr)
         exit(2)
     }
 } catch {

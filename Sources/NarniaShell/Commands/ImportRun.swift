@@ -63,7 +63,8 @@ struct ImportRun {
             let st = try FileSystem.statIfExists(path)
             let modified = st.map { Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec) }
             progress?.begin(item: name)
-            let item = try batch.addFile(named: name, in: folder, modified: modified,
+            let size = st.flatMap { $0.isRegularFile ? UInt64($0.st_size) : nil }
+            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
                                          source: { try fd.readFully(into: $0, count: $1) },
                                          classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             pendingOriginals.append((item.id, path))
