@@ -76,6 +76,14 @@ public final class Secret: @unchecked Sendable {
         return try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
+    /// Keeps the bytes readable and writable until the matching `endAccess()`, for a run of
+    /// accesses that would otherwise change the page protection at each one. Accesses nest: the
+    /// memory becomes inaccessible again when the last one ends.
+    public func beginAccess() { unprotect(write: true) }
+
+    /// Ends an access begun with `beginAccess()`.
+    public func endAccess() { protect() }
+
     /// Constant-time comparison (`sodium_memcmp`).
     public func isEqual(to other: Secret) -> Bool {
         guard count == other.count else { return false }

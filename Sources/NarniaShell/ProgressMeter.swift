@@ -23,12 +23,12 @@ final class ProgressMeter {
     /// The meter whose bar is on the screen, if any (one command runs at a time).
     nonisolated(unsafe) private static weak var active: ProgressMeter?
 
-    /// Returns nil when no bar should be drawn.
-    init?(session: Session, label: String, totalBytes: UInt64) {
+    /// Returns nil when no bar should be drawn; `totalBytes` is worked out only when one is.
+    init?(session: Session, label: String, totalBytes: @autoclosure () -> UInt64) {
         guard session.interactive, session.err.isTerminal else { return nil }
         session.out.flush()
         session.err.flush()
-        total = totalBytes
+        total = totalBytes()
         self.label = label
     }
 

@@ -107,6 +107,13 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try sys("syncfs", path) { c_syncfs(number) }
     }
 
+    /// The file's status (`fstat`).
+    public func status() throws -> stat {
+        var st = stat()
+        _ = try sys("stat", path) { Glibc.fstat(number, &st) }
+        return st
+    }
+
     /// The file's size (`fstat`).
     public func size() throws -> Int64 {
         var st = stat()

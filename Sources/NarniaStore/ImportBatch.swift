@@ -20,6 +20,8 @@ public final class ImportBatch {
     private var replacedObjects: [Identifier] = []
     /// This batch's packs; the last one may still be accepting segments.
     private var packs: [OpenPack] = []
+    /// Keeps the key table open from the first file to the commit (see `KeyTable`).
+    private var keyHold: KeyTable.Hold?
     /// Types still being worked out, by item.
     private var pendingTypes: [Identifier: () -> ContentType] = [:]
     /// Content bytes written since the batch began.
@@ -86,6 +88,7 @@ public final class ImportBatch {
         let offset = pack?.length ?? 0
         var type: () -> ContentType = { ("application/octet-stream", .other) }
         let size: UInt64
+        if keyHold == nil { keyHold = vault.keys.holdOpen() }
         let slot = try vault.keys.addRandom()
         do {
             let writer = ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
@@ -224,6 +227,7 @@ public final class ImportBatch {
         staged.removeAll()
         replacedObjects.removeAll()
         packs.removeAll()
+        keyHold = nil
         pendingTypes.removeAll()
         stagedBytes = 0
     }

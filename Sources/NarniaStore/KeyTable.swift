@@ -6,15 +6,43 @@ import NarniaCrypto
 /// would make every access unprotect and reprotect memory in proportion to the vault's size.
 /// Fixed blocks (32 KiB each) keep both the memory and the cost of an access constant.
 /// Slots are reused after removal.
+///
+/// Each access opens and closes its block (two `mprotect` calls, each a TLB shootdown on every
+/// core the process runs on). An import batch touches one new key per file and then all of
+/// them at commit, so it holds the table open instead (`holdOpen()`) for its few seconds.
 final class KeyTable: @unchecked Sendable {
     static let keyLength = 32
     static let keysPerBlock = 1024
     private var blocks: [Secret] = []
     private var used = 0
     private var free: [Int] = []
+    private var holders = 0
     private let lock = Lock()
 
     init() throws {}
+
+    /// Keeps every block accessible while the returned hold lives (blocks added meanwhile too).
+    final class Hold {
+        private let table: KeyTable
+        fileprivate init(_ table: KeyTable) { self.table = table }
+        deinit { table.release() }
+    }
+
+    /// Opens every block until the returned hold is released.
+    func holdOpen() -> Hold {
+        lock.withLock {
+            holders += 1
+            if holders == 1 { for block in blocks { block.beginAccess() } }
+        }
+        return Hold(self)
+    }
+
+    private func release() {
+        lock.withLock {
+            holders -= 1
+            if holders == 0 { for block in blocks { block.endAccess() } }
+        }
+    }
 
     /// Stores a copy of a 32-byte key and returns its slot.
     func add(_ key: UnsafeRawBufferPointer) throws -> Int {
@@ -22,7 +50,9 @@ final class KeyTable: @unchecked Sendable {
         let slot: Int = try lock.withLock {
             if let reused = free.popLast() { return reused }
             if used == blocks.count * Self.keysPerBlock {
-                blocks.append(try Secret(zeroedCount: Self.keysPerBlock * Self.keyLength))
+                let block = try Secret(zeroedCount: Self.keysPerBlock * Self.keyLength)
+                if holders > 0 { block.beginAccess() }
+                blocks.append(block)
             }
             used += 1
             return used - 1

@@ -60,10 +60,10 @@ struct ImportRun {
             let name = try itemName(path)
             let fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
             fd.adviseSequential()
-            let st = try FileSystem.statIfExists(path)
-            let modified = st.map { Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec) }
+            let st = try fd.status()
+            let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
             progress?.begin(item: name)
-            let size = st.flatMap { $0.isRegularFile ? UInt64($0.st_size) : nil }
+            let size = st.isRegularFile ? UInt64(st.st_size) : nil
             let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
                                          source: { try fd.readFully(into: $0, count: $1) },
                                          classifyLater: session.classifyLater, observer: session.observer(progress: progress))

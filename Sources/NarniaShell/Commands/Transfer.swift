@@ -24,8 +24,8 @@ enum Transfer {
             }
         }
         let move = try a.has("--move") || s.removeOriginalsAskedOnce()
-        let total = sources.reduce(UInt64(0)) { $0 + HostTree.size(of: $1) }
-        var run = ImportRun(session: s, move: move, progress: ProgressMeter(session: s, label: "import", totalBytes: total))
+        var run = ImportRun(session: s, move: move, progress: ProgressMeter(session: s, label: "import",
+                                                                            totalBytes: sources.reduce(0) { $0 + HostTree.size(of: $1) }))
         defer { run.progress?.finish() }
         for path in sources {
             if run.mustStop { break }
