@@ -78,8 +78,9 @@ struct ContentWriter {
             return try encrypt(into: fd, at: offset, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
         } catch {
             try? pipeline.drain()
-            try fd.truncate(to: offset)
-            try fd.seek(to: offset)
+            // If even this fails, the batch records the pack's real length at commit, tail and all.
+            try? fd.truncate(to: offset)
+            try? fd.seek(to: offset)
             throw error
         }
     }

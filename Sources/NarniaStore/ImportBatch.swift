@@ -82,47 +82,55 @@ public final class ImportBatch {
                         observer: TransferObserver = .none) throws -> Item {
         try ensureFolder(parent)
         let unique = try claimName(name, in: parent)
-        let id = Identifier.random()
-        let pack = try sizeHint.map { $0 <= OpenPack.largestMember } == true ? packForNextFile() : nil
-        let objectID = pack?.objectID ?? .random()
-        let offset = pack?.length ?? 0
-        var type: () -> ContentType = { ("application/octet-stream", .other) }
-        let size: UInt64
         if keyHold == nil { keyHold = vault.keys.holdOpen() }
-        let slot = try vault.keys.addRandom()
+        var type: () -> ContentType = { ("application/octet-stream", .other) }
+        var pack: OpenPack?
+        var slot: Int?
+        let objectID: Identifier, offset: Int64, size: UInt64
         do {
-            let writer = ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
-            size = try vault.keys.withKey(slot) { key in
-                if let pack {
-                    return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
-                                             inspect: { type = classifyLater($0) }, observer: observer)
-                }
-                try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
-                return try writer.write(objectID: objectID, key: key, source: source,
-                                        inspect: { type = classifyLater($0) }, observer: observer)
+            pack = try sizeHint.map { $0 <= OpenPack.largestMember } == true ? packForNextFile() : nil
+            (objectID, offset) = (pack?.objectID ?? .random(), pack?.length ?? 0)
+            slot = try vault.keys.addRandom()
+            size = try vault.keys.withKey(slot!) { key in
+                try writeContent(into: pack, objectID: objectID, at: offset, key: key, source: source,
+                                 inspect: { type = classifyLater($0) }, observer: observer)
             }
         } catch {
             pack?.accepting = false
-            vault.keys.remove(slot)
+            if let slot { vault.keys.remove(slot) }
             reservedNames[parent]?.remove(unique)
             throw error
         }
+        let t = Vault.now()
+        let content = ContentInfo(objectID: objectID, keySlot: slot!, size: size, mime: "", kind: .other, offset: UInt64(offset))
+        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
         if let pack {
             pack.length = offset + ContentFormat.objectLength(size: size)
-            pack.members.append(id)
+            pack.members.append(item.id)
             if pack.length >= OpenPack.capacity { pack.accepting = false }
         } else {
             stagedObjects.append(objectID)
         }
-        let t = Vault.now()
-        let content = ContentInfo(objectID: objectID, keySlot: slot, size: size, mime: "", kind: .other, offset: UInt64(offset))
-        let item = Item(id: id, parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
         operations.append(.putItem(item))
         pendingTypes[item.id] = type
-        stagedSlots.append(slot)
+        stagedSlots.append(slot!)
         staged.append(item)
         stagedBytes += size
         return item
+    }
+
+    /// Seals what `source` yields as the next segment of `pack`, or, without one, into a new
+    /// object `objectID` of its own. Returns the content size.
+    private func writeContent(into pack: OpenPack?, objectID: Identifier, at offset: Int64, key: UnsafeRawBufferPointer,
+                              source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                              inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
+        let writer = ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
+        if let pack {
+            return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
+                                     inspect: inspect, observer: observer)
+        }
+        try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
+        return try writer.write(objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
     }
 
     /// The pack the next small file goes into: the batch's current one, or a new one.

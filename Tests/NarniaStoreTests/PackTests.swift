@@ -42,8 +42,8 @@ final class PackTests: XCTestCase {
 
     func objectFiles() throws -> [String] { try StoreLayout(root: dir).scanObjects().map { StoreLayout(root: dir).objectPath(for: $0) } }
 
-    /// Three small files: one object besides the journal, read back after reopening; the big
-    /// file and the unhinted one (a stream) get objects of their own.
+    /// Four small files share one pack, read back after compaction and reopening; the big file
+    /// and the unhinted one (a stream) get objects of their own.
     func testSmallFilesShareOnePackAndReadBack() throws {
         let sizes = [0, 1, 5000, 70_000]
         var items: [Item] = []
@@ -60,6 +60,7 @@ final class PackTests: XCTestCase {
             XCTAssertTrue(packed.allSatisfy(\.isPacked))
             XCTAssertFalse(vault.item(items[4].id)!.content!.isPacked)
             XCTAssertEqual(try objectFiles().count, 4, "journal, pack, big file, stream")
+            try vault.compact()
         }
         let reopened = try reopen()
         for (i, item) in items.enumerated() {
