@@ -12,7 +12,7 @@ BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
 RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils
 # Viewers the tests drive for real, and the tools that make the test corpus.
 TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples
-BENCH_PACKAGES = age time
+BENCH_PACKAGES = age time file
 
 SWIFT_FLAGS ?=
 RELEASE = .build/release/narnia

@@ -206,17 +206,20 @@ def small_files(args, table):
     sh(f"chmod -R u+rwX {q(docs)}")
     key = f"{w}/age-key.txt"
     recipient = [l.split(": ")[1].strip() for l in open(key) if l.startswith("# public key:")][0]
-    t = {"tar": [], "narnia": [], "cp -r": [], "libmagic": []}
+    t = {"tar": [], "narnia": [], "cp -r": [], "libmagic": [], "file(1)": []}
     last = None
     # Outputs stay until the end of the section: deleting 20,000 inodes just before creating
     # 20,000 more makes ext4's inode allocator slow (recently_deleted), which would be our doing.
     leftovers = []
     for r in range(args.rounds):
         log(f"{SMALL_FILES} small files, round {r + 1} of {args.rounds}")
-        for step in rotate(["tar", "narnia", "cp -r", "libmagic"], r):
+        for step in rotate(["tar", "narnia", "cp -r", "libmagic", "file(1)"], r):
             settle()
             if step == "libmagic":
                 t["libmagic"].append(bench_json(args, "classify", docs)[0]["classify_s"])
+            elif step == "file(1)":
+                t["file(1)"].append(timed(f"find {q(docs)} -type f -print0 | xargs -0 -P{os.cpu_count()} -n 1000 "
+                                          "file -b --mime-type > /dev/null"))
             elif step == "tar":
                 out = f"{w}/docs.tar.age"
                 t["tar"].append(timed(f"tar cf - -C {q(w)} docs | age -r {recipient} -o {q(out)} && sync -f {q(out)}"))
@@ -239,6 +242,8 @@ def small_files(args, table):
     magic = med(t["libmagic"])
     table.row("  (info) libmagic alone on the same files, all cores", f"{magic:.2f} s = {magic / tar:.2f}x tar | age; "
               f"narnia = {n / magic:.2f}x it", "-", "-")
+    fm = med(t["file(1)"])
+    table.row("  (info) file --mime-type on the same files, all cores", f"{fm:.2f} s = {fm / tar:.2f}x tar | age", "-", "-")
     cpr = med(t["cp -r"])
     table.row("  (info) the same files: cp -r + sync -f", f"{cpr:.2f} s = {cpr / tar:.2f}x tar | age; narnia = {n / cpr:.2f}x cp -r",
               "-", "-")

@@ -15,6 +15,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Tools we compare with, installed if missing (Debian packages).
 need=""
 command -v age >/dev/null 2>&1 || need="$need age"
+command -v file >/dev/null 2>&1 || need="$need file"
 [ -x /usr/bin/time ] || need="$need time"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 if [ -n "$need" ]; then
