@@ -82,6 +82,28 @@ public final class ImportBatch {
                         observer: TransferObserver = .none) throws -> Item {
         try ensureFolder(parent)
         let unique = try claimName(name, in: parent)
+        let t = Vault.now()
+        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: nil)
+        do {
+            return try stage(item, sizeHint: sizeHint, source: source, classifyLater: classifyLater, observer: observer)
+        } catch {
+            reservedNames[parent]?.remove(unique)
+            throw error
+        }
+    }
+
+    /// Stages the existing file `item` with the content `source` yields (its own, read back)
+    /// re-encrypted under a fresh key, into a pack when small; name, place, times and type stay.
+    /// For rewriting sparse packs (`Vault.repack`).
+    func rewriteContent(of item: Item, source: (UnsafeMutableRawPointer, Int) throws -> Int) throws {
+        guard let old = item.content else { return }
+        _ = try stage(item, sizeHint: old.size, source: source, classifyLater: { _ in { (old.mime, old.kind) } }, observer: .none)
+    }
+
+    /// Encrypts what `source` yields as `item`'s content (into a pack when `sizeHint` says the
+    /// file is small) and stages the item with it.
+    private func stage(_ item: Item, sizeHint: UInt64?, source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                       classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType, observer: TransferObserver) throws -> Item {
         if keyHold == nil { keyHold = vault.keys.holdOpen() }
         var type: () -> ContentType = { ("application/octet-stream", .other) }
         var pack: OpenPack?
@@ -98,12 +120,10 @@ public final class ImportBatch {
         } catch {
             pack?.accepting = false
             if let slot { vault.keys.remove(slot) }
-            reservedNames[parent]?.remove(unique)
             throw error
         }
-        let t = Vault.now()
-        let content = ContentInfo(objectID: objectID, keySlot: slot!, size: size, mime: "", kind: .other, offset: UInt64(offset))
-        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: content)
+        var item = item
+        item.content = ContentInfo(objectID: objectID, keySlot: slot!, size: size, mime: "", kind: .other, offset: UInt64(offset))
         if let pack {
             pack.length = offset + ContentFormat.objectLength(size: size)
             pack.members.append(item.id)
@@ -167,7 +187,7 @@ public final class ImportBatch {
         resolveTypes()
         if !stagedObjects.isEmpty { try vault.syncStore() }
         try vault.commit(operations)
-        vault.deleteUnusedObjects(replacedObjects)
+        vault.release(replacedObjects)
         let done = staged
         reset()
         return done

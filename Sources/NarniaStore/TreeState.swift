@@ -5,8 +5,8 @@ struct TreeState {
     var settings: [String: String] = [:]
     /// Small blobs per item and purpose (thumbnails); dropped with the item or its content.
     var attachments: [Identifier: [String: [UInt8]]] = [:]
-    /// How many items use each content object (a pack serves several); absent means none.
-    var objectUsers: [Identifier: Int] = [:]
+    /// Who uses each content object (a pack serves several); absent means no item does.
+    var objectUses: [Identifier: ObjectUse] = [:]
 
     /// Applies a replayed operation, storing a file's key in `keys`.
     mutating func apply(_ op: RecordCoding.DecodedOperation, keys: KeyTable) throws {
@@ -47,9 +47,15 @@ struct TreeState {
         if let old = items[item.id] {
             children[old.parent]?[old.name] = nil
             if old.content?.objectID != item.content?.objectID { attachments[item.id] = nil }
-            if let object = old.content?.objectID { release(object) }
+            if let content = old.content { release(content) }
         }
-        if let object = item.content?.objectID { objectUsers[object, default: 0] += 1 }
+        if let c = item.content {
+            var use = objectUses[c.objectID] ?? ObjectUse()
+            use.items += 1
+            use.liveBytes += ContentFormat.objectLength(size: c.size)
+            use.length = c.objectLength
+            objectUses[c.objectID] = use
+        }
         items[item.id] = item
         children[item.parent, default: [:]][item.name] = item.id
         if item.isFolder && children[item.id] == nil { children[item.id] = [:] }
@@ -57,14 +63,31 @@ struct TreeState {
 
     private mutating func remove(_ id: Identifier) {
         guard let old = items.removeValue(forKey: id) else { return }
-        if let object = old.content?.objectID { release(object) }
+        if let content = old.content { release(content) }
         children[old.parent]?[old.name] = nil
         attachments[id] = nil
         if old.isFolder { children[id] = nil }
     }
 
-    private mutating func release(_ object: Identifier) {
-        let left = (objectUsers[object] ?? 1) - 1
-        objectUsers[object] = left > 0 ? left : nil
+    private mutating func release(_ content: ContentInfo) {
+        guard var use = objectUses[content.objectID], use.items > 1 else {
+            objectUses[content.objectID] = nil
+            return
+        }
+        use.items -= 1
+        use.liveBytes -= ContentFormat.objectLength(size: content.size)
+        objectUses[content.objectID] = use
     }
+}
+
+/// How much of a content object is in use: by how many items, and how many of its bytes are
+/// their segments (the rest, in a pack, is dead space left by removed items).
+struct ObjectUse: Equatable {
+    var items = 0
+    var liveBytes: Int64 = 0
+    /// The object file's length, as its items record it.
+    var length: Int64 = 0
+
+    /// Dead bytes: the segments of removed items, in a pack some of whose items remain.
+    var deadBytes: Int64 { length - liveBytes }
 }

@@ -78,29 +78,10 @@ extension Vault {
             return folder
         }
         let content = source.content!
-        let reader = try ContentReader(layout: layout, content: content)
-        let size = ContentFormat.chunkSize + AEAD.tagLength
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
-        defer {
-            wipe(UnsafeMutableRawBufferPointer(start: buffer, count: size))
-            buffer.deallocate()
-        }
-        var nextChunk = 0
-        var available = 0
-        var consumed = 0
-        let copied = try batch.addFile(named: name, in: parent, modified: source.modified, sizeHint: content.size, source: { dest, max in
-            if consumed == available {
-                guard nextChunk < reader.chunkCount else { return 0 }
-                available = try keys.withKey(content.keySlot) { try reader.readChunk(nextChunk, into: buffer, key: $0) }
-                consumed = 0
-                nextChunk += 1
-                if available == 0 { return 0 }
-            }
-            let n = min(max, available - consumed)
-            dest.copyMemory(from: buffer + consumed, byteCount: n)
-            consumed += n
-            return n
-        }, classify: { _ in (content.mime, content.kind) }, observer: observer)
+        let plaintext = try PlaintextSource(layout: layout, content: content, keys: keys)
+        let copied = try batch.addFile(named: name, in: parent, modified: source.modified, sizeHint: content.size,
+                                       source: { try plaintext.read(into: $0, max: $1) },
+                                       classify: { _ in (content.mime, content.kind) }, observer: observer)
         return copied
     }
 

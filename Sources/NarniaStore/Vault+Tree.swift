@@ -101,7 +101,7 @@ extension Vault {
         let doomed = [item] + descendants(of: id)
         let objects = doomed.compactMap { $0.content?.objectID }
         try commit(doomed.reversed().map { .removeItem($0.id) })
-        deleteUnusedObjects(objects)
+        release(objects)
     }
 
     /// Moves and/or renames `id` to `name` inside `parent`. When `replacing` names an existing
@@ -125,6 +125,6 @@ extension Vault {
         item.name = valid
         ops.append(.putItem(item))
         try commit(ops)
-        if let doomedObject { deleteUnusedObjects([doomedObject]) }
+        if let doomedObject { release([doomedObject]) }
     }
 }

@@ -30,8 +30,8 @@ public final class Vault {
     /// Settings (`set KEY VALUE`), encrypted in the journal like everything else.
     public private(set) var settings: [String: String] = [:]
     var attachments: [Identifier: [String: [UInt8]]] = [:]
-    /// How many items use each content object; see `deleteUnusedObjects`.
-    var objectUsers: [Identifier: Int] = [:]
+    /// Who uses each content object; see `release(_:)`.
+    var objectUses: [Identifier: ObjectUse] = [:]
     /// Counts committed changes, so that views derived from the tree know when to recompute.
     public private(set) var generation = 0
     private var bytesAtLastCompaction: Int64 = 0
@@ -137,7 +137,7 @@ public final class Vault {
         vault.childrenByFolder = state.children
         vault.settings = state.settings
         vault.attachments = state.attachments
-        vault.objectUsers = state.objectUsers
+        vault.objectUses = state.objectUses
         vault.bytesAtLastCompaction = journal.endOffset
         try vault.removeLeftovers()
         return vault
@@ -163,7 +163,7 @@ public final class Vault {
     /// Deletes what an interrupted write left: objects no item refers to, old journals,
     /// a half-written key file.
     private func removeLeftovers() throws {
-        for id in try layout.scanObjects() where id != journal.id && objectUsers[id] == nil {
+        for id in try layout.scanObjects() where id != journal.id && objectUses[id] == nil {
             try FileSystem.unlink(layout.objectPath(for: id), missingOK: true)
         }
         for name in try FileSystem.listDirectory(directory) where name.hasSuffix(".new") {
@@ -173,11 +173,21 @@ public final class Vault {
 
     // MARK: Committing
 
-    /// Deletes those of `objects` that no item uses any more: called after a commit that
-    /// removed or replaced their items. A pack goes with the last of its items. (A crash
-    /// before this leaves orphans that the next open removes.)
+    /// Called after a commit that removed or replaced items using `objects`: deletes those no
+    /// item uses any more (a pack goes with the last of its items), and rewrites packs that have
+    /// become mostly dead space. (A crash before this leaves orphans that the next open removes,
+    /// or a sparse pack that the next removal from it rewrites.)
+    func release(_ objects: [Identifier]) {
+        deleteUnusedObjects(objects)
+        let sparse = Set(objects.filter { isWorthRepacking($0) })
+        // Housekeeping, like compaction: the removal is committed, and a repack that fails (a
+        // full disk) leaves the pack as it was, so it must not fail the command.
+        if !sparse.isEmpty { try? repack(sparse) }
+    }
+
+    /// Deletes those of `objects` that no item uses.
     func deleteUnusedObjects(_ objects: [Identifier]) {
-        for object in objects where objectUsers[object] == nil {
+        for object in objects where objectUses[object] == nil {
             try? FileSystem.unlink(layout.objectPath(for: object), missingOK: true)
         }
     }
@@ -190,19 +200,25 @@ public final class Vault {
         defer { w.wipe() }
         try journal.append(w.bytes)
         generation += 1
+        // Keys of removed items, and of items whose content was rewritten under a new key.
         let freedSlots = operations.compactMap { op -> Int? in
-            if case .removeItem(let id) = op { return items[id]?.content?.keySlot }
-            return nil
+            switch op {
+            case .removeItem(let id): return items[id]?.content?.keySlot
+            case .putItem(let item):
+                guard let old = items[item.id]?.content?.keySlot, old != item.content?.keySlot else { return nil }
+                return old
+            default: return nil
+            }
         }
         var state = TreeState(items: items, children: childrenByFolder, settings: settings, attachments: attachments,
-                              objectUsers: objectUsers)
-        items = [:]; childrenByFolder = [:]; attachments = [:]; objectUsers = [:]
+                              objectUses: objectUses)
+        items = [:]; childrenByFolder = [:]; attachments = [:]; objectUses = [:]
         for op in operations { state.apply(op) }
         items = state.items
         childrenByFolder = state.children
         settings = state.settings
         attachments = state.attachments
-        objectUsers = state.objectUsers
+        objectUses = state.objectUses
         for slot in freedSlots { keys.remove(slot) }
         // The change is committed; compaction is housekeeping, and a failed one (a full disk)
         // leaves the current journal valid, so it must not fail the command.

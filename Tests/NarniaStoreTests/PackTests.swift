@@ -158,4 +158,41 @@ final class PackTests: XCTestCase {
         batch.abandon()
         XCTAssertEqual(try objectFiles(), before)
     }
+
+    /// Removing most of a pack's items rewrites the rest into a new pack (same items, new keys)
+    /// and deletes the old one; removing a little leaves it alone.
+    func testSparsePackIsRewritten() throws {
+        var items: [Item] = []
+        var oldPack = ""
+        do {
+            let vault = try create()
+            let batch = ImportBatch.begin(in: vault)
+            items = try (0..<10).map { try stage(batch, "f\($0)", content($0, 200_000)) }
+            try batch.commit()
+            let first = vault.item(items[0].id)!
+            oldPack = vault.layout.objectPath(for: first.content!.objectID)
+
+            for item in items[0..<4] { try vault.remove(item.id) }
+            XCTAssertEqual(vault.item(items[4].id)!.content!.objectID, first.content!.objectID, "4 of 10 dead: kept")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: oldPack))
+        }
+        do {
+            let vault = try reopen()
+            try vault.remove(items[4].id)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: oldPack), "half dead: kept")
+            try vault.remove(items[5].id)   // 6 of 10 dead, over 1 MiB, after a reopen: rewritten
+            XCTAssertFalse(FileManager.default.fileExists(atPath: oldPack))
+            let survivors = items[6...].map { vault.item($0.id)! }
+            XCTAssertEqual(Set(survivors.map { $0.content!.objectID }).count, 1)
+            XCTAssertEqual(survivors.map(\.name), ["f6", "f7", "f8", "f9"])
+            XCTAssertEqual(survivors.map(\.modified), items[6...].map(\.modified))
+            XCTAssertTrue(survivors.allSatisfy { $0.content!.mime == "application/octet-stream" })
+            XCTAssertEqual(try objectFiles().count, 2, "journal and the new pack")
+        }
+        let vault = try reopen()
+        for (k, item) in items[6...].enumerated() {
+            XCTAssertEqual(try read(vault, vault.item(item.id)!), content(6 + k, 200_000))
+        }
+        XCTAssertTrue(try vault.verify().failures.isEmpty)
+    }
 }

@@ -1,0 +1,32 @@
+/// Rewriting packs that removals have left mostly empty (docs/FORMAT.md, "Packs").
+extension Vault {
+    /// A pack is rewritten once at least this many of its bytes are dead…
+    static let repackDeadBytes: Int64 = 1 << 20
+
+    /// …and they are more than half of it.
+    func isWorthRepacking(_ object: Identifier) -> Bool {
+        guard let use = objectUses[object] else { return false }
+        return use.deadBytes >= Self.repackDeadBytes && use.deadBytes * 2 > use.length
+    }
+
+    /// Re-encrypts the items still in `packs`, each under a fresh key, into new packs in one
+    /// batch (durable, then one journal record, as an import), then deletes the old packs. The
+    /// items keep their identity, names, places, times and types; their cached thumbnails go
+    /// (they are made again when next shown). On failure nothing changes but leftovers that
+    /// the next open removes.
+    func repack(_ packs: Set<Identifier>) throws {
+        let live = items.values.filter { $0.content.map { packs.contains($0.objectID) } ?? false }
+        let batch = ImportBatch.begin(in: self)
+        do {
+            for item in live {
+                let plaintext = try PlaintextSource(layout: layout, content: item.content!, keys: keys)
+                try batch.rewriteContent(of: item) { try plaintext.read(into: $0, max: $1) }
+            }
+            try batch.commit()
+        } catch {
+            batch.abandon()
+            throw error
+        }
+        deleteUnusedObjects(Array(packs))
+    }
+}
