@@ -9,7 +9,7 @@ at a uniformly random moment of a full import's duration, half shortly after the
 `imported` line (the moment --move removes originals).
 
 Also: kill -9 during passwd (exactly one passphrase opens the vault), during cp -r, rm -r and
-mv of a folder, during export (no partial file under its final name), SIGTERM during import,
+mv of a folder, during removals that rewrite a pack, during export (no partial file under its final name), SIGTERM during import,
 and a torn journal tail.
 
 NARNIA_CRASH_ITERATIONS (default 20) is the number of kills, shared by the two import tests;
@@ -304,6 +304,50 @@ def test_kill_during_tree_changes(narnia_bin, tmp_path, command):
                     "after kill -9 during mv, the folder must be whole at its old or its new place" + ctx
             else:
                 assert source == sorted(originals), "cp -r must leave its source whole" + ctx
+
+
+def test_kill_during_repack(narnia_bin, tmp_path):
+    """kill -9 while rm takes most files out of a pack, so that the pack is rewritten (FORMAT.md,
+    "Packs") one or more times: the vault opens, leftovers are cleaned up, verify passes, the
+    files never removed are all there and intact, and no visible file holds wrong bytes."""
+    rng = random.Random(SEED * 11)
+    src = tmp_path / "host" / "src"
+    src.mkdir(parents=True)
+    originals = {f"f{i:02d}.bin": rng.randbytes(rng.randrange(300_000, 900_000)) for i in range(40)}
+    for name, data in originals.items():
+        (src / name).write_bytes(data)
+    doomed = sorted(originals)[:30]
+    command = "rm " + " ".join(f"/src/{name}" for name in doomed)
+
+    def fresh(name: str) -> Narnia:
+        n = Narnia(narnia_bin, tmp_path / name)
+        n.init()
+        n.ok(f"import {q(str(src))}")
+        assert len(n.store().files()) <= 4, "the 40 small files should share two packs"
+        return n
+
+    n = fresh("calibrate")
+    t0 = time.monotonic()
+    n.ok(command)
+    full = time.monotonic() - t0
+    assert len(n.store().files()) <= 4
+    for it in range(max(4, ITERATIONS // 2)):
+        ctx = f" (iteration {it}, seed {SEED})"
+        n = fresh(f"it{it}")
+        run = Run(n, command)
+        time.sleep(rng.uniform(0, full * 1.1))
+        run.kill()
+        r = n.c("ls /src")
+        assert r.rc == 0, "the vault does not open after kill -9" + ctx + r.describe()
+        problems = n.store().layout_problems()
+        assert not problems, "leftovers were not cleaned up" + ctx + ": " + "; ".join(problems)
+        v = n.c("verify")
+        assert v.rc == 0, "verify fails after kill -9" + ctx + v.describe()
+        visible = sorted(r.out.split())
+        assert set(originals) - set(doomed) <= set(visible), "a file that was not removed is gone" + ctx
+        c = n.c("cat " + " ".join(f"/src/{name}" for name in visible))
+        assert c.rc == 0, "cat of the visible files failed" + ctx + c.describe()
+        assert c.outb == b"".join(originals[name] for name in visible), "a file holds wrong bytes" + ctx
 
 
 def test_kill_during_export_leaves_no_partial_file(narnia_bin, tmp_path):
