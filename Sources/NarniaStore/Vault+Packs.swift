@@ -27,6 +27,6 @@ extension Vault {
             batch.abandon()
             throw error
         }
-        deleteUnusedObjects(Array(packs))
+        deleteUnusedObjects(packs)
     }
 }

@@ -178,15 +178,16 @@ public final class Vault {
     /// become mostly dead space. (A crash before this leaves orphans that the next open removes,
     /// or a sparse pack that the next removal from it rewrites.)
     func release(_ objects: [Identifier]) {
+        let objects = Set(objects)  // the items of a pack name it once each
         deleteUnusedObjects(objects)
-        let sparse = Set(objects.filter { isWorthRepacking($0) })
+        let sparse = objects.filter { isWorthRepacking($0) }
         // Housekeeping, like compaction: the removal is committed, and a repack that fails (a
         // full disk) leaves the pack as it was, so it must not fail the command.
         if !sparse.isEmpty { try? repack(sparse) }
     }
 
     /// Deletes those of `objects` that no item uses.
-    func deleteUnusedObjects(_ objects: [Identifier]) {
+    func deleteUnusedObjects<Objects: Sequence<Identifier>>(_ objects: Objects) {
         for object in objects where objectUses[object] == nil {
             try? FileSystem.unlink(layout.objectPath(for: object), missingOK: true)
         }
