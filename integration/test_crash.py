@@ -83,16 +83,31 @@ class Run:
         return finished
 
 
-def check_after_crash(n: Narnia, it: int, folder: str, originals: dict[str, bytes],
-                      lines: list[str], tmp: Path, moved_from: Path | None):
-    ctx = f" (iteration {it}, seed {SEED})"
-    r = n.c("ls /")
+def kill_during(n: Narnia, command: str, rng: random.Random, full: float) -> None:
+    """Runs `command` and kills it -9 at a random moment of its uninterrupted duration `full`
+    (or just after it)."""
+    run = Run(n, command)
+    time.sleep(rng.uniform(0, full * 1.1))
+    run.kill()
+
+
+def assert_recovers(n: Narnia, listing: str, ctx: str):
+    """After kill -9: the vault opens (running `listing`, whose result is returned), the open
+    removed the leftovers of the interrupted write, and verify passes."""
+    r = n.c(listing)
     assert r.rc == 0, "the vault does not open after kill -9" + ctx + r.describe()
     problems = n.store().layout_problems()
     assert not problems, "leftovers of the interrupted write were not cleaned up on open" + ctx + \
         ":\n  " + "\n  ".join(problems)
     v = n.c("verify")
     assert v.rc == 0, "verify fails after kill -9" + ctx + v.describe()
+    return r
+
+
+def check_after_crash(n: Narnia, it: int, folder: str, originals: dict[str, bytes],
+                      lines: list[str], tmp: Path, moved_from: Path | None):
+    ctx = f" (iteration {it}, seed {SEED})"
+    assert_recovers(n, "ls /", ctx)
 
     prefix = f"/{folder}/BIGDIR/"
     reported = {m.group(2)[len(prefix):] for l in lines
@@ -278,15 +293,8 @@ def test_kill_during_tree_changes(narnia_bin, tmp_path, command):
     for it in range(max(2, ITERATIONS // 5)):
         ctx = f" ({command!r}, iteration {it}, seed {SEED})"
         n = fresh(f"it{it}")
-        run = Run(n, command)
-        time.sleep(rng.uniform(0, full * 1.1))
-        run.kill()
-        r = n.c("find /")
-        assert r.rc == 0, "the vault does not open after kill -9" + ctx + r.describe()
-        problems = n.store().layout_problems()
-        assert not problems, "leftovers were not cleaned up" + ctx + ": " + "; ".join(problems)
-        v = n.c("verify")
-        assert v.rc == 0, "verify fails after kill -9" + ctx + v.describe()
+        kill_during(n, command, rng, full)
+        r = assert_recovers(n, "find /", ctx)
         files = [p for p in r.out_lines if re.search(r"/f\d{3}\.bin$", p)]
         if files:
             batch = tmp_path / f"cat{it}"
@@ -334,15 +342,8 @@ def test_kill_during_repack(narnia_bin, tmp_path):
     for it in range(max(4, ITERATIONS // 2)):
         ctx = f" (iteration {it}, seed {SEED})"
         n = fresh(f"it{it}")
-        run = Run(n, command)
-        time.sleep(rng.uniform(0, full * 1.1))
-        run.kill()
-        r = n.c("ls /src")
-        assert r.rc == 0, "the vault does not open after kill -9" + ctx + r.describe()
-        problems = n.store().layout_problems()
-        assert not problems, "leftovers were not cleaned up" + ctx + ": " + "; ".join(problems)
-        v = n.c("verify")
-        assert v.rc == 0, "verify fails after kill -9" + ctx + v.describe()
+        kill_during(n, command, rng, full)
+        r = assert_recovers(n, "ls /src", ctx)
         visible = sorted(r.out.split())
         assert set(originals) - set(doomed) <= set(visible), "a file that was not removed is gone" + ctx
         c = n.c("cat " + " ".join(f"/src/{name}" for name in visible))

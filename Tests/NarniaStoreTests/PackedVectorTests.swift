@@ -16,9 +16,7 @@ final class PackedVectorTests: XCTestCase {
     var work: String!
 
     override func setUpWithError() throws {
-        let vectors = try XCTUnwrap(Bundle.module.url(forResource: "Vectors", withExtension: nil)).path
-        work = NSTemporaryDirectory() + "narnia-packed-vectors-" + UUID().uuidString
-        try FileManager.default.copyItem(atPath: vectors + "/packed-store", toPath: work)
+        work = try StoreVectorTests.copyOfVectorStore("packed-store")
     }
 
     override func tearDownWithError() throws {
@@ -26,7 +24,7 @@ final class PackedVectorTests: XCTestCase {
     }
 
     func open() throws -> Vault {
-        try Vault.open(at: work, passphrase: Array(StoreVectorTests.passphrase.utf8).withUnsafeBytes { try Secret(copying: $0) })
+        try Vault.open(at: work, passphrase: StoreVectorTests.secret(StoreVectorTests.passphrase))
     }
 
     func notes(_ vault: Vault) throws -> [String: Item] {

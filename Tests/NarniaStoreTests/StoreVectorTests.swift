@@ -13,13 +13,19 @@ final class StoreVectorTests: XCTestCase {
     var work: String!
 
     override func setUpWithError() throws {
-        let vectors = try XCTUnwrap(Bundle.module.url(forResource: "Vectors", withExtension: nil)).path
-        work = NSTemporaryDirectory() + "narnia-vectors-" + UUID().uuidString
-        try FileManager.default.copyItem(atPath: vectors + "/store", toPath: work)
+        work = try Self.copyOfVectorStore("store")
     }
 
     override func tearDownWithError() throws {
         try? FileManager.default.removeItem(atPath: work)
+    }
+
+    /// A fresh copy of the committed vector store `name` (under Vectors/), to open and tamper with.
+    static func copyOfVectorStore(_ name: String) throws -> String {
+        let vectors = try XCTUnwrap(Bundle.module.url(forResource: "Vectors", withExtension: nil)).path
+        let copy = NSTemporaryDirectory() + "narnia-vectors-" + UUID().uuidString
+        try FileManager.default.copyItem(atPath: vectors + "/" + name, toPath: copy)
+        return copy
     }
 
     static func secret(_ text: String) throws -> Secret {
