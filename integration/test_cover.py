@@ -6,26 +6,22 @@ with the same text after the same delay; the first run offers set-up; the sessio
 Ctrl-Z and `fg` without a new prompt; `panic` (and Ctrl-\\) leaves no process behind and clears
 the screen and the scrollback.
 
-Only the standard library drives the terminal (pty, select), so the suite needs no extra package.
+The terminal is driven by `terminal.Terminal` (standard library only).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import select
 import signal
-import struct
-import subprocess
-import termios
 import time
 from pathlib import Path
 
 import pytest
 
 from harness import DEFAULT_PASSPHRASE
+from terminal import Terminal
 
 PROMPT = "wardrobe> "
 VAULT_PROMPT = re.compile(r"narnia:/[^\r\n]*> ")
@@ -45,68 +41,31 @@ def plain(text: str) -> str:
     return ANSI.sub("", text).replace("\r", "")
 
 
-class Pty:
-    """A process on a fresh pseudo-terminal, as its session leader, with a tiny expect()."""
-
-    def __init__(self, argv, env, cwd, rows=30, cols=100):
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=str(cwd),
-            start_new_session=True, close_fds=True,
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-        os.close(slave)
-        self.fd = master
-        self.buffer = ""      # not yet consumed by expect()
-        self.transcript = ""  # everything ever read
+class Pty(Terminal):
+    """The cover on a pseudo-terminal, with what it showed as text and commands typed at it."""
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def transcript(self) -> str:
+        """Everything the terminal showed."""
+        return self.text
 
-    def _read(self, timeout: float) -> bool:
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:  # EIO: the other side is closed
-            data = b""
-        if not data:
-            raise EOFError
-        text = data.decode("utf-8", "replace")
-        self.buffer += text
-        self.transcript += text
-        return True
+    @property
+    def buffer(self) -> str:
+        """What `expect` has not consumed yet."""
+        return self.output[self.seen:].decode("utf-8", "replace")
+
+    @property
+    def before(self) -> str:
+        """What the last `expect` passed over before its match."""
+        return self.skipped.decode("utf-8", "replace")
 
     def expect(self, pattern, timeout: float = 15) -> re.Match:
-        """Waits for `pattern` (a string or a compiled regex); consumes the text up to its end."""
-        regex = pattern if isinstance(pattern, re.Pattern) else re.compile(re.escape(pattern))
-        deadline = time.monotonic() + timeout
-        while True:
-            m = regex.search(self.buffer)
-            if m:
-                self.before = self.buffer[:m.start()]
-                self.buffer = self.buffer[m.end():]
-                return m
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0 or not self._read(left):
-                    raise AssertionError(f"timed out waiting for {regex.pattern!r}; "
-                                         f"the terminal showed: {self.transcript[-2000:]!r}")
-            except EOFError:
-                raise AssertionError(f"the process ended before {regex.pattern!r}; "
-                                     f"the terminal showed: {self.transcript[-2000:]!r}")
+        return super().expect(pattern, timeout)
 
     def settle(self, seconds: float = 0.5):
         """Reads whatever arrives for a moment (a redrawn prompt, say) and forgets it."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self._read(max(0.0, deadline - time.monotonic()))
-        self.buffer = ""
-
-    def send(self, text: str):
-        os.write(self.fd, text.encode())
+        super().settle(quiet=seconds)
+        self.forget()
 
     def sendline(self, text: str = ""):
         self.send(text + "\r")
@@ -123,29 +82,8 @@ class Pty:
                 return "\n".join(lines[i + 1:])
         return "\n".join(lines)
 
-    def drain_to_end(self, timeout: float = 10) -> str:
-        deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                self._read(0.2)
-                if self.proc.poll() is not None and not select.select([self.fd], [], [], 0)[0]:
-                    break
-        except EOFError:
-            pass
-        return self.buffer
-
     def wait(self, timeout: float = 10) -> int:
-        self.drain_to_end(timeout)
-        return self.proc.wait(timeout=timeout)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        return super().wait(timeout)
 
 
 @pytest.fixture
@@ -189,7 +127,7 @@ def hold_back_panel(p: Pty, key: str) -> tuple[str, float]:
     start = time.monotonic()
     p.sendline(key)
     m = p.expect(re.compile(re.escape(PROMPT) + "|" + VAULT_PROMPT.pattern), timeout=60)
-    return plain(p.before), time.monotonic() - start, m.group(0)
+    return plain(p.before), time.monotonic() - start, m.group(0).decode()
 
 
 def descendants(pid: int) -> list[int]:

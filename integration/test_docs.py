@@ -10,16 +10,14 @@ fails here.
 """
 
 import os
-import pty
 import re
-import select
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from terminal import Terminal
 
 REPO = Path(__file__).resolve().parent.parent
 MAN = REPO / "man" / "narnia.1"
@@ -257,36 +255,19 @@ def test_zsh_compinit_registers_and_loads(tmp_path):
 
 def zsh_tab(line, expect, cwd, timeout=8.0):
     """Types `line` and Tab into an interactive zsh on a pseudo-terminal; returns what it
-    echoed once `expect` appears (or everything, after `timeout`)."""
+    echoed once `expect` (a regular expression) appears."""
     zsh = need("zsh")
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: an interactive zsh reading no startup files
-        os.chdir(cwd)
-        os.execve(zsh, [zsh, "-f", "-i"], isolated_env(Path(cwd)))
-
-    def read_until(pattern, limit):
-        seen, end = "", time.monotonic() + limit
-        while time.monotonic() < end and not re.search(pattern, seen):
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if ready:
-                try:
-                    data = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not data:
-                    break
-                seen += data.decode(errors="replace")
-        return seen
-
+    # an interactive zsh reading no startup files
+    t = Terminal([zsh, "-f", "-i"], isolated_env(Path(cwd)), cwd)
     try:
-        os.write(fd, f"PS1='%% '; {zsh_setup()}; print READY$((6*7))\n".encode())
-        assert "READY42" in read_until("READY42", timeout), "zsh did not start"
-        os.write(fd, line.encode() + b"\t")
-        return read_until(expect, timeout)
+        t.send(f"PS1='%% '; {zsh_setup()}; print READY$((6*7))\n")
+        t.expect("READY42", timeout)
+        start = len(t.output)
+        t.send(line.encode() + b"\t")
+        shown = t.read_until(lambda o: re.search(expect, o[start:].decode(errors="replace")), timeout)
+        return shown[start:].decode(errors="replace")
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        t.close()
 
 
 def test_zsh_tab_completes_long_option(host_tree):

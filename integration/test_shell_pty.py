@@ -4,7 +4,7 @@
 "Passphrase: " on /dev/tty with echo off, then runs libedit. The tests type keys (Tab, Ctrl-C,
 Ctrl-D) and read what the terminal would show. They check effects rather than screen layout
 where they can (a completed `cd` is checked with `pwd`), use generous timeouts, and assert no
-timings. Standard library only (`pty`), no pexpect.
+timings. The terminal is driven by `terminal.Terminal` (standard library only).
 
 Covered: the prompt (plain and coloured); completion of nested paths, of a path with spaces,
 several candidates listed in columns with the line kept, host paths for `import`; Ctrl-C at the
@@ -15,95 +15,35 @@ terminal.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
 import signal
-import struct
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
 from harness import DEFAULT_PASSPHRASE, Narnia
+from terminal import Terminal
 
 PROMPT = re.compile(rb"narnia:(/[^\r\n>]*)> ")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-class Shell:
+class Shell(Terminal):
     """`narnia enter` on a pseudo-terminal, driven like a person at the keyboard."""
 
     def __init__(self, n: Narnia, args=("enter",), cols=100, rows=30, env=None, cwd=None):
-        argv = [str(n.binary), "--vault", str(n.vault), *args]
         environment = dict(n.env, TERM="xterm", NO_COLOR="1")
         environment.update(env or {})
         environment = {k: v for k, v in environment.items() if v is not None}
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: its stdin, stdout, stderr and /dev/tty are the pty
-            try:
-                os.chdir(str(cwd or n.workdir))
-                os.execve(argv[0], argv, environment)
-            finally:
-                os._exit(127)
-        self.pid, self.fd = pid, fd
-        self.resize(cols, rows)
-        self.output = b""   # everything the terminal received
-        self.seen = 0       # how much of it `expect` has consumed
-        self.status = None
+        super().__init__([str(n.binary), "--vault", str(n.vault), *args], environment, cwd or n.workdir,
+                         cols=cols, rows=rows)
 
-    def resize(self, cols: int, rows: int):
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-    def _pump(self, timeout: float) -> bool:
-        """Reads what is available within `timeout`; False once the terminal is closed."""
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return True
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            return False
-        if not data:
-            return False
-        self.output += data
-        return True
-
-    def expect(self, pattern, timeout: float = 30.0) -> re.Match:
-        """Waits for `pattern` (str or bytes, a regular expression) in the output not yet
-        consumed; consumes up to the end of the match."""
-        if isinstance(pattern, str):
-            pattern = re.compile(re.escape(pattern.encode()))
-        elif isinstance(pattern, bytes):
-            pattern = re.compile(re.escape(pattern))
-        deadline = time.monotonic() + timeout
-        while True:
-            m = pattern.search(self.output, self.seen)
-            if m:
-                self.seen = m.end()
-                return m
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._pump(min(left, 0.2)):
-                m = pattern.search(self.output, self.seen)
-                if m:
-                    self.seen = m.end()
-                    return m
-                pytest.fail(f"waited for {pattern.pattern!r}; the terminal showed since:\n"
-                            f"{self.output[self.seen:][-3000:]!r}", pytrace=False)
-
-    def settle(self, quiet: float = 0.3, timeout: float = 5.0):
-        """Reads until nothing arrives for `quiet` seconds."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            before = len(self.output)
-            if not self._pump(quiet) or len(self.output) == before:
-                return
-
-    def send(self, text):
-        os.write(self.fd, text.encode() if isinstance(text, str) else text)
+    @property
+    def status(self):
+        """The exit status once the process has ended."""
+        return self.proc.returncode
 
     def prompt(self, path: str = None, timeout: float = 30.0) -> str:
         """Waits for a prompt (for `path` when given); returns the prompt's path."""
@@ -132,34 +72,8 @@ class Shell:
         terminal escapes and with `\\n` line ends."""
         self.send(line + "\r")
         self.expect("\r\n", timeout)   # the echo of the line ends with Enter's new line
-        start = self.seen
-        m = self.expect(PROMPT, timeout)
-        return clean(self.output[start:m.start()])
-
-    def wait(self, timeout: float = 20.0) -> int:
-        """Waits for the process to end; returns its exit status (-N when killed by signal N)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid == self.pid:
-                self.status = os.waitstatus_to_exitcode(status)
-                return self.status
-            self._pump(0.1)
-        pytest.fail(f"narnia did not exit within {timeout} s; the terminal showed:\n"
-                    f"{self.output[-2000:]!r}", pytrace=False)
-
-    def close(self):
-        if self.status is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-            self.status = -9
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        self.expect(PROMPT, timeout)
+        return clean(self.skipped)
 
 
 GLYPHS = re.compile("[\U0001F4C1\U0001F4F7\U0001F3AC\U0001F4C4\U0001F4E6] ")

@@ -9,21 +9,18 @@ Debian packages (TEST_PACKAGES): chafa, ffmpeg, poppler-utils, less, libheif-exa
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
-import termios
 import time
 from pathlib import Path
 
 import pytest
 
 from harness import q, sha
+from terminal import Terminal
 from test_kinds import build_media_corpus, need
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -79,68 +76,17 @@ def pid_alive(pid: int) -> bool:
 # A pseudo-terminal
 
 
-class PtyRun:
+class PtyRun(Terminal):
     """narnia on a pseudo-terminal (its controlling terminal), 100x40."""
 
     def __init__(self, vault, args, env, cols=100, rows=40):
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, bytes([rows, 0, cols, 0, 0, 0, 0, 0]))
-
-        def child_setup():
-            os.setsid()
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-        self.proc = subprocess.Popen(vault.argv(args), stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     cwd=str(vault.workdir), preexec_fn=child_setup, close_fds=True)
-        os.close(slave)
-        self.master = master
-        self.output = b""
-
-    def read_until(self, predicate, timeout=30.0) -> bytes:
-        deadline = time.time() + timeout
-        while not predicate(self.output):
-            left = deadline - time.time()
-            if left <= 0:
-                pytest.fail(f"timed out on the terminal; screen so far: {self.output[-3000:]!r}")
-            r, _, _ = select.select([self.master], [], [], min(left, 0.2))
-            if r:
-                try:
-                    data = os.read(self.master, 65536)
-                except OSError:
-                    data = b""
-                if not data:
-                    if predicate(self.output):
-                        break
-                    if self.proc.poll() is not None:
-                        pytest.fail(f"narnia ended; screen: {self.output[-3000:]!r}")
-                    continue
-                self.output += data
-        return self.output
-
-    def send(self, data: bytes):
-        os.write(self.master, data)
+        super().__init__(vault.argv(args), env, vault.workdir, cols=cols, rows=rows)
 
     def finish(self, timeout=60.0) -> int:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            r, _, _ = select.select([self.master], [], [], 0.2)
-            if r:
-                try:
-                    data = os.read(self.master, 65536)
-                except OSError:
-                    data = b""
-                if data:
-                    self.output += data
-                    continue
-            if self.proc.poll() is not None:
-                break
-        rc = self.proc.wait(timeout=5)
-        os.close(self.master)
+        """Reads until narnia ends; returns its exit status."""
+        rc = self.wait(timeout)
+        self.close()
         return rc
-
-    @property
-    def text(self) -> str:
-        return self.output.decode("utf-8", "replace")
 
 
 def colour_env(vault, **extra):
