@@ -172,6 +172,16 @@ def pids_holding_locks() -> set[int]:
     return pids
 
 
+def wait_for_lock(proc, what: str):
+    """Waits until `proc` holds the store's lock (/proc/locks), 15 s at most; fails when it
+    exits first."""
+    deadline = time.monotonic() + 15
+    while proc.pid not in pids_holding_locks():
+        assert proc.poll() is None, f"{what} exited early: {proc.stderr.read()!r}"
+        assert time.monotonic() < deadline, f"{what} never took a lock (/proc/locks)"
+        time.sleep(0.02)
+
+
 def reader(stream, q_: queue.Queue):
     for line in iter(stream.readline, b""):
         q_.put(line.decode("utf-8", "surrogateescape"))
@@ -185,11 +195,7 @@ def test_second_process_gets_a_clear_error(filled):
     try:
         first.stdin.write(b"pwd\n")
         first.stdin.flush()
-        deadline = time.monotonic() + 15
-        while first.pid not in pids_holding_locks():
-            assert first.poll() is None, f"the first process exited early: {first.stderr.read()!r}"
-            assert time.monotonic() < deadline, "the first process never took a lock (/proc/locks)"
-            time.sleep(0.05)
+        wait_for_lock(first, "the first process")
         before = filled.store().snapshot()
         t0 = time.monotonic()
         second = filled.c("mkdir /second", timeout=30)
@@ -226,11 +232,7 @@ def test_lock_during_import(filled):
     try:
         first.stdin.write(data[:1_000_000])
         first.stdin.flush()
-        deadline = time.monotonic() + 15
-        while first.pid not in pids_holding_locks():
-            assert first.poll() is None, f"the import exited early: {first.stderr.read()!r}"
-            assert time.monotonic() < deadline, "the importing process never took a lock"
-            time.sleep(0.02)
+        wait_for_lock(first, "the import")
         second = filled.c("ls /")
         assert second.rc == 1, "a reader during an import must get a clear error, exit 1" + second.describe()
         assert any(re.search(r"lock|in use|busy|another", l, re.I) for l in second.errors), second.describe()
@@ -275,10 +277,7 @@ def test_process_hardening(filled):
     try:
         first.stdin.write(b"pwd\n")
         first.stdin.flush()
-        deadline = time.monotonic() + 15
-        while first.pid not in pids_holding_locks():
-            assert first.poll() is None and time.monotonic() < deadline, "the vault never opened"
-            time.sleep(0.05)
+        wait_for_lock(first, "the process opening the vault")
         limits = Path(f"/proc/{first.pid}/limits").read_text()
         core = next(l for l in limits.splitlines() if l.startswith("Max core file size"))
         assert core.split()[4] == "0", f"core dumps are not disabled: {core!r}"
