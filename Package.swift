@@ -13,22 +13,27 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CMagic", pkgConfig: "libmagic", providers: [.apt(["libmagic-dev"])]),
         .target(name: "CEditLine", linkerSettings: [.linkedLibrary("edit")]),
+        .target(name: "CNarniaSystem"),
 
         // Swift layers, lowest first. A layer never imports one above it.
+        // The whole program's system calls: typed open options, one retry on EINTR, errors
+        // that name the call and the path, and a seam where tests make a call fail.
+        .target(name: "NarniaSystem", dependencies: ["CNarniaSystem"]),
         .target(name: "NarniaCrypto", dependencies: ["CSodium"]),
-        .target(name: "NarniaStore", dependencies: ["NarniaCrypto"]),
+        .target(name: "NarniaStore", dependencies: ["NarniaSystem", "NarniaCrypto"]),
         .target(name: "NarniaKinds", dependencies: ["NarniaStore", "CMagic"]),
-        .target(name: "NarniaShell", dependencies: ["NarniaStore", "NarniaKinds", "NarniaCrypto"]),
+        .target(name: "NarniaShell", dependencies: ["NarniaSystem", "NarniaStore", "NarniaKinds", "NarniaCrypto"]),
         // The cover: the Wardrobe, a closet organiser that knows nothing of the vault.
         .target(name: "NarniaCover", dependencies: ["NarniaShell"]),
-        .executableTarget(name: "narnia", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto", "NarniaCover", "CEditLine"]),
+        .executableTarget(name: "narnia", dependencies: ["NarniaSystem", "NarniaShell", "NarniaStore", "NarniaCrypto", "NarniaCover", "CEditLine"]),
         // Benchmarks (make bench): calls the library in process; see bench/run.sh.
-        .executableTarget(name: "narnia-bench", dependencies: ["NarniaStore", "NarniaShell", "NarniaCrypto", "NarniaKinds"]),
+        .executableTarget(name: "narnia-bench", dependencies: ["NarniaSystem", "NarniaStore", "NarniaShell", "NarniaCrypto", "NarniaKinds"]),
 
+        .testTarget(name: "NarniaSystemTests", dependencies: ["NarniaSystem"]),
         .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"]),
-        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaStore", "NarniaCrypto"], resources: [.copy("Vectors")]),
+        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaSystem", "NarniaStore", "NarniaCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "NarniaKindsTests", dependencies: ["NarniaKinds", "NarniaStore"]),
-        .testTarget(name: "NarniaShellTests", dependencies: ["NarniaShell", "NarniaStore", "NarniaCrypto"]),
+        .testTarget(name: "NarniaShellTests", dependencies: ["NarniaSystem", "NarniaShell", "NarniaStore", "NarniaCrypto"]),
         .testTarget(name: "NarniaCoverTests", dependencies: ["NarniaCover", "NarniaShell"]),
     ],
     swiftLanguageModes: [.v5]

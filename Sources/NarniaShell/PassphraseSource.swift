@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaCrypto
 import NarniaStore
@@ -24,7 +25,7 @@ public enum PassphraseSource {
     /// The first line of the file at `path`.
     public static func readFirstLine(path: String) throws -> Secret {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw PassphraseError.unreadable("cannot read the passphrase file: \(describe(error))") }
+        do { fd = try FileDescriptor.open(path, .readOnly) } catch { throw PassphraseError.unreadable("cannot read the passphrase file: \(describe(error))") }
         return try readFirstLine(fd: fd.raw, name: path)
     }
 

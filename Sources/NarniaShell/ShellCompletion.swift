@@ -1,3 +1,4 @@
+import NarniaSystem
 import NarniaStore
 
 /// Tab completion over the running session: the command table, the vault tree and the host.

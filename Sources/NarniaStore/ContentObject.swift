@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaCrypto
 
@@ -56,7 +57,7 @@ struct ContentWriter {
                inspect: (UnsafeRawBufferPointer) -> Void,
                observer: TransferObserver) throws -> UInt64 {
         let path = layout.objectPath(for: objectID)
-        let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive], permissions: 0o600)
         do {
             let size = try encrypt(into: fd, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
             return size
@@ -201,7 +202,7 @@ struct ContentReader {
     init(layout: StoreLayout, content: ContentInfo) throws {
         let path = layout.objectPath(for: content.objectID)
         do {
-            fd = try FileDescriptor.open(path, O_RDONLY)
+            fd = try FileDescriptor.open(path, .readOnly)
         } catch let e as SystemError where e.code == ENOENT {
             throw ContentError.missing
         }

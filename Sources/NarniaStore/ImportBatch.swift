@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 
 /// A group of new items made durable and visible together (group commit).

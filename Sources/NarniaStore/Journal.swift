@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaCrypto
 
@@ -45,7 +46,7 @@ final class Journal {
 
     /// Creates an empty journal file (it must not exist).
     static func create(id: Identifier, path: String, bodyKey: Secret, headerKey: Secret) throws -> Journal {
-        let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive], permissions: 0o600)
         return Journal(id: id, path: path, fd: fd, bodyKey: bodyKey, headerKey: headerKey)
     }
 
@@ -56,7 +57,7 @@ final class Journal {
                      apply: ([UInt8]) throws -> Void) throws -> Journal {
         let fd: FileDescriptor
         do {
-            fd = try FileDescriptor.open(path, O_RDWR)
+            fd = try FileDescriptor.open(path, .readWrite)
         } catch let e as SystemError where e.code == ENOENT {
             throw MetadataError.damaged("the journal is missing")
         }
@@ -200,7 +201,7 @@ final class Journal {
             try record.withUnsafeBytes { r throws in
                 var done = 0
                 while done < r.count {
-                    let n = try sys("write", path) { Glibc.pwrite(fd.raw, r.baseAddress! + done, r.count - done, off_t(endOffset) + off_t(done)) }
+                    let n = try retryingInterrupts("write", path) { Glibc.pwrite(fd.raw, r.baseAddress! + done, r.count - done, off_t(endOffset) + off_t(done)) }
                     done += n
                 }
             }

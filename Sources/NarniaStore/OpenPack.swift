@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 
 /// A pack an import batch is filling: one object file holding the sealed contents of several
@@ -27,6 +28,6 @@ final class OpenPack {
     init(layout: StoreLayout, knownShards: inout Set<String>) throws {
         objectID = .random()
         try layout.ensureShard(for: objectID, known: &knownShards)
-        fd = try FileDescriptor.open(layout.objectPath(for: objectID), O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive], permissions: 0o600)
     }
 }

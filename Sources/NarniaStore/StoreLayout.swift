@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 
 /// Where things live inside a store directory (docs/FORMAT.md, "Files").

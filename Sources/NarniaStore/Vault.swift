@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaCrypto
 
@@ -46,7 +47,7 @@ public final class Vault {
             try FileSystem.makeDirectories(directory, mode: 0o700)
             try? FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
         }
-        let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        let lock = try FileDescriptor.open(directory, .readOnly, options: .directory)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
         let layout = StoreLayout(root: directory)
         let salt = randomBytes(PassphraseKey.saltLength)
@@ -100,7 +101,7 @@ public final class Vault {
     public static func open(at directory: String, passphrase: Secret) throws -> Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
-        let lock = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        let lock = try FileDescriptor.open(directory, .readOnly, options: .directory)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
         let layout = StoreLayout(root: directory)
         let keyFiles = try FileSystem.listDirectory(directory).compactMap { name -> Identifier? in
@@ -111,7 +112,7 @@ public final class Vault {
         guard !keyFiles.isEmpty else { throw VaultError.noVault(directory) }
         guard keyFiles.count == 1 else { throw VaultError.damagedKeyFile("more than one key file") }
         let keyFileID = keyFiles[0]
-        let bytes = try FileDescriptor.open(layout.keyFilePath(named: keyFileID), O_RDONLY).readToEnd(limit: 4096)
+        let bytes = try FileDescriptor.open(layout.keyFilePath(named: keyFileID), .readOnly).readToEnd(limit: 4096)
         guard let (salt, parameters) = KeyFile.header(of: bytes) else { throw VaultError.wrongPassphrase }
         guard parameters.isAcceptable else { throw VaultError.wrongPassphrase }
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
@@ -291,7 +292,7 @@ public final class Vault {
     private static func writeKeyFile(_ bytes: [UInt8], layout: StoreLayout, id: Identifier) throws {
         let final = layout.keyFilePath(named: id)
         let temporary = final + ".new"
-        let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        let fd = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate], permissions: 0o600)
         try fd.writeAll(bytes)
         try fd.sync()
         try FileSystem.rename(temporary, final)

@@ -1,3 +1,4 @@
+import NarniaSystem
 import Dispatch
 import Glibc
 import NarniaStore

@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaCover
 import NarniaCrypto
@@ -271,7 +272,7 @@ struct Launcher {
         case .text(let text):
             return BatchRunner(session: session, keepGoing: options.keepGoing).run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
         case .file(let path):
-            guard let fd = try? FileDescriptor.open(path, O_RDONLY) else { Launcher.fail("cannot read the batch file \(path)", status: 2) }
+            guard let fd = try? FileDescriptor.open(path, .readOnly) else { Launcher.fail("cannot read the batch file \(path)", status: 2) }
             return BatchRunner(session: session, keepGoing: options.keepGoing).run(reader: LineReader(fd: fd.raw), keep: fd)
         case .standardInput:
             return BatchRunner(session: session, keepGoing: options.keepGoing).run(reader: LineReader(fd: 0), keep: nil)

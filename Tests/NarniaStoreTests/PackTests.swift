@@ -1,3 +1,4 @@
+import NarniaSystem
 import Foundation
 import XCTest
 import NarniaCrypto

@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaStore
 
@@ -58,7 +59,7 @@ struct ImportRun {
     mutating func importFile(_ path: String, into folder: Identifier) {
         do {
             let name = try itemName(path)
-            let fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
+            let fd = try FileDescriptor.open(path, .readOnly, options: .noControllingTerminal)
             fd.adviseSequential()
             let st = try fd.status()
             let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)

@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaStore
 
@@ -129,7 +130,7 @@ enum Transfer {
         let temporary = s.hostJoin(dir, ".narnia-partial-" + randomSuffix())
         let fd: FileDescriptor
         do {
-            fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            fd = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .exclusive], permissions: 0o600)
         } catch let e as SystemError {
             throw CommandFailure("\(host): cannot write: \(String(cString: strerror(e.code)))")
         }

@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaStore
 
@@ -14,9 +15,7 @@ final class MemoryFile {
     /// A new, empty memory file. The name shows in `/proc/PID/fd` only, and says nothing.
     /// - Throws: `SystemError` from `memfd_create`.
     init() throws {
-        let fd = narnia_memfd_create("view", UInt32(MFD_CLOEXEC_VALUE | MFD_ALLOW_SEALING_VALUE))
-        guard fd >= 0 else { throw SystemError(code: errno, operation: "memfd_create") }
-        self.fd = fd
+        fd = try Processes.makeMemoryFile(name: "view")
     }
 
     /// A memory file holding `bytes`, sealed.
@@ -47,7 +46,7 @@ final class MemoryFile {
 
     /// Forbids further writes and growth (`F_ADD_SEALS`), and rewinds.
     func seal() {
-        _ = fcntl(fd, F_ADD_SEALS_VALUE, F_SEAL_WRITE_VALUE | F_SEAL_GROW_VALUE | F_SEAL_SEAL_VALUE)
+        Processes.sealMemoryFile(fd)
         _ = lseek(fd, 0, SEEK_SET)
     }
 
@@ -62,15 +61,3 @@ final class ByteCounter: @unchecked Sendable {
     private(set) var total = 0
     func add(_ n: Int) { total += n }
 }
-
-// <linux/memfd.h>, <linux/fcntl.h>: constants the Glibc module does not always export.
-private let MFD_CLOEXEC_VALUE: Int32 = 0x0001
-private let MFD_ALLOW_SEALING_VALUE: Int32 = 0x0002
-private let F_ADD_SEALS_VALUE: Int32 = 1033
-private let F_SEAL_SEAL_VALUE: Int32 = 0x0001
-private let F_SEAL_GROW_VALUE: Int32 = 0x0004
-private let F_SEAL_WRITE_VALUE: Int32 = 0x0008
-
-@_silgen_name("memfd_create")
-private func narnia_memfd_create(_ name: UnsafePointer<CChar>, _ flags: UInt32) -> Int32
-

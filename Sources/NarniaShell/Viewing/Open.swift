@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaKinds
 import NarniaStore

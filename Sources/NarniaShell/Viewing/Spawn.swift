@@ -1,3 +1,4 @@
+import NarniaSystem
 import Glibc
 import NarniaStore
 
@@ -59,10 +60,10 @@ final class Job {
 
     /// Starts `command` as the next process of the job.
     ///
-    /// `fork` then, in the child, only async-signal-safe calls on memory prepared before the
-    /// fork: join the job's process group (and take the terminal, signals still blocked), ask
-    /// for SIGKILL when the shell dies (`PR_SET_PDEATHSIG`; `posix_spawn` cannot), map the
-    /// descriptors, close the rest (`close_range`), restore default signal handling, `execve`.
+    /// `narnia_fork_exec` (C, so that the child runs no Swift code): the child joins the job's
+    /// process group (and takes the terminal, signals still blocked), asks for SIGKILL when
+    /// the shell dies (`PR_SET_PDEATHSIG`; `posix_spawn` cannot), maps the descriptors, closes
+    /// the rest, restores default signal handling and calls `execve`.
     /// - Throws: `SpawnFailure` (with `missingProgram` when the program is not in `PATH`).
     @discardableResult
     func start(_ command: ChildCommand) throws -> pid_t {
@@ -80,46 +81,19 @@ final class Job {
         if let fd = command.standardError { sources.append(fd); targets.append(2) }
         for (i, fd) in command.extra.enumerated() { sources.append(fd); targets.append(Int32(3 + i)) }
         let firstFree = UInt32(3 + command.extra.count)
-        let defaults: [Int32] = [SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGHUP, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD, SIGUSR1, SIGUSR2]
         let environment = Job.environment(with: command.environment)
-        let tty: Int32 = terminal ?? -1
-        let takeTerminal = terminal != nil && group == 0
-        let joinGroup = group
-        let parent = getpid()
 
         var all = sigset_t(), old = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_SETMASK, &all, &old)
         defer { pthread_sigmask(SIG_SETMASK, &old, nil) }
-        let pid: pid_t = withCStrings(argv) { cArgv in
+        let started: pid_t? = withCStrings(argv) { cArgv in
             withCStrings(environment) { cEnv in
-                path.withCString { cPath in
-                    sources.withUnsafeBufferPointer { src in
-                        targets.withUnsafeBufferPointer { dst in
-                            defaults.withUnsafeBufferPointer { sig in
-                                let pid = narnia_fork()
-                                guard pid == 0 else { return pid }
-                                // The child: no allocation, no locks from here on.
-                                _ = setpgid(0, joinGroup)
-                                if takeTerminal { _ = tcsetpgrp(tty, getpgrp()) }
-                                _ = narnia_child_prctl(1 /* PR_SET_PDEATHSIG */, UInt(SIGKILL), 0, 0, 0)
-                                if getppid() != parent { _exit(127) }
-                                for i in 0..<src.count { if dup2(src[i], 200 + Int32(i)) < 0 { _exit(127) } }
-                                for i in 0..<src.count { if dup2(200 + Int32(i), dst[i]) < 0 { _exit(127) } }
-                                _ = narnia_close_range(firstFree, UInt32.max, 0)
-                                for s in sig { _ = signal(s, SIG_DFL) }
-                                var none = sigset_t()
-                                sigemptyset(&none)
-                                pthread_sigmask(SIG_SETMASK, &none, nil)
-                                _ = execve(cPath, cArgv, cEnv)
-                                _exit(127)
-                            }
-                        }
-                    }
-                }
+                try? Processes.forkExec(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
+                                        firstFree: firstFree, group: group, terminal: terminal)
             }
         }
-        guard pid > 0 else { throw SpawnFailure(program: program, code: errno) }
+        guard let pid = started else { throw SpawnFailure(program: program, code: errno) }
         ChildProcesses.register(pid)
         if group == 0 { group = pid }
         // Also from this side, so the next process of the job can join at once.
@@ -221,10 +195,7 @@ final class Pipe {
     private(set) var writeEnd: Int32
 
     init() throws {
-        var fds: [Int32] = [-1, -1]
-        guard narnia_pipe2(&fds, O_CLOEXEC) == 0 else { throw SystemError(code: errno, operation: "pipe") }
-        readEnd = fds[0]
-        writeEnd = fds[1]
+        (readEnd, writeEnd) = try Processes.makePipe()
     }
 
     func closeRead() { if readEnd >= 0 { close(readEnd); readEnd = -1 } }
@@ -263,16 +234,3 @@ func readAll(_ fd: Int32, limit: Int = 64 << 20) -> [UInt8] {
     }
     return result
 }
-
-// Linux and glibc calls not exported by every Glibc module map.
-@_silgen_name("fork")
-func narnia_fork() -> pid_t
-
-@_silgen_name("prctl")
-func narnia_child_prctl(_ option: Int32, _ a2: UInt, _ a3: UInt, _ a4: UInt, _ a5: UInt) -> Int32
-
-@_silgen_name("close_range")
-func narnia_close_range(_ first: UInt32, _ last: UInt32, _ flags: Int32) -> Int32
-
-@_silgen_name("pipe2")
-func narnia_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32

@@ -1,9 +1,12 @@
 import Glibc
 
-/// Small, throwing wrappers over the path-based system calls the store needs.
+/// Small, throwing wrappers over path-based system calls.
 public enum FileSystem {
     /// `mkdir(2)`; an existing directory is not an error when `existingOK`.
     public static func makeDirectory(_ path: String, mode: mode_t = 0o700, existingOK: Bool = false) throws {
+        if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("mkdir") {
+            throw SystemError(code: code, operation: "mkdir", path: path)
+        }
         if Glibc.mkdir(path, mode) == 0 { return }
         if errno == EEXIST && existingOK { return }
         throw SystemError.current("mkdir", path)
@@ -27,11 +30,14 @@ public enum FileSystem {
 
     /// `rename(2)`.
     public static func rename(_ from: String, _ to: String) throws {
-        _ = try sys("rename", from) { Glibc.rename(from, to) }
+        _ = try retryingInterrupts("rename", from) { Glibc.rename(from, to) }
     }
 
     /// `unlink(2)`; a missing file is not an error when `missingOK`.
     public static func unlink(_ path: String, missingOK: Bool = false) throws {
+        if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("unlink") {
+            throw SystemError(code: code, operation: "unlink", path: path)
+        }
         if Glibc.unlink(path) == 0 { return }
         if errno == ENOENT && missingOK { return }
         throw SystemError.current("unlink", path)
@@ -39,12 +45,12 @@ public enum FileSystem {
 
     /// `rmdir(2)`.
     public static func removeDirectory(_ path: String) throws {
-        _ = try sys("rmdir", path) { Glibc.rmdir(path) }
+        _ = try retryingInterrupts("rmdir", path) { Glibc.rmdir(path) }
     }
 
     /// Makes a directory's entries durable: `open(O_DIRECTORY)` + `fsync`.
     public static func syncDirectory(_ path: String) throws {
-        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        let fd = try FileDescriptor.open(path, .readOnly, options: .directory)
         try fd.sync()
     }
 
@@ -86,7 +92,7 @@ public enum FileSystem {
     /// `stat(2)` (follows links), or nil when the path does not exist.
     public static func statIfExists(_ path: String) throws -> stat? {
         var st = stat()
-        if c_stat(path, &st) == 0 { return st }
+        if fstatat(AT_FDCWD, path, &st, 0) == 0 { return st }
         if errno == ENOENT || errno == ENOTDIR { return nil }
         throw SystemError.current("stat", path)
     }
@@ -94,7 +100,7 @@ public enum FileSystem {
     /// True when the path names a directory (following links).
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()
-        return c_stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+        return fstatat(AT_FDCWD, path, &st, 0) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 }
 

@@ -1,0 +1,43 @@
+// The system calls Swift cannot call directly or safely: variadic ones (prctl), names that
+// clash with C structs (flock, stat), and those Glibc's module map hides behind _GNU_SOURCE.
+// Each is a plain function with fixed arguments; errno is left as the call set it.
+#ifndef NARNIA_SYSTEM_H
+#define NARNIA_SYSTEM_H
+
+#include <stdint.h>
+
+
+/// flock(2).
+int narnia_flock(int fd, int operation);
+/// syncfs(2): flushes the file system holding fd.
+int narnia_syncfs(int fd);
+/// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback, does not wait.
+int narnia_start_writeback(int fd, int64_t offset, int64_t length);
+/// prctl(PR_SET_DUMPABLE, 0): no core dumps and no ptrace by other processes of the user.
+int narnia_set_not_dumpable(void);
+/// prctl(PR_SET_PDEATHSIG, signal): the calling process gets `signal` when its parent dies.
+int narnia_set_parent_death_signal(int signal);
+/// memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING.
+int narnia_memfd_create(const char *name);
+/// fcntl(F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_WRITE).
+int narnia_seal_memfd(int fd);
+/// pipe2(2) with O_CLOEXEC.
+int narnia_pipe_cloexec(int fds[2]);
+/// close_range(first, ~0U, 0): closes every descriptor from `first` up.
+int narnia_close_from(unsigned int first);
+/// The O_TMPFILE flag (not exported by every Glibc module map).
+int narnia_o_tmpfile(void);
+/// linkat(fd, "", dirfd, name, AT_EMPTY_PATH): gives an O_TMPFILE file its name.
+int narnia_link_open_file(int fd, int directory, const char *name);
+
+/// Forks and, in the child, with only async-signal-safe calls: joins process group `group`
+/// (0: a new one led by the child) and, when `take_terminal`, makes it the foreground group of
+/// `tty`; asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG); moves descriptor
+/// `sources[i]` to `targets[i]`; closes every descriptor from `first_free` up; restores default
+/// handling of every signal and an empty signal mask; execve(path, argv, envp). The caller
+/// blocks all signals around the call. Returns the child's pid, or -1 with errno set.
+int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
+                       const int *sources, const int *targets, int count, unsigned int first_free,
+                       int group, int tty, int take_terminal);
+
+#endif

@@ -1,0 +1,207 @@
+import Glibc
+internal import CNarniaSystem
+
+/// An owned file descriptor, closed in `deinit`. Reads and writes loop over short transfers
+/// and retry `EINTR`.
+public final class FileDescriptor: @unchecked Sendable {
+    // Sendable: the descriptor number and path never change; the kernel serialises the calls.
+    /// The raw descriptor number.
+    public let raw: Int32
+    /// The path it was opened with, for messages.
+    public let path: String
+    private let owned: Bool
+
+    init(raw: Int32, path: String, owned: Bool = true) {
+        self.raw = raw
+        self.path = path
+        self.owned = owned
+    }
+
+    /// Opens `path` (`open(2)`; `O_CLOEXEC` is always added).
+    public static func open(_ path: String, _ access: AccessMode, options: OpenOptions = [],
+                            permissions: mode_t = 0o600) throws -> FileDescriptor {
+        let flags = access.flags | options.rawValue | O_CLOEXEC
+        let fd = try retryingInterrupts("open", path) { Glibc.open(path, flags, permissions) }
+        return FileDescriptor(raw: fd, path: path)
+    }
+
+    /// Opens `name` relative to this directory (`openat(2)`; `O_CLOEXEC` is always added).
+    /// `displayPath` names the file in errors.
+    public func open(_ name: String, _ access: AccessMode, options: OpenOptions = [], permissions: mode_t = 0o600,
+                     displayPath: String? = nil) throws -> FileDescriptor {
+        let shown = displayPath ?? (path.hasSuffix("/") ? path + name : path + "/" + name)
+        let flags = access.flags | options.rawValue | O_CLOEXEC
+        let fd = try retryingInterrupts("open", shown) { Glibc.openat(raw, name, flags, permissions) }
+        return FileDescriptor(raw: fd, path: shown)
+    }
+
+    /// Wraps an inherited descriptor (stdin, `--passphrase-fd`) without taking ownership.
+    public static func borrowing(_ raw: Int32, name: String) -> FileDescriptor {
+        FileDescriptor(raw: raw, path: name, owned: false)
+    }
+
+    deinit {
+        if owned { Glibc.close(raw) }
+    }
+
+    /// Reads up to `count` bytes; fewer only at end of file. Returns the number read.
+    public func readFully(into buffer: UnsafeMutableRawPointer, count: Int) throws -> Int {
+        var done = 0
+        while done < count {
+            let n = try retryingInterrupts("read", path) { Glibc.read(raw, buffer + done, count - done) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at end of file.
+    public func preadFully(into buffer: UnsafeMutableRawPointer, count: Int, offset: Int64) throws -> Int {
+        var done = 0
+        while done < count {
+            let n = try retryingInterrupts("read", path) { Glibc.pread(raw, buffer + done, count - done, off_t(offset) + off_t(done)) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Writes all `count` bytes.
+    public func writeAll(_ buffer: UnsafeRawPointer, count: Int) throws {
+        var done = 0
+        while done < count {
+            let n = try retryingInterrupts("write", path) { Glibc.write(raw, buffer + done, count - done) }
+            done += n
+        }
+    }
+
+    /// Writes all of `bytes`.
+    public func writeAll(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { (b: UnsafeRawBufferPointer) throws in
+            if b.count > 0 { try writeAll(b.baseAddress!, count: b.count) }
+        }
+    }
+
+    /// Writes all `count` bytes at `offset` (`pwrite(2)`).
+    public func pwriteAll(_ buffer: UnsafeRawPointer, count: Int, offset: Int64) throws {
+        var done = 0
+        while done < count {
+            let n = try retryingInterrupts("write", path) { Glibc.pwrite(raw, buffer + done, count - done, off_t(offset) + off_t(done)) }
+            done += n
+        }
+    }
+
+    /// Reads the whole remaining file; more than `limit` bytes is an error (`EFBIG`).
+    public func readToEnd(limit: Int = 1 << 30) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { (b: UnsafeMutableRawBufferPointer) throws in
+                try retryingInterrupts("read", path) { Glibc.read(raw, b.baseAddress!, b.count) }
+            }
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+            if out.count > limit { throw SystemError(code: EFBIG, operation: "read", path: path) }
+        }
+        return out
+    }
+
+    /// `fsync(2)`.
+    public func sync() throws {
+        _ = try retryingInterrupts("fsync", path) { Glibc.fsync(raw) }
+    }
+
+    /// `fdatasync(2)`.
+    public func dataSync() throws {
+        _ = try retryingInterrupts("fdatasync", path) { Glibc.fdatasync(raw) }
+    }
+
+    /// Starts writeback of a written range without waiting (`sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`), so that a later `fsync`/`syncfs` finds little left to do.
+    /// Failures are ignored: this is only a hint.
+    public func startWriteback(offset: Int64, length: Int64) {
+        _ = narnia_start_writeback(raw, offset, length)
+    }
+
+    /// `syncfs(2)`: flushes the whole file system holding this descriptor, as `sync -f` does.
+    public func syncFileSystem() throws {
+        _ = try retryingInterrupts("syncfs", path) { narnia_syncfs(raw) }
+    }
+
+    /// The file's status (`fstat`).
+    public func status() throws -> stat {
+        var st = stat()
+        _ = try retryingInterrupts("stat", path) { Glibc.fstat(raw, &st) }
+        return st
+    }
+
+    /// The file's size (`fstat`).
+    public func size() throws -> Int64 {
+        Int64(try status().st_size)
+    }
+
+    /// Moves the file offset to `offset` (`lseek(2)`, `SEEK_SET`).
+    public func seek(to offset: Int64) throws {
+        _ = try retryingInterrupts("seek", path) { Glibc.lseek(raw, off_t(offset), SEEK_SET) }
+    }
+
+    /// `ftruncate(2)`.
+    public func truncate(to length: Int64) throws {
+        _ = try retryingInterrupts("truncate", path) { Glibc.ftruncate(raw, off_t(length)) }
+    }
+
+    /// Clears `O_NONBLOCK` (set to open a path that might be a FIFO without waiting).
+    public func setBlocking() throws {
+        let flags = try retryingInterrupts("fcntl", path) { fcntl(raw, F_GETFL) }
+        _ = try retryingInterrupts("fcntl", path) { fcntl(raw, F_SETFL, flags & ~O_NONBLOCK) }
+    }
+
+    /// Hints sequential access (`posix_fadvise`); failures are ignored.
+    public func adviseSequential() {
+        _ = posix_fadvise(raw, 0, 0, POSIX_FADV_SEQUENTIAL)
+    }
+
+    /// Takes an exclusive, non-blocking `flock`. Returns false when another process holds it.
+    public func tryLockExclusive() throws -> Bool {
+        if narnia_flock(raw, LOCK_EX | LOCK_NB) == 0 { return true }
+        if errno == EWOULDBLOCK { return false }
+        throw SystemError.current("flock", path)
+    }
+
+    /// Gives an unnamed file (`.unnamedTemporary`) the name `name` in `directory`
+    /// (`linkat` with `AT_EMPTY_PATH`). Fails with `EEXIST` when the name is taken.
+    public func link(as name: String, in directory: FileDescriptor, displayPath: String) throws {
+        _ = try retryingInterrupts("link", displayPath) { narnia_link_open_file(raw, directory.raw, name) }
+    }
+
+    // MARK: Directories
+
+    /// Creates `name` in this directory (`mkdirat`); an existing directory is not an error
+    /// when `existingOK`.
+    public func makeDirectory(_ name: String, permissions: mode_t = 0o700, existingOK: Bool = false) throws {
+        let shown = path + "/" + name
+        if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("mkdir") {
+            throw SystemError(code: code, operation: "mkdir", path: shown)
+        }
+        if mkdirat(raw, name, permissions) == 0 { return }
+        if errno == EEXIST && existingOK { return }
+        throw SystemError.current("mkdir", shown)
+    }
+
+    /// Removes `name` from this directory (`unlinkat`); a missing name is not an error when
+    /// `missingOK`.
+    public func unlink(_ name: String, missingOK: Bool = false) throws {
+        if unlinkat(raw, name, 0) == 0 { return }
+        if errno == ENOENT && missingOK { return }
+        throw SystemError.current("unlink", path + "/" + name)
+    }
+
+    /// The status of `name` in this directory without following a symbolic link (`fstatat`
+    /// with `AT_SYMLINK_NOFOLLOW`), or nil when it does not exist.
+    public func statusOfEntry(_ name: String) throws -> stat? {
+        var st = stat()
+        if fstatat(raw, name, &st, AT_SYMLINK_NOFOLLOW) == 0 { return st }
+        if errno == ENOENT { return nil }
+        throw SystemError.current("stat", path + "/" + name)
+    }
+}

@@ -1,0 +1,43 @@
+import Glibc
+internal import CNarniaSystem
+
+/// Process-level calls: hardening, children, pipes and memory files.
+public enum Processes {
+    /// `prctl(PR_SET_DUMPABLE, 0)`: no core dump, no `ptrace` by other processes of the user.
+    public static func setNotDumpable() {
+        _ = narnia_set_not_dumpable()
+    }
+
+    /// Forks and executes `path` with `arguments` and `environment` (see `narnia_fork_exec`:
+    /// the child runs no Swift code). `sources[i]` becomes descriptor `targets[i]` in the child;
+    /// every descriptor from `firstFree` up is closed. The child joins process group `group`
+    /// (0: its own) and, with `terminal`, takes that terminal's foreground. The caller blocks
+    /// signals around the call. Returns the child's pid.
+    /// - Throws: `SystemError` when `fork` fails.
+    public static func forkExec(path: String, arguments: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                                environment: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                                sources: [Int32], targets: [Int32], firstFree: UInt32,
+                                group: pid_t, terminal: Int32?) throws -> pid_t {
+        let pid = narnia_fork_exec(path, arguments, environment, sources, targets, Int32(sources.count), firstFree,
+                                   group, terminal ?? -1, terminal != nil && group == 0 ? 1 : 0)
+        guard pid > 0 else { throw SystemError.current("fork", path) }
+        return pid
+    }
+
+    /// A pipe whose ends are closed on `exec` (`pipe2` with `O_CLOEXEC`): (read end, write end).
+    public static func makePipe() throws -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        _ = try retryingInterrupts("pipe") { narnia_pipe_cloexec(&fds) }
+        return (fds[0], fds[1])
+    }
+
+    /// A new anonymous memory file that can be sealed (`memfd_create`, `MFD_CLOEXEC`).
+    public static func makeMemoryFile(name: String) throws -> Int32 {
+        try retryingInterrupts("memfd_create") { narnia_memfd_create(name) }
+    }
+
+    /// Forbids further writes to and growth of a memory file (`F_ADD_SEALS`).
+    public static func sealMemoryFile(_ fd: Int32) {
+        _ = narnia_seal_memfd(fd)
+    }
+}
