@@ -204,7 +204,8 @@ class Narnia:
 
 KEY_FILE_RE = re.compile(r"[0-9a-f]{32}")
 DIR_RE = re.compile(r"[0-9a-f]{2}")
-OBJECT_RE = re.compile(r"[0-9a-f]{30}")
+OBJECT_RE = re.compile(r"[0-9a-f]{32}")
+KEY_FILE_SIZE = 98
 
 
 def padme(n: int) -> int:
@@ -245,8 +246,9 @@ class Store:
         return {self.rel(p): p.stat().st_size for p in self.files()}
 
     def layout_problems(self) -> list[str]:
-        """Deviations from the documented layout: one 32-hex key file at the top, 2-hex
-        directories holding 30-hex files, nothing else."""
+        """Deviations from the documented layout (format 2): one 98-byte key file named by 32
+        hex digits at the top, 2-hex directories holding files named by 32 hex digits that
+        begin with the directory's two, nothing else."""
         problems = []
         top_files = []
         for entry in sorted(self.root.iterdir()):
@@ -263,12 +265,14 @@ class Store:
                 for sub in sorted(entry.iterdir()):
                     if not sub.is_file() or sub.is_symlink():
                         problems.append(f"not a regular file: {entry.name}/{sub.name}")
-                    elif not OBJECT_RE.fullmatch(sub.name):
-                        problems.append(f"file not named by 30 hex chars: {entry.name}/{sub.name!r}")
+                    elif not OBJECT_RE.fullmatch(sub.name) or not sub.name.startswith(entry.name):
+                        problems.append(f"file not named by 32 hex chars in its shard: {entry.name}/{sub.name!r}")
             else:
                 problems.append(f"special file in the store: {entry.name!r}")
         if len(top_files) != 1:
             problems.append(f"expected exactly one top-level file (the key file), found {top_files!r}")
+        elif (self.root / top_files[0]).stat().st_size != KEY_FILE_SIZE:
+            problems.append(f"the key file has {(self.root / top_files[0]).stat().st_size} bytes, not {KEY_FILE_SIZE}")
         return problems
 
     def key_file(self) -> Path:

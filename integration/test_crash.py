@@ -401,7 +401,9 @@ def test_sigterm_during_import(narnia_bin, tmp_path):
 
 def test_torn_journal_tail(narnia_bin, tmp_path):
     """A metadata write cut short (the journal's tail torn off by a crash) loses at most that
-    change; the vault opens, and the next change is durable (the torn bytes do not poison it)."""
+    change; the vault opens with a warning naming the bytes (never silently), the next change is
+    durable (the torn bytes do not poison it: they are left as they are and the device goes on
+    in a new journal), `verify` fails the first time it finds the cut and notes it afterwards."""
     n = Narnia(narnia_bin, tmp_path)
     n.init()
     for i in range(5):
@@ -410,10 +412,16 @@ def test_torn_journal_tail(narnia_bin, tmp_path):
     for cut in (5, 1):
         journal = max((p for p in n.store().files() if p != key), key=lambda p: p.stat().st_mtime_ns)
         os.truncate(journal, journal.stat().st_size - cut)
+        size = journal.stat().st_size
+        r = n.c("verify")
+        assert r.rc == 1, f"verify must fail when it first finds a torn tail ({cut} bytes cut)" + r.describe()
+        assert any(re.match(r"narnia: warning: this device's journal \w+ ends in \d+ bytes that are not a whole record", l)
+                   for l in r.err_lines), "opening must warn of the torn tail, naming the bytes" + r.describe()
+        assert journal.stat().st_size == size, "the torn bytes are evidence: they must stay"
         r = n.c("ls /")
         assert r.rc == 0, f"the vault must open after a torn journal tail ({cut} bytes cut)" + r.describe()
         assert r.out_lines[:3] == ["d0", "d1", "d2"], "only the torn change may be lost" + r.describe()
         n.ok(f"mkdir /after-cut-{cut}")
         r = n.c("ls /; verify")
         assert r.rc == 0 and f"after-cut-{cut}" in r.out_lines, \
-            "a change made after a torn tail was repaired must be durable" + r.describe()
+            "a change made after a torn tail must be durable, and verify passes once the cut was reported" + r.describe()

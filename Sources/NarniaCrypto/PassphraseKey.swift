@@ -25,12 +25,26 @@ public struct KDFParameters: Equatable, Sendable {
                       memLimitKiB: UInt32(crypto_pwhash_argon2id_memlimit_min() / 1024))
     }
 
-    /// True when these limits are within the range libsodium accepts and not absurdly large
-    /// (a tampered header must not make us allocate terabytes).
+    /// libsodium's SENSITIVE limits (4 passes, 1 GiB): the most a key file may ask for.
+    public static var sensitive: KDFParameters {
+        KDFParameters(opsLimit: UInt32(crypto_pwhash_argon2id_opslimit_sensitive()),
+                      memLimitKiB: UInt32(crypto_pwhash_argon2id_memlimit_sensitive() / 1024))
+    }
+
+    /// True when these limits are within the range libsodium accepts and no costlier than
+    /// SENSITIVE: the limits in a key file need no secret to change, so a larger request is
+    /// refused before deriving rather than costing minutes and gigabytes.
     public var isAcceptable: Bool {
         let minOps = UInt32(crypto_pwhash_argon2id_opslimit_min())
         let minMem = UInt32(crypto_pwhash_argon2id_memlimit_min() / 1024)
-        return opsLimit >= minOps && opsLimit <= 64 && memLimitKiB >= minMem && memLimitKiB <= 8 * 1024 * 1024
+        let cap = KDFParameters.sensitive
+        return opsLimit >= minOps && opsLimit <= cap.opsLimit && memLimitKiB >= minMem && memLimitKiB <= cap.memLimitKiB
+    }
+
+    /// True when these limits cost more than MODERATE, this program's default.
+    public var isCostlierThanModerate: Bool {
+        let m = KDFParameters.moderate
+        return opsLimit > m.opsLimit || memLimitKiB > m.memLimitKiB
     }
 
     /// True for parameters weaker than MODERATE.

@@ -7,6 +7,9 @@ public enum SubkeyPurpose: UInt64, Sendable {
     case journalBody = 1
     /// Encrypts the length headers of metadata journal records.
     case journalHeader = 2
+    /// Keys the tags that make store file names recognisable to the vault alone, and the
+    /// identifier of a device (docs/FORMAT.md, "Names").
+    case names = 3
 }
 
 extension Secret {
@@ -26,5 +29,22 @@ extension Secret {
         }
         precondition(rc == 0, "crypto_kdf_derive_from_key failed with valid lengths")
         return sub
+    }
+}
+
+extension Secret {
+    /// BLAKE2b of `input` keyed with this secret (`crypto_generichash`), `length` bytes long.
+    public func keyedHash(_ input: [UInt8], length: Int) -> [UInt8] {
+        Sodium.ensureInitialized()
+        var out = [UInt8](repeating: 0, count: length)
+        withUnsafeBytes { key in
+            out.withUnsafeMutableBufferPointer { o in
+                input.withUnsafeBufferPointer { i in
+                    _ = crypto_generichash(o.baseAddress!, length, i.baseAddress, UInt64(i.count),
+                                           key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+                }
+            }
+        }
+        return out
     }
 }

@@ -54,6 +54,13 @@ public final class Session: @unchecked Sendable {
         err.flush()
     }
 
+    /// Prints `narnia: note: CMD: MESSAGE` on stderr: worth knowing, not a fault.
+    public func note(_ command: String, _ message: String) {
+        out.flush()
+        err.line("narnia: note: \(command): \(message)")
+        err.flush()
+    }
+
     /// Observer for long transfers: polls the interrupt flag, and draws progress on a terminal.
     func observer(progress: ProgressMeter?) -> TransferObserver {
         TransferObserver(progress: { done in progress?.update(itemBytes: done) },

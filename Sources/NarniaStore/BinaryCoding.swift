@@ -26,8 +26,11 @@ struct ByteWriter {
     }
 }
 
-/// Thrown when a decrypted payload does not parse: a bug or a format we do not know.
-struct MalformedRecord: Error {}
+/// Thrown when a decrypted payload does not parse or breaks a rule of the format: the store
+/// was altered (or written by a program with a bug). `why` completes "record N …".
+struct MalformedRecord: Error {
+    var why = "does not parse"
+}
 
 /// A little-endian byte reader over a decrypted payload.
 struct ByteReader {

@@ -4,8 +4,11 @@ import NarniaCrypto
 
 /// Why an item's content could not be read back.
 public enum ContentError: Error, CustomStringConvertible {
-    /// The object file is gone.
+    /// The object file is not in this copy of the store: not yet arrived, or deleted (the
+    /// two cannot be told apart).
     case missing
+    /// The object file is shorter than its metadata says: still arriving, or cut.
+    case incomplete(expected: Int64, actual: Int64)
     /// The object file does not have the length its metadata implies (truncated or extended).
     case wrongLength(expected: Int64, actual: Int64)
     /// A chunk failed authentication: modified, moved, swapped or from another item.
@@ -13,7 +16,8 @@ public enum ContentError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .missing: return "its encrypted object is missing"
+        case .missing: return "not yet on this device"
+        case .incomplete(let e, let a): return "only \(a) of its \(e) encrypted bytes are on this device (still arriving, or cut)"
         case .wrongLength(let e, let a): return "its encrypted object has \(a) bytes instead of \(e) (truncated or altered)"
         case .chunkFailed(let i): return "chunk \(i) does not authenticate (altered, swapped or replaced)"
         }
@@ -57,7 +61,7 @@ struct ContentWriter {
                inspect: (UnsafeRawBufferPointer) -> Void,
                observer: TransferObserver) throws -> UInt64 {
         let path = layout.objectPath(for: objectID)
-        let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive], permissions: 0o600)
+        let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
         do {
             let size = try encrypt(into: fd, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
             return size
@@ -198,17 +202,18 @@ struct ContentReader {
     let content: ContentInfo
     private let base: [UInt8]
 
-    /// Opens the object of `content` and checks its length.
-    init(layout: StoreLayout, content: ContentInfo) throws {
-        let path = layout.objectPath(for: content.objectID)
+    /// Opens the object of `content` at `path` (nil: not in this copy) and checks its length.
+    init(path: String?, content: ContentInfo) throws {
+        guard let path else { throw ContentError.missing }
         do {
-            fd = try FileDescriptor.open(path, .readOnly)
+            fd = try JournalReader.openStoreFile(path)
         } catch let e as SystemError where e.code == ENOENT {
             throw ContentError.missing
         }
         self.content = content
         let expected = content.objectLength
         let actual = try fd.size()
+        if actual < expected { throw ContentError.incomplete(expected: expected, actual: actual) }
         guard actual == expected, content.offset <= UInt64(expected),
               ContentFormat.objectLength(size: content.size) <= expected - Int64(content.offset) else {
             throw ContentError.wrongLength(expected: expected, actual: actual)

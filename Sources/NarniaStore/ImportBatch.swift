@@ -1,24 +1,38 @@
-import NarniaSystem
 import Glibc
+import NarniaSystem
 
 /// A group of new items made durable and visible together (group commit).
 ///
 /// Each file's content is written as it is added: a large file into an object of its own, a
 /// small one (`OpenPack.largestMember`) as the next segment of a pack shared with the batch's
-/// other small files, so that thousands of small files cost a few object files, not thousands.
-/// `commit()` then makes every object durable with one `syncfs` and publishes all the items in
-/// one journal record. Until then nothing is visible, and `abandon()` (or a crash) leaves only
-/// orphan objects that the next open removes. Names are made unique with "keep both"
-/// numbering, counting staged items.
+/// other small files. `commit()` then makes every object durable with one `syncfs` and
+/// publishes all the items in one journal record. Until then nothing is visible, and
+/// `abandon()` deletes what the batch wrote; after a crash the next open deletes it, as
+/// objects of this device that no record names (docs/FORMAT.md, "Leftovers"). Names are
+/// made unique with "keep both" numbering, counting staged items.
 public final class ImportBatch {
+    /// A staged change: a new folder or file, or new content for an existing file.
+    private enum Staged {
+        case folder(Item)
+        case file(Item)
+        /// `cp -f` and repacking: the file keeps its identity, name and place.
+        case content(of: Item, ContentInfo, modified: Int64)
+
+        var id: Identifier {
+            switch self {
+            case .folder(let item), .file(let item), .content(of: let item, _, _): return item.id
+            }
+        }
+    }
+
     private let vault: Vault
-    private var operations: [MetadataOperation] = []
+    private var staged: [Staged] = []
     private var reservedNames: [Identifier: Set<String>] = [:]
     private var stagedFolders = Set<Identifier>()
     private var stagedObjects: [Identifier] = []
     private var stagedSlots: [Int] = []
-    private var staged: [Item] = []
-    private var replacedObjects: [Identifier] = []
+    /// Contents the commit releases (replaced by `take(nameOf:for:)` or `rewriteContent`).
+    private var releasedContents: [ContentInfo] = []
     /// This batch's packs; the last one may still be accepting segments.
     private var packs: [OpenPack] = []
     /// Keeps the key table open from the first file to the commit (see `KeyTable`).
@@ -52,9 +66,8 @@ public final class ImportBatch {
         try ensureFolder(parent)
         let t = Vault.now()
         let item = Item(id: .random(), parent: parent, name: try claimName(name, in: parent), created: t, modified: modified ?? t, content: nil)
-        operations.append(.putItem(item))
+        staged.append(.folder(item))
         stagedFolders.insert(item.id)
-        staged.append(item)
         return item
     }
 
@@ -84,13 +97,15 @@ public final class ImportBatch {
         try ensureFolder(parent)
         let unique = try claimName(name, in: parent)
         let t = Vault.now()
-        let item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: nil)
+        var item = Item(id: .random(), parent: parent, name: unique, created: t, modified: modified ?? t, content: nil)
         do {
-            return try stage(item, sizeHint: sizeHint, source: source, classifyLater: classifyLater, observer: observer)
+            item.content = try seal(item.id, sizeHint: sizeHint, source: source, classifyLater: classifyLater, observer: observer)
         } catch {
             reservedNames[parent]?.remove(unique)
             throw error
         }
+        staged.append(.file(item))
+        return item
     }
 
     /// Stages the existing file `item` with the content `source` yields (its own, read back)
@@ -98,21 +113,24 @@ public final class ImportBatch {
     /// For rewriting sparse packs (`Vault.repack`).
     func rewriteContent(of item: Item, source: (UnsafeMutableRawPointer, Int) throws -> Int) throws {
         guard let old = item.content else { return }
-        _ = try stage(item, sizeHint: old.size, source: source, classifyLater: { _ in { (old.mime, old.kind) } }, observer: .none)
+        let content = try seal(item.id, sizeHint: old.size, source: source, classifyLater: { _ in { (old.mime, old.kind) } }, observer: .none)
+        staged.append(.content(of: item, content, modified: item.modified))
+        releasedContents.append(old)
     }
 
-    /// Encrypts what `source` yields as `item`'s content (into a pack when `sizeHint` says the
-    /// file is small) and stages the item with it.
-    private func stage(_ item: Item, sizeHint: UInt64?, source: (UnsafeMutableRawPointer, Int) throws -> Int,
-                       classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType, observer: TransferObserver) throws -> Item {
+    /// Encrypts what `source` yields as the content of item `id` (into a pack when `sizeHint`
+    /// says the file is small); the type is filled in at commit.
+    private func seal(_ id: Identifier, sizeHint: UInt64?, source: (UnsafeMutableRawPointer, Int) throws -> Int,
+                      classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType, observer: TransferObserver) throws -> ContentInfo {
         if keyHold == nil { keyHold = vault.keys.holdOpen() }
         var type: () -> ContentType = { ("application/octet-stream", .other) }
         var pack: OpenPack?
         var slot: Int?
-        let objectID: Identifier, offset: Int64, size: UInt64
+        var objectID = Identifier.root
+        let offset: Int64, size: UInt64
         do {
             pack = try sizeHint.map { $0 <= OpenPack.largestMember } == true ? packForNextFile() : nil
-            (objectID, offset) = (pack?.objectID ?? .random(), pack?.length ?? 0)
+            (objectID, offset) = (pack?.objectID ?? vault.tags.newObject(), pack?.length ?? 0)
             slot = try vault.keys.addRandom()
             size = try vault.keys.withKey(slot!) { key in
                 try writeContent(into: pack, objectID: objectID, at: offset, key: key, source: source,
@@ -123,21 +141,19 @@ public final class ImportBatch {
             if let slot { vault.keys.remove(slot) }
             throw error
         }
-        var item = item
-        item.content = ContentInfo(objectID: objectID, keySlot: slot!, size: size, mime: "", kind: .other, offset: UInt64(offset))
+        if pack == nil {
+            stagedObjects.append(objectID)
+            vault.inventory.files[objectID] = StoreInventory.Entry(main: vault.layout.shardName(for: objectID) + "/" + objectID.hex)
+        }
         if let pack {
             pack.length = offset + ContentFormat.objectLength(size: size)
-            pack.members.append(item.id)
+            pack.members.append(id)
             if pack.length >= OpenPack.capacity { pack.accepting = false }
-        } else {
-            stagedObjects.append(objectID)
         }
-        operations.append(.putItem(item))
-        pendingTypes[item.id] = type
+        pendingTypes[id] = type
         stagedSlots.append(slot!)
-        staged.append(item)
         stagedBytes += size
-        return item
+        return ContentInfo(objectID: objectID, keySlot: slot!, size: size, mime: "", kind: .other, offset: UInt64(offset))
     }
 
     /// Seals what `source` yields as the next segment of `pack`, or, without one, into a new
@@ -157,107 +173,134 @@ public final class ImportBatch {
     /// The pack the next small file goes into: the batch's current one, or a new one.
     private func packForNextFile() throws -> OpenPack {
         if let pack = packs.last, pack.accepting { return pack }
-        let pack = try OpenPack(layout: vault.layout, knownShards: &vault.knownShards)
+        let pack = try OpenPack(layout: vault.layout, objectID: vault.tags.newObject(), knownShards: &vault.knownShards)
         packs.append(pack)
         stagedObjects.append(pack.objectID)
+        vault.inventory.files[pack.objectID] = StoreInventory.Entry(main: vault.layout.shardName(for: pack.objectID) + "/" + pack.objectID.hex)
         return pack
     }
 
-    /// Gives the staged item `id` the name of the existing file `victim` in the same folder and
-    /// removes `victim` in the same transaction, so that a replacement (`cp -f`) is all or
-    /// nothing. The victim's content object is deleted after the commit.
+    /// Puts the content of the staged new file `id` into the existing file `victim` in the
+    /// same folder instead (`cp -f`): the file keeps its identity, so that a rename of it on
+    /// another device and this replacement both survive the merge. Its old content object is
+    /// retired in the same transaction.
     public func take(nameOf victim: Identifier, for id: Identifier) throws {
         guard let old = vault.item(victim), !old.isFolder else { throw VaultError.refused("cannot replace a folder") }
-        guard let index = operations.firstIndex(where: { if case .putItem(let i) = $0 { i.id == id } else { false } }),
-              case .putItem(var item) = operations[index], item.parent == old.parent else {
+        guard let index = staged.firstIndex(where: { $0.id == id }), case .file(let item) = staged[index],
+              item.parent == old.parent, let content = item.content else {
             throw VaultError.refused("nothing staged to take the name")
         }
-        item.name = old.name
-        operations[index] = .putItem(item)
-        if let i = staged.firstIndex(where: { $0.id == id }) { staged[i] = item }
-        operations.insert(.removeItem(victim), at: 0)
-        if let object = old.content?.objectID { replacedObjects.append(object) }
+        staged[index] = .content(of: old, content, modified: item.modified)
+        reservedNames[item.parent]?.remove(item.name)
+        if let type = pendingTypes.removeValue(forKey: id) { pendingTypes[victim] = type }
+        if let oldContent = old.content { releasedContents.append(oldContent) }
+        for pack in packs { pack.members = pack.members.map { $0 == id ? victim : $0 } }
     }
 
     /// Makes every staged object durable (`syncfs`), then publishes all staged items in one
     /// journal record. Returns them; the batch is empty afterwards and can be reused.
     @discardableResult
     public func commit() throws -> [Item] {
-        guard !operations.isEmpty else { return [] }
-        try finishPacks()
-        resolveTypes()
+        guard !staged.isEmpty else {
+            abandon()   // a pack whose only file failed
+            return []
+        }
+        let lengths = try finishPacks()
+        let types = resolveTypes()
+        func finished(_ content: ContentInfo, of id: Identifier) -> ContentInfo {
+            var c = content
+            if let length = lengths[id] { c.objectLength = length }
+            if let type = types[id] { (c.mime, c.kind) = type }
+            return c
+        }
+        var ops: [Operation] = []
+        var done: [Item] = []
+        for change in staged {
+            switch change {
+            case .folder(let item):
+                ops.append(.createFolder(id: item.id, place: Place(parent: item.parent, name: item.name), created: item.created, modified: item.modified))
+                done.append(item)
+            case .file(var item):
+                item.content = finished(item.content!, of: item.id)
+                ops.append(.createFile(id: item.id, place: Place(parent: item.parent, name: item.name), created: item.created,
+                                       modified: item.modified, content: item.content!))
+                done.append(item)
+            case .content(of: var item, let content, let modified):
+                item.content = finished(content, of: item.id)
+                item.modified = modified
+                ops.append(.setContent(id: item.id, modified: modified, content: item.content!))
+                done.append(item)
+            }
+        }
+        ops += vault.retirements(freeing: releasedContents)
         if !stagedObjects.isEmpty { try vault.syncStore() }
-        try vault.commit(operations)
-        vault.release(replacedObjects)
-        let done = staged
+        let shown = done
+        try vault.commit(ops, view: .change { view in
+            for item in shown {
+                if view.items[item.id] != nil, let content = item.content {
+                    view.setContent(item.id, content, modified: item.modified)
+                } else {
+                    view.insert(item)
+                }
+            }
+        })
+        let released = releasedContents.map(\.objectID)
         reset()
+        vault.repackSparse(released)
         return done
     }
 
-    /// Closes the batch's packs to further segments and records each pack's final length in its
-    /// items; a pack left empty (by a failed append) is deleted.
-    private func finishPacks() throws {
+    /// Closes the batch's packs to further segments and returns each packed item's pack
+    /// length; a pack left empty (by a failed append) is deleted.
+    private func finishPacks() throws -> [Identifier: Int64] {
         var lengths: [Identifier: Int64] = [:]
         for pack in packs {
             pack.accepting = false
             guard !pack.members.isEmpty else {
-                try? FileSystem.unlink(vault.layout.objectPath(for: pack.objectID), missingOK: true)
+                vault.deleteUncommittedObject(pack.objectID)
+                stagedObjects.removeAll { $0 == pack.objectID }
                 continue
             }
             let length = try pack.fd.size()
             for id in pack.members { lengths[id] = length }
         }
-        guard !lengths.isEmpty else { return }
-        updateStaged { item in
-            guard let length = lengths[item.id] else { return false }
-            item.content?.objectLength = length
-            return true
-        }
+        return lengths
     }
 
-    /// Writes each pending type into its item's operation (waiting for any classification
-    /// still running).
-    private func resolveTypes() {
-        guard !pendingTypes.isEmpty else { return }
+    /// Waits for any classification still running and returns the types, by item.
+    private func resolveTypes() -> [Identifier: ContentType] {
         var resolved: [Identifier: ContentType] = [:]
         for (id, resolve) in pendingTypes { resolved[id] = resolve() }
-        updateStaged { item in
-            guard let type = resolved[item.id] else { return false }
-            item.content?.mime = type.mime
-            item.content?.kind = type.kind
-            return true
-        }
         pendingTypes.removeAll()
-    }
-
-    /// Applies `change` (which returns whether it changed anything) to every staged item, in
-    /// both the pending operations and the list `commit()` returns.
-    private func updateStaged(_ change: (inout Item) -> Bool) {
-        for index in operations.indices {
-            if case .putItem(var item) = operations[index], change(&item) { operations[index] = .putItem(item) }
-        }
-        for index in staged.indices { _ = change(&staged[index]) }
+        return resolved
     }
 
     /// Drops every staged item and deletes their objects.
     public func abandon() {
         for resolve in pendingTypes.values { _ = resolve() }  // let running classifications finish
-        for object in stagedObjects { try? FileSystem.unlink(vault.layout.objectPath(for: object), missingOK: true) }
+        for object in stagedObjects { vault.deleteUncommittedObject(object) }
         for slot in stagedSlots { vault.keys.remove(slot) }
         reset()
     }
 
     private func reset() {
-        operations.removeAll()
+        staged.removeAll()
         reservedNames.removeAll()
         stagedFolders.removeAll()
         stagedObjects.removeAll()
         stagedSlots.removeAll()
-        staged.removeAll()
-        replacedObjects.removeAll()
+        releasedContents.removeAll()
         packs.removeAll()
         keyHold = nil
         pendingTypes.removeAll()
         stagedBytes = 0
+    }
+}
+
+extension Vault {
+    /// Deletes an object this device wrote and never committed (a failed or abandoned batch).
+    func deleteUncommittedObject(_ id: Identifier) {
+        try? FileSystem.unlink(layout.objectPath(for: id), missingOK: true)
+        inventory.files[id] = nil
     }
 }

@@ -1,10 +1,11 @@
-import NarniaSystem
 import Glibc
 import NarniaCrypto
+import NarniaSystem
 
 /// Errors about the metadata as a whole.
 public enum MetadataError: Error, CustomStringConvertible {
-    /// A journal record failed authentication and is not a torn tail: the store was modified.
+    /// A journal record failed authentication or did not parse, and is not a tail cut short:
+    /// the store was modified. The vault refuses to open.
     case damaged(String)
 
     public var description: String {
@@ -14,169 +15,73 @@ public enum MetadataError: Error, CustomStringConvertible {
     }
 }
 
-/// The append-only, authenticated metadata journal (docs/FORMAT.md, "The journal").
-///
-/// A record is
+/// The framing of journal records (docs/FORMAT.md, "Journals"):
 /// ```
 /// nonce[24] | XChaCha20-Poly1305_headerKey(length u32) tag[16] | XChaCha20-Poly1305_bodyKey(payload) tag[16]
 /// AD (header) = journal id | record index u64 | "h";  AD (body) = journal id | record index u64 | "b"
 /// ```
-/// Each record is one transaction, written with one `pwrite` and made durable with
-/// `fdatasync` before the change counts as done. Because the index is bound into both tags,
-/// records cannot be reordered, dropped from the middle or moved between journals.
-final class Journal {
+/// Binding the journal's identifier and the record's index into both tags means records
+/// cannot be reordered, dropped from the middle, duplicated, or moved between journals.
+struct JournalKeys {
+    let body: Secret
+    let header: Secret
+
     static let headerLength = AEAD.nonceLength + 4 + AEAD.tagLength
     static let maximumPayload = 64 << 20
 
-    let id: Identifier
-    let path: String
-    private let fd: FileDescriptor
-    private let bodyKey: Secret
-    private let headerKey: Secret
-    private(set) var recordCount: UInt64 = 0
-    private(set) var endOffset: Int64 = 0
-
-    private init(id: Identifier, path: String, fd: FileDescriptor, bodyKey: Secret, headerKey: Secret) {
-        self.id = id
-        self.path = path
-        self.fd = fd
-        self.bodyKey = bodyKey
-        self.headerKey = headerKey
+    init(masterKey: Secret) throws {
+        body = try masterKey.deriveSubkey(.journalBody)
+        header = try masterKey.deriveSubkey(.journalHeader)
     }
 
-    /// Creates an empty journal file (it must not exist).
-    static func create(id: Identifier, path: String, bodyKey: Secret, headerKey: Secret) throws -> Journal {
-        let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive], permissions: 0o600)
-        return Journal(id: id, path: path, fd: fd, bodyKey: bodyKey, headerKey: headerKey)
+    private static func ad(journal: Identifier, index: UInt64, part: Character) -> [UInt8] {
+        var w = ByteWriter(capacity: 25)
+        w.raw(journal.bytes)
+        w.u64(index)
+        w.u8(part.asciiValue!)
+        return w.bytes
     }
 
-    /// Opens a journal and replays every record through `apply`, oldest first. A torn tail —
-    /// a record cut short by a crash, or trailing zeros — is truncated away; any other record
-    /// that fails authentication throws `MetadataError.damaged`.
-    static func open(id: Identifier, path: String, bodyKey: Secret, headerKey: Secret,
-                     apply: ([UInt8]) throws -> Void) throws -> Journal {
-        let fd: FileDescriptor
-        do {
-            fd = try FileDescriptor.open(path, .readWrite)
-        } catch let e as SystemError where e.code == ENOENT {
-            throw MetadataError.damaged("the journal is missing")
-        }
-        let journal = Journal(id: id, path: path, fd: fd, bodyKey: bodyKey, headerKey: headerKey)
-        try journal.replay(apply)
-        return journal
-    }
-
-    private func replay(_ apply: ([UInt8]) throws -> Void) throws {
-        let size = try fd.size()
-        var offset: Int64 = 0
-        var header = [UInt8](repeating: 0, count: Self.headerLength)
-        while offset < size {
-            let remaining = size - offset
-            if remaining < Int64(Self.headerLength) {
-                try dropTail(at: offset, size: size, reason: "short header")
-                return
-            }
-            _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: Self.headerLength, offset: offset) }
-            guard let length = openHeader(header, index: recordCount) else {
-                try dropTail(at: offset, size: size, reason: "header")
-                return
-            }
-            let bodyLength = Int64(length) + Int64(AEAD.tagLength)
-            if remaining < Int64(Self.headerLength) + bodyLength {
-                // The header is authentic, so the length is right: the body was cut short.
-                try truncate(at: offset)
-                return
-            }
-            var body = [UInt8](repeating: 0, count: Int(bodyLength))
-            _ = try body.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: Int(bodyLength), offset: offset + Int64(Self.headerLength)) }
-            let nonce = Array(header[0..<AEAD.nonceLength])
-            let payloadLength: Int
-            do {
-                payloadLength = try body.withUnsafeMutableBytes { b in
-                    try ad(index: recordCount, part: "b").withUnsafeBytes { a in
-                        try nonce.withUnsafeBytes { n in
-                            try bodyKey.withUnsafeBytes { k in
-                                try AEAD.openInPlace(b.baseAddress!, ciphertextLength: b.count, additionalData: a, nonce: n.baseAddress!, key: k)
-                            }
-                        }
-                    }
-                }
-            } catch {
-                throw MetadataError.damaged("record \(recordCount) of the journal does not authenticate")
-            }
-            body.removeLast(body.count - payloadLength)
-            defer { body.withUnsafeMutableBytes { wipe($0) } }
-            do {
-                try apply(body)
-            } catch is MalformedRecord {
-                throw MetadataError.damaged("record \(recordCount) of the journal does not parse")
-            }
-            offset += Int64(Self.headerLength) + bodyLength
-            recordCount += 1
-        }
-        endOffset = offset
-    }
-
-    /// A header that does not authenticate at the very end of the file is a torn write only when
-    /// nothing could follow it: the rest of the file is shorter than any record with a body, or
-    /// all zeros (a crash after the size grew but before the data landed). Anything else is damage.
-    private func dropTail(at offset: Int64, size: Int64, reason: String) throws {
-        let remaining = Int(size - offset)
-        if remaining < Self.headerLength + AEAD.tagLength {
-            try truncate(at: offset)
-            return
-        }
-        var rest = [UInt8](repeating: 0, count: remaining)
-        _ = try rest.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: remaining, offset: offset) }
-        if rest.allSatisfy({ $0 == 0 }) {
-            try truncate(at: offset)
-            return
-        }
-        throw MetadataError.damaged("record \(recordCount) of the journal does not authenticate (\(reason))")
-    }
-
-    private func truncate(at offset: Int64) throws {
-        try fd.truncate(to: offset)
-        try fd.sync()
-        endOffset = offset
-    }
-
-    private func openHeader(_ header: [UInt8], index: UInt64) -> UInt32? {
+    /// The payload length sealed in a record header, or nil when it does not authenticate.
+    func openHeader(_ header: [UInt8], journal: Identifier, index: UInt64) -> Int? {
         var lengthField = Array(header[AEAD.nonceLength...])
         let nonce = Array(header[0..<AEAD.nonceLength])
         do {
             let n = try lengthField.withUnsafeMutableBytes { b in
-                try ad(index: index, part: "h").withUnsafeBytes { a in
+                try Self.ad(journal: journal, index: index, part: "h").withUnsafeBytes { a in
                     try nonce.withUnsafeBytes { nb in
-                        try headerKey.withUnsafeBytes { k in
+                        try self.header.withUnsafeBytes { k in
                             try AEAD.openInPlace(b.baseAddress!, ciphertextLength: b.count, additionalData: a, nonce: nb.baseAddress!, key: k)
                         }
                     }
                 }
             }
             guard n == 4 else { return nil }
-            let length = UInt32(lengthField[0]) | UInt32(lengthField[1]) << 8 | UInt32(lengthField[2]) << 16 | UInt32(lengthField[3]) << 24
-            return Int(length) <= Self.maximumPayload ? length : nil
+            let length = Int(lengthField[0]) | Int(lengthField[1]) << 8 | Int(lengthField[2]) << 16 | Int(lengthField[3]) << 24
+            return length <= Self.maximumPayload ? length : nil
         } catch {
             return nil
         }
     }
 
-    private func ad(index: UInt64, part: Character) -> [UInt8] {
-        var w = ByteWriter(capacity: 25)
-        w.raw(id.bytes)
-        w.u64(index)
-        w.u8(part.asciiValue!)
-        return w.bytes
+    /// Decrypts a record body in place; returns the payload length.
+    func openBody(_ body: inout [UInt8], nonce: ArraySlice<UInt8>, journal: Identifier, index: UInt64) throws -> Int {
+        try body.withUnsafeMutableBytes { b in
+            try Self.ad(journal: journal, index: index, part: "b").withUnsafeBytes { a in
+                try Array(nonce).withUnsafeBytes { n in
+                    try self.body.withUnsafeBytes { k in
+                        try AEAD.openInPlace(b.baseAddress!, ciphertextLength: b.count, additionalData: a, nonce: n.baseAddress!, key: k)
+                    }
+                }
+            }
+        }
     }
 
-    /// Appends one record holding `payload` and makes it durable (`fdatasync`). On failure
-    /// (a full disk, say) the file is cut back so the journal stays as it was.
-    func append(_ payload: [UInt8]) throws {
+    /// One sealed record holding `payload`, as record `index` of `journal`.
+    func seal(_ payload: [UInt8], journal: Identifier, index: UInt64) -> [UInt8] {
         precondition(payload.count <= Self.maximumPayload, "journal record too large")
         let nonce = randomBytes(AEAD.nonceLength)
         var record = [UInt8](repeating: 0, count: Self.headerLength + payload.count + AEAD.tagLength)
-        defer { record.withUnsafeMutableBytes { wipe($0) } }
         record.withUnsafeMutableBytes { r in
             let base = r.baseAddress!
             nonce.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: AEAD.nonceLength) }
@@ -185,26 +90,152 @@ final class Journal {
             let body = base + Self.headerLength
             payload.withUnsafeBytes { if $0.count > 0 { body.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
             nonce.withUnsafeBytes { n in
-                ad(index: recordCount, part: "h").withUnsafeBytes { a in
-                    headerKey.withUnsafeBytes { k in
+                Self.ad(journal: journal, index: index, part: "h").withUnsafeBytes { a in
+                    header.withUnsafeBytes { k in
                         _ = AEAD.sealInPlace(lengthField, plaintextLength: 4, additionalData: a, nonce: n.baseAddress!, key: k)
                     }
                 }
-                ad(index: recordCount, part: "b").withUnsafeBytes { a in
-                    bodyKey.withUnsafeBytes { k in
+                Self.ad(journal: journal, index: index, part: "b").withUnsafeBytes { a in
+                    self.body.withUnsafeBytes { k in
                         _ = AEAD.sealInPlace(body, plaintextLength: payload.count, additionalData: a, nonce: n.baseAddress!, key: k)
                     }
                 }
             }
         }
-        do {
-            try record.withUnsafeBytes { r throws in
-                var done = 0
-                while done < r.count {
-                    let n = try retryingInterrupts("write", path) { Glibc.pwrite(fd.raw, r.baseAddress! + done, r.count - done, off_t(endOffset) + off_t(done)) }
-                    done += n
-                }
+        return record
+    }
+}
+
+/// What reading a journal file found at its end.
+struct JournalEnd: Equatable {
+    /// The records read whole.
+    var records: UInt64
+    /// Where the last whole record ends.
+    var offset: Int64
+    /// Bytes after it that do not form a whole record: a write cut short by a crash, a copy
+    /// still arriving, or a cut. Never removed by a reader.
+    var cutBytes: Int64
+}
+
+/// Reads one journal file: every whole record, in order. A journal is only ever read here;
+/// nothing is truncated or repaired.
+enum JournalReader {
+    /// Opens a store file for reading, refusing anything but a regular file of this user:
+    /// a symbolic link (`O_NOFOLLOW`), a FIFO or device (opened without waiting, then checked).
+    static func openStoreFile(_ path: String) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking])
+        let st = try fd.status()
+        guard st.isRegularFile else { throw StoreFileError.notRegular(path) }
+        guard st.st_uid == geteuid() else { throw StoreFileError.foreignOwner(path) }
+        try fd.setBlocking()
+        return fd
+    }
+
+    /// Reads the records of the journal `id` from `fd` and hands each payload (with its index)
+    /// to `apply`; the payload is wiped afterwards. Returns where the whole records end.
+    /// - Throws: `MetadataError.damaged` for a record that fails authentication or does not
+    ///   parse, other than a cut at the very end.
+    static func read(_ fd: FileDescriptor, id: Identifier, keys: JournalKeys, name: String,
+                     apply: (UInt64, [UInt8]) throws -> Void) throws -> JournalEnd {
+        let size = try fd.size()
+        var offset: Int64 = 0
+        var index: UInt64 = 0
+        var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
+        func end() -> JournalEnd { JournalEnd(records: index, offset: offset, cutBytes: size - offset) }
+        while offset < size {
+            let remaining = size - offset
+            if remaining < Int64(JournalKeys.headerLength) { return end() }
+            _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: offset) }
+            guard let length = keys.openHeader(header, journal: id, index: index) else {
+                // At the end, a header that does not authenticate is a torn write only when
+                // nothing could follow it: too few bytes for any record, or all zeros.
+                if remaining < Int64(JournalKeys.headerLength + AEAD.tagLength) { return end() }
+                var rest = [UInt8](repeating: 0, count: Int(remaining))
+                _ = try rest.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: Int(remaining), offset: offset) }
+                if rest.allSatisfy({ $0 == 0 }) { return end() }
+                throw MetadataError.damaged("\(name), record \(index) does not authenticate")
             }
+            let bodyLength = Int64(length) + Int64(AEAD.tagLength)
+            if remaining < Int64(JournalKeys.headerLength) + bodyLength { return end() }
+            var body = [UInt8](repeating: 0, count: Int(bodyLength))
+            _ = try body.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: Int(bodyLength), offset: offset + Int64(JournalKeys.headerLength)) }
+            let payloadLength: Int
+            do {
+                payloadLength = try keys.openBody(&body, nonce: header[0..<AEAD.nonceLength], journal: id, index: index)
+            } catch {
+                throw MetadataError.damaged("\(name), record \(index) does not authenticate")
+            }
+            body.removeLast(body.count - payloadLength)
+            defer { body.withUnsafeMutableBytes { wipe($0) } }
+            do {
+                try apply(index, body)
+            } catch let e as MalformedRecord {
+                throw MetadataError.damaged("\(name), record \(index) \(e.why)")
+            }
+            offset += Int64(JournalKeys.headerLength) + bodyLength
+            index += 1
+        }
+        return end()
+    }
+}
+
+/// Why a store file was not read.
+public enum StoreFileError: Error, CustomStringConvertible {
+    /// A symbolic link, FIFO, device or folder where a store file should be.
+    case notRegular(String)
+    /// A file another user owns.
+    case foreignOwner(String)
+
+    public var description: String {
+        switch self {
+        case .notRegular(let path): return "\(path) is not a regular file; the store was altered"
+        case .foreignOwner(let path): return "\(path) belongs to another user; the store was altered"
+        }
+    }
+}
+
+/// This device's journal, open for appending. Nothing but this device ever writes it.
+final class JournalWriter {
+    let id: Identifier
+    let path: String
+    private let fd: FileDescriptor
+    private let keys: JournalKeys
+    private(set) var recordCount: UInt64
+    private(set) var endOffset: Int64
+
+    private init(id: Identifier, path: String, fd: FileDescriptor, keys: JournalKeys, records: UInt64, end: Int64) {
+        self.id = id
+        self.path = path
+        self.fd = fd
+        self.keys = keys
+        recordCount = records
+        endOffset = end
+    }
+
+    /// Creates a new, empty journal file (the name must be free; never through a link).
+    static func create(id: Identifier, path: String, keys: JournalKeys) throws -> JournalWriter {
+        let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive])
+        return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0)
+    }
+
+    /// Opens this device's existing journal to append after its `end` (read whole and
+    /// intact: no bytes after its last record).
+    static func reopen(id: Identifier, path: String, keys: JournalKeys, end: JournalEnd) throws -> JournalWriter {
+        let fd = try FileDescriptor.open(path, .readWrite, options: [.noFollow, .nonBlocking])
+        let st = try fd.status()
+        guard st.isRegularFile, Int64(st.st_size) == end.offset else { throw StoreFileError.notRegular(path) }
+        try fd.setBlocking()
+        return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: end.records, end: end.offset)
+    }
+
+    /// Appends one record holding `payload` and makes it durable (`fdatasync`). On failure
+    /// (a full disk, say) the file is cut back to its previous length: those bytes are this
+    /// device's own and were never committed.
+    func append(_ payload: [UInt8]) throws {
+        var record = keys.seal(payload, journal: id, index: recordCount)
+        defer { record.withUnsafeMutableBytes { wipe($0) } }
+        do {
+            try record.withUnsafeBytes { try fd.pwriteAll($0.baseAddress!, count: $0.count, offset: endOffset) }
             try fd.dataSync()
         } catch {
             try? fd.truncate(to: endOffset)
@@ -214,8 +245,6 @@ final class Journal {
         recordCount += 1
     }
 
-    /// Makes the file's directory entry durable (after creating it).
-    func syncFile() throws {
-        try fd.sync()
-    }
+    /// `fsync` of the file (after creating it, with the directory's sync).
+    func syncFile() throws { try fd.sync() }
 }

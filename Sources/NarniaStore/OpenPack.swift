@@ -25,9 +25,9 @@ final class OpenPack {
     var accepting = true
 
     /// Creates the (empty) object file of a new pack.
-    init(layout: StoreLayout, knownShards: inout Set<String>) throws {
-        objectID = .random()
+    init(layout: StoreLayout, objectID: Identifier, knownShards: inout Set<String>) throws {
+        self.objectID = objectID
         try layout.ensureShard(for: objectID, known: &knownShards)
-        fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive], permissions: 0o600)
+        fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
     }
 }

@@ -12,8 +12,8 @@ final class PlaintextSource {
     private var available = 0
     private var consumed = 0
 
-    init(layout: StoreLayout, content: ContentInfo, keys: KeyTable) throws {
-        reader = try ContentReader(layout: layout, content: content)
+    init(path: String?, content: ContentInfo, keys: KeyTable) throws {
+        reader = try ContentReader(path: path, content: content)
         self.keys = keys
         keySlot = content.keySlot
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)

@@ -1,31 +1,31 @@
+import NarniaCrypto
 import NarniaSystem
-import Glibc
 
 /// Where things live inside a store directory (docs/FORMAT.md, "Files").
 ///
 /// ```
-/// DIR/<32 hex>            the key file: the only regular file at the top
-/// DIR/<32 hex>.new        a key file being replaced (removed on open)
-/// DIR/<2 hex>/<30 hex>    objects: item contents and the metadata journal
+/// DIR/<32 hex>            key files (format 2: 98 bytes; format 1: one of 114 bytes)
+/// DIR/<2 hex>/<32 hex>    format-2 files: journals, content objects and packs
+/// DIR/<2 hex>/<30 hex>    format-1 objects, kept where they are after an upgrade
 /// ```
-/// Every name is random; the first two hex digits of an object's identifier pick its
-/// sub-directory so that no directory grows past a few thousand entries per million items.
+/// Every name is random hex; the first two digits of an identifier pick its sub-directory so
+/// that no directory grows past a few thousand entries per million files. Copies that sync
+/// engines make of a file (`NAME.sync-conflict-…`, `NAME (conflicted copy …)`) keep the
+/// name they copy as a prefix, and are recognised by it.
 struct StoreLayout {
     let root: String
 
-    func shardDirectory(for id: Identifier) -> String {
+    func shardName(for id: Identifier) -> String { String(id.hex.prefix(2)) }
+
+    func shardDirectory(for id: Identifier) -> String { root + "/" + shardName(for: id) }
+
+    /// The path of a format-2 file (`legacy: false`) or of a format-1 object.
+    func objectPath(for id: Identifier, legacy: Bool = false) -> String {
         let hex = id.hex
-        return root + "/" + String(hex.prefix(2))
+        return root + "/" + String(hex.prefix(2)) + "/" + (legacy ? String(hex.dropFirst(2)) : hex)
     }
 
-    func objectPath(for id: Identifier) -> String {
-        let hex = id.hex
-        return root + "/" + String(hex.prefix(2)) + "/" + String(hex.dropFirst(2))
-    }
-
-    func keyFilePath(named id: Identifier) -> String {
-        root + "/" + id.hex
-    }
+    func keyFilePath(named id: Identifier) -> String { root + "/" + id.hex }
 
     /// Creates the shard directory of `id` if needed, making its entry durable.
     func ensureShard(for id: Identifier, known: inout Set<String>) throws {
@@ -37,23 +37,107 @@ struct StoreLayout {
         }
         known.insert(dir)
     }
+}
 
-    /// Every object file, as identifiers.
-    func scanObjects() throws -> [Identifier] {
-        var objects: [Identifier] = []
-        for shard in try FileSystem.listDirectory(root) where shard.utf8.count == 2 && isHex(shard) {
-            let dir = root + "/" + shard
-            guard FileSystem.isDirectory(dir) else { continue }
-            for name in try FileSystem.listDirectory(dir) {
-                if name.utf8.count == 30, let id = Identifier(hex: Substring(shard + name)) {
-                    objects.append(id)
-                }
-            }
-        }
-        return objects
+/// How a store file's name is read: the identifier it names, and whether it is a copy that a
+/// sync engine made.
+enum StoreName {
+    /// True when `rest`, what follows an identifier in a file name, is how a sync engine names
+    /// a conflicting copy: Syncthing `.sync-conflict-…`, Dropbox and Nextcloud
+    /// ` (conflicted copy …)`, ownCloud `_conflict-…`, rclone bisync `.conflict1` or `..path1`.
+    static func isConflictSuffix(_ rest: Substring) -> Bool {
+        if rest.isEmpty { return false }
+        let lower = rest.lowercased()
+        return lower.contains("conflict") || lower.hasPrefix("..path")
     }
 
-    private func isHex(_ s: String) -> Bool {
-        s.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    /// The identifier named by `name` when it is exactly `digits` hex digits, or that followed
+    /// by a conflict suffix; nil otherwise. `prefix` is prepended (a shard's two digits).
+    static func identifier(in name: String, digits: Int, prefix: String = "") -> (id: Identifier, isCopy: Bool)? {
+        let utf8 = name.utf8
+        var count = 0
+        for c in utf8 {
+            guard isHexDigit(c) else { break }
+            count += 1
+        }
+        guard count == digits else { return nil }
+        let hex = Substring(name.utf8.prefix(digits))
+        let rest = Substring(name.utf8.dropFirst(digits))
+        guard rest.isEmpty || isConflictSuffix(rest), let id = Identifier(hex: Substring(prefix + hex)) else { return nil }
+        return (id, !rest.isEmpty)
+    }
+
+    static func isHexDigit(_ c: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c)
+    }
+
+    static func isShardName(_ name: String) -> Bool { name.utf8.count == 2 && name.utf8.allSatisfy(isHexDigit) }
+}
+
+/// The tags that let the vault, and nobody without its master key, tell its files apart by
+/// name (docs/FORMAT.md, "Names"): a journal's identifier and a content object's end with six
+/// bytes of keyed BLAKE2b over their first ten, so the names look random to everybody else.
+final class NameTags {
+    private let key: Secret
+    /// This device, whose content objects carry its tag.
+    let device: Identifier
+
+    static let randomLength = 10
+    static let tagLength = 6
+
+    init(key: Secret, device: Identifier) {
+        self.key = key
+        self.device = device
+    }
+
+    private enum Domain: UInt8 { case journal = 0x6a, object = 0x6f, syncTemporary = 0x74, device = 0x64 }
+
+    private func tag(_ domain: Domain, device: Identifier?, random: ArraySlice<UInt8>) -> [UInt8] {
+        var input: [UInt8] = [domain.rawValue]
+        if let device { input += device.bytes }
+        input += random
+        return key.keyedHash(input, length: Self.tagLength)
+    }
+
+    private func make(_ domain: Domain, device: Identifier?) -> Identifier {
+        let random = randomBytes(Self.randomLength)
+        return Identifier(random + tag(domain, device: device, random: random[...]))
+    }
+
+    private func check(_ id: Identifier, _ domain: Domain, device: Identifier?) -> Bool {
+        let b = id.bytes
+        return Array(b[Self.randomLength...]) == tag(domain, device: device, random: b[..<Self.randomLength])
+    }
+
+    /// A fresh journal identifier.
+    func newJournal() -> Identifier { make(.journal, device: nil) }
+    /// True when `id` names a journal (of any device).
+    func isJournal(_ id: Identifier) -> Bool { check(id, .journal, device: nil) }
+    /// A fresh identifier for a content object or pack written by this device.
+    func newObject() -> Identifier { make(.object, device: device) }
+    /// True when this device wrote the object `id`.
+    func isOwnObject(_ id: Identifier) -> Bool { check(id, .object, device: device) }
+    /// A fresh name for a folder `sync` receives files into.
+    func newSyncTemporary() -> Identifier { make(.syncTemporary, device: device) }
+    /// True when this device made the folder `id` for a sync.
+    func isOwnSyncTemporary(_ id: Identifier) -> Bool { check(id, .syncTemporary, device: device) }
+
+    /// Keeps the key readable for a run of checks (a scan of the whole store).
+    func withKeyOpen<R>(_ body: () throws -> R) rethrows -> R {
+        key.beginAccess()
+        defer { key.endAccess() }
+        return try body()
+    }
+
+    /// The identifier of the device that is this store directory on this machine: keyed
+    /// BLAKE2b of the machine id and the directory's device and inode numbers, facts that a
+    /// sync engine does not copy. A copy at another path, or a moved or restored one, is
+    /// another device.
+    static func deviceIdentifier(key: Secret, machineID: [UInt8], fileSystemDevice: UInt64, inode: UInt64) -> Identifier {
+        var input: [UInt8] = [Domain.device.rawValue]
+        input += machineID
+        withUnsafeBytes(of: fileSystemDevice.littleEndian) { input += $0 }
+        withUnsafeBytes(of: inode.littleEndian) { input += $0 }
+        return Identifier(key.keyedHash(input, length: 16))
     }
 }

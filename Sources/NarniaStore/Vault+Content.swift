@@ -2,11 +2,28 @@ import NarniaSystem
 import Glibc
 import NarniaCrypto
 
-/// A damaged item found by `verify`.
+/// An item `verify` could not read whole.
 public struct VerifyFailure: Sendable {
     public let item: Item
     public let path: String
     public let reason: String
+}
+
+/// What `verify` found.
+public struct VerifyReport: Sendable {
+    /// The items looked at.
+    public var checked: Int
+    /// Items whose content failed authentication or has the wrong length: the store was altered.
+    public var damaged: [VerifyFailure] = []
+    /// Items whose content is not (wholly) on this device: not yet arrived, or deleted.
+    public var missing: [VerifyFailure] = []
+    /// What else keeps the vault from being whole in this copy.
+    public var problems: [String] = []
+    /// What is worth knowing but is not a fault.
+    public var notes: [String] = []
+
+    /// True when nothing is damaged, missing or otherwise wrong.
+    public var isWhole: Bool { damaged.isEmpty && missing.isEmpty && problems.isEmpty }
 }
 
 extension Vault {
@@ -15,13 +32,30 @@ extension Vault {
         try lockHandle.syncFileSystem()
     }
 
+    /// The path of the object holding `content` in this copy of the store, or nil when it has
+    /// not arrived (a copy a sync engine made stands in for a missing original).
+    func objectPath(of content: ContentInfo) -> String? {
+        guard let entry = inventory.files[content.objectID], let path = entry.main ?? entry.copies.first else { return nil }
+        return layout.root + "/" + path
+    }
+
+    /// True when the object of a file is in this copy of the store (false for folders).
+    public func isHere(_ item: Item) -> Bool {
+        guard let content = item.content else { return false }
+        return inventory.files[content.objectID] != nil
+    }
+
+    func reader(for content: ContentInfo) throws -> ContentReader {
+        try ContentReader(path: objectPath(of: content), content: content)
+    }
+
     /// Decrypts `item`'s content and hands it, in order, to `write` (called on a writer thread,
     /// overlapping decryption). Stops at the first chunk that fails authentication.
     /// - Throws: `ContentError`, `Cancelled`, or what `write` throws.
     public func readContent(of item: Item, observer: TransferObserver = .none,
                             write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
         guard let content = item.content else { throw VaultError.refused("is a folder") }
-        let reader = try ContentReader(layout: layout, content: content)
+        let reader = try reader(for: content)
         try keys.withKey(content.keySlot) { key in
             try reader.stream(pipeline: pipeline, key: key, observer: observer, write: write)
         }
@@ -35,7 +69,7 @@ extension Vault {
     /// Reads and authenticates the first `limit` bytes of `item` (for type checks and previews).
     public func readPrefix(of item: Item, limit: Int) throws -> [UInt8] {
         guard let content = item.content else { throw VaultError.refused("is a folder") }
-        let reader = try ContentReader(layout: layout, content: content)
+        let reader = try reader(for: content)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: ContentFormat.chunkSize + AEAD.tagLength, alignment: 64)
         defer {
             wipe(UnsafeMutableRawBufferPointer(start: buffer, count: ContentFormat.chunkSize + AEAD.tagLength))
@@ -58,9 +92,9 @@ extension Vault {
         let batch = ImportBatch.begin(in: self)
         do {
             var top = try copyItem(source, to: parent, name: name, batch: batch, observer: observer)
-            if let victim = existing?.id {
-                try batch.take(nameOf: victim, for: top.id)
-                top.name = name
+            if let victim = existing {
+                try batch.take(nameOf: victim.id, for: top.id)
+                top = victim
             }
             try batch.commit()
             return items[top.id] ?? top
@@ -79,28 +113,29 @@ extension Vault {
             return folder
         }
         let content = source.content!
-        let plaintext = try PlaintextSource(layout: layout, content: content, keys: keys)
+        let plaintext = try PlaintextSource(path: objectPath(of: content), content: content, keys: keys)
         let copied = try batch.addFile(named: name, in: parent, modified: source.modified, sizeHint: content.size,
                                        source: { try plaintext.read(into: $0, max: $1) },
                                        classify: { _ in (content.mime, content.kind) }, observer: observer)
         return copied
     }
 
-    /// Authenticates every chunk of every file item. Returns the damaged items, by path.
-    public func verify(observer: TransferObserver = .none) throws -> (checked: Int, failures: [VerifyFailure]) {
+    /// Authenticates every chunk of every file item, and reports what else keeps the vault
+    /// from being whole in this copy: content not here, journals cut short, items held for
+    /// folders that have not arrived, records of this device lost.
+    public func verify(observer: TransferObserver = .none) throws -> VerifyReport {
         let size = ContentFormat.chunkSize + AEAD.tagLength
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         defer {
             wipe(UnsafeMutableRawBufferPointer(start: buffer, count: size))
             buffer.deallocate()
         }
-        var failures: [VerifyFailure] = []
+        var report = VerifyReport(checked: view.items.count)
         var done: UInt64 = 0
-        let files = items.values.filter { !$0.isFolder }
-        for item in files {
+        for item in view.items.values where !item.isFolder {
             let content = item.content!
             do {
-                let reader = try ContentReader(layout: layout, content: content)
+                let reader = try reader(for: content)
                 for index in 0..<reader.chunkCount {
                     if observer.isCancelled() { throw Cancelled() }
                     let n = try keys.withKey(content.keySlot) { try reader.readChunk(index, into: buffer, key: $0) }
@@ -108,10 +143,41 @@ extension Vault {
                     observer.progress(done)
                 }
             } catch let error as ContentError {
-                failures.append(VerifyFailure(item: item, path: path(of: item.id), reason: error.description))
+                let failure = VerifyFailure(item: item, path: path(of: item.id), reason: error.description)
+                switch error {
+                case .missing, .incomplete: report.missing.append(failure)
+                default: report.damaged.append(failure)
+                }
+            } catch let error as StoreFileError {
+                report.damaged.append(VerifyFailure(item: item, path: path(of: item.id), reason: error.description))
             }
         }
-        return (items.count, failures.sorted { $0.path < $1.path })
+        report.damaged.sort { $0.path < $1.path }
+        report.missing.sort { $0.path < $1.path }
+        for file in journals.values.sorted(by: { $0.id < $1.id }) {
+            guard let end = file.end, end.cutBytes > 0 else { continue }
+            if file.device == device {
+                let text = "this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: a write cut short, or the file was cut"
+                // Reported the first time it is found; afterwards a note (the objects the lost
+                // records may name are kept).
+                if newlyFoundCuts.contains(file.id) { report.problems.append(text) } else { report.notes.append(text + " (reported before)") }
+            } else {
+                report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: still arriving, or cut short")
+            }
+        }
+        if ownRecordsMayBeLost && newlyFoundCuts.isEmpty {
+            report.problems.append("records of this device are missing from this copy of the store")
+        }
+        if view.held > 0 {
+            report.problems.append("\(view.held) items wait for folders whose records have not arrived")
+        }
+        if view.skippedMoves > 0 {
+            report.notes.append("\(view.skippedMoves) moves made on different devices at once would have put a folder inside itself; the latest of each was skipped")
+        }
+        if !state.kept.isEmpty {
+            report.notes.append("\(state.kept.count) objects are kept because records that may name them were lost")
+        }
+        return report
     }
 
     /// Bytes the store uses for `item`'s content (padding and tags included).

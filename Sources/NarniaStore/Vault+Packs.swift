@@ -5,21 +5,30 @@ extension Vault {
 
     /// …and they are more than half of it.
     func isWorthRepacking(_ object: Identifier) -> Bool {
-        guard let use = objectUses[object] else { return false }
+        guard let use = state.objectUses[object] else { return false }
         return use.deadBytes >= Self.repackDeadBytes && use.deadBytes * 2 > use.length
     }
 
+    /// Called after a commit that removed or replaced contents in `objects`: rewrites those
+    /// that have become mostly dead space. Housekeeping, like compaction: the change is
+    /// committed, and a repack that fails (a full disk) leaves the pack as it was, so it must
+    /// not fail the command.
+    func repackSparse(_ objects: [Identifier]) {
+        let sparse = Set(objects).filter { isWorthRepacking($0) }
+        if !sparse.isEmpty { try? repack(sparse) }
+    }
+
     /// Re-encrypts the items still in `packs`, each under a fresh key, into new packs in one
-    /// batch (durable, then one journal record, as an import), then deletes the old packs. The
-    /// items keep their identity, names, places, times and types; their cached thumbnails go
-    /// (they are made again when next shown). On failure nothing changes but leftovers that
-    /// the next open removes.
+    /// batch (durable, then one journal record that gives each item its new content and
+    /// retires the old packs). The items keep their identity, names, places, times and types;
+    /// their cached thumbnails go (they are made again when next shown). On failure nothing
+    /// changes but leftovers that the next open removes.
     func repack(_ packs: Set<Identifier>) throws {
-        let live = items.values.filter { $0.content.map { packs.contains($0.objectID) } ?? false }
+        let live = view.items.values.filter { $0.content.map { packs.contains($0.objectID) } ?? false }
         let batch = ImportBatch.begin(in: self)
         do {
             for item in live {
-                let plaintext = try PlaintextSource(layout: layout, content: item.content!, keys: keys)
+                let plaintext = try PlaintextSource(path: objectPath(of: item.content!), content: item.content!, keys: keys)
                 try batch.rewriteContent(of: item) { try plaintext.read(into: $0, max: $1) }
             }
             try batch.commit()
@@ -27,6 +36,5 @@ extension Vault {
             batch.abandon()
             throw error
         }
-        deleteUnusedObjects(packs)
     }
 }

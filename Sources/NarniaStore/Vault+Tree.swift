@@ -1,39 +1,42 @@
-import NarniaSystem
 import Glibc
+import NarniaSystem
 
 extension Vault {
-    /// The number of items (files and folders) in the vault.
-    public var itemCount: Int { items.count }
+    /// The items shown, by identifier.
+    var items: [Identifier: Item] { view.items }
 
-    /// The item with `id`, if it exists.
-    public func item(_ id: Identifier) -> Item? { items[id] }
+    /// The number of items (files and folders) shown.
+    public var itemCount: Int { view.items.count }
+
+    /// The item with `id`, if it is shown.
+    public func item(_ id: Identifier) -> Item? { view.items[id] }
 
     /// The items directly inside `folder`, in no particular order.
     public func children(of folder: Identifier) -> [Item] {
-        (childrenByFolder[folder] ?? [:]).values.compactMap { items[$0] }
+        (view.children[folder] ?? [:]).values.compactMap { view.items[$0] }
     }
 
     /// The names directly inside `folder`, in no particular order (cheap: no item copies).
     public func childNames(of folder: Identifier) -> Dictionary<String, Identifier>.Keys? {
-        childrenByFolder[folder]?.keys
+        view.children[folder]?.keys
     }
 
     /// The item called `name` directly inside `folder`.
     public func child(named name: String, in folder: Identifier) -> Item? {
-        guard let id = childrenByFolder[folder]?[name] else { return nil }
-        return items[id]
+        guard let id = view.children[folder]?[name] else { return nil }
+        return view.items[id]
     }
 
     /// True when `id` is the root or a folder.
     public func isFolder(_ id: Identifier) -> Bool {
-        id == .root || items[id]?.isFolder == true
+        id == .root || view.items[id]?.isFolder == true
     }
 
     /// The names from the root down to `id` (empty for the root).
     public func pathComponents(of id: Identifier) -> [String] {
         var parts: [String] = []
         var current = id
-        while current != .root, let item = items[current] {
+        while current != .root, let item = view.items[current] {
             parts.append(item.name)
             current = item.parent
         }
@@ -51,7 +54,7 @@ extension Vault {
         while true {
             if current == ancestor { return true }
             if current == .root { return false }
-            guard let item = items[current] else { return false }
+            guard let item = view.items[current] else { return false }
             current = item.parent
         }
     }
@@ -71,7 +74,7 @@ extension Vault {
 
     /// A name not used in `folder` (nor in `reserved`): `name`, else `name (2)`, `name (3)`…
     public func availableName(_ name: String, in folder: Identifier, reserved: Set<String> = []) -> String {
-        func taken(_ n: String) -> Bool { childrenByFolder[folder]?[n] != nil || reserved.contains(n) }
+        func taken(_ n: String) -> Bool { view.children[folder]?[n] != nil || reserved.contains(n) }
         if !taken(name) { return name }
         var n = 2
         while taken(ItemName.numbered(name, n)) { n += 1 }
@@ -79,6 +82,10 @@ extension Vault {
     }
 
     static func now() -> Int64 { SystemClock.nowNanoseconds() }
+
+    /// Where the merged state places item `id` (its recorded name, which the name shown can
+    /// differ from), for a move's `from`.
+    func recordedPlace(of id: Identifier) -> Place? { state.items[id]?.place }
 
     /// Creates a folder called `name` in `parent`.
     /// - Throws: `NameError` for a bad name, `VaultError.refused` when the name is taken or the
@@ -90,42 +97,77 @@ extension Vault {
         guard child(named: valid, in: parent) == nil else { throw VaultError.refused("already exists") }
         let t = Self.now()
         let item = Item(id: .random(), parent: parent, name: valid, created: t, modified: t, content: nil)
-        try commit([.putItem(item)])
+        try commit([.createFolder(id: item.id, place: Place(parent: parent, name: valid), created: t, modified: t)],
+                   view: .change { $0.insert(item) })
         return item
     }
 
-    /// Removes `id` and, for a folder, everything under it, in one transaction; content
-    /// objects no item uses any more are deleted after the commit (a crash in between leaves
-    /// orphans that the next open removes).
+    /// Creates folders along `names` under `parent`, those missing, in one transaction: the
+    /// last folder (`mkdir -p`). Existing folders are used as they are.
+    /// - Throws: `NameError`, `VaultError.refused` when a name on the way is a file.
+    @discardableResult
+    public func makeFolders(_ names: [String], in parent: Identifier) throws -> Identifier {
+        var current = parent
+        var ops: [Operation] = []
+        var made: [Item] = []
+        let t = Self.now()
+        for name in names {
+            let valid = try ItemName.validated(name)
+            if made.isEmpty, let existing = child(named: valid, in: current) {
+                guard existing.isFolder else { throw VaultError.refused("\(valid): not a folder") }
+                current = existing.id
+                continue
+            }
+            let item = Item(id: .random(), parent: current, name: valid, created: t, modified: t, content: nil)
+            ops.append(.createFolder(id: item.id, place: Place(parent: current, name: valid), created: t, modified: t))
+            made.append(item)
+            current = item.id
+        }
+        if !ops.isEmpty {
+            try commit(ops, view: .change { view in for item in made { view.insert(item) } })
+        }
+        return current
+    }
+
+    /// Removes `id` and, for a folder, everything under it, in one transaction: every item
+    /// shown in it is listed as removed (items that other devices put there meanwhile are
+    /// not, and survive). Objects no item uses any more are retired in the same record.
     public func remove(_ id: Identifier) throws {
-        guard id != .root, let item = items[id] else { throw VaultError.refused("cannot remove the root") }
+        guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot remove the root") }
         let doomed = [item] + descendants(of: id)
-        let objects = doomed.compactMap { $0.content?.objectID }
-        try commit(doomed.reversed().map { .removeItem($0.id) })
-        release(objects)
+        let members = doomed.flatMap { view.members(of: $0.id) }
+        let contents = doomed.compactMap(\.content)
+        let update: ViewUpdate = view.isRegular(item.parent) ? .change { $0.remove(id) } : .rebuild
+        try commit([.remove(members)] + retirements(freeing: contents), view: update)
+        repackSparse(contents.map(\.objectID))
     }
 
     /// Moves and/or renames `id` to `name` inside `parent`. When `replacing` names an existing
     /// file at the target, it is removed in the same transaction.
     public func move(_ id: Identifier, to parent: Identifier, name: String, replacing: Identifier? = nil) throws {
-        guard id != .root, var item = items[id] else { throw VaultError.refused("cannot move the root") }
+        guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot move the root") }
         let valid = try ItemName.validated(name)
         guard isFolder(parent) else { throw VaultError.refused("not a folder") }
         if item.isFolder && isSelfOrAncestor(id, of: parent) { throw VaultError.refused("cannot move a folder into itself") }
         if let existing = child(named: valid, in: parent), existing.id != id, existing.id != replacing {
             throw VaultError.refused("already exists")
         }
-        var ops: [MetadataOperation] = []
-        var doomedObject: Identifier?
-        if let replacing, let victim = items[replacing], victim.id != id {
-            guard !victim.isFolder else { throw VaultError.refused("cannot replace a folder") }
-            ops.append(.removeItem(victim.id))
-            doomedObject = victim.content?.objectID
+        var ops: [Operation] = []
+        var victim: Item?
+        if let replacing, let target = view.items[replacing], target.id != id {
+            guard !target.isFolder else { throw VaultError.refused("cannot replace a folder") }
+            victim = target
         }
-        item.parent = parent
-        item.name = valid
-        ops.append(.putItem(item))
-        try commit(ops)
-        if let doomedObject { release([doomedObject]) }
+        if let victim { ops.append(.remove([victim.id])) }
+        for member in view.members(of: id) {
+            ops.append(.move(id: member, place: Place(parent: parent, name: valid), from: recordedPlace(of: member)))
+        }
+        if let content = victim?.content { ops += retirements(freeing: [content]) }
+        let regular = view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
+        try commit(ops, view: regular ? .change { view in
+            if let victim { view.remove(victim.id) }
+            view.move(id, to: parent, name: valid)
+        } : .rebuild)
+        if let object = victim?.content?.objectID { repackSparse([object]) }
     }
 }

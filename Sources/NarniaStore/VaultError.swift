@@ -4,12 +4,17 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     case noVault(String)
     /// The passphrase does not open the store, or the key file was altered (exit status 3).
     case wrongPassphrase
+    /// Every key file asks for Argon2id limits beyond SENSITIVE, which are refused before
+    /// deriving (exit status 3).
+    case refusedLimits(KDFParametersDescription)
     /// Another process has the store open.
     case locked(String)
     /// `init` at a path that already holds a store.
     case alreadyExists(String)
     /// `init` at a path that is not an empty folder and holds no store.
     case notEmpty(String)
+    /// The store folder belongs to another user, or others may write to it.
+    case unsafeDirectory(String, String)
     /// The key file is unreadable or there is more than one.
     case damagedKeyFile(String)
     /// A tree operation's precondition failed; the text says which.
@@ -19,11 +24,20 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .noVault(let dir): return "no vault at \(dir)"
         case .wrongPassphrase: return "wrong passphrase"
+        case .refusedLimits(let p): return "the store's key file asks for a key derivation of \(p.text), more than narnia accepts (at most 4 passes and 1 GiB); it may have been altered"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"
         case .notEmpty(let dir): return "\(dir) is not an empty folder, and holds no store"
+        case .unsafeDirectory(let dir, let why): return "\(dir): \(why)"
         case .damagedKeyFile(let why): return "the store's key file is damaged (\(why))"
         case .refused(let why): return why
         }
     }
+}
+
+/// Argon2id limits, as a message shows them.
+public struct KDFParametersDescription: Equatable, Sendable {
+    public let passes: UInt32
+    public let mebibytes: UInt32
+    public var text: String { "\(passes) passes and \(mebibytes) MiB" }
 }

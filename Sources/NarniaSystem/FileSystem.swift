@@ -112,3 +112,22 @@ extension stat {
     /// True for a symbolic link.
     public var isSymbolicLink: Bool { (st_mode & S_IFMT) == S_IFLNK }
 }
+
+extension FileSystem {
+    /// Removes `path` and everything under it, never following a symbolic link (a link is
+    /// removed, not what it points to). Failures are ignored: what remains stays.
+    public static func removeTreeOfFiles(_ path: String) {
+        var folders: [String] = []
+        var pending = [path]
+        while let next = pending.popLast() {
+            guard let st = try? lstatIfExists(next) else { continue }
+            if st.isDirectory {
+                folders.append(next)
+                pending += ((try? listDirectory(next)) ?? []).map { next + "/" + $0 }
+            } else {
+                try? unlink(next, missingOK: true)
+            }
+        }
+        for folder in folders.reversed() { try? removeDirectory(folder) }
+    }
+}

@@ -187,7 +187,7 @@ struct Launcher {
         wardrobe.backPanel = nil
         guard let vault = door.vault else { return status }
         door.vault = nil
-        warnIfTestKDF(vault.kdfParameters)
+        warnAtOpen(vault)
         return shell(vault, commands: .interactive)
     }
 
@@ -239,16 +239,26 @@ struct Launcher {
         let secret = passphrase(confirm: false)
         let vault: Vault
         do {
-            vault = try Vault.open(at: storeDirectory, passphrase: secret)
+            vault = try Vault.open(at: storeDirectory, passphrase: secret) { notice in
+                fputs("narnia: note: \(notice)\n", stderr)
+            }
         } catch VaultError.noVault(let dir) {
             Launcher.fail("no vault at \(dir)", hint: "create one with: narnia --vault \(dir) init", status: 3)
         } catch VaultError.wrongPassphrase {
             Launcher.fail("wrong passphrase", status: 3)
+        } catch VaultError.refusedLimits(let limits) {
+            Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
         } catch {
             Launcher.fail(describe(error), status: 1)
         }
-        warnIfTestKDF(vault.kdfParameters)
+        warnAtOpen(vault)
         return shell(vault, commands: commands)
+    }
+
+    /// What opening found that the user should know, and the test-KDF warning.
+    func warnAtOpen(_ vault: Vault) {
+        for warning in vault.warnings { fputs("narnia: warning: \(warning)\n", stderr) }
+        warnIfTestKDF(vault.kdfParameters)
     }
 
     func shell(_ vault: Vault, commands: CommandSource) -> Int32 {

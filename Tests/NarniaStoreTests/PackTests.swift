@@ -41,7 +41,8 @@ final class PackTests: XCTestCase {
 
     func content(_ i: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) } }
 
-    func objectFiles() throws -> [String] { try StoreLayout(root: dir).scanObjects().map { StoreLayout(root: dir).objectPath(for: $0) } }
+    /// Every file in the shard folders: journals, objects and packs.
+    func objectFiles() throws -> [String] { try StoreInventory.scan(dir).files.values.compactMap(\.main).sorted() }
 
     /// Four small files share one pack, read back after compaction and reopening; the big file
     /// and the unhinted one (a stream) get objects of their own.
@@ -68,7 +69,7 @@ final class PackTests: XCTestCase {
             let expected = i < 4 ? content(i, sizes[i]) : i == 4 ? content(9, ContentFormat.chunkSize + 10) : content(8, 10)
             XCTAssertEqual(try read(reopened, reopened.item(item.id)!), expected, item.name)
         }
-        XCTAssertTrue(try reopened.verify().failures.isEmpty)
+        XCTAssertTrue(try reopened.verify().damaged.isEmpty)
     }
 
     /// A pack of one is an ordinary object: the journal records it as a plain file.
@@ -90,7 +91,7 @@ final class PackTests: XCTestCase {
             let batch = ImportBatch.begin(in: vault)
             items = try (0..<3).map { try stage(batch, "f\($0)", content($0, 100 + $0)) }
             try batch.commit()
-            pack = vault.layout.objectPath(for: vault.item(items[0].id)!.content!.objectID)
+            pack = vault.objectPath(of: vault.item(items[0].id)!.content!)!
             try vault.remove(items[0].id)
             XCTAssertTrue(FileManager.default.fileExists(atPath: pack))
             try vault.move(items[1].id, to: .root, name: "f2", replacing: items[2].id)
@@ -129,11 +130,11 @@ final class PackTests: XCTestCase {
         let items = try (0..<3).map { try stage(batch, "f\($0)", content($0, 3000)) }
         try batch.commit()
         let c = items.map { vault.item($0.id)!.content! }
-        let path = vault.layout.objectPath(for: c[0].objectID)
+        let path = vault.objectPath(of: c[0])!
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[Int(c[1].offset) + 100] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        XCTAssertEqual(try vault.verify().failures.map(\.path), ["/f1"])
+        XCTAssertEqual(try vault.verify().damaged.map(\.path), ["/f1"])
 
         // Swapping two segments: each now has the other's key.
         bytes[Int(c[1].offset) + 100] ^= 1
@@ -142,10 +143,10 @@ final class PackTests: XCTestCase {
         bytes.replaceSubrange(0..<length, with: s2)
         bytes.replaceSubrange(Int(c[2].offset)..<Int(c[2].offset) + length, with: s0)
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        XCTAssertEqual(try vault.verify().failures.map(\.path), ["/f0", "/f2"])
+        XCTAssertEqual(try vault.verify().damaged.map(\.path), ["/f0", "/f2"])
 
         try Data(bytes + [0]).write(to: URL(fileURLWithPath: path))
-        XCTAssertEqual(try vault.verify().failures.count, 3, "an extended pack fails every item")
+        XCTAssertEqual(try vault.verify().damaged.count, 3, "an extended pack fails every item")
     }
 
     /// An abandoned batch leaves no pack behind.
@@ -171,7 +172,7 @@ final class PackTests: XCTestCase {
             items = try (0..<10).map { try stage(batch, "f\($0)", content($0, 200_000)) }
             try batch.commit()
             let first = vault.item(items[0].id)!
-            oldPack = vault.layout.objectPath(for: first.content!.objectID)
+            oldPack = vault.objectPath(of: first.content!)!
 
             for item in items[0..<4] { try vault.remove(item.id) }
             XCTAssertEqual(vault.item(items[4].id)!.content!.objectID, first.content!.objectID, "4 of 10 dead: kept")
@@ -194,6 +195,6 @@ final class PackTests: XCTestCase {
         for (k, item) in items[6...].enumerated() {
             XCTAssertEqual(try read(vault, vault.item(item.id)!), content(6 + k, 200_000))
         }
-        XCTAssertTrue(try vault.verify().failures.isEmpty)
+        XCTAssertTrue(try vault.verify().damaged.isEmpty)
     }
 }

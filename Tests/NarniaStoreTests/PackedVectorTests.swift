@@ -46,7 +46,7 @@ final class PackedVectorTests: XCTestCase {
             try vault.readContent(of: item) { p, n in sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n)) }
             XCTAssertEqual(sink.bytes, Self.notes[name], name)
         }
-        XCTAssertTrue(try vault.verify().failures.isEmpty)
+        XCTAssertTrue(try vault.verify().damaged.isEmpty)
     }
 
     func testDamageToOneSegmentFailsOnlyItsItem() throws {
@@ -55,11 +55,11 @@ final class PackedVectorTests: XCTestCase {
         do {
             let vault = try open()
             b = try XCTUnwrap(notes(vault)["b.txt"]?.content)
-            path = vault.layout.objectPath(for: b.objectID)
+            path = vault.objectPath(of: b)!
         }
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[Int(b.offset) + AEAD.nonceLength + 3] ^= 0x40
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        XCTAssertEqual(try open().verify().failures.map(\.path), ["/notes/b.txt"])
+        XCTAssertEqual(try open().verify().damaged.map(\.path), ["/notes/b.txt"])
     }
 }

@@ -1,11 +1,12 @@
-import NarniaSystem
 import Foundation
 import XCTest
 import NarniaCrypto
 @testable import NarniaStore
+@testable import NarniaSystem
 
-/// Opens the committed vector store (Vectors/store, made by Vectors/make-vectors.sh) and
-/// tampered copies of it: every build must read this format, and every alteration must be caught.
+/// Opens the committed format-1 vector store (Vectors/store, made by an earlier build's
+/// Vectors/make-vectors.sh) and tampered copies of it: every build must upgrade and read this
+/// format, and every alteration must be caught.
 final class StoreVectorTests: XCTestCase {
     static let passphrase = "vector passphrase"
     static let hello = Array("hello, narnia\n".utf8)
@@ -50,7 +51,7 @@ final class StoreVectorTests: XCTestCase {
     /// The object file of an item, found through the metadata.
     func objectPath(_ vault: Vault, _ name: String) throws -> String {
         let item = try XCTUnwrap(vault.child(named: name, in: .root))
-        return vault.layout.objectPath(for: try XCTUnwrap(item.content).objectID)
+        return vault.objectPath(of: try XCTUnwrap(item.content))!
     }
 
     func testReadsTheVectorStore() throws {
@@ -59,7 +60,7 @@ final class StoreVectorTests: XCTestCase {
         XCTAssertEqual(try content(vault, ["empty"]), [])
         XCTAssertEqual(try content(vault, ["two-chunks.bin"]), Self.twoChunks)
         XCTAssertEqual(vault.itemCount, 4)
-        XCTAssertTrue(try vault.verify().failures.isEmpty)
+        XCTAssertTrue(try vault.verify().damaged.isEmpty)
     }
 
     func testWrongPassphraseIsRefusedAndChangesNothing() throws {
@@ -74,7 +75,7 @@ final class StoreVectorTests: XCTestCase {
         let vault = try open()
         XCTAssertThrowsError(try content(vault, ["two-chunks.bin"])) { XCTAssertTrue($0 is ContentError, "\($0)") }
         XCTAssertEqual(try content(vault, ["docs", "hello.txt"]), Self.hello, "other items still read")
-        XCTAssertEqual(try vault.verify().failures.map(\.path), ["/two-chunks.bin"])
+        XCTAssertEqual(try vault.verify().damaged.map(\.path), ["/two-chunks.bin"])
     }
 
     func testTruncatedObjectAndMissingFinalChunkAreCaught() throws {
@@ -84,8 +85,9 @@ final class StoreVectorTests: XCTestCase {
         try modify(path) { $0 = Array($0.prefix(AEAD.nonceLength + chunk)) }
         let vault = try open()
         XCTAssertThrowsError(try content(vault, ["two-chunks.bin"])) { error in
-            guard case ContentError.wrongLength = error else { return XCTFail("\(error)") }
+            guard case ContentError.incomplete = error else { return XCTFail("\(error)") }
         }
+        XCTAssertEqual(try vault.verify().missing.map(\.path), ["/two-chunks.bin"], "a short object may still be arriving")
     }
 
     func testSwappedChunksAreCaught() throws {
@@ -107,7 +109,7 @@ final class StoreVectorTests: XCTestCase {
             let v = try open()
             let docs = try XCTUnwrap(v.child(named: "docs", in: .root))
             let item = try XCTUnwrap(v.child(named: "hello.txt", in: docs.id)?.content)
-            return (v.layout.objectPath(for: item.objectID), try objectPath(v, "empty"))
+            return (v.objectPath(of: item)!, try objectPath(v, "empty"))
         }()
         try swapFiles(hello, empty)
         let vault = try Vault.open(at: work, passphrase: Self.secret(Self.passphrase))
@@ -116,35 +118,67 @@ final class StoreVectorTests: XCTestCase {
         XCTAssertEqual(try content(vault, ["two-chunks.bin"]), Self.twoChunks)
     }
 
-    func testDeletedObjectIsReportedByVerify() throws {
+    func testDeletedObjectIsReportedByVerifyAsNotHere() throws {
         let path = try { let v = try open(); return try objectPath(v, "empty") }()
         try FileManager.default.removeItem(atPath: path)
         let vault = try open()
-        XCTAssertEqual(try vault.verify().failures.map(\.path), ["/empty"])
+        let report = try vault.verify()
+        XCTAssertEqual(report.missing.map(\.path), ["/empty"], "a missing object cannot be told from one not yet arrived")
+        XCTAssertTrue(report.damaged.isEmpty)
+        XCTAssertFalse(report.isWhole)
     }
 
-    func testDamagedJournalRefusesToOpenRatherThanGuess() throws {
-        let journal = try journalPath()
+    func testDamagedFormerJournalRefusesToOpenRatherThanGuess() throws {
+        let journal = try formerJournalPath()
         try modify(journal) { $0[$0.count / 2] ^= 0x01 }
         XCTAssertThrowsError(try open()) { XCTAssertTrue($0 is MetadataError, "\($0)") }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: journal), "nothing was changed")
     }
 
-    func testTornJournalTailIsDropped() throws {
-        let journal = try journalPath()
-        let originalSize = try originalJournalSize()
+    func testUpgradeWritesAFormat2KeyFileAndRetiresTheFormerFiles() throws {
+        let journal = try formerJournalPath()
+        do {
+            let vault = try open()
+            XCTAssertEqual(try content(vault, ["docs", "hello.txt"]), Self.hello)
+        }
+        let top = try FileManager.default.contentsOfDirectory(atPath: work).filter { $0.count == 32 }
+        XCTAssertEqual(top.count, 1, "one key file")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: work + "/" + top[0])[.size] as? Int, KeyFile.length)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "the format-1 journal was retired and deleted")
+        let vault = try open()
+        XCTAssertEqual(try content(vault, ["two-chunks.bin"]), Self.twoChunks)
+        XCTAssertTrue(try vault.verify().isWhole)
+    }
+
+    func testUpgradeInterruptedBeforeTheNewKeyFileFinishesAtTheNextOpen() throws {
+        SystemCallFaults.inject("link", errno: EIO)
+        defer { SystemCallFaults.reset() }
+        XCTAssertThrowsError(try open())
+        SystemCallFaults.reset()
+        let vault = try open()
+        XCTAssertEqual(try content(vault, ["docs", "hello.txt"]), Self.hello)
+        XCTAssertEqual(vault.itemCount, 4)
+        XCTAssertEqual(vault.journals.count, 1, "the first attempt's snapshot is used, not written twice")
+    }
+
+    func testTornFormerJournalTailIsReadUpToItsLastRecord() throws {
+        let journal = try formerJournalPath()
         try modify(journal) { $0 += [0x42, 0x17, 0x99] }  // a write cut short by a crash
         let vault = try open()
         XCTAssertEqual(try content(vault, ["docs", "hello.txt"]), Self.hello)
-        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int,
-                       originalSize, "the torn tail was cut off")
+        XCTAssertEqual(vault.itemCount, 4)
     }
 
-    func testOrphanObjectsAreRemovedOnOpen() throws {
+    func testObjectsNoJournalNamesAreKept() throws {
+        // It may be another device's import whose journal has not arrived yet.
         let orphan = work + "/ab/" + String(repeating: "c", count: 30)
+        let orphan2 = work + "/ab/ab" + String(repeating: "d", count: 30)
         try FileManager.default.createDirectory(atPath: work + "/ab", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: orphan, contents: Data([1, 2, 3]))
+        FileManager.default.createFile(atPath: orphan2, contents: Data([4, 5, 6]))
         _ = try open()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: orphan))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: orphan))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: orphan2))
     }
 
     // MARK: Helpers
@@ -171,14 +205,17 @@ final class StoreVectorTests: XCTestCase {
         try da.write(to: URL(fileURLWithPath: b))
     }
 
-    func journalPath() throws -> String {
-        let vault = try open()
-        return vault.journal.path
-    }
-
-    func originalJournalSize() throws -> Int {
-        let vectors = try XCTUnwrap(Bundle.module.url(forResource: "Vectors", withExtension: nil)).path
-        let rel = String(try journalPath().dropFirst(work.count))
-        return try FileManager.default.attributesOfItem(atPath: vectors + "/store" + rel)[.size] as! Int
+    /// The format-1 journal of the copy in `work`: the one object of the store that no item
+    /// names (found through an upgraded second copy).
+    func formerJournalPath() throws -> String {
+        let other = try Self.copyOfVectorStore("store")
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        let vault = try Vault.open(at: other, passphrase: Self.secret(Self.passphrase))
+        let named = Set(vault.items.values.compactMap { $0.content.flatMap { vault.objectPath(of: $0) } }
+            .map { String($0.dropFirst(other.count)) })
+        let all = try StoreInventory.scan(work).files.values.filter(\.legacy).compactMap(\.main).map { "/" + $0 }
+        let unnamed = all.filter { !named.contains($0) }
+        XCTAssertEqual(unnamed.count, 1)
+        return work + unnamed[0]
     }
 }

@@ -8,15 +8,20 @@ enum Maintenance {
         let total = s.vault.children(of: .root).isEmpty ? 0 : s.vault.descendants(of: .root).reduce(UInt64(0)) { $0 + $1.size }
         let progress = ProgressMeter(session: s, label: "verify", totalBytes: total)
         progress?.begin(item: "")
-        let result = try s.vault.verify(observer: s.observer(progress: progress))
+        let report = try s.vault.verify(observer: s.observer(progress: progress))
         progress?.finish()
-        for failure in result.failures {
-            s.error("verify", "\(failure.path): damaged (\(failure.reason))")
+        for failure in report.damaged { s.error("verify", "\(failure.path): damaged (\(failure.reason))") }
+        for failure in report.missing { s.error("verify", "\(failure.path): \(failure.reason)") }
+        for problem in report.problems { s.error("verify", problem) }
+        for note in report.notes { s.note("verify", note) }
+        guard report.isWhole else {
+            var parts: [String] = []
+            if !report.damaged.isEmpty { parts.append("\(report.damaged.count) damaged") }
+            if !report.missing.isEmpty { parts.append("\(report.missing.count) not on this device") }
+            if !report.problems.isEmpty { parts.append("the metadata is not whole in this copy") }
+            throw Reported(CommandFailure(parts.joined(separator: ", ")))
         }
-        if !result.failures.isEmpty {
-            throw Reported(CommandFailure("\(result.failures.count) damaged"))
-        }
-        s.out.line("verified \(result.checked) items, all intact")
+        s.out.line("verified \(report.checked) items, all intact")
     }
 
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {

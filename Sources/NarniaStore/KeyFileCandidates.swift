@@ -1,0 +1,72 @@
+import Glibc
+import NarniaCrypto
+import NarniaSystem
+
+/// Unlocking: which of the store's key files the passphrase opens.
+///
+/// A store holds one key file, more for a while after `passwd` (the retired one waits for
+/// every device to hear of the new one) or after `passwd` on two devices at once; copies
+/// that sync engines made of one count as that one. The newest are tried first, and a
+/// derivation is shared by key files with the same salt and limits.
+enum KeyFileCandidates {
+    struct Unlocked {
+        let id: Identifier
+        let contents: KeyFile.Contents
+        let kek: Secret
+        let salt: [UInt8]
+        let parameters: KDFParameters
+    }
+
+    private struct Candidate {
+        let id: Identifier
+        let bytes: [UInt8]
+        let salt: [UInt8]
+        let parameters: KDFParameters
+        let former: Bool
+        let modified: Int64
+    }
+
+    static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
+                       notice: ((String) -> Void)?) throws -> Unlocked {
+        var candidates: [Candidate] = []
+        for (id, entry) in inventory.keyFiles {
+            for path in entry.all {
+                let fd = try JournalReader.openStoreFile(root + "/" + path)
+                let st = try fd.status()
+                let bytes = try fd.readToEnd(limit: 4096)
+                guard let (salt, parameters, former) = KeyFile.header(of: bytes) else { continue }
+                candidates.append(Candidate(id: id, bytes: bytes, salt: salt, parameters: parameters, former: former,
+                                            modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)))
+            }
+        }
+        guard !candidates.isEmpty else {
+            if inventory.keyFiles.isEmpty && inventory.files.isEmpty { throw VaultError.noVault(root) }
+            throw inventory.keyFiles.isEmpty ? VaultError.damagedKeyFile("there is none") : VaultError.damagedKeyFile("none has the length of a key file")
+        }
+        // Format 2 before format 1 (an upgrade in progress), newest first.
+        candidates.sort { ($0.former ? 1 : 0, -$0.modified, $0.id) < ($1.former ? 1 : 0, -$1.modified, $1.id) }
+        let acceptable = candidates.filter { $0.parameters.isAcceptable }
+        guard !acceptable.isEmpty else {
+            let p = candidates[0].parameters
+            throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
+        }
+        var derived: [[UInt8]: Secret] = [:]
+        for candidate in acceptable {
+            let cacheKey = candidate.salt + KeyFile.maskedParameters(candidate.parameters, salt: candidate.salt)
+            let kek: Secret
+            if let known = derived[cacheKey] {
+                kek = known
+            } else {
+                if candidate.parameters.isCostlierThanModerate, let notice {
+                    notice("this vault's key derivation is slower than usual (\(candidate.parameters.opsLimit) passes, \(candidate.parameters.memLimitKiB / 1024) MiB)")
+                }
+                kek = try PassphraseKey.derive(passphrase: passphrase, salt: candidate.salt, parameters: candidate.parameters)
+                derived[cacheKey] = kek
+            }
+            guard let contents = try? KeyFile.open(candidate.bytes, kek: kek, id: candidate.id) else { continue }
+            guard contents.chunkSizeLog2 == ContentFormat.chunkSizeLog2 else { throw VaultError.damagedKeyFile("unknown chunk size") }
+            return Unlocked(id: candidate.id, contents: contents, kek: kek, salt: candidate.salt, parameters: candidate.parameters)
+        }
+        throw VaultError.wrongPassphrase
+    }
+}

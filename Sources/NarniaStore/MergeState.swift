@@ -1,0 +1,317 @@
+/// The merged metadata of every journal present: one register per item field, setting and
+/// attachment, each keeping the value with the greatest stamp, plus the grow-only sets of
+/// removed items, retired files and kept objects (docs/FORMAT.md, "Merging").
+///
+/// Applying an operation twice, or operations in any order, gives the same state: the
+/// registers keep their maximum, the sets their union. That is what lets every device merge
+/// whatever journals it holds, in whatever order they arrived, and agree once they hold the
+/// same ones. The tree a person sees is derived from this by `TreeView`.
+struct MergeState {
+    /// How an item came to be: the first operation that created it.
+    struct Creation {
+        var isFolder: Bool
+        var created: Int64
+        /// A folder's modification time (a file's goes with its content).
+        var modified: Int64
+        var stamp: Stamp
+    }
+
+    /// The registers of one item. An item exists once its creation has arrived; moves and
+    /// content that arrive before it wait here.
+    struct ItemRecord {
+        var creation: Creation?
+        var place: Place?
+        var placeStamp = Stamp(wall: .min, counter: 0, device: .root)
+        /// Where the device that moved it saw it (nil for the place it was created in).
+        var from: Place?
+        var content: ContentInfo?
+        var contentModified: Int64 = 0
+        var contentStamp = Stamp(wall: .min, counter: 0, device: .root)
+        /// Which of the values this device's own journals hold (what its compaction keeps).
+        var creationIsOwn = false, placeIsOwn = false, contentIsOwn = false
+
+        var isFolder: Bool { creation?.isFolder == true }
+    }
+
+    /// A blob attached to an item for one content object.
+    struct Attachment {
+        var object: Identifier
+        var bytes: [UInt8]?
+        var stamp: Stamp
+        var isOwn: Bool
+    }
+
+    /// What the records say of one device.
+    struct DeviceRecord {
+        var name: String?
+        var nameStamp = Stamp(wall: .min, counter: 0, device: .root)
+        /// The highest record number seen, and what that record says the device had read.
+        var lastSeq: UInt64 = 0
+        var lastKnowledge = Knowledge()
+        /// When it last wrote (the wall time of its newest record).
+        var lastWall: Int64 = 0
+        var forgotten = false
+    }
+
+    var items: [Identifier: ItemRecord] = [:]
+    var tombstones = Set<Identifier>()
+    var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
+    var attachments: [Identifier: [String: Attachment]] = [:]
+    var devices: [Identifier: DeviceRecord] = [:]
+    var retired: [RetiredFile: [Knowledge]] = [:]
+    var kept = Set<Identifier>()
+    var notedTails = Set<Identifier>()
+    /// Format-1 stores this one was upgraded from.
+    var upgrades = Set<Upgrade>()
+    /// Every object any content value has named, winning or not: what is not in
+    /// `objectUses` among them is no longer needed by any item.
+    var referencedObjects = Set<Identifier>()
+    /// Who uses each content object (a pack serves several): the items whose current content
+    /// it holds, removed items not counted.
+    var objectUses: [Identifier: ObjectUse] = [:]
+    /// Item keys of the winning content values.
+    let keys: KeyTable
+    /// This device, whose own journals' operations are marked as such.
+    let device: Identifier
+    /// What this device's own journals removed, retired, kept, noted and forgot.
+    var ownTombstones = Set<Identifier>()
+    var ownRetired: [RetiredFile: [Knowledge]] = [:]
+    var ownKept = Set<Identifier>()
+    var ownNotedTails: [Identifier: (offset: Int64, bytes: Int64)] = [:]
+    var ownForgotten = Set<Identifier>()
+    var ownUpgrades = Set<Upgrade>()
+
+    init(keys: KeyTable, device: Identifier) {
+        self.keys = keys
+        self.device = device
+    }
+
+    // MARK: Applying
+
+    /// Applies one operation under `stamp`, read from a journal of `author`. `key` is the
+    /// item key of a content operation, copied into the key table only when its value wins.
+    mutating func apply(_ op: Operation, stamp: Stamp, key: ArraySlice<UInt8>?, author: Identifier) throws {
+        let own = author == device
+        switch op {
+        case .createFolder(let id, let place, let created, let modified):
+            create(id, Creation(isFolder: true, created: created, modified: modified, stamp: stamp), own: own)
+            setPlace(id, place, from: nil, stamp: stamp, own: own)
+        case .createFile(let id, let place, let created, let modified, let content):
+            create(id, Creation(isFolder: false, created: created, modified: modified, stamp: stamp), own: own)
+            setPlace(id, place, from: nil, stamp: stamp, own: own)
+            try setContent(id, content, modified: modified, stamp: stamp, key: key, own: own)
+        case .move(let id, let place, let from):
+            setPlace(id, place, from: from, stamp: stamp, own: own)
+        case .setContent(let id, let modified, let content):
+            try setContent(id, content, modified: modified, stamp: stamp, key: key, own: own)
+        case .remove(let ids):
+            for id in ids { remove(id) }
+            if own { ownTombstones.formUnion(ids) }
+        case .setSetting(let key, let value):
+            if let old = settings[key], old.stamp == stamp, old.value == value {
+                if own { settings[key]!.isOwn = true }
+                return
+            }
+            if let old = settings[key], !wins(stamp, value ?? "", over: old.stamp, old.value ?? "") { return }
+            settings[key] = (value, stamp, own)
+        case .setAttachment(let item, let object, let purpose, let bytes):
+            if let old = attachments[item]?[purpose], old.stamp == stamp, old.object == object {
+                if own { attachments[item]![purpose]!.isOwn = true }
+                return
+            }
+            if let old = attachments[item]?[purpose], !wins(stamp, object.hex, over: old.stamp, old.object.hex) { return }
+            if tombstones.contains(item) { return }
+            attachments[item, default: [:]][purpose] = Attachment(object: object, bytes: bytes, stamp: stamp, isOwn: own)
+        case .retire(let file, let knowledge):
+            var list = retired[file] ?? []
+            if !list.contains(knowledge) { list.append(knowledge) }
+            retired[file] = list
+            if own && !(ownRetired[file]?.contains(knowledge) ?? false) { ownRetired[file, default: []].append(knowledge) }
+        case .deviceName(let name):
+            var device = devices[stamp.device] ?? DeviceRecord()
+            if device.name == nil || wins(stamp, name, over: device.nameStamp, device.name!) {
+                device.name = name
+                device.nameStamp = stamp
+            }
+            devices[stamp.device] = device
+        case .forgetDevice(let id):
+            devices[id, default: DeviceRecord()].forgotten = true
+            if own { ownForgotten.insert(id) }
+        case .keep(let ids):
+            kept.formUnion(ids)
+            if own { ownKept.formUnion(ids) }
+        case .tailNoted(let journal, let offset, let bytes):
+            notedTails.insert(journal)
+            if own { ownNotedTails[journal] = (offset, bytes) }
+        case .upgraded(let journal, let keyFile):
+            upgrades.insert(Upgrade(journal: journal, keyFile: keyFile))
+            if own { ownUpgrades.insert(Upgrade(journal: journal, keyFile: keyFile)) }
+        case .stamp, .journal:
+            break
+        }
+    }
+
+    /// True when a value with `stamp` replaces one with `old`. Equal stamps (only format-1
+    /// records, which share one, or a forged journal) are ordered by the values themselves,
+    /// so that every device keeps the same one.
+    private func wins(_ stamp: Stamp, _ value: String, over old: Stamp, _ oldValue: String) -> Bool {
+        if stamp != old { return stamp > old }
+        return value.utf8.lexicographicallyPrecedes(oldValue.utf8) == false && value != oldValue
+    }
+
+    private mutating func create(_ id: Identifier, _ creation: Creation, own: Bool) {
+        var record = items[id] ?? ItemRecord()
+        if let existing = record.creation, existing.stamp <= creation.stamp {
+            if own && existing.stamp == creation.stamp { items[id]!.creationIsOwn = true }
+            return
+        }
+        record.creation = creation
+        record.creationIsOwn = own
+        if creation.isFolder, let content = record.content {
+            // Content that arrived for what turns out to be a folder belongs to nothing.
+            record.content = nil
+            releaseContent(content)
+        }
+        if tombstones.contains(id) && !creation.isFolder {
+            if let content = record.content { record.content = nil; releaseContent(content) }
+        }
+        items[id] = record
+    }
+
+    private mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, own: Bool) {
+        var record = items[id] ?? ItemRecord()
+        if record.place == place && record.placeStamp == stamp {
+            if own { items[id]!.placeIsOwn = true }
+            return
+        }
+        if record.place != nil {
+            let newKey = place.parent.hex + "/" + place.name
+            let oldKey = record.place!.parent.hex + "/" + record.place!.name
+            guard wins(stamp, newKey, over: record.placeStamp, oldKey) else { return }
+        }
+        record.place = place
+        record.placeStamp = stamp
+        record.from = from
+        record.placeIsOwn = own
+        items[id] = record
+    }
+
+    /// Sets a content register. A replayed value brings its key (`key`), copied in only when
+    /// it wins; a value this device just wrote brings the slot it holds, which the state takes
+    /// over, or wipes when the value does not win.
+    private mutating func setContent(_ id: Identifier, _ content: ContentInfo, modified: Int64, stamp: Stamp,
+                                     key: ArraySlice<UInt8>?, own: Bool) throws {
+        referencedObjects.insert(content.objectID)
+        var record = items[id] ?? ItemRecord()
+        func discard() {
+            if key == nil && content.keySlot >= 0 && record.content?.keySlot != content.keySlot { keys.remove(content.keySlot) }
+        }
+        if record.isFolder || tombstones.contains(id) { return discard() }
+        if let old = record.content {
+            if old.objectID == content.objectID && record.contentStamp == stamp {
+                if own { items[id]!.contentIsOwn = true }
+                return discard()
+            }
+            guard wins(stamp, content.objectID.hex, over: record.contentStamp, old.objectID.hex) else { return discard() }
+        }
+        var content = content
+        if let key {
+            content.keySlot = try key.withUnsafeBytes { try keys.add($0) }
+        }
+        if let old = record.content { releaseContent(old) }
+        record.content = content
+        record.contentModified = modified
+        record.contentStamp = stamp
+        record.contentIsOwn = own
+        useContent(content)
+        items[id] = record
+    }
+
+    private mutating func remove(_ id: Identifier) {
+        guard tombstones.insert(id).inserted else { return }
+        guard var record = items[id] else { return }
+        if let content = record.content {
+            record.content = nil
+            releaseContent(content)
+        }
+        items[id] = record
+        attachments[id] = nil
+    }
+
+    private mutating func useContent(_ c: ContentInfo) {
+        var use = objectUses[c.objectID] ?? ObjectUse()
+        use.items += 1
+        use.liveBytes += ContentFormat.objectLength(size: c.size)
+        use.length = c.objectLength
+        objectUses[c.objectID] = use
+    }
+
+    /// Gives up a content value: its key slot is wiped, and its object counts one user less.
+    private mutating func releaseContent(_ c: ContentInfo) {
+        if c.keySlot >= 0 { keys.remove(c.keySlot) }
+        guard var use = objectUses[c.objectID], use.items > 1 else {
+            objectUses[c.objectID] = nil
+            return
+        }
+        use.items -= 1
+        use.liveBytes -= ContentFormat.objectLength(size: c.size)
+        objectUses[c.objectID] = use
+    }
+
+    /// Notes a record of `device`: its number, what it had read, and when it was written.
+    mutating func noteRecord(device: Identifier, header: RecordHeader) {
+        var record = devices[device] ?? DeviceRecord()
+        if header.seq >= record.lastSeq {
+            record.lastSeq = header.seq
+            record.lastKnowledge = header.knowledge
+            record.lastWall = max(record.lastWall, header.wall)
+        }
+        devices[device] = record
+    }
+
+    // MARK: Reading
+
+    /// The settings that have a value.
+    var settingValues: [String: String] {
+        settings.compactMapValues { $0.value }
+    }
+
+    /// Objects that no item needs any more but that are not yet retired: a removal or a newer
+    /// content on another device made them so.
+    var unneededObjects: [Identifier] {
+        referencedObjects.filter { objectUses[$0] == nil && retired[RetiredFile(kind: .object, id: $0)] == nil }
+    }
+
+    /// The devices that hold back deletions: known (they wrote a record) and not forgotten.
+    var waitingDevices: [Identifier: DeviceRecord] {
+        devices.filter { $0.value.lastSeq > 0 && !$0.value.forgotten }
+    }
+
+    /// True when every device that holds back deletions has read everything `knowledge` covers.
+    func everyDeviceHasRead(_ knowledge: Knowledge) -> Bool {
+        waitingDevices.allSatisfy { $0.value.lastKnowledge.covers(knowledge) }
+    }
+
+    /// True when `file` is retired and every device has acknowledged one of its retirements.
+    func mayDelete(_ file: RetiredFile) -> Bool {
+        retired[file]?.contains { everyDeviceHasRead($0) } ?? false
+    }
+}
+
+/// The format-1 journal and key file of an upgraded store.
+struct Upgrade: Hashable {
+    var journal: Identifier
+    var keyFile: Identifier
+}
+
+/// How much of a content object is in use: by how many items, and how many of its bytes are
+/// their segments (the rest, in a pack, is dead space left by removed items).
+struct ObjectUse: Equatable {
+    var items = 0
+    var liveBytes: Int64 = 0
+    /// The object file's length, as its items record it.
+    var length: Int64 = 0
+
+    /// Dead bytes: the segments of removed items, in a pack some of whose items remain.
+    var deadBytes: Int64 { length - liveBytes }
+}

@@ -1,0 +1,68 @@
+import Glibc
+import NarniaSystem
+
+/// The files of a store directory, by what their names say (docs/FORMAT.md, "Files"), read
+/// without opening any of them. Copies that sync engines made of a file are kept with it.
+/// Names that are none of these (a sync engine's temporary files and marker folders, say)
+/// are left alone.
+struct StoreInventory {
+    /// A store file and the copies a sync engine made of it, as paths relative to the store.
+    struct Entry {
+        var main: String?
+        var copies: [String] = []
+        /// A format-1 object (`<2 hex>/<30 hex>`).
+        var legacy = false
+
+        var all: [String] { (main.map { [$0] } ?? []) + copies }
+    }
+
+    /// Key files at the top level, by identifier.
+    var keyFiles: [Identifier: Entry] = [:]
+    /// Files in the shard folders: journals, content objects and packs, by identifier.
+    var files: [Identifier: Entry] = [:]
+    /// The shard folders present.
+    var shards = Set<String>()
+    /// Top-level folders named like an identifier (a sync's receiving folder, for instance).
+    var folders: [Identifier] = []
+
+    /// Lists the store at `root`.
+    static func scan(_ root: String) throws -> StoreInventory {
+        var inventory = StoreInventory()
+        for name in try FileSystem.listDirectory(root) {
+            if StoreName.isShardName(name) {
+                guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
+                inventory.shards.insert(name)
+                for entry in try FileSystem.listDirectory(root + "/" + name) {
+                    inventory.addShardEntry(entry, shard: name)
+                }
+            } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
+                guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
+                if st.isDirectory && !isCopy {
+                    inventory.folders.append(id)
+                } else {
+                    // Links and special files are kept here too, so that reading refuses them.
+                    inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)
+                }
+            }
+        }
+        return inventory
+    }
+
+    private mutating func addShardEntry(_ name: String, shard: String) {
+        let path = shard + "/" + name
+        if let (id, isCopy) = StoreName.identifier(in: name, digits: 32), id.hex.hasPrefix(shard) {
+            files[id, default: Entry()].add(path, isCopy: isCopy)
+        } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 30, prefix: shard) {
+            var entry = files[id] ?? Entry()
+            entry.legacy = true
+            entry.add(path, isCopy: isCopy)
+            files[id] = entry
+        }
+    }
+}
+
+extension StoreInventory.Entry {
+    mutating func add(_ path: String, isCopy: Bool) {
+        if isCopy { copies.append(path) } else { main = path }
+    }
+}

@@ -1,0 +1,175 @@
+import Glibc
+import NarniaCrypto
+import NarniaSystem
+
+/// How a commit changes the derived tree.
+enum ViewUpdate {
+    /// Not at all (settings, acknowledgements, retirements).
+    case none
+    /// In place: the change involves no merged folders, names in conflict or removed folders.
+    case change((inout TreeView) -> Void)
+    /// Derived anew from the merged state.
+    case rebuild
+}
+
+extension Vault {
+    // MARK: Records
+
+    /// Appends one record holding `operations` to this device's journal, durably, then
+    /// applies it to the merged state and the tree. Starts the journal first when this
+    /// device has none yet. Deletes what the record retires once every device has heard.
+    func commit(_ operations: [Operation], view update: ViewUpdate, startsSnapshot: Bool = false) throws {
+        var ops = operations
+        if journal == nil { ops = try startJournal(previousSeq: lastSeq, snapshot: startsSnapshot) + ops }
+        if keepOwnObjectsAtNextWrite {
+            let unnamed = ownUnnamedObjects
+            if !unnamed.isEmpty { ops.append(.keep(unnamed)) }
+        }
+        let writer = journal!
+        let seq = lastSeq + 1
+        let stamp = clock.next()
+        var known = knowledge
+        known[device] = seq
+        let header = RecordHeader(seq: seq, wall: stamp.wall, counter: stamp.counter, knowledge: known)
+        var w = ByteWriter(capacity: 256 + 200 * ops.count)
+        RecordCoding.encode(header, ops, keys: keys, into: &w)
+        defer { w.wipe() }
+        do {
+            try writer.append(w.bytes)
+        } catch {
+            if writer.recordCount == 0 { abandonNewJournal(writer) }
+            throw error
+        }
+        knowledge = known
+        lastSeq = seq
+        keepOwnObjectsAtNextWrite = false
+        state.noteRecord(device: device, header: header)
+        var current = stamp
+        var retiring: [RetiredFile] = []
+        for op in ops {
+            switch op {
+            case .stamp(let s): current = s
+            case .journal: break
+            case .retire(let file, _):
+                retiring.append(file)
+                try state.apply(op, stamp: current, key: nil, author: device)
+            default: try state.apply(op, stamp: current, key: nil, author: device)
+            }
+        }
+        var file = journals[writer.id]!
+        file.records = writer.recordCount
+        file.lastSeq = seq
+        file.end = JournalEnd(records: writer.recordCount, offset: writer.endOffset, cutBytes: 0)
+        journals[writer.id] = file
+        generation += 1
+        switch update {
+        case .none: break
+        case .change(let change): change(&view)
+        case .rebuild: rebuildView()
+        }
+        if !retiring.isEmpty { deleteRetiredFiles(retiring) }
+        if !startsSnapshot && journal?.recordCount ?? 0 > 1 { compactIfWorthIt() }
+    }
+
+    /// What this device's next record will say it has read (its own record included), for a
+    /// `retire` operation in it.
+    var knowledgeOfNextRecord: Knowledge {
+        var k = knowledge
+        k[device] = lastSeq + 1
+        return k
+    }
+
+    /// Creates a new journal for this device and returns the operations that must open its
+    /// first record.
+    func startJournal(previousSeq: UInt64, snapshot: Bool) throws -> [Operation] {
+        let id = tags.newJournal()
+        try layout.ensureShard(for: id, known: &knownShards)
+        let path = layout.objectPath(for: id)
+        let writer = try JournalWriter.create(id: id, path: path, keys: journalKeys)
+        try writer.syncFile()
+        try FileSystem.syncDirectory(layout.shardDirectory(for: id))
+        journal = writer
+        inventory.files[id] = StoreInventory.Entry(main: layout.shardName(for: id) + "/" + id.hex)
+        journals[id] = JournalFile(id: id, device: device, previousSeq: previousSeq, snapshot: snapshot,
+                                   end: JournalEnd(records: 0, offset: 0, cutBytes: 0), records: 0,
+                                   lastSeq: previousSeq)
+        var ops: [Operation] = [.journal(device: device, previousSeq: previousSeq, snapshot: snapshot)]
+        if state.devices[device]?.name == nil { ops.append(.deviceName(defaultDeviceName)) }
+        return ops
+    }
+
+    /// A journal whose first record could not be written is this device's own and holds
+    /// nothing: it goes.
+    private func abandonNewJournal(_ writer: JournalWriter) {
+        try? FileSystem.unlink(writer.path, missingOK: true)
+        inventory.files[writer.id] = nil
+        journals[writer.id] = nil
+        journal = nil
+    }
+
+    /// The host name with the first four hex digits of the device's identifier, so that two
+    /// copies of one store on one machine differ.
+    var defaultDeviceName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "device"
+        let clean = String(host.unicodeScalars.filter { $0.isASCII && $0.properties.generalCategory != .control }.prefix(40))
+        return (clean.isEmpty ? "device" : clean) + "-" + String(device.hex.prefix(4))
+    }
+
+    // MARK: Retiring and deleting
+
+    /// `retire` operations for the objects that no item will use once `contents` are
+    /// released (removed items, replaced content).
+    func retirements(freeing contents: [ContentInfo]) -> [Operation] {
+        var released: [Identifier: Int] = [:]
+        for c in contents { released[c.objectID, default: 0] += 1 }
+        let known = knowledgeOfNextRecord
+        return released.sorted { $0.key < $1.key }.compactMap { object, count in
+            (state.objectUses[object]?.items ?? 0) <= count ? .retire(RetiredFile(kind: .object, id: object), known) : nil
+        }
+    }
+
+    /// Deletes the retired files present that every device has heard of (all of them, or
+    /// those in `files`), with every copy a sync engine made of them.
+    func deleteRetiredFiles(_ files: [RetiredFile]? = nil) {
+        for file in files ?? Array(state.retired.keys) where state.mayDelete(file) {
+            switch file.kind {
+            case .object, .journal:
+                guard journal?.id != file.id, let entry = inventory.files.removeValue(forKey: file.id) else { continue }
+                for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
+                if file.kind == .journal { journals[file.id] = nil }
+            case .keyFile:
+                guard file.id != keyFileID || files == nil, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
+                for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
+            }
+        }
+    }
+
+    // MARK: Key files
+
+    /// Writes the key file `id` wrapping the master key under `kek`. It appears whole or not
+    /// at all: written unnamed (`O_TMPFILE`), synced, then linked in; where the file system
+    /// has no unnamed files, written under its name with `O_EXCL` and removed on failure.
+    func writeKeyFile(id: Identifier, kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
+        let bytes = try KeyFile.seal(masterKey: masterKey, kek: kek, salt: salt, parameters: parameters, id: id)
+        let name = id.hex
+        let path = layout.keyFilePath(named: id)
+        do {
+            let file = try lockHandle.open(".", .writeOnly, options: .unnamedTemporary, permissions: 0o600)
+            try file.writeAll(bytes)
+            try file.sync()
+            try file.link(as: name, in: lockHandle, displayPath: path)
+        } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) && e.operation == "open" {
+            do {
+                let file = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive, .noFollow])
+                try file.writeAll(bytes)
+                try file.sync()
+            } catch {
+                try? FileSystem.unlink(path, missingOK: true)
+                throw error
+            }
+        }
+        try lockHandle.sync()
+        inventory.keyFiles[id] = StoreInventory.Entry(main: name)
+    }
+}

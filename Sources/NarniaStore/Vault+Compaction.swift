@@ -1,0 +1,104 @@
+/// Compaction: this device's journals rewritten as one snapshot of what they still hold
+/// (docs/FORMAT.md, "Compaction").
+extension Vault {
+    /// Rewrites this device's journals when they have grown past 8 MiB and to more than twice
+    /// an estimate of the live metadata, so replay at open stays proportional to the vault,
+    /// not to its history. Housekeeping: the change is committed already, and a failed
+    /// compaction (a full disk) leaves the journals as they were.
+    func compactIfWorthIt() {
+        let size = ownJournalBytes
+        let growth = size - bytesAtLastCompaction
+        let estimate = Int64(view.items.count) * 160 + 4096
+        guard !isCompacting, size > 8 << 20, growth > 2 * estimate else { return }
+        try? compact()
+    }
+
+    /// Starts a new journal for this device holding, as a snapshot, every value its journals
+    /// hold that still counts (each under its original stamp), and retires the old journals:
+    /// they are deleted once every device has read the snapshot. Merging the snapshot with
+    /// anything gives what merging the old journals did.
+    func compact() throws {
+        let old = journals.values.filter { $0.device == device }.map(\.id)
+        let records = state.ownSnapshot(chunkBytes: 16 << 20)
+        isCompacting = true
+        defer { isCompacting = false }
+        journal = nil
+        for (index, ops) in records.enumerated() {
+            var ops = ops
+            if index == records.count - 1 {
+                let known = knowledgeOfNextRecord
+                ops += old.sorted().map { .retire(RetiredFile(kind: .journal, id: $0), known) }
+            }
+            try commit(ops, view: .none, startsSnapshot: index == 0)
+        }
+        bytesAtLastCompaction = ownJournalBytes
+    }
+}
+
+extension MergeState {
+    /// The values this device's journals hold that still count, as records of operations
+    /// (each preceded by its original stamp), of about `chunkBytes` each: items it created,
+    /// places and contents it gave that still win, its removals, settings, attachments,
+    /// retirements, kept objects, notes and upgrades.
+    func ownSnapshot(chunkBytes: Int) -> [[Operation]] {
+        var records: [[Operation]] = []
+        var current: [Operation] = []
+        var currentStamp: Stamp?
+        var bytes = 0
+        func add(_ op: Operation, _ stamp: Stamp, size: Int) {
+            if bytes > chunkBytes { records.append(current); current = []; currentStamp = nil; bytes = 0 }
+            if stamp != currentStamp { current.append(.stamp(stamp)); currentStamp = stamp }
+            current.append(op)
+            bytes += size + 32
+        }
+        for (id, record) in items.sorted(by: { $0.key < $1.key }) {
+            guard let creation = record.creation, let place = record.place else { continue }
+            let removedFile = !creation.isFolder && tombstones.contains(id)
+            if removedFile { continue }
+            if record.creationIsOwn {
+                if creation.isFolder {
+                    add(.createFolder(id: id, place: place, created: creation.created, modified: creation.modified), creation.stamp,
+                        size: 64 + place.name.utf8.count)
+                } else if let content = record.content {
+                    add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
+                        creation.stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
+                }
+            }
+            if record.placeIsOwn && !(record.creationIsOwn && record.placeStamp == creation.stamp) {
+                add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
+            }
+            if record.contentIsOwn, let content = record.content, !(record.creationIsOwn && record.contentStamp == creation.stamp) {
+                add(.setContent(id: id, modified: record.contentModified, content: content), record.contentStamp,
+                    size: 120 + content.mime.utf8.count)
+            }
+        }
+        let anyStamp = currentStamp ?? Stamp(wall: 0, counter: 0, device: device)
+        if !ownTombstones.isEmpty { add(.remove(ownTombstones.sorted()), anyStamp, size: 16 * ownTombstones.count) }
+        for (key, setting) in settings.sorted(by: { $0.key < $1.key }) where setting.isOwn {
+            add(.setSetting(key: key, value: setting.value), setting.stamp, size: 16 + key.utf8.count)
+        }
+        for (item, list) in attachments.sorted(by: { $0.key < $1.key }) {
+            for (purpose, attachment) in list.sorted(by: { $0.key < $1.key }) where attachment.isOwn {
+                add(.setAttachment(item: item, object: attachment.object, purpose: purpose, bytes: attachment.bytes), attachment.stamp,
+                    size: 48 + (attachment.bytes?.count ?? 0))
+            }
+        }
+        if let me = devices[device], let name = me.name, me.nameStamp.device == device {
+            add(.deviceName(name), me.nameStamp, size: 8 + name.utf8.count)
+        }
+        let last = currentStamp ?? anyStamp
+        for (file, list) in ownRetired.sorted(by: { ($0.key.kind.rawValue, $0.key.id) < ($1.key.kind.rawValue, $1.key.id) }) {
+            for knowledge in list { add(.retire(file, knowledge), last, size: 24 + 24 * knowledge.seen.count) }
+        }
+        if !ownKept.isEmpty { add(.keep(ownKept.sorted()), last, size: 16 * ownKept.count) }
+        for (journal, tail) in ownNotedTails.sorted(by: { $0.key < $1.key }) {
+            add(.tailNoted(journal: journal, offset: tail.offset, bytes: tail.bytes), last, size: 32)
+        }
+        for id in ownForgotten.sorted() { add(.forgetDevice(id), last, size: 16) }
+        for upgrade in ownUpgrades.sorted(by: { $0.journal < $1.journal }) {
+            add(.upgraded(formerJournal: upgrade.journal, formerKeyFile: upgrade.keyFile), last, size: 32)
+        }
+        if !current.isEmpty || records.isEmpty { records.append(current) }
+        return records
+    }
+}

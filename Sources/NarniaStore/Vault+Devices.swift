@@ -1,0 +1,76 @@
+import NarniaSystem
+
+/// One device that wrote this store, as `devices` shows it.
+public struct DeviceInfo: Sendable {
+    /// Its identifier.
+    public let id: Identifier
+    /// Its name (`devices name NEW` on it changes it).
+    public let name: String
+    /// When it last wrote, nanoseconds since the epoch (0 when unknown).
+    public let lastWrote: Int64
+    /// Bytes of retired files present in this copy that wait for it to acknowledge them.
+    public let heldBytes: Int64
+    /// True for the device this session runs on.
+    public let isThisDevice: Bool
+    /// True once `devices forget` released its hold.
+    public let isForgotten: Bool
+
+    /// The first eight hex digits of its identifier.
+    public var shortID: String { String(id.hex.prefix(8)) }
+}
+
+extension Vault {
+    /// Every device that wrote this store, this one included once it has written.
+    public var devices: [DeviceInfo] {
+        var held: [Identifier: Int64] = [:]
+        for (file, list) in state.retired where !state.mayDelete(file) {
+            let size = retiredFileSize(file)
+            guard size > 0 else { continue }
+            for (id, device) in state.waitingDevices where !list.contains(where: { device.lastKnowledge.covers($0) }) {
+                held[id, default: 0] += size
+            }
+        }
+        return state.devices.filter { $0.value.lastSeq > 0 || $0.key == device && isKnownDevice }.map { id, record in
+            DeviceInfo(id: id, name: deviceName(id), lastWrote: record.lastWall, heldBytes: held[id] ?? 0,
+                       isThisDevice: id == device, isForgotten: record.forgotten)
+        }.sorted { ($0.isThisDevice ? 0 : 1, $0.name, $0.id) < ($1.isThisDevice ? 0 : 1, $1.name, $1.id) }
+    }
+
+    /// The name of a device: the latest it gave itself.
+    func deviceName(_ id: Identifier) -> String {
+        state.devices[id]?.name ?? (id == device ? defaultDeviceName : String(id.hex.prefix(8)))
+    }
+
+    /// This device's name.
+    public var thisDeviceName: String { deviceName(device) }
+
+    /// Bytes of a retired file present in this copy.
+    private func retiredFileSize(_ file: RetiredFile) -> Int64 {
+        let entry = file.kind == .keyFile ? inventory.keyFiles[file.id] : inventory.files[file.id]
+        return (entry?.all ?? []).reduce(0) { total, path in
+            total + ((try? FileSystem.lstatIfExists(layout.root + "/" + path)).flatMap { $0.map { Int64($0.st_size) } } ?? 0)
+        }
+    }
+
+    /// Renames this device. Names of conflict copies that carry it change with it.
+    /// - Throws: `VaultError.refused` for an empty name, one over 64 bytes or with control
+    ///   characters.
+    public func renameDevice(to name: String) throws {
+        let clean = ItemName.nfc(name)
+        guard !clean.isEmpty, clean.utf8.count <= RecordCoding.maximumDeviceName,
+              !clean.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
+            throw VaultError.refused("a device name has 1 to \(RecordCoding.maximumDeviceName) bytes and no control characters")
+        }
+        try commit([.deviceName(clean)], view: .rebuild)
+    }
+
+    /// Releases the hold of another device on deletions: retired files it has not yet
+    /// acknowledged can go. Its records stay part of the vault.
+    /// - Throws: `VaultError.refused` for this device or one that never wrote here.
+    public func forgetDevice(_ id: Identifier) throws {
+        guard id != device else { throw VaultError.refused("this is the device you are on") }
+        guard state.devices[id]?.lastSeq ?? 0 > 0 else { throw VaultError.refused("no such device") }
+        try commit([.forgetDevice(id)], view: .none)
+        deleteRetiredFiles()
+    }
+}

@@ -1,0 +1,143 @@
+import NarniaSystem
+
+/// What was read of one journal file and the copies sync engines made of it.
+struct JournalFile {
+    let id: Identifier
+    /// The device that writes it.
+    var device: Identifier
+    /// The device's last record number before this journal.
+    var previousSeq: UInt64
+    /// True when the journal begins with a snapshot of all its device wrote before.
+    var snapshot: Bool
+    /// What the main file holds (nil when only copies are present).
+    var end: JournalEnd?
+    /// The most records any copy holds.
+    var records: UInt64
+    /// The record number of its last record.
+    var lastSeq: UInt64
+
+    var firstSeq: UInt64 { previousSeq + 1 }
+}
+
+extension Vault {
+    /// Reads every journal present and merges them, then derives the tree. A store with no
+    /// journal is refused unless it is a format-1 store about to be upgraded.
+    func load(upgrading: Bool = false) throws {
+        try tags.withKeyOpen {
+            for (id, entry) in inventory.files where !entry.legacy && tags.isJournal(id) {
+                for path in entry.all {
+                    try readJournal(id, path: path, isMain: path == entry.main)
+                }
+            }
+        }
+        guard !journals.isEmpty || upgrading else {
+            throw MetadataError.damaged("no journal is present; if the store is still arriving through a sync, wait for it")
+        }
+        computeKnowledge()
+        chooseAppendTarget()
+        rebuildView()
+        bytesAtLastCompaction = ownJournalBytes
+    }
+
+    /// Reads one file of journal `id`, applying its records to the merged state.
+    private func readJournal(_ id: Identifier, path: String, isMain: Bool) throws {
+        let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
+        var file = journals[id]
+        var owner = file?.device
+        var seq: UInt64 = 0
+        let name = "journal \(id.hex.prefix(8))"
+        let end = try JournalReader.read(fd, id: id, keys: journalKeys, name: name) { index, payload in
+            var header: RecordHeader?
+            var stamp: Stamp?
+            var first = true
+            try RecordCoding.decode(payload, begin: { header = $0 }) { op, key in
+                defer { first = false }
+                if case .journal(let device, let previous, let snapshot) = op {
+                    guard index == 0, first else { throw MalformedRecord(why: "starts a journal in the middle of one") }
+                    guard header!.seq == previous + 1 else { throw MalformedRecord(why: "has the wrong record number") }
+                    if let known = file, known.device != device || known.previousSeq != previous {
+                        throw MalformedRecord(why: "disagrees with another copy of its journal")
+                    }
+                    owner = device
+                    if file == nil {
+                        file = JournalFile(id: id, device: device, previousSeq: previous, snapshot: snapshot, end: nil,
+                                           records: 0, lastSeq: previous)
+                    }
+                    return
+                }
+                guard let owner else { throw MalformedRecord(why: "does not begin with its journal's owner") }
+                if stamp == nil { stamp = Stamp(wall: header!.wall, counter: header!.counter, device: owner) }
+                if case .stamp(let s) = op { stamp = s } else { try state.apply(op, stamp: stamp!, key: key, author: owner) }
+                if let s = stamp { clock.observe(s) }
+            }
+            guard let owner, let header, let file else { throw MalformedRecord(why: "does not begin with its journal's owner") }
+            guard header.seq == file.previousSeq + 1 + index else { throw MalformedRecord(why: "has the wrong record number") }
+            clock.observe(Stamp(wall: header.wall, counter: header.counter, device: owner))
+            state.noteRecord(device: owner, header: header)
+            seq = header.seq
+        }
+        guard var file else {
+            // Not one whole record: a journal created by a device that crashed before its
+            // first record was durable, or one still arriving. Nothing in it to read.
+            if end.cutBytes > 0 || isMain { warnings.append("journal \(id.hex.prefix(8)) holds no whole record yet (\(end.cutBytes) bytes)") }
+            return
+        }
+        if isMain { file.end = end }
+        if end.records >= file.records {
+            file.records = end.records
+            file.lastSeq = seq
+        }
+        journals[id] = file
+    }
+
+    /// What this device has read: for each device, every record up to the highest number
+    /// reached without a gap (a snapshot journal stands for all records before it).
+    private func computeKnowledge() {
+        var ranges: [Identifier: [(UInt64, UInt64)]] = [:]
+        for file in journals.values {
+            if file.snapshot { ranges[file.device, default: []].append((1, file.previousSeq)) }
+            if file.records > 0 { ranges[file.device, default: []].append((file.firstSeq, file.lastSeq)) }
+        }
+        knowledge = Knowledge()
+        for (device, list) in ranges {
+            var reached: UInt64 = 0
+            for (low, high) in list.sorted(by: { $0.0 < $1.0 }) where low <= reached + 1 { reached = max(reached, high) }
+            knowledge[device] = reached
+        }
+        let mine = journals.values.filter { $0.device == device }.map(\.lastSeq).max() ?? 0
+        let acknowledged = state.devices.filter { $0.key != device }.map { $0.value.lastKnowledge[device] }.max() ?? 0
+        lastSeq = max(mine, acknowledged)
+        if knowledge[device] < lastSeq {
+            ownRecordsMayBeLost = true
+            warnings.append("records \(knowledge[device] + 1)–\(lastSeq) of this device are missing from this copy of the store; objects they may name are kept")
+        }
+    }
+
+    /// Appends go to this device's newest journal when it is whole and holds its latest
+    /// record; otherwise the next change starts a new journal, leaving the old one as it is.
+    private func chooseAppendTarget() {
+        let mine = journals.values.filter { $0.device == device }
+        for file in mine {
+            guard let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) else { continue }
+            ownRecordsMayBeLost = true
+            newlyFoundCuts.insert(file.id)
+            warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
+        }
+        guard let newest = mine.max(by: { $0.firstSeq < $1.firstSeq }), let end = newest.end,
+              end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq,
+              let path = inventory.files[newest.id]?.main else { return }
+        journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)
+    }
+
+    /// Bytes of this device's journals present: what compaction can shrink.
+    var ownJournalBytes: Int64 {
+        journals.values.filter { $0.device == device }.reduce(0) { $0 + ($1.end?.offset ?? 0) }
+    }
+
+    /// Derives the tree anew from the merged state.
+    func rebuildView() {
+        view = TreeView.build(state) { [state] device in
+            state.devices[device]?.name ?? String(device.hex.prefix(8))
+        }
+    }
+}

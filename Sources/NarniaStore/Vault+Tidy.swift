@@ -1,0 +1,70 @@
+import NarniaSystem
+
+/// Housekeeping at open: deleting only what is provably unneeded, and keeping what might be
+/// (docs/FORMAT.md, "Retirement" and "Leftovers").
+extension Vault {
+    /// True once this device has written a record that the store holds (or that another
+    /// device acknowledged): it then holds back deletions until it has read what retires them.
+    var isKnownDevice: Bool { lastSeq > 0 }
+
+    /// Objects this device wrote that no record names, not retired and not kept: either
+    /// leftovers of a batch that never committed, or objects of records that were lost.
+    var ownUnnamedObjects: [Identifier] {
+        let candidates = inventory.files.filter { id, entry in
+            !entry.legacy && journals[id] == nil && !state.referencedObjects.contains(id) && !state.kept.contains(id)
+                && state.retired[RetiredFile(kind: .object, id: id)] == nil
+        }
+        return tags.withKeyOpen { candidates.keys.filter { tags.isOwnObject($0) && !tags.isJournal($0) }.sorted() }
+    }
+
+    /// Records what opening found (a cut journal: its note and the objects to keep; objects
+    /// no item needs any more: their retirement), acknowledges what others retired, and
+    /// deletes what is provably unneeded: retired files every device has heard of, and this
+    /// device's own leftovers (no process of this device is writing: the lock is held) when
+    /// its records are whole.
+    func tidy() throws {
+        var unnamed = ownUnnamedObjects
+        if !isKnownDevice && !unnamed.isEmpty {
+            ownRecordsMayBeLost = true
+            warnings.append("\(unnamed.count) objects this device wrote are present but none of its records are; they are kept")
+        }
+        var ops: [Operation] = []
+        if ownRecordsMayBeLost {
+            if !unnamed.isEmpty { ops.append(.keep(unnamed)) }
+            for file in journals.values where file.device == device {
+                if let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) {
+                    ops.append(.tailNoted(journal: file.id, offset: end.offset, bytes: end.cutBytes))
+                }
+            }
+        }
+        let known = knowledgeOfNextRecord
+        ops += state.unneededObjects.sorted().map { .retire(RetiredFile(kind: .object, id: $0), known) }
+        ops += upgradeRetirements
+        let recorded = state.devices[device]?.lastKnowledge ?? Knowledge()
+        let acknowledgementDue = state.retired.values.contains { list in
+            list.contains { !recorded.covers($0) && knowledge.covers($0) }
+        }
+        if isKnownDevice && (!ops.isEmpty || acknowledgementDue) {
+            try commit(ops, view: .none)
+        } else if ownRecordsMayBeLost {
+            keepOwnObjectsAtNextWrite = true
+        }
+        deleteRetiredFiles()
+        if isKnownDevice && !ownRecordsMayBeLost {
+            unnamed = ownUnnamedObjects
+            for id in unnamed {
+                for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
+                    try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
+                }
+            }
+        }
+        removeOwnSyncFolders()
+    }
+
+    /// Removes the receiving folders of this device's interrupted syncs.
+    func removeOwnSyncFolders() {
+        let own = inventory.folders.filter { tags.isOwnSyncTemporary($0) }
+        for id in own { FileSystem.removeTreeOfFiles(layout.root + "/" + id.hex) }
+        inventory.folders.removeAll { own.contains($0) }
+    }
+}
