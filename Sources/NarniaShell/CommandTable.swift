@@ -8,9 +8,10 @@ public enum CommandTable {
     public static let all: [CommandSpec] = vaultCommands + viewingCommands + sessionCommands
 
     static let vaultCommands: [CommandSpec] = [
-        F("ls", usage: "[-l] [-a] [-g] [--json] [PATH...]", abstract: "list a folder's items",
-          details: "Not on a terminal: one name per line. -l adds kind, size and date; --json prints one JSON object per item; -g draws a thumbnail grid.",
+        F("ls", usage: "[-l] [-a] [-R] [-g] [--json] [PATH...]", abstract: "list a folder's items",
+          details: "Not on a terminal: one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints one JSON object per item (with \"here\": false for such a file); -R lists every folder below too; -g draws a thumbnail grid.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
+                  .flag("-R", "list the folders below too, each under its path"),
                   .flag("-g", "thumbnail grid: photos, video frames, icons"), .flag("--json", "one JSON object per line")],
           operands: [.vaultPath], run: Browse.ls),
         F("cd", usage: "[PATH|-]", abstract: "change the current vault folder",
@@ -50,6 +51,12 @@ public enum CommandTable {
         F("set", usage: "[KEY [VALUE]]", abstract: "show or change settings",
           details: "Without arguments, every setting and its value; with KEY, its value; with KEY VALUE, change it. Settings are stored encrypted in the vault.",
           operands: [.settingKey], run: Maintenance.set),
+        F("sync", usage: "REMOTE", abstract: "exchange the store with an rclone remote or another folder",
+          details: "REMOTE is an rclone remote (name:path from your own 'rclone config') or a plain folder; it becomes a copy of the store that other devices can sync with or open. What either side lacks is copied, objects before the journals that name them; a journal is copied only over a shorter copy it extends; retired files are deleted on both sides. Needs the Debian package rclone. An interrupted sync leaves both sides valid: run it again.",
+          operands: [.hostPath], run: SyncCommand.run),
+        F("devices", usage: "[--json] | name NEW | forget NAME|ID", abstract: "list the devices that write this store",
+          details: "One line per device: its short id, name, when it last wrote, the space of retired files it has not yet acknowledged (they wait for it), and which is this device. 'devices name NEW' renames this device; 'devices forget NAME|ID' stops waiting for a device that will not come back (its changes stay).",
+          flags: [.flag("--json", "one JSON object per device")], run: Devices.run),
         F("lcd", usage: "[HOSTPATH]", abstract: "change the host folder (default: $HOME)", operands: [.hostPath], run: Host.lcd),
         F("lpwd", abstract: "print the host folder", run: Host.lpwd),
         F("lls", usage: "[-l] [-a] [HOSTPATH...]", abstract: "list a host folder",

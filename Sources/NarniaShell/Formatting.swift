@@ -39,11 +39,12 @@ enum Formatting {
         return out + "\""
     }
 
-    /// One `ls --json` object.
-    static func jsonObject(_ item: Item, path: String) -> String {
+    /// One `ls --json` object; a file says whether its content is on this device (`here`).
+    static func jsonObject(_ item: Item, path: String, here: Bool) -> String {
         var fields = ["\"name\":\(json(item.name))", "\"path\":\(json(path))"]
         if let c = item.content {
-            fields += ["\"type\":\"file\"", "\"kind\":\"\(c.kind.name)\"", "\"mime\":\(json(c.mime))", "\"size\":\(c.size)"]
+            fields += ["\"type\":\"file\"", "\"kind\":\"\(c.kind.name)\"", "\"mime\":\(json(c.mime))", "\"size\":\(c.size)",
+                       "\"here\":\(here)"]
         } else {
             fields += ["\"type\":\"folder\"", "\"kind\":\"folder\""]
         }

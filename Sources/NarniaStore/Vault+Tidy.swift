@@ -21,8 +21,9 @@ extension Vault {
     /// no item needs any more: their retirement), acknowledges what others retired, and
     /// deletes what is provably unneeded: retired files every device has heard of, and this
     /// device's own leftovers (no process of this device is writing: the lock is held) when
-    /// its records are whole.
-    func tidy() throws {
+    /// its records are whole. At open (not while a sync runs), also the receiving folders of
+    /// this device's interrupted syncs.
+    func tidy(atOpen: Bool = true) throws {
         var unnamed = ownUnnamedObjects
         if !isKnownDevice && !unnamed.isEmpty {
             ownRecordsMayBeLost = true
@@ -58,7 +59,7 @@ extension Vault {
                 }
             }
         }
-        removeOwnSyncFolders()
+        if atOpen { removeOwnSyncFolders() }
     }
 
     /// Removes the receiving folders of this device's interrupted syncs.

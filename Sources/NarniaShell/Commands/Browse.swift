@@ -31,7 +31,8 @@ enum Browse {
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
         if Grid.wanted(s, a) { return try Grid.ls(s, a) }
         let showHidden = a.has("-a")
-        let (files, folders, failed) = try listingTargets(s, a)
+        var (files, folders, failed) = try listingTargets(s, a)
+        if a.has("-R") { folders = withSubfolders(s, folders, showHidden: showHidden) }
         if !files.isEmpty { printListing(s, a, files.map { ($0.0, $0.1) }) }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 && !a.has("--json") {
@@ -46,9 +47,13 @@ enum Browse {
 
     private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
         if a.has("--json") {
-            for (path, item) in entries { s.out.line(Formatting.jsonObject(item, path: path.description)) }
+            for (path, item) in entries {
+                s.out.line(Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item)))
+            }
         } else if a.has("-l") && s.out.isTerminal {
-            let lines = TerminalListing.long(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, now: TerminalListing.now(), style: .current())
+            let lines = TerminalListing.long(entries.map {
+                ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s), here: $0.1.isFolder || s.vault.isHere($0.1))
+            }, now: TerminalListing.now(), style: .current())
             for line in lines { s.out.line(line) }
         } else if a.has("-l") {
             let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: false) }
@@ -56,7 +61,8 @@ enum Browse {
             for ((_, item), size) in zip(entries, sizes) {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
                 let pad = String(repeating: " ", count: width - size.count)
-                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)")
+                let mark = item.isFolder || s.vault.isHere(item) ? "" : ListedItem.notHereMark
+                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)\(mark)")
             }
         } else if s.out.isTerminal {
             let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, width: terminalWidth(), style: .current())
@@ -64,6 +70,18 @@ enum Browse {
         } else {
             for (_, item) in entries { s.out.line(item.name) }
         }
+    }
+
+    /// `ls -R`: each folder followed by every folder under it, depth first, in name order.
+    private static func withSubfolders(_ s: Session, _ folders: [(VaultPath, Identifier)], showHidden: Bool) -> [(VaultPath, Identifier)] {
+        var out: [(VaultPath, Identifier)] = []
+        var pending = Array(folders.reversed())
+        while let (path, id) = pending.popLast() {
+            out.append((path, id))
+            let subfolders = sorted(s.vault.children(of: id)).filter { $0.isFolder && (showHidden || !$0.name.hasPrefix(".")) }
+            pending += subfolders.reversed().map { (path.appending($0.name), $0.id) }
+        }
+        return out
     }
 
     static func cd(_ s: Session, _ a: ParsedArguments) throws {

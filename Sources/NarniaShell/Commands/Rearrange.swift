@@ -13,22 +13,25 @@ enum Rearrange {
                 if parents { continue }
                 throw CommandFailure("/: already exists")
             }
+            // The folders that exist, then the rest made in one journal record.
             var current = Identifier.root
-            for (i, name) in path.components.enumerated() {
-                let isLast = i == path.components.count - 1
-                if let existing = s.vault.child(named: name, in: current) {
-                    guard existing.isFolder else {
-                        throw CommandFailure("\(VaultPath(components: Array(path.components[...i]))): not a folder")
-                    }
-                    if isLast && !parents { throw CommandFailure("\(path): already exists") }
-                    current = existing.id
-                } else {
-                    guard isLast || parents else {
-                        throw CommandFailure("\(path.parent): no such folder", hint: "use mkdir -p to create the parents too")
-                    }
-                    current = try s.vault.makeFolder(named: name, in: current).id
+            var depth = 0
+            for name in path.components {
+                guard let existing = s.vault.child(named: name, in: current) else { break }
+                guard existing.isFolder else {
+                    throw CommandFailure("\(VaultPath(components: Array(path.components[...depth]))): not a folder")
                 }
+                current = existing.id
+                depth += 1
             }
+            if depth == path.components.count {
+                if !parents { throw CommandFailure("\(path): already exists") }
+                continue
+            }
+            guard depth == path.components.count - 1 || parents else {
+                throw CommandFailure("\(path.parent): no such folder", hint: "use mkdir -p to create the parents too")
+            }
+            try s.vault.makeFolders(Array(path.components[depth...]), in: current)
         }
     }
 

@@ -170,7 +170,11 @@ enum Transfer {
         s.out.flush()
         let out = s.out
         for item in items {
-            try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeRaw(p, count: n) }
+            do {
+                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeRaw(p, count: n) }
+            } catch let e as ContentError {
+                throw CommandFailure("\(s.vault.path(of: item.id)): \(e.description)")
+            }
         }
     }
 }

@@ -11,18 +11,25 @@ public struct ListedItem: Sendable, Equatable {
     public var size: UInt64?
     /// Modification time, nanoseconds since the epoch.
     public var modified: Int64
+    /// False for a file whose content has not arrived on this device.
+    public var here: Bool
 
-    public init(name: String, kind: ItemKind, size: UInt64?, modified: Int64) {
+    public init(name: String, kind: ItemKind, size: UInt64?, modified: Int64, here: Bool = true) {
         self.name = name
         self.kind = kind
         self.size = size
         self.modified = modified
+        self.here = here
     }
 
     /// `item` as listed, shown under `shownAs` (the `#N` of `hide-names`) when given.
-    init(_ item: Item, shownAs: String? = nil) {
-        self.init(name: shownAs ?? item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified)
+    init(_ item: Item, shownAs: String? = nil, here: Bool = true) {
+        self.init(name: shownAs ?? item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified,
+                  here: here)
     }
+
+    /// What `ls -l` adds after the name of a file not on this device.
+    public static let notHereMark = " (not on this device)"
 }
 
 /// The terminal forms of listings. Output that is not a terminal keeps the stable forms of
@@ -44,6 +51,7 @@ public enum TerminalListing {
             let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
             let pad = String(repeating: " ", count: width - size.count)
             return "\(kind) \(pad)\(size) \(coreutilsDate(item.modified, now: now)) \(style.paint(terminalSafe(item.name), item.kind))"
+                + (item.here ? "" : ListedItem.notHereMark)
         }
     }
 

@@ -1,0 +1,149 @@
+import Foundation
+import Glibc
+import NarniaStore
+import NarniaSystem
+
+/// Runs the rclone binary (Debian package `rclone`) for `sync`: nothing secret is given to it,
+/// since every store file is encrypted already. It runs in its own process group, so that
+/// Ctrl-C reaches the shell, which then stops it; `panic` kills it like any helper.
+struct Rclone {
+    let path: String
+    /// Called with the bytes transferred so far by the running command.
+    var progress: ((UInt64) -> Void)?
+    /// Polled while rclone runs; true stops it.
+    var isCancelled: () -> Bool = { false }
+
+    /// The rclone binary from `PATH`.
+    /// - Throws: `CommandFailure` naming the package when it is missing.
+    static func find() throws -> Rclone {
+        guard let path = Job.which("rclone") else {
+            throw CommandFailure("rclone is not installed", hint: "install the Debian package: sudo apt-get install rclone")
+        }
+        return Rclone(path: path)
+    }
+
+    /// What one run gave.
+    struct Outcome {
+        var status: Int32
+        var output: [UInt8]
+        var errors: [String]
+        var cancelled: Bool
+    }
+
+    /// Runs `rclone ARGUMENTS` and collects its standard output; standard error is read line
+    /// by line for progress (JSON log lines) and kept for messages.
+    func run(_ arguments: [String]) throws -> Outcome {
+        let out = try Pipe(), err = try Pipe()
+        var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { if let fd = command.standardInput { close(fd) } }
+        command.standardOutput = out.writeEnd
+        command.standardError = err.writeEnd
+        let job = Job(takeTerminal: false)
+        do {
+            try job.start(command)
+        } catch let failure as SpawnFailure {
+            throw CommandFailure("cannot start rclone: \(String(cString: strerror(failure.code)))")
+        }
+        out.closeWrite()
+        err.closeWrite()
+        var outcome = Outcome(status: 0, output: [], errors: [], cancelled: false)
+        var pending: [UInt8] = []
+        var fds = [pollfd(fd: out.readEnd, events: Int16(POLLIN), revents: 0), pollfd(fd: err.readEnd, events: Int16(POLLIN), revents: 0)]
+        var open = 2
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while open > 0 {
+            if isCancelled() && !outcome.cancelled {
+                outcome.cancelled = true
+                job.kill()
+            }
+            let ready = poll(&fds, nfds_t(fds.count), 200)
+            if ready <= 0 { continue }
+            for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress!, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    fds[i].fd = -1
+                    open -= 1
+                    continue
+                }
+                if i == 0 {
+                    outcome.output += buffer[0..<n]
+                } else {
+                    pending += buffer[0..<n]
+                    while let newline = pending.firstIndex(of: 10) {
+                        let line = String(decoding: pending[..<newline], as: UTF8.self)
+                        pending.removeSubrange(...newline)
+                        take(line, into: &outcome)
+                    }
+                }
+            }
+        }
+        if !pending.isEmpty { take(String(decoding: pending, as: UTF8.self), into: &outcome) }
+        outcome.status = job.wait()
+        return outcome
+    }
+
+    /// A line rclone wrote to standard error: a progress report, or a message worth keeping.
+    private func take(_ line: String, into outcome: inout Outcome) {
+        if line.hasPrefix("{"), let data = line.data(using: .utf8),
+           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            if let stats = object["stats"] as? [String: Any], let bytes = stats["bytes"] as? NSNumber {
+                progress?(bytes.uint64Value)
+                return
+            }
+            if let level = object["level"] as? String, level == "error" || level == "critical", let message = object["msg"] as? String {
+                outcome.errors.append(message)
+            }
+            return
+        }
+        let text = line.trimmingCharacters(in: .whitespaces)
+        if !text.isEmpty { outcome.errors.append(text) }
+    }
+
+    /// The files of a remote (`rclone lsjson -R --files-only`) by path, with their sizes; an
+    /// empty list for a remote that does not exist yet.
+    func list(_ remote: String) throws -> [String: Int64] {
+        let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
+        if outcome.cancelled { throw Cancelled() }
+        if outcome.status == 3 { return [:] }   // rclone: directory not found
+        guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
+        guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
+            throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
+        }
+        var files: [String: Int64] = [:]
+        for entry in entries {
+            guard let path = entry["Path"] as? String, let size = entry["Size"] as? NSNumber else { continue }
+            files[path] = size.int64Value
+        }
+        return files
+    }
+
+    /// Copies the files named in `paths` (relative to `source`) to the same places under
+    /// `destination`, whatever is there (`rclone copy --files-from … --no-check-dest`).
+    func copy(_ paths: [String], from source: String, to destination: String, listIn folder: String) throws -> Outcome {
+        let list = folder + "/files-\(UInt32.random(in: 0...UInt32.max))"
+        try FileDescriptor.open(list, .writeOnly, options: [.create, .exclusive]).writeAll(Array((paths.joined(separator: "\n") + "\n").utf8))
+        defer { try? FileSystem.unlink(list, missingOK: true) }
+        return try run(["copy", "--files-from-raw", list, "--no-check-dest", "--no-traverse", source, destination])
+    }
+
+    /// Copies one file to a path of another name (`rclone copyto`).
+    func copy(file source: String, to destination: String) throws -> Outcome {
+        try run(["copyto", "--no-check-dest", source, destination])
+    }
+
+    /// Deletes the files named in `paths` under `remote` (`rclone delete --files-from`).
+    func delete(_ paths: [String], in remote: String, listIn folder: String) throws -> Outcome {
+        let list = folder + "/delete-\(UInt32.random(in: 0...UInt32.max))"
+        try FileDescriptor.open(list, .writeOnly, options: [.create, .exclusive]).writeAll(Array((paths.joined(separator: "\n") + "\n").utf8))
+        defer { try? FileSystem.unlink(list, missingOK: true) }
+        return try run(["delete", "--files-from-raw", list, remote])
+    }
+
+    /// The error for a failed run: what rclone said last.
+    func failure(_ what: String, _ outcome: Outcome) -> CommandFailure {
+        let said = outcome.errors.last.map { ": " + $0 } ?? ""
+        return CommandFailure("rclone could not \(what) (exit status \(outcome.status))\(said)")
+    }
+}

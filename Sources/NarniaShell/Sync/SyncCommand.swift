@@ -1,0 +1,109 @@
+import Glibc
+import NarniaStore
+import NarniaSystem
+
+/// `sync REMOTE`: exchanges the store with an rclone remote (`name:path` from the user's own
+/// `rclone config`, or a plain path), so that both hold every file of both. See `SyncPlan` for
+/// what moves; the remote is itself a store another device can open or sync with.
+enum SyncCommand {
+    static func run(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.count == 1, let remote = a.operands.first?.text, !remote.isEmpty else {
+            throw CommandFailure("needs one remote", hint: "usage: sync REMOTE  (an rclone remote name:path, or a folder)")
+        }
+        var rclone = try Rclone.find()
+        rclone.isCancelled = { Session.interruptRequested != 0 }
+        let vault = s.vault
+        let there = try rclone.list(remote)
+        let fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        let folder = try vault.makeReceivingFolder()
+        defer { vault.removeReceivingFolder(folder) }
+        let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
+        func watch(_ label: String) {
+            meter?.begin(item: label)
+            rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
+        }
+        var report = Report()
+
+        // 1. Fetch what is missing here; objects and key files are put in place before the
+        // journals that name them.
+        if !fetching.fetch.isEmpty {
+            watch("fetching")
+            let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
+            if outcome.cancelled { throw Cancelled() }
+            let suffix = conflictSuffix(vault)
+            for file in fetching.fetch {
+                switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: suffix) {
+                case .taken: report.received += 1
+                case .keptAsCopy:
+                    report.received += 1
+                    if !vault.isOwnOpenJournal(file) { report.forks.append(file) }
+                case .hereIsLonger: if file.kind == .journal { report.extendsThere.insert(file.path) }
+                case .incomplete: break
+                }
+            }
+            if outcome.status != 0 { return try finish(s, remote, report, rclone.failure("fetch from \(remote)", outcome)) }
+        }
+
+        // 2. Merge what arrived (this device acknowledges what others retired, and retires
+        // what the merge left unneeded), then send what the remote lacks: objects and key
+        // files, then journals, then the copies of forked journals; and delete retired files
+        // every device has heard of, on both sides.
+        report.change = try vault.reload()
+        let sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        let journals = sending.sendJournals + sending.fetch.filter { $0.kind == .journal && report.extendsThere.contains($0.path) }
+        for (batch, label) in [(sending.sendFirst, "sending"), (journals, "sending journals")] where !batch.isEmpty {
+            watch(label)
+            let outcome = try rclone.copy(batch.map(\.path), from: vault.directory, to: remote, listIn: folder)
+            if outcome.cancelled { throw Cancelled() }
+            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            report.sent += batch.count
+        }
+        for file in report.forks {
+            let outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: remote + "/" + file.path + conflictSuffix(vault))
+            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            report.sent += 1
+        }
+        for file in sending.deleteHere { vault.deleteRetired(file) }
+        if !sending.deleteThere.isEmpty {
+            let outcome = try rclone.delete(sending.deleteThere.map(\.path), in: remote, listIn: folder)
+            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
+        }
+        report.deleted = sending.deleteHere.count + sending.deleteThere.count
+        try finish(s, remote, report, nil)
+    }
+
+    /// Counts for the summary.
+    struct Report {
+        var sent = 0, received = 0, deleted = 0
+        /// Journals the remote has a shorter copy of, which the one here extends.
+        var extendsThere = Set<String>()
+        /// Journals that forked: kept here as a conflict copy, sent there as one too.
+        var forks: [SyncFile] = []
+        /// How the merge changed the tree.
+        var change: TreeChange?
+    }
+
+    /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
+    /// (both sides stay valid: files are whole or ignored, and a rerun finishes the job).
+    private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
+        let change = try report.change ?? s.vault.reload()
+        for warning in s.vault.warnings { s.warning("sync", warning) }
+        s.out.line("synced with \(remote): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
+        let added = change.added.sorted(by: utf8Order)
+        let shown = s.interactive ? Array(added.prefix(20)) : added
+        for path in shown { s.out.line("new: \(path)") }
+        if shown.count < added.count { s.out.line("… and \(added.count - shown.count) more new items") }
+        if change.removed > 0 { s.out.line(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
+        if let failure { throw failure }
+    }
+
+    /// The name a forked journal's copy gets: Syncthing's form, so that every reader knows it.
+    static func conflictSuffix(_ vault: Vault) -> String {
+        var t = time(nil)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let date = "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))"
+        return ".sync-conflict-\(date)-\(vault.device.hex.prefix(7).uppercased())"
+    }
+}

@@ -1,0 +1,80 @@
+import NarniaStore
+
+/// What `sync` does, worked out from the two listings (docs/FORMAT.md, "What sync engines may
+/// do to the store"): files are written once, so a side that lacks one gets it; an object or
+/// key file of the wrong length is incomplete and the right one replaces it; journals only
+/// grow, so one present on both sides at different lengths is fetched to compare; retired
+/// files are never copied, and are deleted on both sides once every device has heard.
+struct SyncPlan {
+    /// Files to fetch from the remote: objects and key files, then journals (taken in only if
+    /// they extend the copy here).
+    var fetch: [SyncFile] = []
+    /// Files to send: objects and key files first, journals after them.
+    var sendFirst: [SyncFile] = []
+    var sendJournals: [SyncFile] = []
+    /// Retired files to delete here and there.
+    var deleteHere: [SyncFile] = []
+    var deleteThere: [SyncFile] = []
+    /// Bytes to move each way.
+    var fetchBytes: Int64 = 0
+    var sendBytes: Int64 = 0
+
+    /// Which side's copy of a file that exists on both is right.
+    enum Verdict { case same, fetch, send, compare }
+
+    /// The plan. `here` holds this store's files with their sizes; `there` the remote's, by path.
+    static func make(here: [(SyncFile, Int64)], there: [String: Int64], vault: Vault) -> SyncPlan {
+        var plan = SyncPlan()
+        var hereByPath: [String: (SyncFile, Int64)] = [:]
+        for (file, size) in here { hereByPath[file.path] = (file, size) }
+        for (file, size) in here {
+            if vault.mayDelete(file) {
+                plan.deleteHere.append(file)
+                if there[file.path] != nil { plan.deleteThere.append(file) }
+                continue
+            }
+            guard let remote = there[file.path] else {
+                if !vault.isRetired(file) { plan.send(file, size) }
+                continue
+            }
+            switch verdict(file, here: size, there: remote, vault: vault) {
+            case .same: break
+            case .fetch: plan.fetch(file, remote)
+            case .send: plan.send(file, size)
+            case .compare: plan.fetch(file, remote)
+            }
+        }
+        for (path, size) in there where hereByPath[path] == nil {
+            guard let file = vault.syncFile(path) else { continue }
+            if vault.mayDelete(file) { plan.deleteThere.append(file); continue }
+            if !vault.isRetired(file) { plan.fetch(file, size) }
+        }
+        // Objects and key files before the journals that name them, both ways.
+        plan.fetch.sort { ($0.kind == .journal ? 1 : 0, $0.path) < ($1.kind == .journal ? 1 : 0, $1.path) }
+        return plan
+    }
+
+    static func verdict(_ file: SyncFile, here: Int64, there: Int64, vault: Vault) -> Verdict {
+        if here == there { return .same }
+        switch file.kind {
+        case .object, .keyFile:
+            if let expected = vault.expectedLength(of: file) {
+                if here == expected { return .send }
+                if there == expected { return .fetch }
+            }
+            return here > there ? .send : .fetch
+        case .journal:
+            return .compare
+        }
+    }
+
+    private mutating func send(_ file: SyncFile, _ size: Int64) {
+        if file.kind == .journal { sendJournals.append(file) } else { sendFirst.append(file) }
+        sendBytes += size
+    }
+
+    private mutating func fetch(_ file: SyncFile, _ size: Int64) {
+        fetch.append(file)
+        fetchBytes += size
+    }
+}

@@ -1,0 +1,204 @@
+import Glibc
+import NarniaSystem
+
+/// What a store file is, for `sync`.
+public enum SyncFileKind: Sendable, Equatable {
+    /// A key file: written once, copied where missing.
+    case keyFile
+    /// A journal: grows on its device only; copied only over a shorter copy it extends.
+    case journal
+    /// A content object or pack: written once; a copy of the wrong length is incomplete.
+    case object
+}
+
+/// One store file as `sync` sees it on either side.
+public struct SyncFile: Sendable, Equatable {
+    /// The path relative to the store.
+    public let path: String
+    public let id: Identifier
+    public let kind: SyncFileKind
+    /// True for a copy a sync engine made (`….sync-conflict-…`).
+    public let isCopy: Bool
+}
+
+/// The store's side of `sync` (docs/FORMAT.md, "What sync engines may do to the store"): which
+/// files are which, what they should hold, what is retired, and taking in what arrived. The
+/// transfers themselves are the shell's (it runs rclone).
+extension Vault {
+    /// Reads a path relative to a store (`<32 hex>` at the top, `<2 hex>/<32 or 30 hex>` in a
+    /// shard, each possibly with a conflict suffix); nil for anything else.
+    public func syncFile(_ path: String) -> SyncFile? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        if parts.count == 1, let (id, copy) = StoreName.identifier(in: path, digits: 32) {
+            return SyncFile(path: path, id: id, kind: .keyFile, isCopy: copy)
+        }
+        guard parts.count == 2, StoreName.isShardName(String(parts[0])) else { return nil }
+        let shard = String(parts[0]), name = String(parts[1])
+        if let (id, copy) = StoreName.identifier(in: name, digits: 32), id.hex.hasPrefix(shard) {
+            return SyncFile(path: path, id: id, kind: tags.withKeyOpen { tags.isJournal(id) } ? .journal : .object, isCopy: copy)
+        }
+        if let (id, copy) = StoreName.identifier(in: name, digits: 30, prefix: shard) {
+            return SyncFile(path: path, id: id, kind: .object, isCopy: copy)
+        }
+        return nil
+    }
+
+    /// The exact length a file must have, when the metadata says (objects items use, key
+    /// files); nil for journals and objects no record here names.
+    public func expectedLength(of file: SyncFile) -> Int64? {
+        switch file.kind {
+        case .keyFile: return Int64(KeyFile.length)
+        case .object: return state.objectUses[file.id]?.length
+        case .journal: return nil
+        }
+    }
+
+    /// True when the file is retired: it must not be copied to a side that lacks it.
+    public func isRetired(_ file: SyncFile) -> Bool {
+        state.retired[retiredFile(file)] != nil
+    }
+
+    /// True when the file is retired and every device has heard: it is deleted on both sides.
+    public func mayDelete(_ file: SyncFile) -> Bool {
+        state.mayDelete(retiredFile(file))
+    }
+
+    private func retiredFile(_ file: SyncFile) -> RetiredFile {
+        let kind: RetiredFile.Kind = file.kind == .keyFile ? .keyFile : (file.kind == .journal ? .journal : .object)
+        return RetiredFile(kind: kind, id: file.id)
+    }
+
+    /// True for the journal this device appends to (never replaced from elsewhere).
+    public func isOwnOpenJournal(_ file: SyncFile) -> Bool {
+        file.kind == .journal && journal?.id == file.id && !file.isCopy
+    }
+
+    /// Every store file present here, with its size.
+    public func localSyncFiles() throws -> [(SyncFile, Int64)] {
+        let fresh = try StoreInventory.scan(directory)
+        var out: [(SyncFile, Int64)] = []
+        var paths: [String] = []
+        for entry in fresh.keyFiles.values { paths += entry.all }
+        for entry in fresh.files.values { paths += entry.all }
+        for path in paths {
+            guard let file = syncFile(path), let st = try FileSystem.lstatIfExists(layout.root + "/" + path), st.isRegularFile else { continue }
+            out.append((file, Int64(st.st_size)))
+        }
+        return out
+    }
+
+    /// A new folder inside the store for files to arrive into, named with this device's tag
+    /// (an interrupted sync's folder is removed at the next open).
+    public func makeReceivingFolder() throws -> String {
+        let id = tags.withKeyOpen { tags.newSyncTemporary() }
+        let path = layout.root + "/" + id.hex
+        try FileSystem.makeDirectory(path)
+        inventory.folders.append(id)
+        return path
+    }
+
+    /// Removes a receiving folder and what is left in it.
+    public func removeReceivingFolder(_ path: String) {
+        FileSystem.removeTreeOfFiles(path)
+    }
+
+    /// What became of a received file.
+    public enum Received: Sendable, Equatable {
+        /// Put in place: none was here, or it replaces a copy it completes or extends.
+        case taken
+        /// Shorter than it must be (the transfer was cut): dropped, to be fetched again.
+        case incomplete
+        /// The copy here is whole already, or is a longer journal that extends the received
+        /// one (which the other side then needs).
+        case hereIsLonger
+        /// A journal that forks from the one here (neither begins with the other), or that
+        /// extends the journal this device appends to: kept beside it as a conflict copy, so
+        /// that both are read.
+        case keptAsCopy
+    }
+
+    /// Puts a received file (at `received`) in place as `file`: an object or key file where
+    /// none is, or over a copy shorter than it; a journal where none is, or over a copy that it
+    /// extends. `conflictSuffix` names the copy kept when neither extends the other.
+    public func acceptReceived(_ received: String, as file: SyncFile, conflictSuffix: String) throws -> Received {
+        guard let st = try FileSystem.lstatIfExists(received), st.isRegularFile else { return .incomplete }
+        let size = Int64(st.st_size)
+        if let expected = expectedLength(of: file), size != expected { return .incomplete }
+        let target = layout.root + "/" + file.path
+        if file.kind != .keyFile {
+            let shard = String(file.path.split(separator: "/").first ?? "")
+            try FileSystem.makeDirectory(layout.root + "/" + shard, existingOK: true)
+        }
+        if let here = try FileSystem.lstatIfExists(target) {
+            let local = Int64(here.st_size)
+            switch file.kind {
+            case .object, .keyFile:
+                if local >= size { return .hereIsLonger }
+            case .journal:
+                if local >= size {
+                    return try Self.isPrefix(received, of: target, length: size) ? .hereIsLonger : keepAsCopy(received, target + conflictSuffix)
+                }
+                let extends = try Self.isPrefix(target, of: received, length: local)
+                if isOwnOpenJournal(file) || !extends { return try keepAsCopy(received, target + conflictSuffix) }
+            }
+        }
+        try FileSystem.rename(received, target)
+        return .taken
+    }
+
+    private func keepAsCopy(_ received: String, _ copy: String) throws -> Received {
+        try FileSystem.rename(received, copy)
+        return .keptAsCopy
+    }
+
+    /// True when the first `length` bytes of `path` and of `longer` are the same.
+    static func isPrefix(_ path: String, of longer: String, length: Int64) throws -> Bool {
+        let a = try FileDescriptor.open(path, .readOnly, options: .noFollow), b = try FileDescriptor.open(longer, .readOnly, options: .noFollow)
+        var done: Int64 = 0
+        var x = [UInt8](repeating: 0, count: 1 << 16), y = x
+        while done < length {
+            let n = Int(min(Int64(x.count), length - done))
+            let ra = try x.withUnsafeMutableBytes { try a.preadFully(into: $0.baseAddress!, count: n, offset: done) }
+            let rb = try y.withUnsafeMutableBytes { try b.preadFully(into: $0.baseAddress!, count: n, offset: done) }
+            guard ra == n, rb == n, x[0..<n] == y[0..<n] else { return false }
+            done += Int64(n)
+        }
+        return true
+    }
+
+    /// Deletes a retired file here (its copies included) once every device has heard.
+    public func deleteRetired(_ file: SyncFile) {
+        guard mayDelete(file), !isOwnOpenJournal(file) else { return }
+        try? FileSystem.unlink(layout.root + "/" + file.path, missingOK: true)
+    }
+
+    /// Reads every journal present again and merges them, as opening does (after a sync
+    /// brought files): returns how the tree changed.
+    public func reload() throws -> TreeChange {
+        let before = view.items
+        let savedWarnings = warnings
+        keys.removeAll()
+        state = MergeState(keys: keys, device: device)
+        journals = [:]
+        journal = nil
+        ownRecordsMayBeLost = false
+        keepOwnObjectsAtNextWrite = false
+        newlyFoundCuts = []
+        inventory = try StoreInventory.scan(directory)
+        try load()
+        try tidy(atOpen: false)
+        generation += 1
+        warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
+        let after = view.items
+        return TreeChange(added: after.keys.filter { before[$0] == nil }.compactMap { path(of: $0) },
+                          removed: before.keys.filter { after[$0] == nil }.count)
+    }
+}
+
+/// How a reload changed the tree.
+public struct TreeChange: Sendable {
+    /// Paths of items that appeared.
+    public let added: [String]
+    /// How many items went.
+    public let removed: Int
+}
