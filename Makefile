@@ -9,9 +9,9 @@ FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
 # Debian packages: the libraries we link, and what the tests and benchmarks drive.
 BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
 # Optional at run time: the viewers `open` and the grid use (the shell says what is missing).
-RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils
+RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils rclone
 # Viewers the tests drive for real, and the tools that make the test corpus.
-TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples
+TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples rclone syncthing
 BENCH_PACKAGES = age time file
 
 SWIFT_FLAGS ?=

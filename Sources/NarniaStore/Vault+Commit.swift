@@ -139,13 +139,19 @@ extension Vault {
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
                 if file.kind == .journal { journals[file.id] = nil }
             case .keyFile:
-                guard file.id != keyFileID || files == nil, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
+                // Never the last key file that opens the vault here.
+                guard !liveKeyFiles.isEmpty, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
             }
         }
     }
 
     // MARK: Key files
+
+    /// The key files present that are not retired.
+    var liveKeyFiles: [Identifier] {
+        inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }
+    }
 
     /// Writes the key file `id` wrapping the master key under `kek`. It appears whole or not
     /// at all: written unnamed (`O_TMPFILE`), synced, then linked in; where the file system

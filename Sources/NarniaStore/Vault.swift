@@ -182,9 +182,14 @@ public final class Vault {
                               salt: unlocked.salt, parameters: unlocked.parameters)
         } else if vault.state.retired[RetiredFile(kind: .keyFile, id: unlocked.id)] != nil {
             // A key file that passwd retired, carried back by a sync engine or a backup: its
-            // old passphrase must not let anyone in.
-            vault.deleteRetiredFiles()
-            throw VaultError.wrongPassphrase
+            // old passphrase must not let anyone in while the key file that replaced it is here.
+            // Until that one arrives (a sync in progress) the old passphrase still opens this
+            // copy, with a warning.
+            guard vault.liveKeyFiles.isEmpty else {
+                vault.deleteRetiredFiles()
+                throw VaultError.wrongPassphrase
+            }
+            vault.warnings.append("this passphrase was changed on another device, whose new key file has not arrived yet; once it has, only the new passphrase opens the vault")
         }
         try vault.tidy()
         return vault
