@@ -31,6 +31,7 @@ extension Vault {
             }
         }
         guard !journals.isEmpty || upgrading else {
+            if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.damaged(empty) }
             throw MetadataError.damaged("no journal is present; if the store is still arriving through a sync, wait for it")
         }
         computeKnowledge()

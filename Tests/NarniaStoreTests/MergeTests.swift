@@ -1,0 +1,450 @@
+import Foundation
+import XCTest
+import NarniaCrypto
+import NarniaSystem
+@testable import NarniaStore
+
+/// The merge rules of docs/FORMAT.md ("Merging"), on real stores: copies of one store at
+/// different paths are different devices; files are delivered between them as a sync engine
+/// would (a file missing on one side is copied, a journal is copied over a shorter copy).
+final class MergeTests: XCTestCase {
+    var root: String!
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "narnia-merge-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    static func secret(_ s: String) throws -> Secret { try Array(s.utf8).withUnsafeBytes { try Secret(copying: $0) } }
+
+    /// Device directories made from one store.
+    func devices(_ names: [String], setUp: (Vault) throws -> Void = { _ in }) throws -> [String] {
+        let first = root + "/" + names[0]
+        do {
+            let vault = try Vault.create(at: first, passphrase: Self.secret("pw"), parameters: .insecureTestOnly)
+            try setUp(vault)
+        }
+        for name in names.dropFirst() { try FileManager.default.copyItem(atPath: first, toPath: root + "/" + name) }
+        return names.map { root + "/" + $0 }
+    }
+
+    func open(_ dir: String) throws -> Vault { try Vault.open(at: dir, passphrase: Self.secret("pw")) }
+
+    /// Copies every store file of `from` that `to` lacks, and every journal over a shorter copy
+    /// (files never change otherwise), as Syncthing would.
+    func deliver(_ from: String, _ to: String) throws {
+        let fm = FileManager.default
+        for rel in try fm.subpathsOfDirectory(atPath: from) {
+            var isDir: ObjCBool = false
+            fm.fileExists(atPath: from + "/" + rel, isDirectory: &isDir)
+            if isDir.boolValue {
+                try? fm.createDirectory(atPath: to + "/" + rel, withIntermediateDirectories: true)
+                continue
+            }
+            let source = try Data(contentsOf: URL(fileURLWithPath: from + "/" + rel))
+            if let existing = fm.contents(atPath: to + "/" + rel), existing.count >= source.count { continue }
+            try source.write(to: URL(fileURLWithPath: to + "/" + rel))
+        }
+    }
+
+    func syncAll(_ dirs: [String]) throws {
+        for a in dirs { for b in dirs where a != b { try deliver(a, b) } }
+    }
+
+    /// The tree as lines `PATH KIND SIZE`, sorted: what two devices must agree on.
+    func tree(_ vault: Vault) -> [String] {
+        vault.items.values.map { "\(vault.path(of: $0.id)) \($0.kind.name) \($0.size)" }.sorted()
+    }
+
+    func importFile(_ vault: Vault, _ name: String, _ bytes: [UInt8], in folder: Identifier = .root) throws -> Item {
+        let batch = ImportBatch.begin(in: vault)
+        var offset = 0
+        let item = try batch.addFile(named: name, in: folder, sizeHint: UInt64(bytes.count), source: { p, max in
+            let n = min(max, bytes.count - offset)
+            bytes.withUnsafeBytes { if n > 0 { p.copyMemory(from: $0.baseAddress! + offset, byteCount: n) } }
+            offset += n
+            return n
+        }, classify: { _ in ("application/octet-stream", .other) })
+        try batch.commit()
+        return try XCTUnwrap(vault.item(item.id))
+    }
+
+    func read(_ vault: Vault, _ path: String) throws -> [UInt8] {
+        var id = Identifier.root
+        for name in path.split(separator: "/") { id = try XCTUnwrap(vault.child(named: String(name), in: id), path).id }
+        final class Sink: @unchecked Sendable { var bytes: [UInt8] = [] }
+        let sink = Sink()
+        try vault.readContent(of: try XCTUnwrap(vault.item(id))) { p, n in sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n)) }
+        return sink.bytes
+    }
+
+    func folder(_ vault: Vault, _ path: String) throws -> Identifier {
+        var id = Identifier.root
+        for name in path.split(separator: "/") { id = try XCTUnwrap(vault.child(named: String(name), in: id), path).id }
+        return id
+    }
+
+    // MARK: The first loss of the many-devices issue
+
+    /// Imports on two devices, then a Syncthing-like merge in which the journal changed on
+    /// both sides (format 1's single journal would have kept one version): both files stay,
+    /// their objects stay, and verify passes on both.
+    func testImportsOnTwoDevicesBothSurvive() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do { _ = try importFile(try open(a), "fa.bin", [1, 2, 3]) }
+        do { _ = try importFile(try open(b), "fb.bin", [4, 5]) }
+        try syncAll([a, b])
+        let va = try open(a), vb = try open(b)
+        XCTAssertEqual(tree(va), ["/fa.bin other 3", "/fb.bin other 2"])
+        XCTAssertEqual(tree(va), tree(vb))
+        XCTAssertEqual(try read(vb, "fa.bin"), [1, 2, 3])
+        XCTAssertTrue(try va.verify().isWhole)
+        XCTAssertTrue(try vb.verify().isWhole)
+    }
+
+    /// An object whose journal has not arrived is never deleted: it may be another device's
+    /// import still on its way.
+    func testAnObjectWithoutItsJournalIsKept() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        let object: String
+        do {
+            let va = try open(a)
+            let item = try importFile(va, "f.bin", [7, 7, 7])
+            object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
+        }
+        try FileManager.default.createDirectory(atPath: (b + object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: a + object, toPath: b + object)
+        do { _ = try open(b) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: b + object))
+        try deliver(a, b)
+        XCTAssertEqual(try read(try open(b), "f.bin"), [7, 7, 7])
+    }
+
+    // MARK: The rules
+
+    func testRenameAndContentReplacementBothSurvive() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]) { v in
+            _ = try self.importFile(v, "a.txt", [1])
+            _ = try self.importFile(v, "c.txt", [3, 3, 3])
+        }; return (d[0], d[1]) }()
+        do {
+            let va = try open(a)
+            try va.move(try XCTUnwrap(va.child(named: "a.txt", in: .root)).id, to: .root, name: "b.txt")
+        }
+        do {
+            let vb = try open(b)
+            let c = try XCTUnwrap(vb.child(named: "c.txt", in: .root)), target = try XCTUnwrap(vb.child(named: "a.txt", in: .root))
+            try vb.copy(c.id, to: .root, name: "a.txt", replacing: target.id)
+        }
+        try syncAll([a, b])
+        let va = try open(a)
+        XCTAssertEqual(tree(va), ["/b.txt other 3", "/c.txt other 3"])
+        XCTAssertEqual(try read(va, "b.txt"), [3, 3, 3])
+        XCTAssertEqual(tree(try open(b)), tree(va))
+    }
+
+    func testFilesOfOneNameAreKeptAsConflictCopies() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do { _ = try importFile(try open(a), "IMG_1.jpg", [1]) }
+        let bName: String
+        do {
+            let vb = try open(b)
+            _ = try importFile(vb, "IMG_1.jpg", [2, 2])
+            try vb.renameDevice(to: "laptop")
+            bName = vb.thisDeviceName
+        }
+        try syncAll([a, b])
+        let va = try open(a)
+        let date = ItemName.utcDate(SystemClockForTests.now())
+        XCTAssertEqual(tree(va), ["/IMG_1 (conflict \(date) \(bName)).jpg other 2", "/IMG_1.jpg other 1"])
+        XCTAssertEqual(tree(try open(b)), tree(va))
+        // Removing the first gives the other its name back.
+        try va.remove(try XCTUnwrap(va.child(named: "IMG_1.jpg", in: .root)).id)
+        XCTAssertEqual(tree(va), ["/IMG_1.jpg other 2"])
+    }
+
+    func testFoldersOfOneNameMergeAndMoveTogether() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do {
+            let va = try open(a)
+            _ = try importFile(va, "x.bin", [1], in: try va.makeFolders(["photos", "2024"], in: .root))
+        }
+        do {
+            let vb = try open(b)
+            _ = try importFile(vb, "y.bin", [2], in: try vb.makeFolders(["photos", "2024"], in: .root))
+        }
+        try syncAll([a, b])
+        do {
+            let va = try open(a)
+            XCTAssertEqual(tree(va), ["/photos folder 0", "/photos/2024 folder 0", "/photos/2024/x.bin other 1", "/photos/2024/y.bin other 1"])
+            try va.move(try folder(va, "photos/2024"), to: .root, name: "2024")
+            XCTAssertEqual(tree(va), ["/2024 folder 0", "/2024/x.bin other 1", "/2024/y.bin other 1", "/photos folder 0"])
+        }
+        let va = try open(a)
+        XCTAssertEqual(tree(va), ["/2024 folder 0", "/2024/x.bin other 1", "/2024/y.bin other 1", "/photos folder 0"], "after a reopen too")
+        try syncAll([a, b])
+        XCTAssertEqual(tree(try open(b)), tree(va))
+    }
+
+    func testConcurrentMovesNeverFormACycle() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]) { v in
+            _ = try v.makeFolder(named: "x", in: .root)
+            _ = try v.makeFolder(named: "y", in: .root)
+        }; return (d[0], d[1]) }()
+        do { let va = try open(a); try va.move(try folder(va, "x"), to: try folder(va, "y"), name: "x") }
+        do { let vb = try open(b); try vb.move(try folder(vb, "y"), to: try folder(vb, "x"), name: "y") }
+        try syncAll([a, b])
+        let va = try open(a)
+        XCTAssertEqual(tree(va), ["/y folder 0", "/y/x folder 0"], "the later move (b's) is skipped: y stays where b saw it")
+        XCTAssertEqual(tree(try open(b)), tree(va))
+        XCTAssertEqual(try va.verify().notes.count, 1, "verify notes the skipped move")
+    }
+
+    func testRemovalWinsOverWhatTheRemoverKnewOnly() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]) { v in
+            let trip = try v.makeFolder(named: "trip", in: .root)
+            _ = try self.importFile(v, "old.jpg", [1], in: trip.id)
+            _ = try self.importFile(v, "moved.jpg", [2], in: trip.id)
+        }; return (d[0], d[1]) }()
+        do { let va = try open(a); try va.remove(try folder(va, "trip")) }
+        do {
+            let vb = try open(b)
+            _ = try importFile(vb, "new.jpg", [3], in: try folder(vb, "trip"))
+            try vb.move(try folder(vb, "trip/moved.jpg"), to: .root, name: "moved.jpg")
+        }
+        try syncAll([a, b])
+        let va = try open(a)
+        XCTAssertEqual(tree(va), ["/trip folder 0", "/trip/new.jpg other 1"],
+                       "what a knew (old.jpg, moved.jpg, even moved away) goes; b's new import survives, with its folder")
+        XCTAssertEqual(tree(try open(b)), tree(va))
+        XCTAssertTrue(try va.verify().isWhole)
+    }
+
+    func testRecordsWhoseFolderHasNotArrivedAreHeld() throws {
+        let d = try devices(["a", "b", "c"])
+        let (a, b, c) = (d[0], d[1], d[2])
+        do { _ = try open(a).makeFolder(named: "f", in: .root) }
+        try deliver(a, b)
+        do { let vb = try open(b); _ = try importFile(vb, "in-f.bin", [5], in: try folder(vb, "f")) }
+        // c gets b's journal and object, but not a's journal, which made the folder.
+        let aJournals = Set(try { () throws -> [String] in
+            let va = try open(a)
+            return va.journals.keys.map { String(va.layout.objectPath(for: $0).dropFirst(a.count)) }
+        }())
+        for rel in try FileManager.default.subpathsOfDirectory(atPath: b) where !aJournals.contains("/" + rel) {
+            var isDir: ObjCBool = false
+            FileManager.default.fileExists(atPath: b + "/" + rel, isDirectory: &isDir)
+            if isDir.boolValue { try? FileManager.default.createDirectory(atPath: c + "/" + rel, withIntermediateDirectories: true); continue }
+            if !FileManager.default.fileExists(atPath: c + "/" + rel) { try FileManager.default.copyItem(atPath: b + "/" + rel, toPath: c + "/" + rel) }
+        }
+        do {
+            let vc = try open(c)
+            XCTAssertEqual(tree(vc), [], "b's file waits for its folder; nothing fails")
+            XCTAssertTrue(try vc.verify().problems.contains { $0.contains("1 items wait for folders") })
+        }
+        try deliver(a, c)
+        XCTAssertEqual(tree(try open(c)), ["/f folder 0", "/f/in-f.bin other 1"])
+    }
+
+    func testSettingsTakeTheLatestChange() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do { try open(a).setSetting("hide-names", "on") }
+        do { try open(b).setSetting("hide-names", "off") }
+        try syncAll([a, b])
+        XCTAssertEqual(try open(a).settings["hide-names"], "off")
+        XCTAssertEqual(try open(b).settings["hide-names"], "off")
+    }
+
+    /// A journal read twice (its conflict copy beside it) changes nothing.
+    func testReplayIsIdempotent() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        let journal: String
+        do {
+            let va = try open(a)
+            _ = try importFile(va, "f.bin", [1, 2])
+            journal = va.journal!.path
+        }
+        try deliver(a, b)
+        let rel = String(journal.dropFirst(a.count))
+        try FileManager.default.copyItem(atPath: b + rel, toPath: b + rel + ".sync-conflict-20261201-073500-ABCDEFG")
+        try FileManager.default.copyItem(atPath: b + rel, toPath: b + rel + " (conflicted copy 2026-12-01)")
+        let vb = try open(b)
+        XCTAssertEqual(tree(vb), ["/f.bin other 2"])
+        XCTAssertEqual(try read(vb, "f.bin"), [1, 2])
+    }
+
+    // MARK: Deletion waits for every device
+
+    func testRetiredObjectWaitsForEveryDevice() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]) { v in _ = try self.importFile(v, "f.bin", [1, 2, 3]) }; return (d[0], d[1]) }()
+        do { _ = try open(b).makeFolder(named: "b-was-here", in: .root) }   // b becomes a known device
+        try syncAll([a, b])
+        let object: String
+        do {
+            let va = try open(a)
+            let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
+            object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
+            try va.remove(item.id)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: a + object), "b has not acknowledged the removal yet")
+            XCTAssertEqual(va.devices.first { !$0.isThisDevice }?.heldBytes, Int64(ContentFormat.objectLength(size: 3)))
+        }
+        try syncAll([a, b])
+        do { _ = try open(b) }   // b reads the removal and acknowledges it
+        try syncAll([a, b])
+        do { _ = try open(a) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a + object), "every device has heard: deleted")
+        do { _ = try open(b) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: b + object))
+        // A sync engine carrying it back: deleted again.
+        try FileManager.default.createDirectory(atPath: (a + object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: a + object, contents: Data([1]))
+        do { _ = try open(a) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a + object))
+    }
+
+    func testForgettingADeviceReleasesItsHold() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]) { v in _ = try self.importFile(v, "f.bin", [1]) }; return (d[0], d[1]) }()
+        do { _ = try open(b).makeFolder(named: "b", in: .root) }
+        try syncAll([a, b])
+        let va = try open(a)
+        let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
+        let object = va.objectPath(of: item.content!)!
+        try va.remove(item.id)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: object))
+        try va.forgetDevice(try XCTUnwrap(va.devices.first { !$0.isThisDevice }).id)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: object))
+    }
+
+    // MARK: The second loss: a journal cut short
+
+    func testACutOwnJournalIsReportedAndItsObjectsKept() throws {
+        let dir = try devices(["a"])[0]
+        var journal = ""
+        var objects: [String] = []
+        do {
+            let v = try open(dir)
+            for i in 0..<5 {
+                let item = try importFile(v, "f\(i)", [UInt8](repeating: UInt8(i), count: 100))
+                objects.append(v.objectPath(of: item.content!)!)
+            }
+            journal = v.journal!.path
+        }
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int)
+        try FileHandle(forWritingTo: URL(fileURLWithPath: journal)).truncate(atOffset: 300)
+        let v = try open(dir)
+        XCTAssertTrue(v.warnings.contains { $0.contains("ends in") && $0.contains("bytes that are not a whole record") }, "\(v.warnings)")
+        XCTAssertLessThan(v.itemCount, 5)
+        XCTAssertTrue(objects.allSatisfy { FileManager.default.fileExists(atPath: $0) }, "no object is deleted")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int, 300, "the evidence stays")
+        XCTAssertGreaterThan(size, 300)
+        XCTAssertFalse(try v.verify().isWhole, "verify does not say all intact")
+    }
+
+    func testAnEmptyOwnJournalIsNotAnEmptyVault() throws {
+        let dir = try devices(["a"])[0]
+        var journal = ""
+        var object = ""
+        do {
+            let v = try open(dir)
+            let item = try importFile(v, "f", [1, 2, 3])
+            object = v.objectPath(of: item.content!)!
+            journal = v.journal!.path
+        }
+        try Data().write(to: URL(fileURLWithPath: journal))
+        XCTAssertThrowsError(try open(dir), "the only journal is empty: refused") {
+            XCTAssertTrue("\($0)".contains("holds no whole record"), "\($0)")
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: object), "the object is kept")
+    }
+
+    func testAJournalThatIsALinkOrFIFOIsRefused() throws {
+        let dir = try devices(["a"])[0]
+        var journal = ""
+        do { let v = try open(dir); _ = try importFile(v, "f", [1]); journal = v.journal!.path }
+        let victim = root + "/victim.txt"
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.removeItem(atPath: journal)
+        try FileManager.default.createSymbolicLink(atPath: journal, withDestinationPath: victim)
+        XCTAssertThrowsError(try open(dir)) { XCTAssertTrue($0 is StoreFileError || $0 is SystemError, "\($0)") }
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "keep me")
+        try FileManager.default.removeItem(atPath: journal)
+        XCTAssertEqual(mkfifo(journal, 0o600), 0)
+        XCTAssertThrowsError(try open(dir))
+    }
+
+    // MARK: Compaction and the in-place view
+
+    func testCompactionKeepsWhatEveryDeviceSees() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do {
+            let va = try open(a)
+            let f = try va.makeFolder(named: "f", in: .root)
+            _ = try importFile(va, "one", [1], in: f.id)
+            try va.setSetting("k", "v")
+        }
+        try syncAll([a, b])
+        do { let vb = try open(b); _ = try importFile(vb, "two", [2]); try vb.remove(try folder(vb, "f")) }
+        try syncAll([a, b])
+        let before: [String]
+        do {
+            let va = try open(a)
+            _ = try importFile(va, "three", [3])
+            before = tree(va)
+            try va.compact()
+            XCTAssertEqual(tree(va), before)
+        }
+        try syncAll([a, b])
+        XCTAssertEqual(tree(try open(a)), before)
+        XCTAssertEqual(tree(try open(b)), before)
+        XCTAssertEqual(try open(b).settings["k"], "v")
+    }
+
+    /// The tree updated in place after each change equals the tree derived anew.
+    func testTheViewUpdatedInPlaceEqualsTheViewDerivedAnew() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do {
+            let vb = try open(b)
+            _ = try importFile(vb, "dup", [1], in: try vb.makeFolders(["m"], in: .root))
+        }
+        do {
+            let va = try open(a)
+            _ = try importFile(va, "dup", [2], in: try va.makeFolders(["m"], in: .root))
+        }
+        try syncAll([a, b])
+        let vault = try open(a)
+        var rng = SystemRandomNumberGenerator()
+        for step in 0..<120 {
+            let items = Array(vault.items.values)
+            let folders = [Identifier.root] + items.filter(\.isFolder).map(\.id)
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0: _ = try? vault.makeFolder(named: "d\(step)", in: folders.randomElement(using: &rng)!)
+            case 1: _ = try? importFile(vault, "f\(step % 7)", [UInt8(step)], in: folders.randomElement(using: &rng)!)
+            case 2:
+                if let item = items.randomElement(using: &rng) {
+                    try? vault.move(item.id, to: folders.randomElement(using: &rng)!, name: Bool.random() ? item.name : "r\(step)")
+                }
+            case 3: if let item = items.randomElement(using: &rng), Int.random(in: 0..<3, using: &rng) == 0 { try? vault.remove(item.id) }
+            default:
+                if let item = items.filter({ !$0.isFolder }).randomElement(using: &rng), let source = items.filter({ !$0.isFolder }).randomElement(using: &rng) {
+                    _ = try? vault.copy(source.id, to: item.parent, name: item.name, replacing: item.id)
+                }
+            }
+            let inPlace = tree(vault)
+            vault.rebuildView()
+            XCTAssertEqual(inPlace, tree(vault), "step \(step)")
+        }
+    }
+}
+
+/// The wall clock, for the dates of conflict names.
+enum SystemClockForTests {
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
