@@ -20,7 +20,13 @@ extension Vault {
     /// device has none yet. Deletes what the record retires once every device has heard.
     func commit(_ operations: [Operation], view update: ViewUpdate, startsSnapshot: Bool = false) throws {
         var ops = operations
-        if journal == nil { ops = try startJournal(previousSeq: lastSeq, snapshot: startsSnapshot) + ops }
+        if journal == nil {
+            // One value per register in a record: a name given now replaces the default.
+            let naming = ops.contains { if case .deviceName = $0 { true } else { false } }
+            ops = try startJournal(previousSeq: lastSeq, snapshot: startsSnapshot).filter { op in
+                if case .deviceName = op { !naming } else { true }
+            } + ops
+        }
         if keepOwnObjectsAtNextWrite {
             let unnamed = ownUnnamedObjects
             if !unnamed.isEmpty { ops.append(.keep(unnamed)) }

@@ -1,0 +1,236 @@
+"""Many devices, one vault: the two silent losses of format 1, as regression tests.
+
+1. Copies of one store changed on two devices and merged the way Syncthing merges folders
+   lost one device's import (its object deleted as a leftover, `verify` all intact).
+2. A journal cut short (or emptied, or replaced by a FIFO or a link) opened as an older or
+   empty vault, deleted the objects of the dropped items and truncated the evidence.
+
+And what a device sees of another: `devices`, `(not on this device)`, `"here": false`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import Narnia, q
+
+
+def device(n: Narnia, path: Path) -> Narnia:
+    """Another device: a copy of n's store at `path` (a copy at another path is another device),
+    named after the path by its first record (which starts its journal)."""
+    shutil.copytree(n.vault, path, symlinks=True)
+    os.chmod(path, 0o700)
+    d = Narnia(n.binary, path.parent / (path.name + "-work"))
+    d.vault = path
+    d.ok(f"devices name {path.name}")
+    return d
+
+
+def syncthing_merge(a: Path, b: Path):
+    """Merges two folders as Syncthing does: files only one side has are copied across; a file
+    both have with different content keeps the newer (by mtime) under its name and the other as
+    NAME.sync-conflict-20261201-073500-ABCDEFG."""
+    for src, dst in ((a, b), (b, a)):
+        for p in sorted(src.rglob("*")):
+            rel = p.relative_to(src)
+            target = dst / rel
+            if p.is_dir():
+                target.mkdir(exist_ok=True)
+            elif not target.exists():
+                shutil.copy2(p, target)
+            elif target.read_bytes() != p.read_bytes():
+                newer, older = (p, target) if p.stat().st_mtime_ns > target.stat().st_mtime_ns else (target, p)
+                data_newer, data_older = newer.read_bytes(), older.read_bytes()
+                for side in (a, b):
+                    (side / rel).write_bytes(data_newer)
+                    (side / rel).with_name(rel.name + ".sync-conflict-20261201-073500-ABCDEFG").write_bytes(data_older)
+
+
+def listing(n: Narnia) -> str:
+    return n.ok("ls -lR --json /").out
+
+
+def own_journal(n: Narnia, command: str) -> tuple[Path, list[int]]:
+    """Runs `command` and returns the file of this device's journal that grew, with its size."""
+    before = n.store().sizes()
+    n.ok(command)
+    after = n.store().sizes()
+    grown = [p for p in after if p in before and after[p] > before[p] and "/" in p]
+    new = [p for p in after if p not in before and "/" in p]
+    assert grown or new, "no journal grew"
+    rel = (grown or new)[0]
+    return n.vault / rel, after[rel]
+
+
+def test_imports_on_two_devices_both_survive_a_syncthing_merge(narnia, host):
+    narnia.init()
+    narnia.ok("mkdir /shared")
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    (host / "fa.bin").write_bytes(os.urandom(5000))
+    (host / "fb.bin").write_bytes(os.urandom(7000))
+    a.ok(f"import {q(str(host / 'fa.bin'))}")
+    b.ok(f"import {q(str(host / 'fb.bin'))}")
+    syncthing_merge(a.vault, b.vault)
+    assert not list(a.vault.rglob("*sync-conflict*")), "no store file was changed on two devices"
+    for d in (a, b):
+        names = sorted(d.ok("ls /").out_lines)
+        assert names == ["fa.bin", "fb.bin", "shared"], "both imports survive the merge" + d.c("ls /").describe()
+        assert d.ok(f"cat /fa.bin").outb == (host / "fa.bin").read_bytes()
+        assert d.ok(f"cat /fb.bin").outb == (host / "fb.bin").read_bytes()
+        v = d.c("verify")
+        assert v.rc == 0 and "all intact" in v.out, v.describe()
+    assert listing(a) == listing(b), "two devices holding the same files show the same tree"
+
+
+def test_an_object_whose_journal_has_not_arrived_is_never_deleted(narnia, host):
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    (host / "f.bin").write_bytes(os.urandom(3000))
+    before = set(a.store().sizes())
+    journal, _ = own_journal(a, f"import {q(str(host / 'f.bin'))}")
+    objects = [p for p in a.store().sizes() if p not in before and a.vault / p != journal]
+    assert len(objects) == 1
+    (b.vault / objects[0]).parent.mkdir(exist_ok=True)
+    shutil.copy2(a.vault / objects[0], b.vault / objects[0])
+    b.ok("ls /; verify")
+    assert (b.vault / objects[0]).exists(), "b deleted a's object whose journal had not arrived"
+    (b.vault / journal.relative_to(a.vault)).parent.mkdir(exist_ok=True)
+    shutil.copy2(journal, b.vault / journal.relative_to(a.vault))
+    assert b.ok("cat /f.bin").outb == (host / "f.bin").read_bytes()
+
+
+def test_an_item_whose_content_has_not_arrived_is_listed_not_here(narnia, host):
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    (host / "big.bin").write_bytes(os.urandom(200_000))
+    before = set(a.store().sizes())
+    journal, _ = own_journal(a, f"import {q(str(host / 'big.bin'))}")
+    (b.vault / journal.relative_to(a.vault)).parent.mkdir(exist_ok=True)
+    shutil.copy2(journal, b.vault / journal.relative_to(a.vault))   # the journal, not the object
+    r = b.ok("ls -l /")
+    assert re.search(r"big\.bin \(not on this device\)$", r.out, re.M), r.describe()
+    entry = json.loads(b.ok("ls --json /").out_lines[0])
+    assert entry["name"] == "big.bin" and entry["here"] is False
+    for cmd in ("cat /big.bin", f"export /big.bin {q(str(host / 'out.bin'))}"):
+        r = b.c(cmd)
+        assert r.rc == 1 and any("/big.bin: not yet on this device" in l for l in r.errors), r.describe()
+    assert not (host / "out.bin").exists()
+    v = b.c("verify")
+    assert v.rc == 1 and "narnia: error: verify: /big.bin: not yet on this device" in v.err_lines, v.describe()
+    b.ok("mkdir /other")   # nothing else fails
+    for p in a.store().sizes():
+        if p not in before:
+            (b.vault / p).parent.mkdir(exist_ok=True)
+            if not (b.vault / p).exists():
+                shutil.copy2(a.vault / p, b.vault / p)
+    assert b.ok("cat /big.bin").outb == (host / "big.bin").read_bytes()
+    assert json.loads(b.ok("ls --json /big.bin").out_lines[0])["here"] is True
+
+
+def test_devices_lists_every_device_that_wrote(narnia, host):
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    a.ok("mkdir /a; devices name laptop")
+    b.ok("mkdir /b")
+    syncthing_merge(a.vault, b.vault)
+    rows = [json.loads(l) for l in a.ok("devices --json").out_lines]
+    names = {r["name"] for r in rows}
+    assert {"laptop", "B"} <= names and len(rows) == 3, rows   # the one that made the store, a, b
+    assert [r["this_device"] for r in rows].count(True) == 1
+    assert next(r for r in rows if r["this_device"])["name"] == "laptop"
+    text = a.ok("devices").out_lines
+    assert any(l.endswith("(this device)") and "laptop" in l for l in text), text
+    r = a.c("devices forget nosuch")
+    assert r.rc == 1 and r.errors, r.describe()
+    other = next(r for r in rows if r["name"] == "B")
+    assert "forgot" in a.ok(f"devices forget {other['id'][:8]}").out
+    assert any(json.loads(l)["forgotten"] for l in a.ok("devices --json").out_lines)
+
+
+# -- The second loss: a journal cut short --------------------------------------------------
+
+
+def five_imports(n: Narnia, host: Path) -> tuple[Path, list[int], dict[str, bytes]]:
+    n.init()
+    files = {}
+    sizes = []
+    journal = None
+    for i in range(5):
+        f = host / f"f{i}.bin"
+        f.write_bytes(os.urandom(1000 + i))
+        files[f.name] = f.read_bytes()
+        journal, size = own_journal(n, f"import {q(str(f))}")
+        sizes.append(size)
+    return journal, sizes, files
+
+
+def test_a_journal_cut_mid_record_is_reported_and_nothing_is_deleted(narnia, host):
+    journal, sizes, files = five_imports(narnia, host)
+    store_before = set(narnia.store().sizes())
+    os.truncate(journal, 300)
+    r = narnia.c("verify")
+    assert r.rc == 1, "verify must not say all intact after a cut journal" + r.describe()
+    assert "all intact" not in r.out
+    assert any(re.match(r"narnia: warning: this device's journal \w+ ends in \d+ bytes that are not a whole record", l)
+               for l in r.err_lines), "opening must warn, naming the bytes" + r.describe()
+    assert journal.stat().st_size == 300, "the cut journal is evidence: never truncated further"
+    assert store_before <= set(narnia.store().sizes()), "no object was deleted"
+    r = narnia.c("ls /")
+    assert r.rc == 0 and len(r.out_lines) < 5
+    narnia.ok("mkdir /after")   # the vault goes on, in a new journal
+    assert "after" in narnia.ok("ls /").out_lines
+    assert store_before <= set(narnia.store().sizes()), "objects the lost records may name are kept"
+
+
+@pytest.mark.parametrize("replacement", ["empty", "fifo", "link-to-dev-null"])
+def test_a_journal_replaced_by_nothing_is_not_an_empty_vault(narnia, host, replacement):
+    journal, sizes, files = five_imports(narnia, host)
+    store_before = set(narnia.store().sizes())
+    journal.unlink()
+    if replacement == "empty":
+        journal.write_bytes(b"")
+    elif replacement == "fifo":
+        os.mkfifo(journal, 0o600)
+    else:
+        journal.symlink_to("/dev/null")
+    r = narnia.c("ls /", timeout=20)
+    assert r.rc != 0, f"a journal replaced by {replacement} must not open as an empty vault" + r.describe()
+    assert r.out == "" and r.errors, r.describe()
+    store_after = set(narnia.store().sizes()) if replacement == "empty" else set(narnia.store().sizes()) | {str(journal.relative_to(narnia.vault))}
+    assert store_before <= store_after, "nothing was deleted"
+
+
+def test_a_cut_at_a_record_boundary_is_an_undetectable_rollback(narnia, host):
+    """As FORMAT.md's rollback section says: a cut exactly at a record boundary of a one-device
+    vault cannot be told from an older state."""
+    journal, sizes, files = five_imports(narnia, host)
+    os.truncate(journal, sizes[2])
+    r = narnia.ok("ls /; verify")
+    assert r.out_lines[:3] == ["f0.bin", "f1.bin", "f2.bin"]
+
+
+def test_another_devices_cut_journal_is_only_read(narnia, host):
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    for i in range(3):
+        (host / f"g{i}").write_bytes(os.urandom(500))
+        journal, size = own_journal(a, f"import {q(str(host / f'g{i}'))}")
+    syncthing_merge(a.vault, b.vault)
+    copy = b.vault / journal.relative_to(a.vault)
+    os.truncate(copy, size - 7)
+    r = b.c("verify")
+    assert r.rc == 1 and any("the journal of device" in l and "not a whole record" in l for l in r.errors), r.describe()
+    assert copy.stat().st_size == size - 7, "another device's journal is never changed"
+    assert sorted(b.ok("ls /").out_lines) == ["g0", "g1"]
+    shutil.copy2(journal, copy)   # the rest arrives
+    assert sorted(b.ok("ls /; verify").out_lines)[:3] == ["g0", "g1", "g2"]
