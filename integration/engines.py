@@ -207,12 +207,10 @@ class Syncthing:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.request("POST", "/rest/system/shutdown", timeout=3)
-                self.proc.wait(10)
-            except Exception:
-                pass
-            if self.proc.poll() is None:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         if getattr(self, "log_handle", None):

@@ -32,7 +32,8 @@ public enum ItemName {
     /// Returns the NFC form of `raw` if it is a valid item name.
     /// - Throws: `NameError` saying which rule the name breaks.
     public static func validated(_ raw: String) throws -> String {
-        let name = raw.precomposedStringWithCanonicalMapping
+        // ASCII is its own NFC form, and most names are ASCII: skip Foundation's normalisation.
+        let name = raw.utf8.allSatisfy({ $0 < 0x80 }) ? raw : raw.precomposedStringWithCanonicalMapping
         if name.isEmpty { throw NameError.empty }
         if name == "." || name == ".." { throw NameError.dotOrDotDot }
         if name.utf8.contains(UInt8(ascii: "/")) { throw NameError.containsSlash }

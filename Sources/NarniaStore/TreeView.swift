@@ -52,6 +52,17 @@ struct TreeView {
         var index: [Identifier: Int] = [:]
         index.reserveCapacity(count)
         for (i, id) in ids.enumerated() { index[id] = i }
+        // The registers each step needs, by index, read once.
+        var isFolder = [Bool](repeating: false, count: count)
+        var placeStamps: [Stamp] = []
+        placeStamps.reserveCapacity(count)
+        var removed = [Bool](repeating: false, count: count)
+        for (i, id) in ids.enumerated() {
+            let record = state.items[id]!
+            isFolder[i] = record.isFolder
+            placeStamps.append(record.placeStamp)
+            removed[i] = state.tombstones.contains(id)
+        }
         let rootIndex = -1, missing = -2
         func parentIndex(_ place: Place) -> Int {
             place.parent == .root ? rootIndex : (index[place.parent] ?? missing)
@@ -65,7 +76,7 @@ struct TreeView {
             let cycles = findCycles(parent)
             if cycles.isEmpty { break }
             for cycle in cycles {
-                let latest = cycle.max { state.items[ids[$0]]!.placeStamp < state.items[ids[$1]]!.placeStamp }!
+                let latest = cycle.max { placeStamps[$0] < placeStamps[$1] }!
                 let record = state.items[ids[latest]]!
                 if fallbacks[latest] == 0, let from = record.from {
                     places[latest] = from
@@ -90,7 +101,7 @@ struct TreeView {
                 path.append(i)
                 let p = parent[i]
                 if p == rootIndex { verdict = 1; break }
-                if p == missing || !state.items[ids[p]]!.isFolder { verdict = -1; break }
+                if p == missing || !isFolder[p] { verdict = -1; break }
                 i = p
             }
             for j in path { reach[j] = verdict }
@@ -100,7 +111,7 @@ struct TreeView {
         // Shown: reachable and not removed; a removed folder above a shown item is shown too.
         var shown = [Bool](repeating: false, count: count)
         var resurrected = [Bool](repeating: false, count: count)
-        for i in 0..<count where reach[i] == 1 && !state.tombstones.contains(ids[i]) { shown[i] = true }
+        for i in 0..<count where reach[i] == 1 && !removed[i] { shown[i] = true }
         for i in 0..<count where shown[i] && !resurrected[i] {
             var p = parent[i]
             while p >= 0 && !shown[p] {
@@ -113,6 +124,8 @@ struct TreeView {
 
         var childrenOf: [Int: [Int]] = [:]
         for i in 0..<count where shown[i] { childrenOf[parent[i], default: []].append(i) }
+        view.items.reserveCapacity(count)
+        view.children.reserveCapacity(childrenOf.count)
 
         // From the root down: merge folders of one name, give files in conflict their names.
         var queue: [(view: Identifier, members: [Int])] = [(.root, [rootIndex])]
@@ -125,7 +138,7 @@ struct TreeView {
             names.reserveCapacity(byName.count)
             var conflicts: [(index: Int, name: String)] = []
             func earlier(_ a: Int, _ b: Int) -> Bool {
-                let sa = state.items[ids[a]]!.placeStamp, sb = state.items[ids[b]]!.placeStamp
+                let sa = placeStamps[a], sb = placeStamps[b]
                 return sa != sb ? sa < sb : ids[a] < ids[b]
             }
             for (name, candidates) in byName {
@@ -133,14 +146,14 @@ struct TreeView {
                     let c = candidates[0]
                     names[name] = ids[c]
                     view.items[ids[c]] = item(ids[c], state, parent: folder, name: name)
-                    if state.items[ids[c]]!.isFolder { queue.append((ids[c], [c])) }
+                    if isFolder[c] { queue.append((ids[c], [c])) }
                     if resurrected[c] { view.irregular.formUnion([folder, ids[c]]) }
                     continue
                 }
                 view.irregular.insert(folder)
                 let sorted = candidates.sorted(by: earlier)
-                let folders = sorted.filter { state.items[ids[$0]]!.isFolder }
-                let files = sorted.filter { !state.items[ids[$0]]!.isFolder }
+                let folders = sorted.filter { isFolder[$0] }
+                let files = sorted.filter { !isFolder[$0] }
                 if let first = folders.first {
                     names[name] = ids[first]
                     view.items[ids[first]] = item(ids[first], state, parent: folder, name: name)
@@ -156,7 +169,7 @@ struct TreeView {
             }
             conflicts.sort { earlier($0.index, $1.index) }
             for (c, name) in conflicts {
-                let stamp = state.items[ids[c]]!.placeStamp
+                let stamp = placeStamps[c]
                 var shownName = ItemName.conflictCopy(name, date: stamp.wall, device: deviceName(stamp.device))
                 if names[shownName] != nil {
                     var n = 2

@@ -23,12 +23,21 @@ extension Vault {
     /// Reads every journal present and merges them, then derives the tree. A store with no
     /// journal is refused unless it is a format-1 store about to be upgraded.
     func load(upgrading: Bool = false) throws {
-        try tags.withKeyOpen {
-            for (id, entry) in inventory.files where !entry.legacy && tags.isJournal(id) {
-                for path in entry.all {
-                    try readJournal(id, path: path, isMain: path == entry.main)
-                }
-            }
+        // One key per file is added: keep the table open rather than change page protection
+        // twice per key (see `KeyTable`).
+        let hold = keys.holdOpen()
+        defer { withExtendedLifetime(hold) {} }
+        let journalFiles = tags.withKeyOpen {
+            inventory.files.filter { !$0.value.legacy && tags.isJournal($0.key) }
+        }
+        // About one item per 120 bytes of journal: size the table once.
+        let bytes = journalFiles.values.compactMap(\.main).reduce(0) { total, path in
+            let st = (try? FileSystem.lstatIfExists(layout.root + "/" + path)) ?? nil
+            return total + Int(st?.st_size ?? 0)
+        }
+        state.items.reserveCapacity(bytes / 120)
+        for (id, entry) in journalFiles {
+            for path in entry.all { try readJournal(id, path: path, isMain: path == entry.main) }
         }
         guard !journals.isEmpty || upgrading else {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.damaged(empty) }

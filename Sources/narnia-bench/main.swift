@@ -17,6 +17,8 @@ import NarniaStore
 //                                   beforehand), on all cores: the floor an import of SRC cannot beat
 //   scale WORK                      open time at 1,000 / 100,000 items; mkdir, mv, rm at 100 /
 //                                   100,000 items; ls and Tab completion in a folder of 10,000
+//   build VAULT N                   a vault (test KDF) of N items in folders of 100 (for the sync bench)
+//   devices WORK                    open of 100,000 items written by one device vs by three
 //
 // Never a test: timings belong here, side by side with the tools they are compared with.
 
@@ -158,6 +160,11 @@ func collectHeads(_ path: String, into heads: inout [[UInt8]]) {
 /// `perFolder - 1` tiny files each), committed a few thousand at a time as an import would.
 func buildVault(_ directory: String, items: Int, perFolder: Int = 100, wide: Int = 0) throws {
     let vault = try Vault.create(at: directory, passphrase: passphrase(), parameters: .insecureTestOnly)
+    try addItems(vault, items: items, perFolder: perFolder, wide: wide)
+}
+
+/// Adds `items` items to `vault` as `buildVault` does; folder names start at `firstFolder`.
+func addItems(_ vault: Vault, items: Int, perFolder: Int = 100, wide: Int = 0, firstFolder: Int = 0) throws {
     let batch = ImportBatch.begin(in: vault)
     var made = 0
     func tinyFile(_ name: String, in folder: Identifier) throws {
@@ -173,7 +180,7 @@ func buildVault(_ directory: String, items: Int, perFolder: Int = 100, wide: Int
         made += 1
         if batch.count >= 2000 { try batch.commit() }
     }
-    var folderIndex = 0
+    var folderIndex = firstFolder
     while made < items {
         let folder = try batch.addFolder(named: String(format4(folderIndex), prefix: "d"), in: .root)
         made += 1
@@ -289,6 +296,50 @@ func scale(work: String) throws {
     r.print()
 }
 
+// MARK: devices: the same vault written by one device and by three
+
+/// Open time (net of the key derivation) of a 100,000-item vault written by one device, and
+/// of one whose items three devices wrote a third each (copies of one store at three paths,
+/// whose files are then gathered into one, as a sync engine would).
+func devices(work: String) throws {
+    let n = 100_000
+    let one = work + "/one-device"
+    try buildVault(one, items: n)
+    let three = work + "/three-devices"
+    let parts = [work + "/part-a", work + "/part-b", work + "/part-c"]
+    _ = try Vault.create(at: parts[0], passphrase: passphrase(), parameters: .insecureTestOnly)
+    for (i, part) in parts.enumerated() {
+        if i > 0 { try copyTree(parts[0], part) }
+        let vault = try Vault.open(at: part, passphrase: passphrase())
+        try addItems(vault, items: i == 2 ? n - 2 * (n / 3) : n / 3, firstFolder: i * 1000)
+    }
+    for part in parts { try copyTree(part, three, keepExisting: true) }
+    let salt = (0..<PassphraseKey.saltLength).map { _ in UInt8.random(in: 0...255) }
+    var derive: [Double] = []
+    var opens: [String: [Double]] = [one: [], three: []]
+    for round in 0..<5 {
+        for dir in (round % 2 == 0 ? [one, three] : [three, one]) {
+            derive.append(try Measure.time { _ = try PassphraseKey.derive(passphrase: passphrase(), salt: salt, parameters: .insecureTestOnly) })
+            var vault: Vault?
+            let t = try Measure.time { vault = try Vault.open(at: dir, passphrase: passphrase()) }
+            guard vault!.itemCount == n else { fail("\(dir) holds \(vault!.itemCount) items, not \(n)") }
+            opens[dir]!.append(t)
+        }
+    }
+    let d = Measure.median(derive)
+    var r = Report()
+    r.add("one_device_ms", (Measure.median(opens[one]!) - d) * 1000)
+    r.add("three_devices_ms", (Measure.median(opens[three]!) - d) * 1000)
+    r.print()
+}
+
+/// Copies the store files of `source` into `destination` (made if missing), skipping files the
+/// destination has when `keepExisting`.
+func copyTree(_ source: String, _ destination: String, keepExisting: Bool = false) throws {
+    let status = Glibc.system("mkdir -p \(quoted(destination)) && chmod 700 \(quoted(destination)) && cp -r\(keepExisting ? "n" : "") \(quoted(source))/. \(quoted(destination))/")
+    if status != 0 { fail("copying \(source) failed") }
+}
+
 /// Puts /d0000/f0001.txt back after a round removed it.
 func restoreFile(_ vault: Vault) throws {
     guard let d = vault.child(named: "d0000", in: .root) else { fail("no /d0000") }
@@ -324,8 +375,12 @@ do {
         try classifyAlone(source: args[1])
     case ("scale", 2):
         try scale(work: args[1])
+    case ("build", 3):
+        try buildVault(args[1], items: Int(args[2]) ?? 0)
+    case ("devices", 2):
+        try devices(work: args[1])
     default:
-        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | classify SRC | scale WORK\n", stderr)
+        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | classify SRC | scale WORK | build VAULT N | devices WORK\n", stderr)
         exit(2)
     }
 } catch {

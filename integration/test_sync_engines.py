@@ -1,0 +1,641 @@
+"""Real sync engines carrying one store between devices (docs/FORMAT.md, "Devices", "Merging",
+"Retirement and acknowledgement", "What sync engines may do to the store").
+
+A device is one store directory on one machine, so two copies at different paths here are two
+devices. What is promised:
+
+- **Syncthing** (two real instances on 127.0.0.1) may carry a store whose devices change it at
+  the same time, even while one of them is killed -9 in the middle of an import: once the
+  folders are in sync, both devices list the same tree byte for byte, every file reads back
+  identical, and `verify` passes on both (conflict copies, if Syncthing made any, are read).
+- **`sync` with an rclone folder remote**: three devices taking turns converge on one tree;
+  the same folder made on two devices is one folder; a removal wins over a concurrent rename;
+  the object of a removed file is deleted on every side (the remote too) once every device has
+  synced twice, and not before every device has heard; the remote itself opens as the vault.
+- **`sync` with a network remote** (`rclone serve webdav` on 127.0.0.1, configured through
+  `RCLONE_CONFIG_*` variables in narnia's environment): two devices converge.
+- **An interrupted `sync`** (its rclone child killed -9 while sending, or narnia killed -9 while
+  receiving) leaves both sides opening with a consistent tree, nothing damaged and nothing
+  earlier lost; rerunning `sync` finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engines import (RcloneServer, Syncthing, SYNCTHING_TMP_PREFIXES, have, rclone_children,
+                     wait_connected, wait_in_sync)
+from harness import Narnia, Result, find_object, object_size, q
+
+MIB = 1048576
+IMPORTED_RE = re.compile(r"^imported (.+) -> (/.*)$")
+SYNCED_RE = re.compile(r"^synced with (.+): sent (\d+) files, received (\d+), deleted (\d+) retired$")
+HEX32 = re.compile(r"[0-9a-f]{32}")
+
+pytestmark = pytest.mark.skipif(not have("rclone"), reason="rclone is not installed (make test-deps)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Devices
+
+
+class Device:
+    """One device: a store directory with its own runner (HOME, XDG directories)."""
+
+    def __init__(self, name: str, n: Narnia):
+        self.name = name
+        self.n = n
+
+    @property
+    def vault(self) -> Path:
+        return self.n.vault
+
+    def c(self, commands: str, **kw) -> Result:
+        return self.n.c(commands, **kw)
+
+    def ok(self, commands: str, ctx: str = "", **kw) -> Result:
+        r = self.n.c(commands, **kw)
+        assert r.rc == 0, f"{commands!r} failed on device {self.name}{ctx}" + r.describe()
+        return r
+
+    def listing(self, ctx: str = "") -> str:
+        """`ls -lR --json /`, which must succeed."""
+        return self.ok("ls -lR --json /", ctx).out
+
+    def verify(self, ctx: str = "") -> Result:
+        r = self.n.c("verify")
+        assert r.rc == 0 and "all intact" in r.out, \
+            f"verify fails on device {self.name}{ctx}" + r.describe()
+        return r
+
+    def sync(self, remote: str, ctx: str = "", env: dict | None = None) -> Result:
+        r = self.n.c(f"sync {q(remote)}", env=env)
+        assert r.rc == 0, f"sync {remote} failed on device {self.name}{ctx}" + r.describe()
+        assert r.out_lines and SYNCED_RE.match(r.out_lines[0]), \
+            f"sync on {self.name} printed no summary line{ctx}" + r.describe()
+        return r
+
+
+def make_device(binary: Path, root: Path, name: str, source: Path, env: dict | None = None,
+                remote: str | None = None) -> Device:
+    """A new device: a copy of the store at `source` (cp -a), or of `remote` (rclone copy),
+    made mode 0700, with its own runner."""
+    n = Narnia(binary, root / f"device-{name}")
+    if remote is None:
+        subprocess.run(["cp", "-a", str(source), str(n.vault)], check=True)
+    else:
+        r = subprocess.run(["rclone", "copy", remote, str(n.vault)], env=env or n.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert r.returncode == 0, f"rclone copy {remote} {n.vault} failed:\n{r.stdout.decode(errors='replace')}"
+    os.chmod(n.vault, 0o700)
+    return Device(name, n)
+
+
+def tree(listing: str) -> dict[str, dict]:
+    items = {}
+    for line in listing.splitlines():
+        obj = json.loads(line)
+        items[obj["path"]] = obj
+    return items
+
+
+def assert_same_listings(devices: list[Device], ctx: str = "") -> dict[str, dict]:
+    """Every device lists the same tree byte for byte; the tree, parsed."""
+    listings = {d.name: d.listing(ctx) for d in devices}
+    first = devices[0].name
+    for name, text in listings.items():
+        if text != listings[first]:
+            a, b = tree(listings[first]), tree(text)
+            only_a = sorted(set(a) - set(b))
+            only_b = sorted(set(b) - set(a))
+            differ = sorted(p for p in set(a) & set(b) if a[p] != b[p])
+            pytest.fail(f"devices {first} and {name} list different trees{ctx}:\n"
+                        f"  only on {first}: {only_a[:10]}\n  only on {name}: {only_b[:10]}\n"
+                        f"  different: {[(a[p], b[p]) for p in differ[:5]]}")
+    return tree(listings[first])
+
+
+def assert_contents(dev: Device, expected: dict[str, bytes], ctx: str = "") -> None:
+    """Every vault path in `expected` reads back (cat) exactly its bytes on `dev`."""
+    paths = sorted(expected)
+    batch = dev.n.workdir / f"cat-{time.monotonic_ns()}"
+    batch.write_text("cat " + " ".join(q(p) for p in paths) + "\n")
+    r = dev.n("-b", str(batch), timeout=120)
+    batch.unlink()
+    assert r.rc == 0, f"cat of the imported files failed on device {dev.name}{ctx}" + r.describe()
+    pos = 0
+    for p in paths:
+        data = expected[p]
+        assert r.outb[pos:pos + len(data)] == data, \
+            f"{p} reads back wrong on device {dev.name}{ctx}"
+        pos += len(data)
+    assert pos == len(r.outb), f"cat gave {len(r.outb)} bytes, expected {pos} on {dev.name}{ctx}"
+
+
+def assert_all_here(items: dict[str, dict], ctx: str = "") -> None:
+    absent = sorted(p for p, o in items.items() if o["type"] == "file" and not o.get("here", True))
+    assert not absent, f"files still not on this device after the sync{ctx}: {absent[:10]}"
+
+
+def write_files(root: Path, rng: random.Random, spec: dict[str, int]) -> dict[str, bytes]:
+    """Writes files of the given sizes under root; relative path -> content."""
+    files = {}
+    for rel, size in spec.items():
+        data = rng.randbytes(size)
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        files[rel] = data
+    return files
+
+
+def store_files(root: Path) -> dict[str, tuple[int, int]]:
+    """The store's files that a sync engine carries: relative path -> (size, crc), without
+    Syncthing's marker and temporaries."""
+    out = {}
+    for p in sorted(Path(root).rglob("*")):
+        rel = str(p.relative_to(root))
+        if rel == ".stfolder" or rel.startswith(".stfolder/") or p.name.startswith(SYNCTHING_TMP_PREFIXES):
+            continue
+        if p.is_file():
+            data = p.read_bytes()
+            out[rel] = (len(data), hash(data))
+    return out
+
+
+def sides_differ(here: Path, there: Path, ignore: set[str] = frozenset()) -> str | None:
+    """What differs between two store folders (file paths and sizes), or None."""
+    def files(root):
+        return {rel: p.stat().st_size for p in Path(root).rglob("*")
+                if p.is_file() and (rel := str(p.relative_to(root))) not in ignore}
+    h, t = files(here), files(there)
+    if h == t:
+        return None
+    return (f"only here {sorted(set(h) - set(t))[:4]}, only there {sorted(set(t) - set(h))[:4]}, "
+            f"sizes here/there {[(p, h[p], t[p]) for p in sorted(h) if p in t and h[p] != t[p]][:4]}")
+
+
+def conflict_copies(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if "conflict" in p.name)
+
+
+class Background:
+    """A narnia process whose stdout lines are collected as they come."""
+
+    def __init__(self, dev: Device, commands: str, env: dict | None = None):
+        self.dev = dev
+        self.commands = commands
+        self.proc = subprocess.Popen(dev.n.argv(["-c", commands]), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     cwd=str(dev.n.workdir), env=env or dev.n.env)
+        self.lines: list[str] = []
+        self.err = b""
+        self.first_line = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self.err_reader.start()
+
+    def _read(self):
+        for raw in iter(self.proc.stdout.readline, b""):
+            self.lines.append(raw.decode("utf-8", "surrogateescape").rstrip("\n"))
+            self.first_line.set()
+
+    def _read_err(self):
+        self.err = self.proc.stderr.read()
+
+    def wait(self, timeout: float = 120) -> int:
+        rc = self.proc.wait(timeout)
+        self.reader.join(30)
+        self.err_reader.join(30)
+        return rc
+
+    def kill(self) -> bool:
+        """SIGKILL; whether the process had already finished by itself."""
+        finished = self.proc.poll() is not None
+        if not finished:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.wait(60)
+        return finished
+
+    def describe(self) -> str:
+        return (f"\n  device {self.dev.name}: {self.commands!r}\n  exit status: {self.proc.returncode}"
+                f"\n  stdout: {self.lines[:20]!r}\n  stderr: {self.err.decode(errors='replace')!r}")
+
+    def reported(self) -> set[str]:
+        return {m.group(2) for l in self.lines if (m := IMPORTED_RE.match(l))}
+
+
+@pytest.fixture
+def services():
+    """Things to stop when the test ends, whatever happens (Syncthing, rclone servers)."""
+    started = []
+    yield started
+    for s in reversed(started):
+        s.stop()
+
+
+def vault_files(host_root: Path, files: dict[str, bytes], vault_folder: str) -> dict[str, bytes]:
+    """Vault path -> content for host files imported as the folder `vault_folder`."""
+    return {f"{vault_folder}/{rel}": data for rel, data in files.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Syncthing
+
+
+@pytest.mark.skipif(not have("syncthing"), reason="syncthing is not installed (make test-deps)")
+def test_syncthing_carries_concurrent_imports_and_a_killed_one(narnia, tmp_path, services):
+    """Two devices of one store, each shared by its own Syncthing instance: imports on both at
+    the same time, and an import killed -9 on one of them while the other imports. Once the
+    folders are in sync both list the same tree, every imported file reads back identical on
+    both, every file is here, and verify passes on both (conflict copies included, if any)."""
+    rng = random.Random(11)
+    host = tmp_path / "host"
+    narnia.init()
+    a = Device("A", narnia)
+    base = write_files(host / "base", rng, {f"b{i}.bin": rng.randrange(100, 200_000) for i in range(6)})
+    a.ok(f"import {q(str(host / 'base'))}")
+    b = make_device(narnia.binary, tmp_path, "B", a.vault)
+    expected = vault_files(host, base, "/base")
+
+    sa, sb = Syncthing(tmp_path / "st-a", "st-a"), Syncthing(tmp_path / "st-b", "st-b")
+    sa.configure([sb], {"narnia": a.vault})
+    sb.configure([sa], {"narnia": b.vault})
+    services.extend([sa, sb])
+    sa.start()
+    sb.start()
+    instances = [sa, sb]
+    wait_connected(instances)
+
+    def stores_equal():
+        fa, fb = store_files(a.vault), store_files(b.vault)
+        if fa == fb:
+            return None
+        return (f"the store folders differ: only on A {sorted(set(fa) - set(fb))[:5]}, only on B "
+                f"{sorted(set(fb) - set(fa))[:5]}, different {[p for p in fa if p in fb and fa[p] != fb[p]][:5]}")
+
+    wait_in_sync(instances, "narnia", 60, also=stores_equal)
+
+    # 1. Imports on both devices at once, one file of each into one folder made on both.
+    fa1 = write_files(host / "a1", rng, {**{f"s{i:02d}.bin": rng.randrange(0, 50_000) for i in range(25)},
+                                         "big1.bin": 2 * MIB + 5, "big2.bin": 3 * MIB})
+    fb1 = write_files(host / "b1", rng, {**{f"t{i:02d}.bin": rng.randrange(0, 50_000) for i in range(25)},
+                                         "huge.bin": 5 * MIB + 1})
+    both_a = write_files(host / "both-a", rng, {"from-a.bin": 70_000})
+    both_b = write_files(host / "both-b", rng, {"from-b.bin": 80_000})
+    runs = [Background(a, f"import {q(str(host / 'a1'))}; mkdir -p /both/sub; cd /both/sub; "
+                          f"import {q(str(host / 'both-a' / 'from-a.bin'))}"),
+            Background(b, f"import {q(str(host / 'b1'))}; mkdir -p /both/sub; cd /both/sub; "
+                          f"import {q(str(host / 'both-b' / 'from-b.bin'))}")]
+    for run in runs:
+        assert run.wait() == 0, "a concurrent import failed" + run.describe()
+    expected.update(vault_files(host, fa1, "/a1"))
+    expected.update(vault_files(host, fb1, "/b1"))
+    expected["/both/sub/from-a.bin"] = both_a["from-a.bin"]
+    expected["/both/sub/from-b.bin"] = both_b["from-b.bin"]
+
+    # 2. A larger import on B, killed -9 just after its first commit, while A imports more.
+    big = write_files(host / "b-big", rng, {f"k{i:02d}.bin": 4 * MIB + i for i in range(20)})
+    fa2 = write_files(host / "a2", rng, {f"u{i:02d}.bin": rng.randrange(0, 300_000) for i in range(30)})
+    other = Background(a, f"import {q(str(host / 'a2'))}")
+    victim = Background(b, f"import {q(str(host / 'b-big'))}")
+    assert victim.first_line.wait(120), "the large import printed nothing" + victim.describe()
+    finished = victim.kill()
+    assert other.wait() == 0, "the import on A failed" + other.describe()
+    expected.update(vault_files(host, fa2, "/a2"))
+    reported = victim.reported()
+    print(f"large import on B: {len(reported)} of {len(big)} files reported before the kill"
+          f"{' (it had finished)' if finished else ''}")
+    ctx = f" (after kill -9 of an import on B that had reported {len(reported)} of {len(big)} files)"
+    # B's next open cleans up its own leftovers; Syncthing then carries that too.
+    b.ok("ls /", ctx)
+
+    wait_in_sync(instances, "narnia", 90, also=stores_equal)
+
+    items = assert_same_listings([a, b], ctx)
+    assert_all_here(items, ctx)
+    big_paths = {f"/b-big/{rel}": data for rel, data in big.items()}
+    missing = sorted(p for p in list(expected) + sorted(reported) if p not in items)
+    assert not missing, f"imported files missing after the sync{ctx}: {missing[:10]}"
+    present_big = {p: d for p, d in big_paths.items() if p in items}
+    strays = sorted(p for p, o in items.items()
+                    if o["type"] == "file" and p not in expected and p not in big_paths)
+    assert not strays, f"unexpected files in the synced tree{ctx}: {strays[:10]}"
+    both = sorted(p for p in items if p.startswith("/both"))
+    assert both == ["/both", "/both/sub", "/both/sub/from-a.bin", "/both/sub/from-b.bin"], \
+        f"the folder made on both devices is not one folder holding both files{ctx}: {both}"
+    for dev in (a, b):
+        assert_contents(dev, {**expected, **present_big}, ctx)
+        dev.verify(ctx)
+    copies = conflict_copies(a.vault) + conflict_copies(b.vault)
+    print(f"Syncthing conflict copies: {copies}")
+    # verify passed above with whatever copies there are; they must be copies of store files
+    for c in copies:
+        stem = Path(c).name.split(".sync-conflict-")[0]
+        assert HEX32.fullmatch(stem), f"a conflict copy of something that is not a store file: {c}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. rclone, a folder remote
+
+
+def test_rclone_folder_remote_three_devices_take_turns(narnia, tmp_path):
+    """Three devices take turns at `sync R` (R a plain folder) with changes in between: imports
+    on each, `mkdir -p` of one path on two devices, a rename on one device of a file that
+    another removes, and the removal of a large file whose object must stay wherever a device
+    has not heard yet and be deleted on every side once all devices have synced twice. At the
+    end all three and R itself (opened as a vault) list the same tree and verify."""
+    rng = random.Random(22)
+    host = tmp_path / "host"
+    remote = tmp_path / "R"
+    narnia.init()
+    a = Device("A", narnia)
+    docs = write_files(host / "docs", rng, {"r.txt": 3000, "keep.txt": 5000, "n.bin": 200_000})
+    a.ok(f"import {q(str(host / 'docs'))}")
+    doomed = write_files(host / "m", rng, {"doomed.bin": 3 * MIB + 17})
+    before = a.n.store().sizes()
+    a.ok(f"mkdir -p /m; cd /m; import {q(str(host / 'm' / 'doomed.bin'))}")
+    doomed_object = find_object(before, a.n.store().sizes(), object_size(3 * MIB + 17), "doomed.bin")
+    expected = {**vault_files(host, docs, "/docs")}
+
+    first = a.sync(str(remote))
+    assert int(SYNCED_RE.match(first.out_lines[0]).group(2)) > 0, "the first sync sent nothing" + first.describe()
+    b = make_device(narnia.binary, tmp_path, "B", None, remote=str(remote))
+    c = make_device(narnia.binary, tmp_path, "C", None, remote=str(remote))
+    devices = [a, b, c]
+    lags: list[str] = []
+
+    def synced(dev: Device, ctx: str) -> Result:
+        """dev syncs with R, which must succeed; then both sides hold the same store files
+        (a sync exchanges everything; recorded in `lags` and checked at the end)."""
+        r = dev.sync(str(remote), ctx)
+        # a retired file is never copied to a side that lacks it
+        lag = sides_differ(dev.vault, remote, ignore={doomed_object})
+        if lag:
+            lags.append(f"{dev.name}{ctx}: {lag}; it printed {r.out_lines[0]!r}")
+        return r
+
+    # Changes between turns.
+    fb = write_files(host / "fromB", rng, {f"b{i}.bin": rng.randrange(0, 100_000) for i in range(8)})
+    b.ok(f"import {q(str(host / 'fromB'))}")
+    deep_b = write_files(host / "deep-b", rng, {"b.txt": 1234})
+    deep_c = write_files(host / "deep-c", rng, {"c.txt": 4321})
+    b.ok(f"mkdir -p /common/deep; cd /common/deep; import {q(str(host / 'deep-b' / 'b.txt'))}")
+    synced(b, " (B's first turn)")
+    c.ok(f"mkdir -p /common/deep; cd /common/deep; import {q(str(host / 'deep-c' / 'c.txt'))}")
+    r = synced(c, " (C's first turn)")
+    assert "new: /fromB/b0.bin" in r.out_lines, \
+        "C's sync does not report the items B imported as new" + r.describe()
+    expected.update(vault_files(host, fb, "/fromB"))
+    expected["/common/deep/b.txt"] = deep_b["b.txt"]
+    expected["/common/deep/c.txt"] = deep_c["c.txt"]
+
+    # A renames /docs/r.txt while B (which has not seen the rename) removes it, and B removes
+    # the large file.
+    a.ok("mv /docs/r.txt /docs/renamed.txt")
+    b.ok("rm /docs/r.txt; rm /m/doomed.bin")
+    del expected["/docs/r.txt"]
+    fa = write_files(host / "fromA", rng, {f"a{i}.bin": rng.randrange(0, 100_000) for i in range(5)})
+    a.ok(f"import {q(str(host / 'fromA'))}")
+    expected.update(vault_files(host, fa, "/fromA"))
+
+    def holders():
+        return [name for name, root in (("A", a.vault), ("B", b.vault), ("C", c.vault), ("R", remote))
+                if (Path(root) / doomed_object).exists()]
+
+    assert holders() == ["A", "B", "C", "R"], \
+        (f"the removal on B deleted the object before the other devices heard of it (nothing "
+         f"another device may need is deleted): held by {holders()}")
+    for turn, dev in enumerate([b, a, c, b, a, c], 1):
+        r = synced(dev, f" (turn {turn} after the removal)")
+        if turn == 1:
+            assert holders() == ["A", "B", "C", "R"], \
+                (f"the removed file's object was deleted where a device that has not heard of the "
+                 f"removal still needs it: now held by {holders()}" + r.describe())
+    held_after_two = holders()
+
+    # the device that renamed it keeps no trace of the removed file
+    items = assert_same_listings(devices, " (after the turns)")
+    assert "/docs/renamed.txt" not in items and "/docs/r.txt" not in items, \
+        "a removal of a file must win over a concurrent rename on another device (FORMAT.md, Merging 3)"
+    assert "/m/doomed.bin" not in items, "the removed large file is still listed"
+    deep = sorted(p for p in items if p.startswith("/common"))
+    assert deep == ["/common", "/common/deep", "/common/deep/b.txt", "/common/deep/c.txt"], \
+        f"mkdir -p of one path on two devices must make one folder holding both files: {deep}"
+    files = sorted(p for p, o in items.items() if o["type"] == "file")
+    assert files == sorted(expected), f"the merged tree holds {files}, expected {sorted(expected)}"
+    assert_all_here(items)
+    for dev in devices:
+        assert_contents(dev, expected)
+        dev.verify()
+
+    # R itself is a store: opening it to look lists the same tree and adds nothing to it.
+    before = {str(p.relative_to(remote)): p.stat().st_size for p in remote.rglob("*") if p.is_file()}
+    r_dev = Device("R", Narnia(narnia.binary, tmp_path / "device-R"))
+    r_dev.n.vault = remote
+    os.chmod(remote, 0o700)
+    assert_same_listings([a, r_dev], " (the remote opened as a vault)")
+    r_dev.verify(" (the remote opened as a vault)")
+    after = {str(p.relative_to(remote)): p.stat().st_size for p in remote.rglob("*") if p.is_file()}
+    assert after == before, "opening the remote to look at it changed it (a device that has not written writes nothing)"
+
+    # Checked last, so that a failure here does not hide the ones above.
+    for dev in devices:
+        synced(dev, " (a third turn)")
+    held_after_three = holders()
+    problems = []
+    if lags:
+        problems.append("a sync that succeeded left the remote without what the device holds "
+                        "(a record the sync itself wrote, such as the acknowledgement of a "
+                        "retirement, goes out only with the next sync):\n    " + "\n    ".join(lags))
+    if held_after_two:
+        problems.append(f"the removed file's object {doomed_object} is still held by {held_after_two} "
+                        f"after every device has synced twice since the removal (after a third "
+                        f"turn: {held_after_three})")
+    assert not problems, "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. rclone, a network remote
+
+
+def test_rclone_webdav_remote(narnia, tmp_path, services):
+    """`rclone serve webdav` on 127.0.0.1 holds the remote, configured for narnia's rclone
+    through RCLONE_CONFIG_* variables: two devices exchange changes through NETR:store and end
+    with the same tree, verified; the served folder opens as the vault too."""
+    rng = random.Random(33)
+    host = tmp_path / "host"
+    served = tmp_path / "served"
+    served.mkdir()
+    server = RcloneServer("webdav", served, tmp_path)
+    services.append(server)
+    env = dict(narnia.env)
+    env.update({"RCLONE_CONFIG_NETR_TYPE": "webdav",
+                "RCLONE_CONFIG_NETR_URL": f"http://127.0.0.1:{server.port}",
+                "RCLONE_CONFIG_NETR_VENDOR": "other"})
+    remote = "NETR:store"
+    narnia.init()
+    a = Device("A", narnia)
+    f1 = write_files(host / "one", rng, {"a.bin": 100_000, "b.bin": 2 * MIB + 1, "c.txt": 10})
+    a.ok(f"import {q(str(host / 'one'))}")
+    a.sync(remote, " (A's first sync)", env=env)
+    b = make_device(narnia.binary, tmp_path, "B", None, env=env, remote=remote)
+    b.n.env = env
+    a.n.env = env
+    expected = vault_files(host, f1, "/one")
+
+    f2 = write_files(host / "two", rng, {"d.bin": 300_000, "e.bin": 1_500_000})
+    b.ok(f"import {q(str(host / 'two'))}; mkdir -p /x/y; mv /one/c.txt /x/y/c.txt")
+    f3 = write_files(host / "three", rng, {"f.bin": 50_000})
+    a.ok(f"import {q(str(host / 'three'))}; rm /one/a.bin")
+    expected.update(vault_files(host, f2, "/two"))
+    expected.update(vault_files(host, f3, "/three"))
+    expected["/x/y/c.txt"] = expected.pop("/one/c.txt")
+    del expected["/one/a.bin"]
+    for turn, dev in enumerate([b, a, b, a], 1):
+        dev.sync(remote, f" (turn {turn}){server.describe()}")
+    items = assert_same_listings([a, b], " (after exchanging through WebDAV)")
+    files = sorted(p for p, o in items.items() if o["type"] == "file")
+    assert files == sorted(expected), f"the merged tree holds {files}, expected {sorted(expected)}"
+    assert_all_here(items)
+    for dev in (a, b):
+        assert_contents(dev, expected)
+        dev.verify()
+    served_dev = Device("served", Narnia(narnia.binary, tmp_path / "device-served"))
+    served_dev.n.vault = served / "store"
+    os.chmod(served / "store", 0o700)
+    assert_same_listings([a, served_dev], " (the served folder opened as a vault)")
+    served_dev.verify(" (the served folder opened as a vault)")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Interrupted sync
+
+
+def running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie."""
+    try:
+        st = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2:].split()[0] not in ("Z", "X")
+
+
+def wait_for_rclone_copy(run: Background, source: str | None = None, destination: str | None = None,
+                         timeout: float = 60) -> tuple[int, list[str]]:
+    """The pid and argv of narnia's rclone child once it runs `copy` from `source` or to
+    `destination`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if run.proc.poll() is not None:
+            pytest.fail("sync finished before its rclone copy could be caught" + run.describe())
+        for pid, argv in rclone_children(run.proc.pid):
+            if "copy" in argv and (source is None or argv[-2] == source) \
+                    and (destination is None or argv[-1] == destination):
+                return pid, argv
+        time.sleep(0.02)
+    pytest.fail("no rclone copy child of narnia appeared" + run.describe())
+
+
+def test_interrupted_sync_is_finished_by_the_next(narnia, tmp_path):
+    """A sync that sends tens of MB (slowed by RCLONE_BWLIMIT) has its rclone child killed -9
+    mid-transfer: the sync fails, the device and the remote both still open with a consistent
+    tree (the remote lacks the new items, nothing earlier is lost, nothing is damaged) and a
+    third device syncing with the half-written remote is fine. Then narnia itself is killed -9
+    while receiving: its rclone child dies with it, the device opens without the receiving
+    folder and verifies. Rerunning sync finishes the job on every side."""
+    rng = random.Random(44)
+    host = tmp_path / "host"
+    remote = tmp_path / "R"
+    narnia.init()
+    a = Device("A", narnia)
+    early = write_files(host / "early", rng, {f"e{i}.bin": rng.randrange(0, 200_000) for i in range(10)})
+    a.ok(f"import {q(str(host / 'early'))}")
+    a.sync(str(remote))
+    b = make_device(narnia.binary, tmp_path, "B", None, remote=str(remote))
+    earlier = a.listing()
+    expected = vault_files(host, early, "/early")
+
+    large = write_files(host / "large", rng, {f"L{i}.bin": 8 * MIB + i for i in range(4)})
+    a.ok(f"import {q(str(host / 'large'))}")
+    expected_all = {**expected, **vault_files(host, large, "/large")}
+    full = a.listing()
+
+    # 1. The rclone child killed -9 while sending.
+    slow = dict(a.n.env, RCLONE_BWLIMIT="8M")
+    remote_before = {str(p.relative_to(remote)): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+    run = Background(a, f"sync {q(str(remote))}", env=slow)
+    pid, argv = wait_for_rclone_copy(run, destination=str(remote))
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+    rc = run.wait()
+    ctx = " (after the rclone child of a sending sync was killed -9)"
+    assert rc == 1, f"a sync whose rclone was killed must fail{ctx}" + run.describe()
+    err = run.err.decode(errors="replace")
+    assert "narnia: error: sync:" in err and "rclone" in err, \
+        f"the failed sync must say that rclone failed{ctx}" + run.describe()
+    for rel, data in remote_before.items():
+        p = remote / rel
+        assert p.exists() and p.read_bytes()[:len(data)] == data, \
+            f"a file the remote held before the interrupted sync was lost or changed: {rel}{ctx}"
+    assert a.listing(ctx) == full, f"the sending device's tree changed{ctx}"
+    a.verify(ctx)
+    r_dev = Device("R", Narnia(narnia.binary, tmp_path / "device-R"))
+    r_dev.n.vault = remote
+    os.chmod(remote, 0o700)
+    assert r_dev.listing(ctx) == earlier, \
+        f"the half-written remote must open with the tree it had before (no new item without its content){ctx}"
+    r_dev.verify(ctx)
+    b.sync(str(remote), ctx + " (B syncs with the half-written remote)")
+    assert b.listing(ctx) == earlier, f"B must see the earlier tree from the half-written remote{ctx}"
+    b.verify(ctx + " (B, after syncing with the half-written remote)")
+
+    # 2. The sync is finished by rerunning it.
+    a.sync(str(remote), " (rerun after the interrupted send)")
+    assert r_dev.listing() == full, "the remote lacks items after the rerun sync"
+    r_dev.verify(" (the remote after the rerun)")
+
+    # 3. narnia killed -9 while receiving the large files on B.
+    run = Background(b, f"sync {q(str(remote))}", env=dict(b.n.env, RCLONE_BWLIMIT="8M"))
+    pid, argv = wait_for_rclone_copy(run, source=str(remote))
+    time.sleep(1.0)
+    finished = run.kill()
+    assert not finished, "B's receiving sync finished before the kill: the test hit nothing" + run.describe()
+    deadline = time.monotonic() + 5
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = running(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "narnia's rclone child outlived narnia's kill -9 (it writes into the store unsupervised)"
+    ctx = " (after kill -9 of narnia while it received)"
+    listing = tree(b.listing(ctx))
+    for p, o in tree(earlier).items():
+        assert p in listing, f"{p}, there before the interrupted sync, is gone{ctx}"
+    present = {p: d for p, d in expected_all.items() if p in listing and listing[p].get("here", True)}
+    assert_contents(b, present, ctx)
+    b.verify(ctx)
+    leftovers = [p.name for p in b.vault.iterdir() if p.is_dir() and HEX32.fullmatch(p.name)]
+    assert not leftovers, f"the interrupted sync's receiving folder is still in the store after an open{ctx}: {leftovers}"
+
+    # 4. Rerun: everything everywhere.
+    b.sync(str(remote), " (rerun after the kill)")
+    a.sync(str(remote), " (A's last turn)")
+    items = assert_same_listings([a, b, r_dev], " (after the reruns)")
+    assert_all_here(items)
+    for dev in (a, b, r_dev):
+        assert_contents(dev, expected_all)
+        dev.verify(" (after the reruns)")
