@@ -12,7 +12,7 @@ BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
 RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils rclone
 # Viewers the tests drive for real, and the tools that make the test corpus.
 TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples rclone syncthing
-BENCH_PACKAGES = age time file
+BENCH_PACKAGES = age time file rclone
 
 SWIFT_FLAGS ?=
 RELEASE = .build/release/narnia

@@ -330,6 +330,75 @@ def scale(args, table):
     shutil.rmtree(f"{w}/scale")
 
 
+# MARK: several devices
+
+
+def devices_section(args, table):
+    w = args.work
+    log("devices: a vault of 100,000 items written by one device and by three (takes a while)")
+    os.makedirs(f"{w}/devices")
+    r = bench_json(args, "devices", f"{w}/devices")[0]
+    one, three = r["one_device_ms"], r["three_devices_ms"]
+    table.ratio("open 100,000 items from 3 devices vs from 1", three / one, 1.50, f"{three:.0f} ms / {one:.0f} ms")
+    shutil.rmtree(f"{w}/devices")
+
+
+def sync_section(args, table):
+    """`sync` to a local-path remote: a 1 GiB import against `rclone copy` of the same store
+    files, and nothing to do on a packed 100,000-item store against `rclone lsf -R` of both
+    trees; narnia's side is the whole binary minus `narnia -c pwd` (the unlock)."""
+    w = args.work
+    if not shutil.which("rclone"):
+        table.row("sync", "not measured: rclone is not installed", "-", "-")
+        return
+    big = f"{w}/big.bin"
+    if not os.path.exists(big):
+        log("writing a 1 GiB file of random bytes")
+        sh(f"head -c {GIB} /dev/urandom > {q(big)}")
+    vault = f"{w}/v-sync"
+    bench_json(args, "prepare", vault, "test")
+    cli = f"{q(args.narnia)} --vault {q(vault)} --passphrase-file {q(args.passfile)}"
+    sh(f"{cli} -c {q('import ' + q(big))} 2>/dev/null")
+    t = {"sync": [], "rclone copy": [], "unlock": []}
+    for r in range(args.rounds):
+        log(f"sync of a 1 GiB import, round {r + 1} of {args.rounds}")
+        for step in rotate(["sync", "rclone copy"], r):
+            settle()
+            out = f"{w}/remote-{step.replace(' ', '-')}-{r}"
+            if step == "sync":
+                t["unlock"].append(timed(f"{cli} -c pwd >/dev/null 2>&1"))
+                t["sync"].append(timed(f"{cli} -c {q('sync ' + q(out))} >/dev/null 2>&1"))
+            else:
+                t["rclone copy"].append(timed(f"rclone copy {q(vault)} {q(out)} 2>/dev/null"))
+            shutil.rmtree(out)
+    s, c, u = med(t["sync"]), med(t["rclone copy"]), med(t["unlock"])
+    table.ratio("sync of a 1 GiB import to a folder vs rclone copy", (s - u) / c, 1.30,
+                f"{s - u:.2f} s (net of {u:.2f} s unlock) / {c:.2f} s")
+    shutil.rmtree(vault)
+
+    log("sync with nothing to do: building a packed vault of 100,000 items")
+    vault = f"{w}/v-sync-100k"
+    remote = f"{w}/remote-100k"
+    bench_json(args, "build", vault, "100000")
+    cli = f"{q(args.narnia)} --vault {q(vault)} --passphrase-file {q(args.passfile)}"
+    sh(f"{cli} -c {q('sync ' + q(remote))} 2>/dev/null")
+    sh(f"{cli} -c {q('sync ' + q(remote))} 2>/dev/null")   # the acknowledgements settle
+    files = sum(len(f) for _, _, f in os.walk(vault))
+    t = {"sync": [], "lsf": [], "unlock": []}
+    for r in range(max(5, args.rounds)):
+        for step in rotate(["sync", "lsf"], r):
+            if step == "sync":
+                t["unlock"].append(timed(f"{cli} -c pwd >/dev/null 2>&1"))
+                t["sync"].append(timed(f"{cli} -c {q('sync ' + q(remote))} >/dev/null 2>&1"))
+            else:
+                t["lsf"].append(timed(f"rclone lsf -R {q(vault)} >/dev/null 2>&1 && rclone lsf -R {q(remote)} >/dev/null 2>&1"))
+    s, l, u = med(t["sync"]), med(t["lsf"]), med(t["unlock"])
+    table.ratio("sync, nothing to do, 100,000 packed items vs rclone lsf -R of both", (s - u) / l, 1.50,
+                f"{(s - u) * 1000:.0f} ms (net of {u * 1000:.0f} ms open) / {l * 1000:.0f} ms; {files} store files")
+    shutil.rmtree(vault)
+    shutil.rmtree(remote)
+
+
 # MARK: the door
 
 
@@ -423,7 +492,7 @@ def main():
     p.add_argument("--narnia", required=True)
     p.add_argument("--bench", required=True)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--only", default="big,small,scale,door")
+    p.add_argument("--only", default="big,small,scale,devices,sync,door")
     args = p.parse_args()
     args.passfile = f"{args.work}/passphrase"
     with open(args.passfile, "w") as f:
@@ -444,6 +513,10 @@ def main():
         small_files(args, table)
     if "scale" in only:
         scale(args, table)
+    if "devices" in only:
+        devices_section(args, table)
+    if "sync" in only:
+        sync_section(args, table)
     if "door" in only:
         door(args, table)
     cores = os.cpu_count()

@@ -6,6 +6,7 @@
 #   NARNIA_BENCH_BIN  the narnia-bench binary (same build): times the library in process
 #   BENCH_ROUNDS      interleaved rounds per comparison (default 3, at least 3 for the table)
 #   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end
+#   BENCH_ONLY        a comma-separated subset of big,small,scale,devices,sync,door
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,6 +17,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 need=""
 command -v age >/dev/null 2>&1 || need="$need age"
 command -v file >/dev/null 2>&1 || need="$need file"
+command -v rclone >/dev/null 2>&1 || need="$need rclone"
 [ -x /usr/bin/time ] || need="$need time"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 if [ -n "$need" ]; then
@@ -30,4 +32,4 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 python3 "$here/bench.py" --work "$work" --narnia "$NARNIA_BIN" --bench "$NARNIA_BENCH_BIN" \
-    --rounds "${BENCH_ROUNDS:-3}"
+    --rounds "${BENCH_ROUNDS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}

@@ -201,4 +201,9 @@ public struct TreeChange: Sendable {
     public let added: [String]
     /// How many items went.
     public let removed: Int
+
+    public init(added: [String], removed: Int) {
+        self.added = added
+        self.removed = removed
+    }
 }

@@ -17,7 +17,8 @@ import NarniaStore
 //                                   beforehand), on all cores: the floor an import of SRC cannot beat
 //   scale WORK                      open time at 1,000 / 100,000 items; mkdir, mv, rm at 100 /
 //                                   100,000 items; ls and Tab completion in a folder of 10,000
-//   build VAULT N                   a vault (test KDF) of N items in folders of 100 (for the sync bench)
+//   build VAULT N                   a vault (test KDF) of N small files in folders of 100, packed as an
+//                                   import packs them (for the sync bench)
 //   devices WORK                    open of 100,000 items written by one device vs by three
 //
 // Never a test: timings belong here, side by side with the tools they are compared with.
@@ -158,19 +159,20 @@ func collectHeads(_ path: String, into heads: inout [[UInt8]]) {
 
 /// Creates a vault (test KDF) holding `items` items: folders of `perFolder` (one folder and
 /// `perFolder - 1` tiny files each), committed a few thousand at a time as an import would.
-func buildVault(_ directory: String, items: Int, perFolder: Int = 100, wide: Int = 0) throws {
+func buildVault(_ directory: String, items: Int, perFolder: Int = 100, wide: Int = 0, packed: Bool = false) throws {
     let vault = try Vault.create(at: directory, passphrase: passphrase(), parameters: .insecureTestOnly)
-    try addItems(vault, items: items, perFolder: perFolder, wide: wide)
+    try addItems(vault, items: items, perFolder: perFolder, wide: wide, packed: packed)
 }
 
 /// Adds `items` items to `vault` as `buildVault` does; folder names start at `firstFolder`.
-func addItems(_ vault: Vault, items: Int, perFolder: Int = 100, wide: Int = 0, firstFolder: Int = 0) throws {
+/// With `packed`, the files say their size, so that they share packs as an import's do.
+func addItems(_ vault: Vault, items: Int, perFolder: Int = 100, wide: Int = 0, firstFolder: Int = 0, packed: Bool = false) throws {
     let batch = ImportBatch.begin(in: vault)
     var made = 0
     func tinyFile(_ name: String, in folder: Identifier) throws {
         var given = false
         let text = Array("item \(name)\n".utf8)
-        _ = try batch.addFile(named: name, in: folder, source: { p, n in
+        _ = try batch.addFile(named: name, in: folder, sizeHint: packed ? UInt64(text.count) : nil, source: { p, n in
             if given { return 0 }
             given = true
             let k = min(n, text.count)
@@ -376,7 +378,7 @@ do {
     case ("scale", 2):
         try scale(work: args[1])
     case ("build", 3):
-        try buildVault(args[1], items: Int(args[2]) ?? 0)
+        try buildVault(args[1], items: Int(args[2]) ?? 0, packed: true)
     case ("devices", 2):
         try devices(work: args[1])
     default:

@@ -48,8 +48,15 @@ enum SyncCommand {
         // what the merge left unneeded), then send what the remote lacks: objects and key
         // files, then journals, then the copies of forked journals; and delete retired files
         // every device has heard of, on both sides.
-        report.change = try vault.reload()
-        let sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        // Nothing arrived: the merge would change nothing, and the plan stands as it was.
+        let sending: SyncPlan
+        if report.received > 0 {
+            report.change = try vault.reload()
+            sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        } else {
+            report.change = TreeChange(added: [], removed: 0)
+            sending = fetching
+        }
         let journals = sending.sendJournals + sending.fetch.filter { $0.kind == .journal && report.extendsThere.contains($0.path) }
         for (batch, label) in [(sending.sendFirst, "sending"), (journals, "sending journals")] where !batch.isEmpty {
             watch(label)

@@ -1,0 +1,519 @@
+"""An independent model of Narnia's format-2 merge, written from docs/FORMAT.md only.
+
+It knows nothing of the bytes on disk: a *record* here is what one changing command of one
+device writes (one journal record), as a list of operations on abstract item identifiers, with a
+stamp. The vault a device shows is `merge(records it holds)`: a deterministic function of a set
+of records (FORMAT.md "Merging"). `test_model.py` drives the real binary and uses this module to
+say what every device must show.
+
+The rules modelled (FORMAT.md section in brackets):
+
+- Stamps ["The clock"]: every record carries one stamp. All devices of a test run on one machine
+  and one after another, so the hybrid clock orders stamps exactly as the commands were run; a
+  stamp here is a global sequence number, with the UTC date of the command and the device that
+  wrote it (for conflict names).
+- Registers ["Merging", the table]: an item exists from its `create`; its place (folder, name)
+  is the `create`/`move` with the greatest stamp; a file's content is the `create file`/`set
+  content` with the greatest stamp; removed items are the union of every `remove`; a setting is
+  the `set` with the greatest stamp; a device's name its `device name` with the greatest stamp;
+  retired key files a union.
+- Cycles [rule 2]: while the places form cycles, the latest move in each cycle is skipped: the
+  folder falls back to its move's `from` place, or to the root when that closes a cycle too.
+- Removal [rule 3]: a removed item is gone; a removed folder that still holds an item that is
+  not removed is shown again, with its name.
+- Held items [rule 6]: an item whose folder (or an ancestor) has no `create` here is not shown.
+- Folders of one name [rule 4] are one folder, under the identifier of the one placed first;
+  what a device then does to it applies to all of them (a move moves every one, a removal
+  lists every one), and what it puts into it goes into the first.
+- Files of one name [rule 5]: the one placed first keeps the name, a folder always does; every
+  other is shown as `STEM (conflict YYYY-MM-DD DEVICE).EXT` (date and device of its placing),
+  ` (2)`, ` (3)`… when that is still taken.
+
+And the commands' records, as documented (FORMAT.md, INTERFACE.md, narnia(1)): `mkdir -p` is
+one record creating the missing folders; `import` creates the items (keep-both numbering, `name
+(2).ext`, against the names the folder shows); `mv` writes a `move` (with `from`, the place the
+device saw) for each identifier of what it moves, keeping the shown name when moving into a
+folder; `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
+under the shown names; `cp -f` onto a file writes `set content` and keeps its identity; `rm -r`
+lists every item the device shows under what it removes; `passwd` retires every other key file
+present.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+
+ROOT = 0  # the root folder's identifier (it has no record)
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+
+
+def nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def name_key(name: str) -> bytes:
+    """Listings sort names by the byte order of their NFC UTF-8 form."""
+    return nfc(name).encode("utf-8")
+
+
+def split_extension(name: str) -> tuple[str, str]:
+    """Stem and extension (with its dot), as `ItemName.splitExtension`: a leading dot starts no
+    extension, `.tar.gz`-style double extensions stay together, a trailing dot is no extension."""
+    last = name.rfind(".")
+    if last <= 0:
+        return name, ""
+    dot = last
+    if name[last + 1:].lower() in ("gz", "bz2", "xz", "zst"):
+        prev = name.rfind(".", 0, last)
+        if prev > 0 and name[prev + 1:last].lower() == "tar":
+            dot = prev
+    if dot == len(name) - 1:
+        return name, ""
+    return name[:dot], name[dot:]
+
+
+def _fit(stem: str, suffix: str, ext: str) -> str:
+    while stem and len((stem + suffix + ext).encode()) > 255:
+        stem = stem[:-1]
+    return stem + suffix + ext
+
+
+def numbered(name: str, n: int) -> str:
+    """Keep-both numbering: `a.jpg` -> `a (2).jpg`, `notes` -> `notes (2)`."""
+    stem, ext = split_extension(name)
+    return _fit(stem, f" ({n})", ext)
+
+
+def conflict_name(name: str, date: str, device: str) -> str:
+    """`STEM (conflict YYYY-MM-DD DEVICE).EXT` (FORMAT.md, Merging rule 5)."""
+    stem, ext = split_extension(name)
+    return _fit(stem, f" (conflict {date} {device})", ext)
+
+
+def keep_both(name: str, taken) -> str:
+    """The first of `name`, `name (2)`, `name (3)`… that is not in `taken`."""
+    if name not in taken:
+        return name
+    n = 2
+    while numbered(name, n) in taken:
+        n += 1
+    return numbered(name, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class Content:
+    """A file's content value. `unit` names the content object(s) that hold it (the objects one
+    command wrote); `data` is what `cat` must give."""
+    unit: int
+    size: int
+    kind: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    seq: int        # global order of the commands (the hybrid clock, see module doc)
+    device: str     # the writing device (its test label)
+    date: str       # UTC date YYYY-MM-DD of the command
+
+    def __lt__(self, other):
+        return self.seq < other.seq
+
+
+# Operations (tuples):
+#   ("mkdir", id, parent, name)
+#   ("mkfile", id, parent, name, Content)
+#   ("move", id, parent, name, from_parent, from_name)
+#   ("setcontent", id, Content)
+#   ("remove", frozenset(ids))
+#   ("set", key, value)
+#   ("retire_keys", frozenset(key file names))
+#   ("devname", name)
+
+
+@dataclass(frozen=True)
+class Record:
+    stamp: Stamp
+    ops: tuple
+    command: str = ""  # the narnia command that wrote it (for failure reports)
+
+
+# ---------------------------------------------------------------------------------------------
+# The merged vault
+
+
+@dataclass
+class Place:
+    stamp: Stamp
+    parent: int
+    name: str
+    from_parent: int | None
+    from_name: str | None
+
+
+@dataclass
+class Node:
+    """One thing a device shows: a file, or a folder (possibly several merged folders)."""
+    path: str
+    name: str
+    type: str                       # "file" | "folder"
+    ids: tuple                      # identifiers, the first one placed first
+    parent: "Node | None" = None
+    children: list = field(default_factory=list)   # sorted by name bytes
+    content: Content | None = None  # files
+    ambiguous: bool = False         # folders: which identifier is first depends on identifiers
+    stored_name: str = ""           # files: the name in the records (before conflict naming)
+
+    @property
+    def is_folder(self) -> bool:
+        return self.type == "folder"
+
+    def child(self, name: str) -> "Node | None":
+        for c in self.children:
+            if c.name == name:
+                return c
+        return None
+
+    def walk(self):
+        """This node and everything under it, in `ls -R` order."""
+        yield self
+        for c in self.children:
+            if not c.is_folder:
+                yield c
+        # ls -R: a folder's entries, then each sub-folder in name order
+        for c in self.children:
+            if c.is_folder:
+                yield from c.walk()
+
+    def descendants(self):
+        for c in self.children:
+            yield c
+            if c.is_folder:
+                yield from c.descendants()
+
+
+@dataclass
+class View:
+    root: Node
+    by_path: dict
+    settings: dict
+    retired_keys: set
+    device_names: dict
+    place: dict                     # id -> Place (effective, after cycle breaking)
+    held: set                       # ids held (folder not arrived)
+
+    def listing(self):
+        """`ls -alR --json /` order: each folder's entries (sorted by name), then its
+        sub-folders' listings in the same order."""
+        out = []
+
+        def rec(folder: Node):
+            out.extend(folder.children)
+            for c in folder.children:
+                if c.is_folder:
+                    rec(c)
+        rec(self.root)
+        return out
+
+    def nodes(self):
+        return [n for n in self.by_path.values() if n.path != "/"]
+
+    def folders(self):
+        return [n for n in self.by_path.values() if n.is_folder]
+
+    def files(self):
+        return [n for n in self.by_path.values() if not n.is_folder]
+
+
+def merge(records) -> View:
+    """The vault that a device holding exactly `records` shows (FORMAT.md "Merging")."""
+    created: dict[int, tuple[Stamp, str]] = {}
+    place: dict[int, Place] = {}
+    content: dict[int, tuple[Stamp, Content]] = {}
+    removed: set[int] = set()
+    settings: dict[str, tuple[Stamp, str]] = {}
+    retired_keys: set[str] = set()
+    devnames: dict[str, tuple[Stamp, str]] = {}
+
+    def set_place(i, p: Place):
+        if i not in place or place[i].stamp < p.stamp:
+            place[i] = p
+
+    for r in records:
+        s = r.stamp
+        for op in r.ops:
+            kind = op[0]
+            if kind in ("mkdir", "mkfile"):
+                _, i, parent, name = op[:4]
+                if i not in created or s < created[i][0]:
+                    created[i] = (s, "folder" if kind == "mkdir" else "file")
+                set_place(i, Place(s, parent, name, None, None))
+                if kind == "mkfile":
+                    if i not in content or content[i][0] < s:
+                        content[i] = (s, op[4])
+            elif kind == "move":
+                _, i, parent, name, fp, fn = op
+                set_place(i, Place(s, parent, name, fp, fn))
+            elif kind == "setcontent":
+                _, i, c = op
+                if i not in content or content[i][0] < s:
+                    content[i] = (s, c)
+            elif kind == "remove":
+                removed |= set(op[1])
+            elif kind == "set":
+                _, key, value = op
+                if key not in settings or settings[key][0] < s:
+                    settings[key] = (s, value)
+            elif kind == "retire_keys":
+                retired_keys |= set(op[1])
+            elif kind == "devname":
+                if s.device not in devnames or devnames[s.device][0] < s:
+                    devnames[s.device] = (s, op[1])
+            else:
+                raise ValueError(f"unknown operation {op!r}")
+
+    items = set(created)
+    eff = {i: Place(place[i].stamp, place[i].parent, place[i].name,
+                    place[i].from_parent, place[i].from_name) for i in items}
+
+    # -- rule 2: cycles. A cycle can only run through items that exist here.
+    def cycles():
+        state: dict[int, int] = {}   # 1 on the current path, 2 done
+        found = []
+        for start in sorted(items):
+            path = []
+            i = start
+            while i in items and state.get(i, 0) == 0:
+                state[i] = 1
+                path.append(i)
+                i = eff[i].parent
+            if i in items and state.get(i) == 1:
+                found.append(path[path.index(i):])
+            for j in path:
+                state[j] = 2
+        return found
+
+    def leads_to(start: int, target: int) -> bool:
+        seen = set()
+        i = start
+        while i in items and i not in seen:
+            if i == target:
+                return True
+            seen.add(i)
+            i = eff[i].parent
+        return False
+
+    for _ in range(len(items) + 1):
+        found = cycles()
+        if not found:
+            break
+        for cyc in sorted(found, key=lambda c: max(eff[i].stamp.seq for i in c), reverse=True):
+            j = max(cyc, key=lambda i: (eff[i].stamp.seq, i))
+            p = eff[j]
+            fp = p.from_parent if p.from_parent is not None else ROOT
+            fn = p.from_name if p.from_name is not None else p.name
+            if fp != ROOT and leads_to(fp, j):
+                fp = ROOT
+            eff[j] = Place(p.stamp, fp, fn, p.from_parent, p.from_name)
+
+    # -- rule 6: held items (an ancestor has no create here)
+    chain_ok: dict[int, bool] = {}
+
+    def ok(i: int) -> bool:
+        path = []
+        while i != ROOT and i not in chain_ok:
+            if i not in items:
+                for j in path:
+                    chain_ok[j] = False
+                return False
+            path.append(i)
+            i = eff[i].parent
+        result = True if i == ROOT else chain_ok[i]
+        for j in path:
+            chain_ok[j] = result
+        return result
+
+    held = {i for i in items if not ok(i)}
+
+    # -- rule 3: removed items are gone; their folders come back to hold what survives
+    visible = set()
+    for i in items:
+        if i in held or i in removed:
+            continue
+        j = i
+        while j != ROOT and j not in visible:
+            visible.add(j)
+            j = eff[j].parent
+
+    kids: dict[int, list[int]] = {}
+    for i in visible:
+        kids.setdefault(eff[i].parent, []).append(i)
+
+    names = {d: v[1] for d, v in devnames.items()}
+    by_path: dict[str, Node] = {}
+    root = Node(path="/", name="", type="folder", ids=(ROOT,))
+    by_path["/"] = root
+
+    def order_key(i):
+        return (eff[i].stamp.seq, i)
+
+    def build(node: Node):
+        members = [c for g in node.ids for c in kids.get(g, [])]
+        by_name: dict[str, list[int]] = {}
+        for c in members:
+            by_name.setdefault(eff[c].name, []).append(c)
+        shown: list[Node] = []
+        conflicted: list[tuple[int, str]] = []
+        for name, group in by_name.items():
+            folders = sorted((c for c in group if created[c][1] == "folder"), key=order_key)
+            files = sorted((c for c in group if created[c][1] == "file"), key=order_key)
+            if folders:
+                amb = len(folders) > 1 and eff[folders[0]].stamp.seq == eff[folders[1]].stamp.seq
+                shown.append(Node(path="", name=name, type="folder", ids=tuple(folders),
+                                  ambiguous=amb))
+                conflicted.extend((f, name) for f in files)
+            else:
+                first, rest = files[0], files[1:]
+                shown.append(Node(path="", name=name, type="file", ids=(first,),
+                                  content=content[first][1], stored_name=name))
+                conflicted.extend((f, name) for f in rest)
+        taken = {n.name for n in shown}
+        for f, name in sorted(conflicted, key=lambda t: order_key(t[0])):
+            p = eff[f]
+            cname = conflict_name(name, p.stamp.date, names.get(p.stamp.device, "?"))
+            cname = keep_both(cname, taken)
+            taken.add(cname)
+            shown.append(Node(path="", name=cname, type="file", ids=(f,),
+                              content=content[f][1], stored_name=name))
+        shown.sort(key=lambda n: name_key(n.name))
+        for n in shown:
+            n.parent = node
+            n.path = ("" if node.path == "/" else node.path) + "/" + n.name
+            by_path[n.path] = n
+        node.children = shown
+        for n in shown:
+            if n.is_folder:
+                build(n)
+
+    build(root)
+    return View(root=root, by_path=by_path,
+                settings={k: v[1] for k, v in settings.items()},
+                retired_keys=retired_keys, device_names=names, place=eff, held=held)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a command writes, given what the device shows
+
+
+class IdSource:
+    """Fresh item identifiers (the oracle's own; narnia's are random 16-byte values)."""
+
+    def __init__(self):
+        self.next = 1
+
+    def __call__(self) -> int:
+        i = self.next
+        self.next += 1
+        return i
+
+
+def first_id(folder: Node) -> int:
+    """Where new items of a (possibly merged) folder go: the one placed first."""
+    return folder.ids[0]
+
+
+def ops_mkdir_p(view: View, components: list[str], new_id) -> list:
+    """`mkdir -p /c1/c2/…`: one record creating the missing folders."""
+    ops = []
+    node = view.root
+    parent_id = ROOT
+    missing = False
+    for comp in components:
+        child = None if missing else node.child(comp)
+        if child is not None:
+            if not child.is_folder:
+                raise ValueError(f"mkdir -p through a file: {child.path}")
+            node = child
+            parent_id = first_id(child)
+            continue
+        missing = True
+        i = new_id()
+        ops.append(("mkdir", i, parent_id, comp))
+        parent_id = i
+    return ops
+
+
+def ops_import_file(folder: Node, name: str, content: Content, new_id) -> tuple[list, str]:
+    final = keep_both(name, {c.name for c in folder.children})
+    return [("mkfile", new_id(), first_id(folder), final, content)], final
+
+
+def ops_import_tree(folder: Node, dirname: str, files: list[tuple[str, Content]],
+                    new_id) -> tuple[list, str]:
+    """`import HOSTDIR` of a folder holding files only."""
+    final = keep_both(dirname, {c.name for c in folder.children})
+    d = new_id()
+    ops = [("mkdir", d, first_id(folder), final)]
+    for name, content in files:
+        ops.append(("mkfile", new_id(), d, name, content))
+    return ops, final
+
+
+def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
+             replace: Node | None = None) -> list:
+    """`mv` (with `-f` onto the file `replace`): a move of every identifier of the node."""
+    ops = []
+    if replace is not None:
+        ops.append(("remove", frozenset(replace.ids)))
+    for i in node.ids:
+        p = view.place[i]
+        ops.append(("move", i, first_id(dest_folder), dest_name, p.parent, p.name))
+    return ops
+
+
+def ops_copy(node: Node, dest_folder: Node, dest_name: str, unit: int, new_id) -> list:
+    """`cp [-r]`: new items, under the names the device shows, with copied content."""
+    ops = []
+
+    def rec(n: Node, parent_id: int, name: str):
+        i = new_id()
+        if n.is_folder:
+            ops.append(("mkdir", i, parent_id, name))
+            for c in n.children:
+                rec(c, i, c.name)
+        else:
+            c = n.content
+            ops.append(("mkfile", i, parent_id, name, Content(unit, c.size, c.kind, c.data)))
+    rec(node, first_id(dest_folder), dest_name)
+    return ops
+
+
+def ops_copy_onto(src: Node, dest: Node, unit: int) -> list:
+    """`cp -f FILE EXISTINGFILE`: the target keeps its identity and takes new content."""
+    c = src.content
+    return [("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data))]
+
+
+def ops_remove(node: Node) -> list:
+    """`rm [-r]`: every item the device shows under what it removes (FORMAT.md rule 3)."""
+    ids = set(node.ids)
+    for d in node.descendants():
+        ids |= set(d.ids)
+    return [("remove", frozenset(ids))]
+
+
+def key_files_usable(present: set[str], retired: set[str]) -> set[str]:
+    """The key files whose passphrases open a copy holding the key files `present` and whose
+    records retire `retired` (FORMAT.md "Key files"): the ones not retired; when none of those
+    has arrived, the retired ones present (the exception that keeps a device from being locked
+    out while a sync is under way)."""
+    live = present - retired
+    return live if live else set(present)
