@@ -182,17 +182,6 @@ class Node:
                 return c
         return None
 
-    def walk(self):
-        """This node and everything under it, in `ls -R` order."""
-        yield self
-        for c in self.children:
-            if not c.is_folder:
-                yield c
-        # ls -R: a folder's entries, then each sub-folder in name order
-        for c in self.children:
-            if c.is_folder:
-                yield from c.walk()
-
     def descendants(self):
         for c in self.children:
             yield c
@@ -209,6 +198,8 @@ class View:
     device_names: dict
     place: dict                     # id -> Place (effective, after cycle breaking)
     held: set                       # ids held (folder not arrived)
+    skipped: int = 0                # moves skipped to break cycles
+    revived: set = field(default_factory=set)   # removed folders shown again (rule 3)
 
     def listing(self):
         """`ls -alR --json /` order: each folder's entries (sorted by name), then its
@@ -311,6 +302,7 @@ def merge(records) -> View:
             i = eff[i].parent
         return False
 
+    skipped = 0
     for _ in range(len(items) + 1):
         found = cycles()
         if not found:
@@ -323,6 +315,7 @@ def merge(records) -> View:
             if fp != ROOT and leads_to(fp, j):
                 fp = ROOT
             eff[j] = Place(p.stamp, fp, fn, p.from_parent, p.from_name)
+            skipped += 1
 
     # -- rule 6: held items (an ancestor has no create here)
     chain_ok: dict[int, bool] = {}
@@ -406,7 +399,8 @@ def merge(records) -> View:
     build(root)
     return View(root=root, by_path=by_path,
                 settings={k: v[1] for k, v in settings.items()},
-                retired_keys=retired_keys, device_names=names, place=eff, held=held)
+                retired_keys=retired_keys, device_names=names, place=eff, held=held,
+                skipped=skipped, revived=visible & removed)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ NARNIA_MODEL_JOBS (default: the number of CPUs, at most 4) runs scenarios in par
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import datetime
 import json
@@ -69,6 +70,11 @@ FILE_NAMES = ["a.txt", "a.txt", "b.txt", "IMG_1.jpg", "notes", "data.tar.gz", ".
               "café.txt", "x"]
 FOLDER_NAMES = ["x", "x", "y", "photos", "2024", "trip", "a.txt"]
 RENAME_NAMES = FILE_NAMES + FOLDER_NAMES + ["z", "renamed.txt", "Z.bin"]
+# the engine: how often an object arrives cut short (to be completed later), or only as a
+# conflict copy; how often a journal is cut short
+P_PARTIAL_OBJECT = 0.08
+P_OBJECT_COPY = 0.08
+P_JOURNAL_CUT = 0.5
 
 
 class ModelFailure(AssertionError):
@@ -194,6 +200,7 @@ class Scenario:
         self.passwd_scenario = self.rng.random() < 0.4
         self.pass_counter = 0
         self.junk: dict[Path, bytes] = {}
+        self.stats: collections.Counter = collections.Counter()
 
     # -- logging and failing
 
@@ -310,19 +317,29 @@ class Scenario:
                 self.fail(f"{what}: passwd should write exactly one new key file; new: {new_top}")
         elif new_top:
             self.fail(f"{what}: new key files without passwd: {new_top}")
-        view = self.view(d)
-        for r in gone:
+        self.check_deletions(d, before, after, self.view(d), what)
+        return new_top
+
+    def check_deletions(self, d: Device, before, after, view: mo.View, what: str):
+        """A device deletes only retired files: never a journal, never a key file that no
+        record it holds retires (nor the last key file), never an object that a file it shows
+        needs."""
+        needed = {o for f in view.files() for o in self.units[f.content.unit].objects}
+        for r in before:
+            if r in after:
+                continue
             base = split_name(r)[0]
             if base in self.journal_owner:
                 self.fail(f"{what}: narnia deleted a journal (or a copy of one): {r} "
                           f"(journal of {self.journal_owner[base]})")
-            if "/" not in r:
-                if base not in view.retired_keys:
-                    self.fail(f"{what}: narnia deleted the key file {r}, which no record it holds "
-                              f"retires")
+            if "/" not in r and base not in view.retired_keys:
+                self.fail(f"{what}: narnia deleted the key file {r}, which no record it holds "
+                          f"retires")
+            if base in needed:
+                self.fail(f"{what}: narnia deleted {r}, the object of a file it shows: "
+                          f"{[f.path for f in view.files() if base in self.units[f.content.unit].objects]}")
         if not self.present_keys(d, after):
             self.fail(f"{what}: no key file is left in {d.label}")
-        return new_top
 
     # -- delivering files between devices (the sync engine)
 
@@ -414,7 +431,7 @@ class Scenario:
             dcopies = copies(df, base)
             have = max(dcopies.values(), default=0)
             p = ls
-            if not whole and rng.random() < 0.35:
+            if not whole and rng.random() < P_JOURNAL_CUT:
                 bounds, inside = self.cut_points(owner, have, ls)
                 if inside and (rng.random() < 0.5 or not bounds):
                     p = rng.choice(inside)
@@ -439,6 +456,10 @@ class Scenario:
                 how = f"as {cname}" + (f" ({real} keeps {df[real]} bytes)" if real in df else "")
             key = (d.label, owner.label)
             self.recv[key] = max(self.recv.get(key, 0), p)
+            self.stats["journals delivered"] += 1
+            self.stats["journals cut inside a record"] += p < ls and p not in {i.end for i in owner.invs}
+            self.stats["journals cut at a boundary"] += p < ls and p in {i.end for i in owner.invs}
+            self.stats["journal conflict copies"] += mode != "plain"
             self.note(f"  deliver {owner.label}'s journal {s.label} -> {d.label}: {p} of {ls} bytes"
                       f"{' (cut)' if p < ls else ''} {how}")
         elif kind == "key":
@@ -455,16 +476,19 @@ class Scenario:
             src_rel = sorted((r for r, size in copies(sf, base).items() if size == full), key=len)[0]
             data = (s.path / src_rel).read_bytes()
             r = 1.0 if whole else rng.random()
-            if r < 0.08 and full > 1:
+            if r < P_PARTIAL_OBJECT and full > 1:
                 cut = rng.randrange(1, full)
                 if df.get(base, 0) < cut:
                     self.write(d, base, data[:cut])
                 self.note(f"  deliver object {base[:11]}… (unit {unit.uid}) {s.label} -> {d.label}: "
                           f"cut at {cut} of {full} bytes")
+                self.stats["objects delivered cut"] += 1
                 return
-            rel = base if r >= 0.16 else self.conflict_copy_name(base, rng.choice(["syncthing", "dropbox"]))
+            rel = base if r >= P_PARTIAL_OBJECT + P_OBJECT_COPY else self.conflict_copy_name(base, rng.choice(["syncthing", "dropbox"]))
             self.write(d, rel, data)
             d.whole.add(base)
+            self.stats["objects delivered"] += 1
+            self.stats["object conflict copies"] += rel != base
             self.note(f"  deliver object {base[:11]}… (unit {unit.uid}) {s.label} -> {d.label} as "
                       f"{'the original' if rel == base else rel}")
 
@@ -520,6 +544,7 @@ class Scenario:
                 self.fail(f"{what}: name {o.get('name')!r} does not end path {o['path']!r}")
             got.append((mo.nfc(o["path"]), o["type"], o["kind"], o.get("size"), o.get("here")))
         want = self.expected_listing(d, view)
+        self.count(view, want)
         if got != want:
             gs, ws = set(got), set(want)
             diff = [f"    narnia only: {g}" for g in got if g not in ws]
@@ -528,6 +553,17 @@ class Scenario:
                 diff = ["    same entries, different order:"] + [f"      {g}" for g in got]
             self.fail(f"{what}: {d.label} shows something else than the oracle's merge of the "
                       f"records it holds:\n" + "\n".join(diff) + self.describe_received(d))
+
+    def count(self, view: mo.View, listing):
+        """What the scenario exercised (reported by the test)."""
+        st = self.stats
+        st["listings checked"] += 1
+        st["conflict names shown"] += sum(1 for f in view.files() if f.name != f.stored_name)
+        st["merged folders shown"] += sum(1 for f in view.folders() if len(f.ids) > 1)
+        st["removed folders shown again"] += len(view.revived)
+        st["items held"] += len(view.held)
+        st["moves skipped (cycles)"] += view.skipped
+        st["files not here"] += sum(1 for e in listing if e[4] is False)
 
     def describe_received(self, d: Device) -> str:
         parts = []
@@ -738,25 +774,38 @@ class Scenario:
 
     # -- one invocation of a device's turn
 
-    def act(self, d: Device, n_commands: int):
+    def act(self, d: Device, n_commands: int, register: bool = False):
+        """One invocation: list what the device shows, then `n_commands` random commands. With
+        `register`, first the device's first write (a setting) and its name, in a record of its
+        own after the one that starts its journal (see test_first_write_names_the_device), and
+        no command that writes objects (so that the one new file is its journal)."""
         rng = self.rng
-        passphrases = self.usable_passphrases(d)
-        passphrase = rng.choice(passphrases)
         pre_view = self.view(d)
+        passphrases = self.usable_passphrases(d, pre_view)
+        passphrase = rng.choice(passphrases)
+        present = self.present_keys(d)
+        if not present - pre_view.retired_keys:
+            self.stats["opened with a retired key file (no live one here yet)"] += 1
         date = self.utc_date()
-        inv = Invocation(start=0)
+        before = scan(d.path)
+        inv = Invocation(start=before.get(d.journal, 0) if d.journal else 0)
         d.invs.append(inv)
-        inv.start = scan(d.path).get(d.journal, 0) if d.journal else 0
         commands = ["ls -alR --json /", "set"]
+        if register:
+            key, value = rng.choice(SETTING_CHOICES)
+            cmd1, cmd2 = f"set {key} {q(value)}", f"devices name {d.label}"
+            inv.records.append(mo.Record(self.stamp(d, date), (("set", key, value),), cmd1))
+            inv.records.append(mo.Record(self.stamp(d, date), (("devname", d.label),), cmd2))
+            commands += [cmd1, cmd2]
         expect_imports = []
         unit = None
         stdin = None
         passwd_pass = None
         retire = None
-        before = scan(d.path)
         for _ in range(n_commands):
             view = self.view(d)
-            g = self.gen_command(d, view, allow_content=unit is None, allow_stdin=stdin is None,
+            g = self.gen_command(d, view, allow_content=unit is None and not register,
+                                 allow_stdin=stdin is None,
                                  allow_passwd=self.passwd_scenario and passwd_pass is None)
             if g is None:
                 continue
@@ -772,6 +821,7 @@ class Scenario:
             if data is not None:
                 stdin = data
             commands.append(cmd)
+            self.stats[f"command {kind}"] += 1
             expect_imports.extend(imports)
             if ops:
                 inv.records.append(mo.Record(self.stamp(d, date), tuple(ops), cmd))
@@ -794,7 +844,10 @@ class Scenario:
         lines = res.out_lines
         ls_lines = [l for l in lines if l.startswith("{")]
         imported = [l for l in lines if l.startswith("imported ")]
-        set_lines = [l for l in lines if not l.startswith("{") and not l.startswith("imported ")]
+        named = [l for l in lines if l.startswith("this device is now called ")]
+        set_lines = [l for l in lines if l[:1] != "{" and l not in imported and l not in named]
+        if register and named != [f"this device is now called {d.label}"]:
+            self.fail(f"{what}: naming the device said {named}" + res.describe())
         self.compare_listing(d, pre_view, ls_lines, what)
         self.compare_settings(d, pre_view, set_lines, what)
         got_imports = sorted(IMPORTED.match(l).groups() for l in imported)
@@ -812,13 +865,19 @@ class Scenario:
         before = scan(d.path)
         res = self.n.c("ls /", vault=d.path, passphrase=p)
         self.note(f"{d.label}: passphrase {p!r} must not open it (usable: {sorted(usable)})")
+        self.stats["passphrases refused"] += 1
         if res.rc != 3:
             self.fail(f"{d.label}: the passphrase {p!r} should be refused (exit 3): the key files "
                       f"present are {sorted(k[:8] for k in self.present_keys(d))}, retired in its "
                       f"records {sorted(k[:8] for k in self.view(d).retired_keys)}" + res.describe())
         after = scan(d.path)
-        if before != after:
-            self.fail(f"{d.label}: a refused passphrase changed the store: {before} -> {after}")
+        changed = [r for r in after if before.get(r) != after[r]]
+        if changed:
+            self.fail(f"{d.label}: a refused passphrase wrote to the store: {changed}")
+        # Opening reads the journals with the master key before it can tell that the key file
+        # is retired, and deletes retired files it finds at open (FORMAT.md "Retirement"):
+        # only files no record it holds needs may go.
+        self.check_deletions(d, before, after, self.view(d), f"{d.label} refused open")
 
     # -- the scenario
 
@@ -843,8 +902,8 @@ class Scenario:
         init_inv.end = files[d1.journal]
         d1.invs.append(init_inv)
         self.note(f"dev1: init (passphrase {p0!r}); journal {d1.journal[:11]}… {init_inv.end} bytes")
-        self.register(d1)
-        for _ in range(rng.randrange(1, 3)):
+        self.act(d1, rng.randrange(0, 3), register=True)
+        for _ in range(rng.randrange(0, 2)):
             self.act(d1, rng.randrange(1, 4))
         for i in range(2, n_dev + 1):
             d = Device(f"dev{i}", self.workdir / f"dev{i}")
@@ -855,7 +914,7 @@ class Scenario:
             self.devices.append(d)
             self.note(f"{d.label}: cp -a of dev1")
         for d in self.devices[1:]:
-            self.register(d)
+            self.act(d, rng.randrange(0, 3), register=True)
         # what sync engines leave in a store, which narnia must leave alone
         for d in self.devices:
             (d.path / ".stfolder").mkdir()
@@ -865,24 +924,6 @@ class Scenario:
             for p, data in junk.items():
                 p.write_bytes(data)
                 self.junk[p] = data
-
-    def register(self, d: Device):
-        """The device's first write (a setting), then its name: the name in a record of its own,
-        after the one that starts its journal (see test_first_write_names_the_device)."""
-        passphrase = self.rng.choice(self.usable_passphrases(d))
-        key, value = self.rng.choice(SETTING_CHOICES)
-        date = self.utc_date()
-        before = scan(d.path)
-        inv = Invocation(before.get(d.journal, 0) if d.journal else 0)
-        d.invs.append(inv)
-        cmd1, cmd2 = f"set {key} {q(value)}", f"devices name {d.label}"
-        inv.records.append(mo.Record(self.stamp(d, date), (("set", key, value),), cmd1))
-        inv.records.append(mo.Record(self.stamp(d, date), (("devname", d.label),), cmd2))
-        self.note(f"{d.label}: {cmd1}; {cmd2}")
-        res = self.n.c(f"{cmd1}; {cmd2}", vault=d.path, passphrase=passphrase)
-        if res.rc != 0 or f"this device is now called {d.label}" not in res.out:
-            self.fail(f"{d.label}: naming the device failed" + res.describe())
-        self.account(d, before, scan(d.path), inv, None, False, f"{d.label} registration")
 
     def run(self):
         rng = self.rng
@@ -920,17 +961,26 @@ class Scenario:
             inv = Invocation(before[d.journal])
             d.invs.append(inv)
             what = f"{d.label} after full delivery"
-            self.note(f"{what} (passphrase {passphrase!r}): ls -alR --json /; set; devices --json; verify")
-            res = self.n.c("ls -alR --json /; set; devices --json; verify", vault=d.path,
-                           passphrase=passphrase)
-            if res.rc != 0:
-                self.fail(f"{what}: failed" + res.describe())
+            # every file's content too, last, so that its bytes end the output
+            files = [n for n in view.listing() if not n.is_folder]
+            want_bytes = b"".join(f.content.data for f in files)
+            commands = "ls -alR --json /; set; devices --json; verify"
+            batch = self.workdir / f"final-{d.label}"
+            batch.write_text(commands.replace("; ", "\n") + "\n" +
+                             ("cat " + " ".join(q(f.path) for f in files) + "\n" if files else ""))
+            self.note(f"{what} (passphrase {passphrase!r}): {commands}; cat every file")
+            res = self.n("-b", str(batch), vault=d.path, passphrase=passphrase)
             self.account(d, before, scan(d.path), inv, None, False, what)
-            lines = res.out_lines
+            text = res.outb[:len(res.outb) - len(want_bytes)] if res.rc == 0 else res.outb
+            lines = text.decode("utf-8", "surrogateescape").splitlines()
             ls_lines = [l for l in lines if l.startswith('{"name"')]
             dev_lines = [json.loads(l) for l in lines if l.startswith('{"id"')]
             verified = [l for l in lines if l.startswith("verified ")]
             set_lines = [l for l in lines if not l.startswith("{") and not l.startswith("verified ")]
+            if res.rc != 0 and ls_lines:
+                self.compare_listing(d, view, ls_lines, what)
+            if res.rc != 0:
+                self.fail(f"{what}: failed" + res.describe())
             self.compare_listing(d, view, ls_lines, what)
             self.compare_settings(d, view, set_lines, what)
             if len(verified) != 1 or not verified[0].endswith("all intact"):
@@ -940,24 +990,15 @@ class Scenario:
             if names != want:
                 self.fail(f"{what}: devices --json lists {names}, expected {want}")
             listings[d.label] = "\n".join(ls_lines)
-            # every file's content
-            files = [n for n in view.listing() if not n.is_folder]
-            if files:
-                batch = self.workdir / f"cat-{d.label}"
-                batch.write_text("cat " + " ".join(q(f.path) for f in files) + "\n")
-                res = self.n("-b", str(batch), vault=d.path, passphrase=passphrase)
-                if res.rc != 0:
-                    self.fail(f"{what}: cat of every file failed" + res.describe())
-                want_bytes = b"".join(f.content.data for f in files)
-                if res.outb != want_bytes:
-                    pos = 0
-                    for f in files:
-                        got = res.outb[pos:pos + f.content.size]
-                        if got != f.content.data:
-                            self.fail(f"{what}: cat {f.path} gave other bytes than the oracle "
-                                      f"tracked ({len(got)} bytes, expected {f.content.size})")
-                        pos += f.content.size
-                    self.fail(f"{what}: cat gave {len(res.outb)} bytes, expected {len(want_bytes)}")
+            got_bytes = res.outb[len(res.outb) - len(want_bytes):]
+            if got_bytes != want_bytes:
+                pos = 0
+                for f in files:
+                    got = got_bytes[pos:pos + f.content.size]
+                    if got != f.content.data:
+                        self.fail(f"{what}: cat {f.path} gave other bytes than the oracle "
+                                  f"tracked ({len(got)} bytes, expected {f.content.size})")
+                    pos += f.content.size
         first = self.devices[0].label
         for label, text in listings.items():
             if text != listings[first]:
@@ -968,8 +1009,8 @@ class Scenario:
                 self.fail(f"narnia touched a sync engine's file it must leave alone: {p}")
 
 
-def run_scenario(seed: int, root: Path, binary: Path) -> str | None:
-    """Runs one scenario; None if it passed, else a report with its log."""
+def run_scenario(seed: int, root: Path, binary: Path) -> tuple[str | None, collections.Counter]:
+    """Runs one scenario: (None if it passed, else a report with its log; what it exercised)."""
     workdir = root / f"seed-{seed}"
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -980,21 +1021,26 @@ def run_scenario(seed: int, root: Path, binary: Path) -> str | None:
     except Exception as e:  # noqa: BLE001 - every failure is reported with the log
         detail = str(e) if isinstance(e, ModelFailure) else traceback.format_exc()
         return (f"scenario seed {seed} failed (rerun: NARNIA_MODEL_SEED={seed}):\n{detail}\n"
-                f"operation log:\n" + "\n".join(sc.log))
-    shutil.rmtree(workdir, ignore_errors=True)
-    return None
+                f"operation log:\n" + "\n".join(sc.log)), sc.stats
+    if ONLY_SEED:
+        print("\n".join(sc.log))
+    return None, sc.stats
 
 
 def test_model_scenarios(narnia_bin, tmp_path):
     seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS))
     failures = []
+    total = collections.Counter()
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
-        for report in pool.map(lambda s: run_scenario(s, tmp_path, narnia_bin), seeds):
+        for report, stats in pool.map(lambda s: run_scenario(s, tmp_path, narnia_bin), seeds):
+            total.update(stats)
             if report is not None:
                 failures.append(report)
     elapsed = time.monotonic() - started
-    print(f"{len(seeds)} scenarios in {elapsed:.1f} s, {len(failures)} failed")
+    print(f"{len(seeds)} scenarios in {elapsed:.1f} s, {len(failures)} failed; exercised:")
+    for key in sorted(total):
+        print(f"  {key}: {total[key]}")
     if failures:
         failed = [f.split()[2] for f in failures]
         pytest.fail(f"{len(failures)} of {len(seeds)} scenarios failed (seeds {', '.join(failed)}); "

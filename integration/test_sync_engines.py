@@ -2,21 +2,27 @@
 "Retirement and acknowledgement", "What sync engines may do to the store").
 
 A device is one store directory on one machine, so two copies at different paths here are two
-devices. What is promised:
+devices. Every engine runs on 127.0.0.1 only (engines.py). What is promised:
 
-- **Syncthing** (two real instances on 127.0.0.1) may carry a store whose devices change it at
-  the same time, even while one of them is killed -9 in the middle of an import: once the
-  folders are in sync, both devices list the same tree byte for byte, every file reads back
-  identical, and `verify` passes on both (conflict copies, if Syncthing made any, are read).
+- **Syncthing** (two real instances) may carry a store whose devices change it at the same
+  time, even while one of them is killed -9 in the middle of an import: once the folders are in
+  sync, both devices list the same tree byte for byte, every file reads back identical and is
+  here, and `verify` passes on both (conflict copies, if Syncthing made any, are read). The
+  object of a removed file stays until the other device has heard, then goes on both.
 - **`sync` with an rclone folder remote**: three devices taking turns converge on one tree;
-  the same folder made on two devices is one folder; a removal wins over a concurrent rename;
-  the object of a removed file is deleted on every side (the remote too) once every device has
-  synced twice, and not before every device has heard; the remote itself opens as the vault.
-- **`sync` with a network remote** (`rclone serve webdav` on 127.0.0.1, configured through
-  `RCLONE_CONFIG_*` variables in narnia's environment): two devices converge.
-- **An interrupted `sync`** (its rclone child killed -9 while sending, or narnia killed -9 while
-  receiving) leaves both sides opening with a consistent tree, nothing damaged and nothing
-  earlier lost; rerunning `sync` finishes the job.
+  `mkdir -p` of one path on two devices makes one folder, two files of one name are both kept;
+  a removal wins over a concurrent rename; a successful sync leaves the remote holding every
+  file the device holds; the object of a removed file stays until every device has heard and
+  is deleted on every side (the remote too) once every device has synced twice; the remote
+  itself opens as the vault, and opening it to look changes nothing.
+- **`sync` with a network remote** (`rclone serve webdav`, configured through `RCLONE_CONFIG_*`
+  variables in narnia's environment): two devices converge; after `passwd` on one, the other
+  gets the new key file, the old passphrase stops opening it, and the old key file is deleted
+  everywhere.
+- **An interrupted `sync`** (its rclone child killed -9 while sending objects or a journal, or
+  narnia killed -9 while receiving, which takes its rclone child with it) leaves both sides
+  opening with a consistent tree, nothing damaged and nothing the remote held before lost;
+  rerunning `sync` finishes the job.
 """
 
 from __future__ import annotations
@@ -25,9 +31,7 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -44,7 +48,17 @@ IMPORTED_RE = re.compile(r"^imported (.+) -> (/.*)$")
 SYNCED_RE = re.compile(r"^synced with (.+): sent (\d+) files, received (\d+), deleted (\d+) retired$")
 HEX32 = re.compile(r"[0-9a-f]{32}")
 
-pytestmark = pytest.mark.skipif(not have("rclone"), reason="rclone is not installed (make test-deps)")
+
+
+@pytest.fixture(autouse=True)
+def engines_installed(request):
+    """rclone (and Syncthing for its test) must be installed: `make test-deps` installs them;
+    a missing engine fails the test rather than passing it unseen."""
+    needed = ["rclone"] + (["syncthing"] if "syncthing" in request.node.name else [])
+    missing = [p for p in needed if not have(p)]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed (make test-deps installs the Debian packages)",
+                    pytrace=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +270,6 @@ def vault_files(host_root: Path, files: dict[str, bytes], vault_folder: str) -> 
 # 1. Syncthing
 
 
-@pytest.mark.skipif(not have("syncthing"), reason="syncthing is not installed (make test-deps)")
 def test_syncthing_carries_concurrent_imports_and_a_killed_one(narnia, tmp_path, services):
     """Two devices of one store, each shared by its own Syncthing instance: imports on both at
     the same time, and an import killed -9 on one of them while the other imports. Once the
@@ -695,6 +708,8 @@ def test_interrupted_sync_is_finished_by_the_next(narnia, tmp_path):
         os.kill(pid, signal.SIGKILL)
     assert not alive, "narnia's rclone child outlived narnia's kill -9 (it writes into the store unsupervised)"
     ctx = " (after kill -9 of narnia while it received)"
+    receiving = [p.name for p in b.vault.iterdir() if p.is_dir() and HEX32.fullmatch(p.name)]
+    assert receiving, f"no receiving folder in the store right after the kill: the kill hit nothing{ctx}"
     listing = tree(b.listing(ctx))
     for p, o in tree(earlier).items():
         assert p in listing, f"{p}, there before the interrupted sync, is gone{ctx}"
@@ -712,3 +727,63 @@ def test_interrupted_sync_is_finished_by_the_next(narnia, tmp_path):
     for dev in (a, b, r_dev):
         assert_contents(dev, expected_all)
         dev.verify(" (after the reruns)")
+
+
+def test_interrupted_journal_send_loses_nothing_the_remote_had(narnia, tmp_path):
+    """A sync whose rclone child is killed -9 while it sends a grown journal (slowed by
+    RCLONE_BWLIMIT) must not cost the remote what it held before: the remote still opens
+    with every item an earlier, finished sync gave it, and rerunning sync finishes the job."""
+    host = tmp_path / "host"
+    remote = tmp_path / "R"
+    narnia.init()
+    a = Device("A", narnia)
+    for part in ("one", "two"):
+        (host / part).mkdir(parents=True)
+        for i in range(1500):
+            (host / part / f"f{i:04d}.txt").write_text(f"{part} {i}\n")
+    a.ok(f"import {q(str(host / 'one'))}")
+    a.sync(str(remote))
+    r_dev = Device("R", Narnia(narnia.binary, tmp_path / "device-R"))
+    r_dev.n.vault = remote
+    os.chmod(remote, 0o700)
+    before = tree(r_dev.listing(" (the remote after a finished sync)"))
+    a.ok(f"import {q(str(host / 'two'))}")
+
+    def sizes(root):
+        return {str(p.relative_to(root)): p.stat().st_size for p in Path(root).rglob("*") if p.is_file()}
+    here, there = sizes(a.vault), sizes(remote)
+    grown = [p for p in here if p in there and here[p] > there[p]]
+    assert len(grown) == 1, f"expected one journal grown since the last sync, found {grown}"
+    journal = grown[0]
+
+    run = Background(a, f"sync {q(str(remote))}", env=dict(a.n.env, RCLONE_BWLIMIT="100k"))
+    deadline = time.monotonic() + 60
+    pid = None
+    while pid is None and time.monotonic() < deadline:
+        assert run.proc.poll() is None, "the sync finished before its journal transfer was caught" + run.describe()
+        for child, argv in rclone_children(run.proc.pid):
+            if "copy" in argv and argv[-1] == str(remote) and "--files-from-raw" in argv:
+                try:
+                    listed = Path(argv[argv.index("--files-from-raw") + 1]).read_text().split("\n")
+                except OSError:
+                    continue
+                if journal in listed:
+                    pid = child
+        time.sleep(0.01)
+    assert pid is not None, "no rclone child sending the journal appeared" + run.describe()
+    time.sleep(0.7)
+    os.kill(pid, signal.SIGKILL)
+    run.wait()
+    ctx = (f" (after the rclone child sending journal {journal} was killed -9; the remote's copy "
+           f"had {there[journal]} bytes before, {(remote / journal).stat().st_size} after, "
+           f"{here[journal]} here)")
+    assert run.proc.returncode == 1, f"a sync whose rclone was killed must fail{ctx}" + run.describe()
+    a.verify(ctx)
+    after = r_dev.c("ls -lR --json /")
+    assert after.rc == 0, f"the remote does not open{ctx}" + after.describe()
+    lost = sorted(set(before) - set(tree(after.out)))
+    assert not lost, (f"items the remote held after an earlier finished sync are gone from it "
+                      f"({len(lost)} of {len(before)}, e.g. {lost[:3]}){ctx}")
+    a.sync(str(remote), " (rerun)")
+    assert_same_listings([a, r_dev], " (after the rerun)")
+    r_dev.verify(" (after the rerun)")

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <signal.h>
 #include <termios.h>
+#include <string.h>
 
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
@@ -60,4 +61,29 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
     sigprocmask(SIG_SETMASK, &none, NULL);
     execve(path, argv, envp);
     _exit(127);
+}
+
+static char narnia_alternate_stack[1 << 16];
+
+static void narnia_fatal(int signal) {
+    static const char message[] = "narnia: internal error: stopped by a fatal signal; nothing of its memory is printed\n";
+    (void)signal;
+    ssize_t ignored = write(2, message, sizeof message - 1);
+    (void)ignored;
+    _exit(70);
+}
+
+int narnia_install_fatal_signal_handlers(void) {
+    stack_t stack = { .ss_sp = narnia_alternate_stack, .ss_size = sizeof narnia_alternate_stack, .ss_flags = 0 };
+    if (sigaltstack(&stack, NULL) != 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = narnia_fatal;
+    action.sa_flags = SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    const int signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
+    for (unsigned i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
 }

@@ -6,11 +6,13 @@ import NarniaStore
 /// Errors reading a passphrase.
 public enum PassphraseError: Error, CustomStringConvertible {
     case empty(String)
+    case tooLong(String)
     case unreadable(String)
 
     public var description: String {
         switch self {
         case .empty(let from): return "the passphrase from \(from) is empty"
+        case .tooLong(let from): return "the passphrase from \(from) is longer than \(PassphraseSource.maximumLength) bytes; narnia does not cut a passphrase short"
         case .unreadable(let why): return why
         }
     }
@@ -32,14 +34,33 @@ public enum PassphraseSource {
     /// The first line readable from descriptor `fd`, read one byte at a time so that nothing
     /// after the line is consumed, into a `Secret`.
     public static func readFirstLine(fd: Int32, name: String) throws -> Secret {
-        let buffer = try Secret(zeroedCount: maximumLength)
+        try readLine(fd: fd, name: name, stopOnInterrupt: { false })
+    }
+
+    /// Reads one line from `fd` straight into secure memory, one byte at a time: the trailing
+    /// `\n` (and a `\r` before it) is not part of it. A line longer than `maximumLength` is
+    /// read to its end (so that no part of it is taken for a command) and refused; an empty one
+    /// is refused. `stopOnInterrupt` is asked when a read is interrupted by a signal: true ends
+    /// the question (Ctrl-C at a prompt).
+    /// - Throws: `PassphraseError`.
+    public static func readLine(fd: Int32, name: String, stopOnInterrupt: () -> Bool) throws -> Secret {
+        let buffer = try Secret(zeroedCount: maximumLength + 1)
         let length: Int = try buffer.withUnsafeMutableBytes { b in
             var n = 0
-            while n < maximumLength {
+            var tooLong = false
+            while true {
                 let r = Glibc.read(fd, b.baseAddress! + n, 1)
-                if r < 0 { if errno == EINTR { continue }; throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(String(cString: strerror(errno)))") }
+                if r < 0 {
+                    if errno == EINTR && !stopOnInterrupt() { continue }
+                    if errno == EINTR { throw PassphraseError.unreadable("interrupted") }
+                    throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(String(cString: strerror(errno)))")
+                }
                 if r == 0 || b[n] == UInt8(ascii: "\n") { break }
-                n += 1
+                if n < maximumLength { n += 1 } else { tooLong = true }   // keep reading to the end of the line
+            }
+            if tooLong {
+                wipe(b)
+                throw PassphraseError.tooLong(name)
             }
             if n > 0 && b[n - 1] == UInt8(ascii: "\r") { n -= 1 }
             return n

@@ -7,6 +7,9 @@ public enum RunStatus: Equatable {
 }
 
 extension Session {
+    /// The longest command line accepted (a longer one is refused, not split).
+    public static let maximumLineBytes = 1 << 20
+
     /// Runs one command (already split into words). Prints its errors; returns success.
     public func run(words: [Word]) -> Bool {
         guard let first = words.first else { return true }

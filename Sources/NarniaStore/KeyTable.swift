@@ -47,7 +47,22 @@ final class KeyTable: @unchecked Sendable {
     /// Stores a copy of a 32-byte key and returns its slot.
     func add(_ key: UnsafeRawBufferPointer) throws -> Int {
         precondition(key.count == Self.keyLength)
-        let slot: Int = try lock.withLock {
+        let slot = try claimSlot()
+        withSlot(slot) { $0.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: Self.keyLength) }
+        return slot
+    }
+
+    /// Generates a fresh random key in place, in guarded memory (it never exists anywhere
+    /// else), and returns its slot.
+    func addRandom() throws -> Int {
+        let slot = try claimSlot()
+        withSlot(slot) { fillRandom($0) }
+        return slot
+    }
+
+    /// A free slot: a wiped one, or the next of the last block (a new block when it is full).
+    private func claimSlot() throws -> Int {
+        try lock.withLock {
             if let reused = free.popLast() { return reused }
             if used == blocks.count * Self.keysPerBlock {
                 let block = try Secret(zeroedCount: Self.keysPerBlock * Self.keyLength)
@@ -57,16 +72,6 @@ final class KeyTable: @unchecked Sendable {
             used += 1
             return used - 1
         }
-        withSlot(slot) { $0.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: Self.keyLength) }
-        return slot
-    }
-
-    /// Generates a fresh random key and returns its slot.
-    func addRandom() throws -> Int {
-        var key = [UInt8](repeating: 0, count: Self.keyLength)
-        defer { key.withUnsafeMutableBytes { wipe($0) } }
-        key.withUnsafeMutableBytes { fillRandom($0) }
-        return try key.withUnsafeBytes { try add($0) }
     }
 
     /// Frees every block (`sodium_free` wipes them): for re-reading the whole metadata.

@@ -55,9 +55,24 @@ extension Vault {
     public func readContent(of item: Item, observer: TransferObserver = .none,
                             write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
         guard let content = item.content else { throw VaultError.refused("is a folder") }
-        let reader = try reader(for: content)
-        try keys.withKey(content.keySlot) { key in
-            try reader.stream(pipeline: pipeline, key: key, observer: observer, write: write)
+        try notingDamage {
+            let reader = try reader(for: content)
+            try keys.withKey(content.keySlot) { key in
+                try reader.stream(pipeline: pipeline, key: key, observer: observer, write: write)
+            }
+        }
+    }
+
+    /// Runs `body`, counting content that fails authentication or has grown (`damageFound`).
+    func notingDamage<T>(_ body: () throws -> T) rethrows -> T {
+        do {
+            return try body()
+        } catch let error as ContentError {
+            switch error {
+            case .chunkFailed, .wrongLength: damageFound += 1
+            case .missing, .incomplete: break
+            }
+            throw error
         }
     }
 
@@ -75,7 +90,7 @@ extension Vault {
             wipe(UnsafeMutableRawBufferPointer(start: buffer, count: ContentFormat.chunkSize + AEAD.tagLength))
             buffer.deallocate()
         }
-        let n = try keys.withKey(content.keySlot) { try reader.readChunk(0, into: buffer, key: $0) }
+        let n = try notingDamage { try keys.withKey(content.keySlot) { try reader.readChunk(0, into: buffer, key: $0) } }
         return Array(UnsafeRawBufferPointer(start: buffer, count: min(n, limit)))
     }
 
@@ -91,7 +106,7 @@ extension Vault {
         if source.isFolder && isSelfOrAncestor(id, of: parent) { throw VaultError.refused("cannot copy a folder into itself") }
         let batch = ImportBatch.begin(in: self)
         do {
-            var top = try copyItem(source, to: parent, name: name, batch: batch, observer: observer)
+            var top = try notingDamage { try copyItem(source, to: parent, name: name, batch: batch, observer: observer) }
             if let victim = existing {
                 try batch.take(nameOf: victim.id, for: top.id)
                 top = victim
@@ -104,20 +119,26 @@ extension Vault {
         }
     }
 
+    /// Stages a copy of `source` (and, for a folder, everything under it, depth first without
+    /// recursion) as `name` in `parent`; returns the copy of `source`.
     private func copyItem(_ source: Item, to parent: Identifier, name: String, batch: ImportBatch, observer: TransferObserver) throws -> Item {
-        if source.isFolder {
-            let folder = try batch.addFolder(named: name, in: parent, modified: source.modified)
-            for child in children(of: source.id).sorted(by: { $0.name < $1.name }) {
-                _ = try copyItem(child, to: folder.id, name: child.name, batch: batch, observer: observer)
+        var top: Item?
+        var pending: [(source: Item, parent: Identifier, name: String)] = [(source, parent, name)]
+        while let (item, parent, name) = pending.popLast() {
+            let copied: Item
+            if item.isFolder {
+                copied = try batch.addFolder(named: name, in: parent, modified: item.modified)
+                pending += children(of: item.id).sorted(by: { $0.name > $1.name }).map { ($0, copied.id, $0.name) }
+            } else {
+                let content = item.content!
+                let plaintext = try PlaintextSource(path: objectPath(of: content), content: content, keys: keys)
+                copied = try batch.addFile(named: name, in: parent, modified: item.modified, sizeHint: content.size,
+                                           source: { try plaintext.read(into: $0, max: $1) },
+                                           classify: { _ in (content.mime, content.kind) }, observer: observer)
             }
-            return folder
+            if top == nil { top = copied }
         }
-        let content = source.content!
-        let plaintext = try PlaintextSource(path: objectPath(of: content), content: content, keys: keys)
-        let copied = try batch.addFile(named: name, in: parent, modified: source.modified, sizeHint: content.size,
-                                       source: { try plaintext.read(into: $0, max: $1) },
-                                       classify: { _ in (content.mime, content.kind) }, observer: observer)
-        return copied
+        return top!
     }
 
     /// Authenticates every chunk of every file item, and reports what else keeps the vault
@@ -152,6 +173,7 @@ extension Vault {
                 report.damaged.append(VerifyFailure(item: item, path: path(of: item.id), reason: error.description))
             }
         }
+        damageFound += report.damaged.count
         report.damaged.sort { $0.path < $1.path }
         report.missing.sort { $0.path < $1.path }
         for file in journals.values.sorted(by: { $0.id < $1.id }) {

@@ -51,6 +51,9 @@ public final class Vault {
     var keepOwnObjectsAtNextWrite = false
     /// This device's journals found cut short by this open (not reported before).
     var newlyFoundCuts = Set<Identifier>()
+    /// How many times content failed authentication (or had grown) in this session: a batch run
+    /// that met any exits 1, even where a `-` line let the command fail.
+    public internal(set) var damageFound = 0
     /// Counts committed changes, so that views derived from the tree know when to recompute.
     public internal(set) var generation = 0
     var bytesAtLastCompaction: Int64 = 0
@@ -84,10 +87,8 @@ public final class Vault {
             try FileSystem.makeDirectories(directory, mode: 0o700)
             try? FileSystem.syncDirectory(FileSystem.parentDirectory(of: directory))
         }
-        let lock = try openStoreDirectory(directory)
+        let lock = try openStoreDirectory(directory, makingPrivate: true)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
-        // An existing empty folder keeps its mode otherwise; the store is private.
-        _ = try retryingInterrupts("chmod", directory) { fchmod(lock.raw, 0o700) }
         let master = try Secret.random(count: 32)
         let device = try deviceIdentifier(of: lock, master: master)
         let keyFileID = Identifier.random()
@@ -122,10 +123,16 @@ public final class Vault {
     }
 
     /// Opens the store directory itself, refusing one that another user owns or may write to.
-    static func openStoreDirectory(_ directory: String) throws -> FileDescriptor {
+    /// `makingPrivate` (for `init`, which may be given an existing empty folder) first sets
+    /// its mode to 0700.
+    static func openStoreDirectory(_ directory: String, makingPrivate: Bool = false) throws -> FileDescriptor {
         let fd = try FileDescriptor.open(directory, .readOnly, options: .directory)
-        let st = try fd.status()
+        var st = try fd.status()
         guard st.st_uid == geteuid() else { throw VaultError.unsafeDirectory(directory, "the folder belongs to another user") }
+        if makingPrivate {
+            _ = try retryingInterrupts("chmod", directory) { fchmod(fd.raw, 0o700) }
+            st = try fd.status()
+        }
         guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw VaultError.unsafeDirectory(directory, "other users may write to the folder; make it private with: chmod 700 '\(directory)'")
         }

@@ -8,6 +8,13 @@ public enum Processes {
         _ = narnia_set_not_dumpable()
     }
 
+    /// Fatal signals (a crash, a stack overflow, a failed check) end the process with one line
+    /// on standard error and status 70, and never the Swift runtime's backtrace, which prints
+    /// registers and the memory they point to (`narnia_install_fatal_signal_handlers`).
+    public static func handleFatalSignalsQuietly() {
+        _ = narnia_install_fatal_signal_handlers()
+    }
+
     /// Forks and executes `path` with `arguments` and `environment` (see `narnia_fork_exec`:
     /// the child runs no Swift code). `sources[i]` becomes descriptor `targets[i]` in the child;
     /// every descriptor from `firstFree` up is closed. The child joins process group `group`

@@ -3,33 +3,54 @@ import Glibc
 import NarniaShell
 import NarniaStore
 
-/// Reads lines from a descriptor without reading ahead past what it returns (so that a
-/// process feeding commands through a pipe sees each one run before the next is read).
+/// Reads lines from a descriptor, up to 64 KiB at a time (what a pipe holds at the moment: a
+/// process that writes one command and waits sees it run before it writes the next). A line
+/// over `Session.maximumLineBytes` is read to its end without being kept, and refused.
 final class LineReader {
     private let fd: Int32
     private var buffer: [UInt8] = []
     private var eof = false
+    /// The number of the line `next()` returned last, for messages.
+    private(set) var lineNumber = 0
 
     init(fd: Int32) { self.fd = fd }
 
     /// The next line without its newline, or nil at the end.
-    func next() -> String? {
+    func next() -> BatchLine? {
+        var skipped = 0
         while true {
             if let nl = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[..<nl], as: UTF8.self)
-                buffer.removeSubrange(...nl)
-                return line
+                lineNumber += 1
+                defer { buffer.removeSubrange(...nl) }
+                if skipped > 0 { return .tooLong(skipped + nl) }
+                return .text(String(decoding: buffer[..<nl], as: UTF8.self))
             }
             if eof {
-                guard !buffer.isEmpty else { return nil }
+                guard !buffer.isEmpty || skipped > 0 else { return nil }
+                lineNumber += 1
                 defer { buffer.removeAll() }
-                return String(decoding: buffer, as: UTF8.self)
+                if skipped > 0 { return .tooLong(skipped + buffer.count) }
+                return .text(String(decoding: buffer, as: UTF8.self))
+            }
+            if buffer.count > Session.maximumLineBytes {
+                skipped += buffer.count
+                buffer.removeAll(keepingCapacity: true)
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { eof = true } else { buffer.append(contentsOf: chunk[0..<n]) }
         }
+    }
+}
+
+/// One line of batch input: its text, or that it was too long to run (with its length).
+enum BatchLine {
+    case text(String)
+    case tooLong(Int)
+
+    init(_ text: String) {
+        self = text.utf8.count > Session.maximumLineBytes ? .tooLong(text.utf8.count) : .text(text)
     }
 }
 
@@ -41,16 +62,28 @@ struct BatchRunner {
 
     func run(lines: [String]) -> Int32 {
         var iterator = lines.makeIterator()
-        return run { iterator.next() }
+        return run { iterator.next().map(BatchLine.init) }
     }
 
     func run(reader: LineReader, keep: FileDescriptor?) -> Int32 {
         withExtendedLifetime(keep) { run { reader.next() } }
     }
 
-    private func run(_ next: () -> String?) -> Int32 {
+    private func run(_ next: () -> BatchLine?) -> Int32 {
         var failed = false
-        while let line = next() {
+        var number = 0
+        while let batchLine = next() {
+            number += 1
+            guard case .text(let line) = batchLine else {
+                if case .tooLong(let bytes) = batchLine {
+                    session.out.flush()
+                    session.err.line("narnia: error: line \(number) has \(bytes) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
+                    session.err.flush()
+                }
+                failed = true
+                if !keepGoing { break }
+                continue
+            }
             if !session.runBatchLine(line, keepGoing: keepGoing) {
                 failed = true
                 if !keepGoing || Session.interruptRequested != 0 { break }
@@ -58,6 +91,8 @@ struct BatchRunner {
             if session.exitRequested || Signals.terminationSignal != 0 { break }
         }
         session.out.flush()
-        return failed ? 1 : 0
+        // Damage is never quiet: content that failed authentication fails the run, even when
+        // a `-` line let its command fail without stopping.
+        return failed || session.vault.damageFound > 0 ? 1 : 0
     }
 }

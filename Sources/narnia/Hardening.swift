@@ -1,14 +1,17 @@
 import Glibc
 import NarniaSystem
 
-/// Process hardening done before any secret exists: no core dumps (`RLIMIT_CORE` = 0) and not
+/// Process hardening done before any secret exists: no core dumps (`RLIMIT_CORE` = 0), not
 /// dumpable (`PR_SET_DUMPABLE` 0), so neither a crash nor `ptrace` by another user process
-/// of the same uid (where Yama allows) can read keys out of memory.
+/// of the same uid (where Yama allows) can read keys out of memory, and fatal signals that end
+/// the process quietly instead of through the Swift runtime's backtracer, which would print
+/// registers and the memory they point to.
 enum Hardening {
     static func apply() {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)
         Processes.setNotDumpable()
+        Processes.handleFatalSignalsQuietly()
         umask(0o077)
     }
 }

@@ -93,6 +93,11 @@ final class InteractiveLoop {
             announcedCandidates = nil
             switch readPrompt(el) {
             case .line(let line):
+                guard line.utf8.count <= Session.maximumLineBytes else {
+                    session.err.line("narnia: error: the line has \(line.utf8.count) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
+                    session.err.flush()
+                    continue
+                }
                 _ = session.runBatchLine(line, keepGoing: true)
                 session.out.flush()
             case .again: continue

@@ -79,6 +79,26 @@ struct Launcher {
 
     // MARK: Passphrases
 
+    /// A passphrase and commands never come from one stream: a passphrase too long, or a
+    /// script written wrongly, would otherwise run its tail as commands.
+    func refusePassphraseFromCommandStream(_ commands: CommandSource) {
+        guard commands == .standardInput else { return }
+        var input = stat(), source = stat()
+        guard fstat(0, &input) == 0 else { return }
+        let same: Bool
+        if let fd = options.passphraseFD {
+            same = fd == 0 || (fstat(fd, &source) == 0 && source.st_dev == input.st_dev && source.st_ino == input.st_ino)
+        } else if let file = options.passphraseFile {
+            same = stat(file, &source) == 0 && source.st_dev == input.st_dev && source.st_ino == input.st_ino
+        } else {
+            same = false
+        }
+        if same {
+            Launcher.fail("the passphrase and the commands both come from standard input",
+                          hint: "give the commands with -c or -b FILE, or the passphrase from another descriptor or file", status: 2)
+        }
+    }
+
     /// The passphrase from --passphrase-file / --passphrase-fd, else asked on the terminal.
     func passphrase(confirm: Bool) -> Secret {
         do {
@@ -236,6 +256,7 @@ struct Launcher {
     }
 
     func openAndRun(commands: CommandSource) -> Int32 {
+        refusePassphraseFromCommandStream(commands)
         let secret = passphrase(confirm: false)
         let vault: Vault
         do {

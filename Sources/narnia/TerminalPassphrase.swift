@@ -35,33 +35,10 @@ enum TerminalPassphrase {
         Session.interruptRequested = 0
         _ = prompt.withCString { write(fd, $0, strlen($0)) }
         do {
-            return try readLine(fd: fd)
+            return try PassphraseSource.readLine(fd: fd, name: "the terminal") { Session.interruptRequested != 0 }
         } catch {
             if Session.interruptRequested != 0 { _ = "\n".withCString { write(fd, $0, 1) } }
             throw error
         }
-    }
-
-    /// Reads one line from `fd` into a `Secret`, one byte at a time; an interrupting signal
-    /// ends the question.
-    private static func readLine(fd: Int32) throws -> Secret {
-        let buffer = try Secret(zeroedCount: PassphraseSource.maximumLength)
-        let length: Int = try buffer.withUnsafeMutableBytes { b in
-            var n = 0
-            while n < b.count {
-                let r = read(fd, b.baseAddress! + n, 1)
-                if r < 0 {
-                    if errno == EINTR && Session.interruptRequested == 0 { continue }
-                    if errno == EINTR { throw PassphraseError.unreadable("interrupted") }
-                    throw PassphraseError.unreadable("cannot read the passphrase from the terminal: \(String(cString: strerror(errno)))")
-                }
-                if r == 0 || b[n] == UInt8(ascii: "\n") { break }
-                n += 1
-            }
-            if n > 0 && b[n - 1] == UInt8(ascii: "\r") { n -= 1 }
-            return n
-        }
-        guard length > 0 else { throw PassphraseError.empty("the terminal") }
-        return try buffer.withUnsafeBytes { try Secret(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 }

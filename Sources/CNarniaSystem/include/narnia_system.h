@@ -40,4 +40,10 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
                        int group, int tty, int take_terminal);
 
+/// Replaces the handling of fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT),
+/// the Swift runtime's backtracer included, with a handler that runs on its own stack (so a
+/// stack overflow reaches it), writes one line that says nothing of the process's memory, and
+/// exits with status 70.
+int narnia_install_fatal_signal_handlers(void);
+
 #endif

@@ -118,24 +118,27 @@ enum Browse {
             s.out.line(path.isRoot ? "/" : (path.lastComponent! + "/"))
         }
         var folders = 0, files = 0
-        func walk(_ folder: Identifier, _ prefix: String) {
-            let children = sorted(s.vault.children(of: folder))
-            for (i, child) in children.enumerated() {
-                let last = i == children.count - 1
-                if terminal {
-                    s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child, shownAs: HiddenNames.maskedName(of: child, in: s)), style: style))
-                } else {
-                    s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
-                }
-                if child.isFolder {
-                    folders += 1
-                    walk(child.id, prefix + (last ? "    " : "│   "))
-                } else {
-                    files += 1
-                }
+        // Depth first without recursion: a tree of any depth cannot overflow the stack.
+        var frames: [(children: [Item], next: Int, prefix: String)] = [(sorted(s.vault.children(of: id)), 0, "")]
+        while !frames.isEmpty {
+            let top = frames.count - 1
+            guard frames[top].next < frames[top].children.count else { frames.removeLast(); continue }
+            let child = frames[top].children[frames[top].next]
+            frames[top].next += 1
+            let last = frames[top].next == frames[top].children.count
+            let prefix = frames[top].prefix
+            if terminal {
+                s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child, shownAs: HiddenNames.maskedName(of: child, in: s)), style: style))
+            } else {
+                s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
+            }
+            if child.isFolder {
+                folders += 1
+                frames.append((sorted(s.vault.children(of: child.id)), 0, prefix + (last ? "    " : "│   ")))
+            } else {
+                files += 1
             }
         }
-        walk(id, "")
         if s.out.isTerminal { s.out.line("\n\(folders) folder\(folders == 1 ? "" : "s"), \(files) file\(files == 1 ? "" : "s")") }
     }
 
@@ -150,16 +153,16 @@ enum Browse {
             }
             kind = k
         }
-        func walk(_ folder: Identifier, _ path: VaultPath) {
-            for child in sorted(s.vault.children(of: folder)) {
-                let childPath = path.appending(child.name)
-                if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
-                    s.out.line(childPath.description)
-                }
-                if child.isFolder { walk(child.id, childPath) }
+        // Depth first in name order, without recursion.
+        var pending: [(Item, VaultPath)] = sorted(s.vault.children(of: id)).reversed().map { ($0, start.appending($0.name)) }
+        while let (child, childPath) = pending.popLast() {
+            if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
+                s.out.line(childPath.description)
+            }
+            if child.isFolder {
+                pending += sorted(s.vault.children(of: child.id)).reversed().map { ($0, childPath.appending($0.name)) }
             }
         }
-        walk(id, start)
     }
 
     static func stat(_ s: Session, _ a: ParsedArguments) throws {

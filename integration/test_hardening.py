@@ -1,0 +1,184 @@
+"""Hardening: findings of a security review, each pinned by a test that failed before its fix.
+
+Store files through links and special files; cost parameters as a weapon; damage that must
+never be quiet; passphrases and command lines beyond their limits; crashes that must not print
+memory; trees deeper than any stack."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import Narnia, q
+
+
+def store_journal(n: Narnia) -> Path:
+    """The device's journal: the store file that grows with every change."""
+    before = n.store().sizes()
+    n.ok("mkdir /.probe")
+    after = n.store().sizes()
+    grown = [p for p in after if p in before and after[p] > before[p] and "/" in p]
+    new = [p for p in after if p not in before and "/" in p]
+    return n.vault / (grown or new)[0]
+
+
+# -- 1. Store files through links and special files --------------------------------------
+
+
+def test_a_journal_replaced_by_a_link_to_a_users_file_truncates_nothing(narnia, host):
+    narnia.init()
+    journal = store_journal(narnia)
+    victim = host / "precious.txt"
+    victim.write_text("my thesis\n" * 100)
+    journal.unlink()
+    journal.symlink_to(victim)
+    r = narnia.c("ls /")
+    assert r.rc == 1 and r.errors, "a linked journal must be refused" + r.describe()
+    assert victim.read_text() == "my thesis\n" * 100, "the link's target was changed"
+
+
+def test_an_object_replaced_by_a_fifo_does_not_hang_verify(narnia, host):
+    narnia.init()
+    (host / "f.bin").write_bytes(os.urandom(3000))
+    before = set(narnia.store().sizes())
+    narnia.ok(f"import {q(str(host / 'f.bin'))}")
+    journal = store_journal(narnia)
+    obj = [narnia.vault / p for p in narnia.store().sizes() if p not in before and narnia.vault / p != journal][0]
+    obj.unlink()
+    os.mkfifo(obj, 0o600)
+    r = narnia.c("verify", timeout=20)
+    assert r.rc == 1 and any("/f.bin" in l and "not a regular file" in l for l in r.errors), r.describe()
+    r = narnia.c("cat /f.bin", timeout=20)
+    assert r.rc == 1, r.describe()
+
+
+def test_init_makes_an_existing_empty_folder_private(narnia):
+    narnia.vault.mkdir(mode=0o777)
+    os.chmod(narnia.vault, 0o777)
+    narnia.init()
+    assert stat.S_IMODE(narnia.vault.stat().st_mode) == 0o700
+
+
+def test_a_store_others_may_write_to_is_refused(narnia):
+    narnia.init()
+    os.chmod(narnia.vault, 0o777)
+    r = narnia.c("ls /")
+    assert r.rc == 1 and any("other users may write to the folder" in l for l in r.errors), r.describe()
+    assert any(l.startswith("narnia: hint:") or "chmod 700" in l for l in r.err_lines), r.describe()
+    os.chmod(narnia.vault, 0o700)
+    narnia.ok("ls /")
+
+
+# -- 2. Cost parameters as a weapon -------------------------------------------------------
+
+
+def set_limits(key: Path, ops: int, mem_kib: int):
+    data = bytearray(key.read_bytes())
+    salt = bytes(data[:16])
+    mask = hashlib.blake2b(salt, digest_size=8).digest()
+    raw = ops.to_bytes(4, "little") + mem_kib.to_bytes(4, "little")
+    data[16:24] = bytes(a ^ b for a, b in zip(raw, mask))
+    key.write_bytes(bytes(data))
+
+
+def test_limits_beyond_sensitive_are_refused_before_deriving(narnia):
+    narnia.init()
+    set_limits(narnia.store().key_file(), 64, 8 * 1024 * 1024)
+    start = time.monotonic()
+    r = narnia.c("ls /", timeout=30)
+    assert r.rc == 3, r.describe()
+    assert any("more than narnia accepts" in l for l in r.errors), r.describe()
+    assert time.monotonic() - start < 10, "the refused derivation must not run"
+
+
+def test_limits_beyond_moderate_are_announced_before_deriving(narnia):
+    narnia.init()
+    set_limits(narnia.store().key_file(), 4, 8192)   # 4 passes: more than MODERATE's 3
+    r = narnia.c("ls /", timeout=60)
+    assert r.rc == 3, "the passphrase no longer derives the key" + r.describe()
+    assert any(l.startswith("narnia: note:") and "slower than usual" in l for l in r.err_lines), r.describe()
+
+
+# -- 7. Damage is never quiet ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["-cat /f.bin", "-verify", "-export /f.bin OUT"])
+def test_a_dash_line_may_go_on_but_damage_fails_the_run(narnia, host, command):
+    narnia.init()
+    (host / "f.bin").write_bytes(os.urandom(5000))
+    before = set(narnia.store().sizes())
+    narnia.ok(f"import {q(str(host / 'f.bin'))}")
+    journal = store_journal(narnia)
+    obj = [narnia.vault / p for p in narnia.store().sizes() if p not in before and narnia.vault / p != journal][0]
+    data = bytearray(obj.read_bytes())
+    data[100] ^= 1
+    obj.write_bytes(bytes(data))
+    batch = host / "batch"
+    batch.write_text(command.replace("OUT", q(str(host / "out.bin"))) + "\npwd\n")
+    r = narnia("-b", str(batch))
+    assert r.rc == 1, f"a batch that met damage must exit 1, even with a '-' line" + r.describe()
+    assert r.out_lines[-1:] == ["/"], "the '-' line let the batch go on" + r.describe()
+    assert any("/f.bin" in l for l in r.errors), "the error names the item" + r.describe()
+
+
+# -- 9. Passphrases and command lines beyond their limits --------------------------------
+
+
+def test_a_passphrase_over_4096_bytes_is_refused_not_cut(narnia):
+    long = "x" * 5000
+    r = narnia("init", passphrase=long)
+    assert r.rc == 2 and any("longer than 4096 bytes" in l for l in r.errors), r.describe()
+    narnia.init(passphrase="x" * 4096)
+    r = narnia.c("pwd", passphrase="x" * 4096 + "tail")
+    assert r.rc == 2, "a prefix must never open the vault" + r.describe()
+
+
+def test_the_passphrase_and_the_commands_never_share_a_stream(narnia):
+    narnia.init()
+    r = narnia("--passphrase-fd", "0", passphrase=None, input=f"correct horse\npwd\n")
+    assert r.rc == 2 and any("both come from standard input" in l for l in r.errors), r.describe()
+    assert "SECRET" not in r.err
+
+
+def test_a_command_line_over_1_mib_is_refused(narnia):
+    narnia.init()
+    r = narnia("-b", "-", input="ls " + "a" * (3 << 20) + "\npwd\n")
+    assert r.rc == 1 and any(re.match(r"narnia: error: line 1 has \d+ bytes, more than a command line may", l) for l in r.err_lines), r.describe()
+
+
+# -- 10. Crashes print no memory; trees deeper than any stack ----------------------------
+
+
+def test_a_fatal_signal_prints_no_memory(narnia):
+    narnia.init()
+    p = narnia.popen("-b", "-", stdin=subprocess.PIPE)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGSEGV)
+    out, err = p.communicate(timeout=20)
+    p.stdin.close() if p.stdin else None
+    assert p.returncode == 70, (p.returncode, err)
+    text = err.decode(errors="replace")
+    assert "nothing of its memory is printed" in text
+    for leak in ("Backtrace", "rax", "rip", "Thread 0", "0x0000"):
+        assert leak not in text, f"the crash printed {leak!r}: {text}"
+
+
+def test_deep_trees_do_not_overflow_the_stack(narnia):
+    narnia.init()
+    depth = 20_000
+    path = "/" + "/".join(["d"] * depth)
+    narnia.ok(f"mkdir -p {path}; mkdir {path}/leaf")
+    r = narnia.ok("find / -name leaf")
+    assert r.out_lines == [path + "/leaf"]
+    assert narnia.ok("du /").out.startswith("0")
+    assert narnia.ok("verify").rc == 0
+    narnia.ok("cp -r /d /copy")
+    assert narnia.ok("find /copy -name leaf").out_lines == ["/copy" + path[2:] + "/leaf"]
