@@ -428,6 +428,9 @@ class Scenario:
             owner = self.dev(self.journal_owner[base])
             src_rel, ls = max(copies(sf, base).items(), key=lambda t: (t[1], t[0]))
             data = (s.path / src_rel).read_bytes()
+            if s is not owner and (owner.path / base).read_bytes()[:ls] != data:
+                self.fail(f"{s.label}'s copy {src_rel} of {owner.label}'s journal is not a prefix "
+                          f"of it (only its owner writes a journal)")
             dcopies = copies(df, base)
             have = max(dcopies.values(), default=0)
             p = ls
@@ -783,8 +786,8 @@ class Scenario:
         pre_view = self.view(d)
         passphrases = self.usable_passphrases(d, pre_view)
         passphrase = rng.choice(passphrases)
-        present = self.present_keys(d)
-        if not present - pre_view.retired_keys:
+        exception = not self.present_keys(d) - pre_view.retired_keys
+        if exception:
             self.stats["opened with a retired key file (no live one here yet)"] += 1
         date = self.utc_date()
         before = scan(d.path)
@@ -850,6 +853,13 @@ class Scenario:
             self.fail(f"{what}: naming the device said {named}" + res.describe())
         self.compare_listing(d, pre_view, ls_lines, what)
         self.compare_settings(d, pre_view, set_lines, what)
+        warned = [l for l in res.err_lines if l.startswith("narnia: warning:") and "key file" in l]
+        if exception and not warned:
+            self.fail(f"{what}: opened with the passphrase of a retired key file (no key file that "
+                      f"is not retired has arrived) without a warning" + res.describe())
+        if not exception and warned:
+            self.fail(f"{what}: a warning about key files, though a key file that is not retired "
+                      f"is here: {warned}")
         got_imports = sorted(IMPORTED.match(l).groups() for l in imported)
         want_imports = sorted((h, p) for h, p in expect_imports)
         if got_imports != [(h, mo.nfc(p)) for h, p in want_imports] and \
@@ -963,6 +973,10 @@ class Scenario:
             what = f"{d.label} after full delivery"
             # every file's content too, last, so that its bytes end the output
             files = [n for n in view.listing() if not n.is_folder]
+            lost = [f.path for f in files if not self.expected_here(d, f)]
+            if lost:
+                self.fail(f"{what}: files that no device removed have no object on any device "
+                          f"(deleted everywhere, or never written): {lost}")
             want_bytes = b"".join(f.content.data for f in files)
             commands = "ls -alR --json /; set; devices --json; verify"
             batch = self.workdir / f"final-{d.label}"

@@ -769,6 +769,8 @@ def test_interrupted_journal_send_loses_nothing_the_remote_had(narnia, tmp_path)
                     continue
                 if journal in listed:
                     pid = child
+            elif "copyto" in argv and any(a.endswith("/" + journal) for a in argv):
+                pid = child   # the journal, sent under a temporary name
         time.sleep(0.01)
     assert pid is not None, "no rclone child sending the journal appeared" + run.describe()
     time.sleep(0.7)

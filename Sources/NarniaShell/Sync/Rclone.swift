@@ -133,6 +133,11 @@ struct Rclone {
         try run(["copyto", "--no-check-dest", source, destination])
     }
 
+    /// Renames a file on a remote (`rclone moveto`: a rename where the remote has one).
+    func move(_ source: String, to destination: String) throws -> Outcome {
+        try run(["moveto", source, destination])
+    }
+
     /// Deletes the files named in `paths` under `remote` (`rclone delete --files-from`).
     func delete(_ paths: [String], in remote: String, listIn folder: String) throws -> Outcome {
         let list = folder + "/delete-\(UInt32.random(in: 0...UInt32.max))"

@@ -57,13 +57,32 @@ enum SyncCommand {
             report.change = TreeChange(added: [], removed: 0)
             sending = fetching
         }
-        let journals = sending.sendJournals + sending.fetch.filter { $0.kind == .journal && report.extendsThere.contains($0.path) }
-        for (batch, label) in [(sending.sendFirst, "sending"), (journals, "sending journals")] where !batch.isEmpty {
-            watch(label)
-            let outcome = try rclone.copy(batch.map(\.path), from: vault.directory, to: remote, listIn: folder)
+        // Journals to send: new ones; those the remote has a shorter copy of that the one here
+        // extends (compared in step 1); and those that were the same on both sides and have
+        // grown here since (the merge appended to this device's own).
+        let startSize = Dictionary(fetching.here.map { ($0.0.path, $0.1) }, uniquingKeysWith: { a, _ in a })
+        let grown = sending.fetch.filter { file in
+            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path])
+        }
+        if !sending.sendFirst.isEmpty {
+            watch("sending")
+            let outcome = try rclone.copy(sending.sendFirst.map(\.path), from: vault.directory, to: remote, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
-            report.sent += batch.count
+            report.sent += sending.sendFirst.count
+        }
+        // A journal replaces the remote's copy only whole: rclone writes some remotes in place,
+        // so it goes under a temporary name first and is then renamed over the old copy.
+        let sendingSuffix = temporarySuffix(vault)
+        for file in sending.sendJournals + grown {
+            watch("sending journals")
+            var outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: remote + "/" + file.path + sendingSuffix)
+            if outcome.status == 0 && !outcome.cancelled {
+                outcome = try rclone.move(remote + "/" + file.path + sendingSuffix, to: remote + "/" + file.path)
+            }
+            if outcome.cancelled { throw Cancelled() }
+            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            report.sent += 1
         }
         for file in report.forks {
             let outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: remote + "/" + file.path + conflictSuffix(vault))
@@ -71,8 +90,10 @@ enum SyncCommand {
             report.sent += 1
         }
         for file in sending.deleteHere { vault.deleteRetired(file) }
-        if !sending.deleteThere.isEmpty {
-            let outcome = try rclone.delete(sending.deleteThere.map(\.path), in: remote, listIn: folder)
+        // This device's temporary copies an interrupted sync left there go too.
+        let leftovers = there.keys.filter { $0.hasSuffix(sendingSuffix) }
+        if !sending.deleteThere.isEmpty || !leftovers.isEmpty {
+            let outcome = try rclone.delete(sending.deleteThere.map(\.path) + leftovers, in: remote, listIn: folder)
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
         }
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
@@ -102,6 +123,12 @@ enum SyncCommand {
         if shown.count < added.count { s.out.line("… and \(added.count - shown.count) more new items") }
         if change.removed > 0 { s.out.line(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
         if let failure { throw failure }
+    }
+
+    /// The suffix of a journal being sent, before it is renamed into place: not a store name
+    /// (so every reader ignores it), and this device's own (so only it deletes its leftovers).
+    static func temporarySuffix(_ vault: Vault) -> String {
+        ".narnia-sending-" + String(vault.device.hex.prefix(8))
     }
 
     /// The name a forked journal's copy gets: Syncthing's form, so that every reader knows it.

@@ -15,6 +15,8 @@ struct SyncPlan {
     /// Retired files to delete here and there.
     var deleteHere: [SyncFile] = []
     var deleteThere: [SyncFile] = []
+    /// This store's files with their sizes when the plan was made.
+    var here: [(SyncFile, Int64)] = []
     /// Bytes to move each way.
     var fetchBytes: Int64 = 0
     var sendBytes: Int64 = 0
@@ -25,6 +27,7 @@ struct SyncPlan {
     /// The plan. `here` holds this store's files with their sizes; `there` the remote's, by path.
     static func make(here: [(SyncFile, Int64)], there: [String: Int64], vault: Vault) -> SyncPlan {
         var plan = SyncPlan()
+        plan.here = here
         var hereByPath: [String: (SyncFile, Int64)] = [:]
         for (file, size) in here { hereByPath[file.path] = (file, size) }
         for (file, size) in here {
