@@ -182,3 +182,65 @@ def test_deep_trees_do_not_overflow_the_stack(narnia):
     assert narnia.ok("verify").rc == 0
     narnia.ok("cp -r /d /copy")
     assert narnia.ok("find /copy -name leaf").out_lines == ["/copy" + path[2:] + "/leaf"]
+
+
+# -- 4, 8. Export never writes through a link, and leaves nothing when killed -------------
+
+
+def test_export_refuses_a_symlinked_folder_inside_the_destination(narnia, host):
+    narnia.init()
+    src = host / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"f{i}.txt").write_text(f"file {i}\n")
+    narnia.ok(f"mkdir /src; cd /src; import {q(str(src / 'f0.txt'))}; mkdir sub; cd sub; "
+              f"import {q(str(src / 'f1.txt'))}; import {q(str(src / 'f2.txt'))}")
+    victim = host / "victimdir"
+    victim.mkdir()
+    dest = host / "ex2"
+    (dest / "src").mkdir(parents=True)
+    (dest / "src" / "sub").symlink_to("../../victimdir")
+    r = narnia.c(f"export /src {q(str(dest))}")
+    assert r.rc == 1 and any("is a symbolic link" in l for l in r.errors), r.describe()
+    assert list(victim.iterdir()) == [], "export wrote through the link"
+
+
+def test_a_killed_export_leaves_no_plaintext(narnia, host):
+    narnia.init()
+    (host / "big.bin").write_bytes(os.urandom(64 << 20))
+    narnia.ok(f"import {q(str(host / 'big.bin'))}")
+    out = host / "out"
+    out.mkdir()
+    p = narnia.popen("-c", f"export /big.bin {q(str(out))}")
+    time.sleep(0.15)
+    p.kill()
+    p.wait()
+    left = [x.name for x in out.iterdir()]
+    assert left in ([], ["big.bin"]), f"a killed export left {left}"
+    if left:
+        assert (out / "big.bin").read_bytes() == (host / "big.bin").read_bytes(), "a partial file under the final name"
+
+
+# -- 5. Import takes only regular files, and follows no link inside a folder --------------
+
+
+def test_import_skips_links_and_special_files_inside_a_folder(narnia, host):
+    narnia.init()
+    src = host / "src"
+    src.mkdir()
+    (src / "real.txt").write_text("real\n")
+    (src / "link.txt").symlink_to("/etc/hostname")
+    (src / "linked-dir").symlink_to("/etc")
+    os.mkfifo(src / "fifo")
+    r = narnia.c(f"import {q(str(src))}", timeout=20)
+    assert r.rc == 0, r.describe()
+    assert sorted(narnia.ok("ls /src").out_lines) == ["real.txt"]
+    warnings = [l for l in r.err_lines if l.startswith("narnia: warning: import:")]
+    assert len(warnings) == 3, r.describe()
+
+
+def test_import_of_a_device_is_refused(narnia):
+    narnia.init()
+    r = narnia.c("import /dev/zero", timeout=20)
+    assert r.rc == 1 and any("/dev/zero" in l and "not a regular file" in l for l in r.errors), r.describe()
+    assert narnia.ok("ls /").out == ""

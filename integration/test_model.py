@@ -612,8 +612,8 @@ class Scenario:
         nodes = view.nodes()
         files = view.files()
         here_files = [f for f in files if self.expected_here(d, f)]
-        choices = [("mkdir", 12), ("rename", 10), ("move", 12), ("mv-f", 5), ("rm", 9),
-                   ("set", 4)]
+        choices = [("mkdir", 12), ("rename", 10), ("move", 10), ("move-folder", 6), ("mv-f", 5),
+                   ("rm", 9), ("set", 4)]
         if allow_content:
             choices += [("import", 18), ("import-tree", 5), ("cp", 6), ("cp-r", 4), ("cp-f", 5)]
             if allow_stdin:
@@ -670,10 +670,12 @@ class Scenario:
             dest = node.parent.path.rstrip("/") + "/" + name
             ops = mo.ops_move(view, node, node.parent, name)
             return (f"mv {q(node.path)} {q(dest)}", ops, [], None, None, kind)
-        if kind == "move":
-            if not nodes:
+        if kind in ("move", "move-folder"):
+            # folders into folders make concurrent moves close cycles (FORMAT.md rule 2)
+            cands = nodes if kind == "move" else [n for n in nodes if n.is_folder]
+            if not cands:
                 return None
-            node = rng.choice(nodes)
+            node = rng.choice(cands)
             dest = rng.choice(folders)
             if dest is node.parent or (node.is_folder and inside(node, dest)) or node.name in taken(dest):
                 return None
@@ -779,9 +781,9 @@ class Scenario:
 
     def act(self, d: Device, n_commands: int, register: bool = False):
         """One invocation: list what the device shows, then `n_commands` random commands. With
-        `register`, first the device's first write (a setting) and its name, in a record of its
-        own after the one that starts its journal (see test_first_write_names_the_device), and
-        no command that writes objects (so that the one new file is its journal)."""
+        `register`, first the device's name and a setting, in either order (so the name is
+        sometimes the device's first write, see test_first_write_names_the_device), and no
+        command that writes objects (so that the one new file is its journal)."""
         rng = self.rng
         pre_view = self.view(d)
         passphrases = self.usable_passphrases(d, pre_view)
@@ -796,10 +798,12 @@ class Scenario:
         commands = ["ls -alR --json /", "set"]
         if register:
             key, value = rng.choice(SETTING_CHOICES)
-            cmd1, cmd2 = f"set {key} {q(value)}", f"devices name {d.label}"
-            inv.records.append(mo.Record(self.stamp(d, date), (("set", key, value),), cmd1))
-            inv.records.append(mo.Record(self.stamp(d, date), (("devname", d.label),), cmd2))
-            commands += [cmd1, cmd2]
+            regs = [(f"set {key} {q(value)}", ("set", key, value)),
+                    (f"devices name {d.label}", ("devname", d.label))]
+            rng.shuffle(regs)
+            for cmd, op in regs:
+                inv.records.append(mo.Record(self.stamp(d, date), (op,), cmd))
+                commands.append(cmd)
         expect_imports = []
         unit = None
         stdin = None

@@ -44,17 +44,23 @@ extension Vault {
     // MARK: The passphrase
 
     /// Wraps the master key under a new passphrase in a new key file with a fresh name and
-    /// salt, then retires every other key file present: once every device has heard, they are
+    /// salt, and retires every other key file present: once every device has heard, they are
     /// deleted, and one that comes back is never used. Content is not re-encrypted.
+    ///
+    /// The retirement is recorded first and the new key file written after, so that a crash
+    /// in between leaves exactly one passphrase that opens the vault: the old one (a retired
+    /// key file opens while no live one is present) until the new key file exists, then only
+    /// the new one.
     public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         let id = Identifier.random()
-        let others = inventory.keyFiles.keys.filter { $0 != id }
-        try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
         let known = knowledgeOfNextRecord
+        let others = inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }
+        try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
         keyFileID = id
         kdfParameters = parameters
-        try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
     }
 }

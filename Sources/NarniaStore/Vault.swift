@@ -196,7 +196,7 @@ public final class Vault {
                 vault.deleteRetiredFiles()
                 throw VaultError.wrongPassphrase
             }
-            vault.warnings.append("this passphrase was changed on another device, whose new key file has not arrived yet; once it has, only the new passphrase opens the vault")
+            vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
         }
         try vault.tidy()
         return vault

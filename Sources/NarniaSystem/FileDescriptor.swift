@@ -196,6 +196,32 @@ public final class FileDescriptor: @unchecked Sendable {
         throw SystemError.current("unlink", path + "/" + name)
     }
 
+    /// Renames `name` to `newName` within this directory (`renameat`), replacing what
+    /// `newName` named (a link is replaced, not followed).
+    public func rename(_ name: String, to newName: String) throws {
+        _ = try retryingInterrupts("rename", path + "/" + newName) { renameat(raw, name, raw, newName) }
+    }
+
+    /// The names in this directory (without `.` and `..`), and, apart, those that are not valid
+    /// UTF-8, spelled with each invalid byte as `\xHH` (`fdopendir` on a duplicate).
+    public func entryNames() throws -> (names: [String], undecodable: [String]) {
+        let copy = try retryingInterrupts("dup", path) { dup(raw) }
+        guard let dir = fdopendir(copy) else {
+            close(copy)
+            throw SystemError.current("opendir", path)
+        }
+        defer { closedir(dir) }
+        rewinddir(dir)
+        return FileSystem.readEntries(dir)
+    }
+
+    /// Sets the access and modification times (`futimens`); failures are ignored.
+    public func setTimes(nanoseconds: Int64) {
+        let t = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        var times = [t, t]
+        _ = futimens(raw, &times)
+    }
+
     /// The status of `name` in this directory without following a symbolic link (`fstatat`
     /// with `AT_SYMLINK_NOFOLLOW`), or nil when it does not exist.
     public func statusOfEntry(_ name: String) throws -> stat? {

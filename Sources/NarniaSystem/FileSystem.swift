@@ -66,6 +66,11 @@ public enum FileSystem {
     public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [String]) {
         guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
         defer { closedir(dir) }
+        return readEntries(dir)
+    }
+
+    /// Reads an open directory stream to its end (see `listDirectoryCountingUndecodable`).
+    static func readEntries(_ dir: OpaquePointer) -> (names: [String], undecodable: [String]) {
         var names: [String] = []
         var undecodable: [String] = []
         while let entry = readdir(dir) {

@@ -5,16 +5,18 @@ import NarniaStore
 /// Sizes of host files and folders, for the progress bar (links not followed).
 enum HostTree {
     static func size(of path: String) -> UInt64 {
-        guard let st = try? FileSystem.lstatIfExists(path) ?? FileSystem.statIfExists(path) else { return 0 }
-        if st.isRegularFile { return UInt64(st.st_size) }
-        guard st.isDirectory, let names = try? FileSystem.listDirectory(path) else { return 0 }
-        return names.reduce(0) { total, name in
-            let child = path + "/" + name
-            guard let c = try? FileSystem.lstatIfExists(child) else { return total }
-            if c.isRegularFile { return total + UInt64(c.st_size) }
-            if c.isDirectory { return total + size(of: child) }
-            return total
+        var total: UInt64 = 0
+        var pending = [path]
+        var first = true
+        while let next = pending.popLast() {
+            // The path given may be a link to a file or folder, as `cp` follows; nothing below it is.
+            let st = first ? (try? FileSystem.statIfExists(next)) ?? nil : (try? FileSystem.lstatIfExists(next)) ?? nil
+            first = false
+            guard let st else { continue }
+            if st.isRegularFile { total += UInt64(st.st_size) }
+            if st.isDirectory { pending += ((try? FileSystem.listDirectory(next)) ?? []).map { next + "/" + $0 } }
         }
+        return total
     }
 }
 
@@ -25,8 +27,11 @@ struct ImportRun {
     let move: Bool
     let progress: ProgressMeter?
     private let batch: ImportBatch
-    /// Host paths of staged files, by item id, for the report and for `--move`.
-    private var pendingOriginals: [(Identifier, String)] = []
+    /// Staged files, by item id: their host path for the report, and where they lie (their
+    /// folder, opened, and their name there) for `--move`.
+    private var pendingOriginals: [(Identifier, String, (folder: FileDescriptor, name: String)?)] = []
+    /// The folders `pendingOriginals` keep open.
+    private var retainedFolders = Set<ObjectIdentifier>()
     private var movedFolders: [String] = []
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
@@ -55,21 +60,43 @@ struct ImportRun {
         }
     }
 
-    /// Imports one host file into `folder`.
-    mutating func importFile(_ path: String, into folder: Identifier) {
+    /// Imports one host path named on the command line into `folder`: a file or a folder (a
+    /// link to one is followed there, as `cp` does, and nowhere below).
+    mutating func importPath(_ path: String, into folder: Identifier) {
         do {
-            let name = try itemName(path)
-            let fd = try FileDescriptor.open(path, .readOnly, options: .noControllingTerminal)
-            fd.adviseSequential()
+            let st = try FileSystem.statIfExists(path)
+            if st?.isDirectory == true {
+                let fd = try FileDescriptor.open(path, .readOnly, options: .directory)
+                importFolder(fd, display: path, name: try itemName(path), into: folder)
+            } else {
+                let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
+                importFile(fd, display: path, name: try itemName(path), original: nil, into: folder)
+            }
+        } catch {
+            fail(describe(error))
+        }
+    }
+
+    /// Imports an opened host file. It must be a regular file: what was opened is checked
+    /// (`fstat`), not the path, so a path swapped for a FIFO or a device meanwhile is refused.
+    /// `original` is where it lies (its folder, opened, and its name there), for `--move`.
+    private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
+                                     original: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
+        do {
             let st = try fd.status()
+            guard st.isRegularFile else { throw CommandFailure("\(path): not a regular file") }
+            try fd.setBlocking()
+            fd.adviseSequential()
             let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
             progress?.begin(item: name)
-            let size = st.isRegularFile ? UInt64(st.st_size) : nil
-            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
+            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: UInt64(st.st_size),
                                          source: { try fd.readFully(into: $0, count: $1) },
                                          classifyLater: session.classifyLater, observer: session.observer(progress: progress))
-            pendingOriginals.append((item.id, path))
-            if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems { commit() }
+            pendingOriginals.append((item.id, path, original))
+            if let original { retainedFolders.insert(ObjectIdentifier(original.folder)) }
+            // With --move each original's folder stays open until its commit: commit before too
+            // many are (descriptors are limited).
+            if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems || retainedFolders.count >= 256 { commit() }
         } catch is Cancelled {
             return
         } catch let e as SystemError where e.isDiskFull {
@@ -83,44 +110,67 @@ struct ImportRun {
         }
     }
 
-    /// Imports a host folder and everything under it; symbolic links and special files inside
-    /// are skipped with a warning, never followed.
-    mutating func importFolder(_ path: String, into parent: Identifier) {
-        let created: Item
-        do {
-            let st = try FileSystem.statIfExists(path)
-            let modified = st.map { Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec) }
-            created = try batch.addFolder(named: try itemName(path), in: parent, modified: modified)
-        } catch {
-            fail(describe(error))
-            return
-        }
-        if move { movedFolders.append(path) }
-        let names: [String]
-        do {
-            let listing = try FileSystem.listDirectoryCountingUndecodable(path)
-            names = listing.names.sorted(by: utf8Order)
-            for name in listing.undecodable {
-                fail("\(path.hasSuffix("/") ? path : path + "/")\(name): the name is not valid UTF-8; rename it to import it")
-            }
-        } catch {
-            fail(describe(error))
-            return
-        }
-        for name in names {
+    /// Imports an opened host folder and everything under it, depth first without recursion.
+    /// Each folder is opened relative to the one above it, and each entry is opened without
+    /// following links (`openat` with `O_NOFOLLOW`): symbolic links and special files inside
+    /// are skipped with a warning, never followed, even if one replaces a file meanwhile.
+    private mutating func importFolder(_ top: FileDescriptor, display: String, name: String, into parent: Identifier) {
+        // Each pending folder is opened only when its turn comes, relative to its parent (kept
+        // open meanwhile), so only the folders above the one being read are open at once.
+        var pending: [(folder: FileDescriptor, entry: String?, display: String, name: String, parent: Identifier)] =
+            [(top, nil, display, name, parent)]
+        while let (above, entry, path, name, parent) = pending.popLast() {
             if mustStop { return }
-            let child = path.hasSuffix("/") ? path + name : path + "/" + name
-            guard let st = try? FileSystem.lstatIfExists(child) else { continue }
-            if st.isSymbolicLink {
-                session.warning("import", "\(child): symbolic link skipped")
-            } else if st.isDirectory {
-                importFolder(child, into: created.id)
-            } else if st.isRegularFile {
-                importFile(child, into: created.id)
-            } else {
-                session.warning("import", "\(child): special file skipped")
+            let fd: FileDescriptor
+            let created: Item
+            let names: [String]
+            do {
+                fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
+                let st = try fd.status()
+                created = try batch.addFolder(named: name, in: parent, modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+                let listing = try fd.entryNames()
+                names = listing.names.sorted(by: utf8Order)
+                for bad in listing.undecodable {
+                    fail("\(join(path, bad)): the name is not valid UTF-8; rename it to import it")
+                }
+            } catch let e as SystemError where e.code == ELOOP {
+                session.warning("import", "\(path): symbolic link skipped")
+                continue
+            } catch {
+                fail(describe(error))
+                continue
             }
+            if move { movedFolders.append(path) }
+            var subfolders: [(FileDescriptor, String?, String, String, Identifier)] = []
+            for entry in names {
+                if mustStop { return }
+                let child = join(path, entry)
+                do {
+                    guard let st = try fd.statusOfEntry(entry) else { continue }
+                    if st.isSymbolicLink {
+                        session.warning("import", "\(child): symbolic link skipped")
+                    } else if st.isDirectory {
+                        subfolders.append((fd, entry, child, try ItemName.validated(entry), created.id))
+                    } else if st.isRegularFile {
+                        let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
+                        importFile(file, display: child, name: try ItemName.validated(entry), original: (fd, entry), into: created.id)
+                    } else {
+                        session.warning("import", "\(child): special file skipped")
+                    }
+                } catch let e as NameError {
+                    fail("\(child): \(e.description)")
+                } catch let e as SystemError where e.code == ELOOP {
+                    session.warning("import", "\(child): symbolic link skipped")
+                } catch {
+                    fail(describe(error))
+                }
+            }
+            pending += subfolders.reversed()
         }
+    }
+
+    private func join(_ folder: String, _ name: String) -> String {
+        folder.hasSuffix("/") ? folder + name : folder + "/" + name
     }
 
     /// Commits the batch, reports each file, then removes originals when moving.
@@ -134,18 +184,23 @@ struct ImportRun {
             if (error as? SystemError)?.isDiskFull == true { diskFull = true }
             batch.abandon()
             pendingOriginals.removeAll()
+            retainedFolders.removeAll()
             return
         }
-        for (id, host) in pendingOriginals {
+        for (id, host, original) in pendingOriginals {
             session.out.line("imported \(host) -> \(session.vault.path(of: id))")
             if move {
-                do { try FileSystem.unlink(host) } catch {
+                // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
+                do {
+                    if let original { try original.folder.unlink(original.name) } else { try FileSystem.unlink(host) }
+                } catch {
                     session.warning("import", "\(host): could not remove the original: \(describe(error))")
                 }
             }
         }
         session.out.flush()
         pendingOriginals.removeAll()
+        retainedFolders.removeAll()
     }
 
     /// With `--move`, removes the now-empty host folders, deepest first; non-empty ones stay.

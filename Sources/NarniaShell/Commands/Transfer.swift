@@ -30,12 +30,7 @@ enum Transfer {
         defer { run.progress?.finish() }
         for path in sources {
             if run.mustStop { break }
-            let st = try FileSystem.statIfExists(path)
-            if st?.isDirectory == true {
-                run.importFolder(path, into: folder)
-            } else {
-                run.importFile(path, into: folder)
-            }
+            run.importPath(path, into: folder)
         }
         run.commit()
         run.removeMovedFolders()
@@ -73,45 +68,45 @@ enum Transfer {
         let dest = destinations[0]
         var sources: [(VaultPath, Identifier)] = []
         for word in a.operands.dropLast() { sources += try s.existing(word) }
+        // The destination named may be a folder (or a link to one, as cp allows): the items go
+        // inside it. Otherwise it is a new name in an existing folder, for one item.
         let destIsFolder = FileSystem.isDirectory(dest)
         guard destIsFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
-        if !destIsFolder && !FileSystem.isDirectory(FileSystem.parentDirectory(of: dest)) {
-            throw CommandFailure("\(FileSystem.parentDirectory(of: dest)): no such folder")
-        }
+        let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
+        guard FileSystem.isDirectory(base) else { throw CommandFailure("\(base): no such folder") }
+        let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base)
         let force = a.has("--force")
         // Plan every file first, so that a refusal changes nothing on the host.
-        var plan: [(Item, String)] = []
-        var folders: [String] = []
+        var plan: [(Item, [String])] = []
+        var folders: [[String]] = []
         for (path, id) in sources {
-            let top = destIsFolder ? s.hostJoin(dest, path.lastComponent ?? "vault") : dest
+            let top = destIsFolder ? (path.lastComponent ?? "vault") : String(dest.split(separator: "/").last ?? "")
+            guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(dest): not a name to export to") }
             if s.vault.isFolder(id) {
-                if let st = try FileSystem.lstatIfExists(top), !st.isDirectory { throw CommandFailure("\(top): exists and is not a folder") }
-                folders.append(top)
+                folders.append([top])
+                let depth = s.vault.pathComponents(of: id).count
                 for item in s.vault.descendants(of: id) {
-                    let relative = s.vault.pathComponents(of: item.id).dropFirst(s.vault.pathComponents(of: id).count)
-                    let host = top + "/" + relative.joined(separator: "/")
-                    if item.isFolder { folders.append(host) } else { plan.append((item, host)) }
+                    let relative = [top] + s.vault.pathComponents(of: item.id).dropFirst(depth)
+                    if item.isFolder { folders.append(relative) } else { plan.append((item, relative)) }
                 }
             } else {
-                plan.append((s.vault.item(id)!, top))
+                plan.append((s.vault.item(id)!, [top]))
             }
         }
-        for (item, host) in plan {
-            if let st = try FileSystem.lstatIfExists(host) {
-                if st.isDirectory { throw CommandFailure("\(host): a folder is in the way of \(s.vault.path(of: item.id))") }
-                if !force { throw CommandFailure("\(host): already exists", hint: "use export --force to replace it") }
-            }
-        }
-        for folder in folders { try FileSystem.makeDirectory(folder, mode: 0o700, existingOK: true) }
+        for folder in folders { _ = try host.folder(folder, create: false) }
+        for (_, components) in plan { try host.checkWritable(components, force: force) }
+        for folder in folders { _ = try host.folder(folder, create: true) }
         let progress = ProgressMeter(session: s, label: "export", totalBytes: plan.reduce(0) { $0 + $1.0.size })
         defer { progress?.finish() }
         var failed = false
-        for (item, host) in plan {
+        for (item, components) in plan {
             if Session.interruptRequested != 0 { throw Cancelled() }
             progress?.begin(item: item.name)
             do {
-                try writeHostFile(s, item, to: host, progress: progress)
-                s.out.line("exported \(s.vault.path(of: item.id)) -> \(host)")
+                try host.writeFile(components, replace: force, modified: item.modified) { fd in
+                    try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
+                }
+                s.out.line("exported \(s.vault.path(of: item.id)) -> \(host.path(components))")
             } catch is Cancelled {
                 throw Cancelled()
             } catch {
@@ -120,34 +115,6 @@ enum Transfer {
             }
         }
         if failed { throw Reported(CommandFailure("some items were not exported")) }
-    }
-
-    /// Writes `item` to a temporary file beside `host` and renames it into place, so that no
-    /// partial file is ever left under the final name. Like `cp`, it leaves flushing the
-    /// exported copy to the system (the vault copy is the durable one).
-    private static func writeHostFile(_ s: Session, _ item: Item, to host: String, progress: ProgressMeter?) throws {
-        let dir = FileSystem.parentDirectory(of: host)
-        let temporary = s.hostJoin(dir, ".narnia-partial-" + randomSuffix())
-        let fd: FileDescriptor
-        do {
-            fd = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .exclusive], permissions: 0o600)
-        } catch let e as SystemError {
-            throw CommandFailure("\(host): cannot write: \(String(cString: strerror(e.code)))")
-        }
-        do {
-            try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
-            var times = [timespec(tv_sec: Int(item.modified / 1_000_000_000), tv_nsec: Int(item.modified % 1_000_000_000)),
-                         timespec(tv_sec: Int(item.modified / 1_000_000_000), tv_nsec: Int(item.modified % 1_000_000_000))]
-            _ = futimens(fd.raw, &times)
-            try FileSystem.rename(temporary, host)
-        } catch {
-            try? FileSystem.unlink(temporary, missingOK: true)
-            throw error
-        }
-    }
-
-    private static func randomSuffix() -> String {
-        Identifier.random().hex.prefix(12).description
     }
 
     // MARK: cat

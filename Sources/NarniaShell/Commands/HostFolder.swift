@@ -1,0 +1,99 @@
+import Glibc
+import NarniaStore
+import NarniaSystem
+
+/// A host folder `export` writes into, and the folders below it, each opened relative to the
+/// one above it (`openat`) and never through a symbolic link: a link planted inside the
+/// destination cannot send files elsewhere, as `cp -r` refuses too. Only the destination the
+/// user names may itself be a link to a folder.
+final class HostFolder {
+    private let top: FileDescriptor
+    private let display: String
+    /// Folders opened so far, by their path below the top ("" is the top).
+    private var opened: [String: FileDescriptor] = [:]
+
+    init(top: FileDescriptor, display: String) {
+        self.top = top
+        self.display = display
+        opened[""] = top
+    }
+
+    /// The host path of `components` below the top, for messages.
+    func path(_ components: [String]) -> String {
+        components.reduce(display) { $0.hasSuffix("/") ? $0 + $1 : $0 + "/" + $1 }
+    }
+
+    /// The folder at `components`, opened without following links; made (mode 0700) when
+    /// missing and `create`; nil when missing otherwise.
+    /// - Throws: `CommandFailure` when a component is a link or not a folder.
+    func folder(_ components: [String], create: Bool) throws -> FileDescriptor? {
+        var current = top
+        for depth in 0..<components.count {
+            let key = components[...depth].joined(separator: "/")
+            if let known = opened[key] { current = known; continue }
+            let name = components[depth]
+            let shown = path(Array(components[...depth]))
+            if create { try current.makeDirectory(name, permissions: 0o700, existingOK: true) }
+            guard let st = try current.statusOfEntry(name) else { return nil }
+            if st.isSymbolicLink { throw CommandFailure("\(terminalSafe(shown)): is a symbolic link; export does not write through links") }
+            guard st.isDirectory else { throw CommandFailure("\(terminalSafe(shown)): exists and is not a folder") }
+            let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
+            opened[key] = next
+            current = next
+        }
+        return current
+    }
+
+    /// Checks that a file may be written at `components`: no link or non-folder on the way,
+    /// nothing there, or (with `force`) a file or link to replace, never a folder.
+    func checkWritable(_ components: [String], force: Bool) throws {
+        guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
+        guard let st = try dir.statusOfEntry(components.last!) else { return }
+        let shown = terminalSafe(path(components))
+        if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
+        if !force { throw CommandFailure("\(shown): already exists", hint: "use export --force to replace it") }
+    }
+
+    /// Writes a file at `components` with what `fill` writes into the descriptor it is given.
+    /// The file appears whole or not at all: it is written unnamed (`O_TMPFILE`) and linked in,
+    /// so an export cut short (Ctrl-C, a crash, `kill -9`) leaves nothing. Where the file
+    /// system has no unnamed files (vfat, some FUSE and network file systems) it is written
+    /// under a hidden temporary name, removed on every exit path but `kill -9`. With `replace`,
+    /// an existing file (or link) of that name is replaced; otherwise its appearing meanwhile
+    /// is an error.
+    func writeFile(_ components: [String], replace: Bool, modified: Int64, fill: (FileDescriptor) throws -> Void) throws {
+        let dir = try folder(Array(components.dropLast()), create: true)!
+        let name = components.last!
+        let shown = path(components)
+        do {
+            let file = try dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: 0o600, displayPath: shown)
+            try fill(file)
+            file.setTimes(nanoseconds: modified)
+            let exists = try dir.statusOfEntry(name) != nil
+            if replace && exists {
+                let temporary = Self.temporaryName()
+                try file.link(as: temporary, in: dir, displayPath: shown)
+                do { try dir.rename(temporary, to: name) } catch { try? dir.unlink(temporary, missingOK: true); throw error }
+            } else {
+                try file.link(as: name, in: dir, displayPath: shown)
+            }
+        } catch let e as SystemError where e.operation == "open" && [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
+            let temporary = Self.temporaryName()
+            let file = try dir.open(temporary, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600, displayPath: shown)
+            do {
+                try fill(file)
+                file.setTimes(nanoseconds: modified)
+                let exists = try dir.statusOfEntry(name) != nil
+                if !replace && exists { throw SystemError(code: EEXIST, operation: "link", path: shown) }
+                try dir.rename(temporary, to: name)
+            } catch {
+                try? dir.unlink(temporary, missingOK: true)
+                throw error
+            }
+        }
+    }
+
+    private static func temporaryName() -> String {
+        ".narnia-partial-" + Identifier.random().hex.prefix(12)
+    }
+}
