@@ -86,6 +86,21 @@ class Result:
                 f"  stdout: {out!r}\n  stderr: {self.err!r}")
 
 
+UNSAFE_ON_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def script_form(name: str) -> str:
+    """A name as narnia prints it for scripts (docs/INTERFACE.md, "Names in output"): a
+    backslash doubled, control and bidirectional characters as \\xHH or \\u{HHHH}."""
+    def one(c: str) -> str:
+        if c == "\\":
+            return "\\\\"
+        if UNSAFE_ON_TERMINAL.match(c):
+            return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{{{ord(c):x}}}"
+        return c
+    return "".join(one(c) for c in name)
+
+
 def q(word: str) -> str:
     """Quote one word for narnia's command language ('…', "…" and backslash, as in sftp)."""
     if word and re.fullmatch(r"[A-Za-z0-9_./=:+,@%-]+", word) and not word.startswith("-"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpus import HOSTILE_NAMES, LONG_ASCII_NAME, LONG_UTF8_NAME, MIB, nfc
-from harness import Narnia, q, run_measuring_rss, sha, tree_files
+from harness import Narnia, q, run_measuring_rss, sha, tree_files, script_form
 
 IMPORTED_RE = re.compile(r"^imported (.+) -> (/.*)$")
 EXPORTED_RE = re.compile(r"^exported (/.*) -> (.+)$")
@@ -35,7 +35,7 @@ def test_import_reports_every_file(imported, corpus):
     assert r.rc == 0, "importing the corpus failed" + r.describe()
     assert not r.errors, "importing the corpus printed errors" + r.describe()
     reported = {m.group(2) for l in r.out_lines if (m := IMPORTED_RE.match(l))}
-    missing = sorted("/corpus/" + v for v in corpus.files.values() if "/corpus/" + v not in reported)
+    missing = sorted("/corpus/" + v for v in corpus.files.values() if script_form("/corpus/" + v) not in reported)
     assert not missing, (f"{len(missing)} files have no `imported HOST -> VAULT` line, e.g. "
                          f"{missing[:5]}" + r.describe())
     unexpected = [l for l in r.out_lines if not IMPORTED_RE.match(l)]
@@ -78,10 +78,10 @@ def test_hostile_names_listed_exactly(imported, corpus):
     n, _ = imported
     r = n.ok("ls -a /corpus/hostile")
     names = [nfc(x) for x in HOSTILE_NAMES] + ["dir with 'quote' and *star*"]
-    assert r.out_lines == byte_order(names), \
+    assert r.out_lines == [script_form(x) for x in byte_order(names)], \
         "ls -a of the hostile folder should list every name exactly, in NFC byte order" + r.describe()
     r = n.ok("ls /corpus/hostile")
-    assert r.out_lines == byte_order(x for x in names if not x.startswith(".")), \
+    assert r.out_lines == [script_form(x) for x in byte_order(x for x in names if not x.startswith("."))], \
         "ls without -a should hide names starting with a dot and show the rest exactly" + r.describe()
 
 
@@ -174,7 +174,7 @@ def test_hostile_host_paths_imported_one_by_one(vault, corpus):
     r = vault.c("; ".join(cmds), timeout=120)
     assert r.rc == 0, "importing quoted hostile host paths one by one failed" + r.describe()
     ls = vault.ok("ls -a /single")
-    assert ls.out_lines == byte_order(nfc(x) for x in HOSTILE_NAMES), \
+    assert ls.out_lines == [script_form(x) for x in byte_order(nfc(x) for x in HOSTILE_NAMES)], \
         "each hostile host file should keep its (NFC) name" + ls.describe()
     for name in HOSTILE_NAMES:
         c = vault.c(f"cat {q('/single/' + name)}")

@@ -32,7 +32,7 @@ enum Formatting {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format4: c.value)
+            case let c where isUnsafeOnTerminal(c): out += String(format4: c.value)
             default: out.unicodeScalars.append(scalar)
             }
         }
@@ -59,9 +59,10 @@ enum Formatting {
 }
 
 extension String {
-    /// `\u00XX` for a control character.
+    /// `\uXXXX` for a character a JSON string shows escaped (every character that could drive
+    /// a terminal, C1 and bidirectional marks included: the JSON stays exact).
     init(format4 v: UInt32) {
         let hex = Array("0123456789abcdef")
-        self = "\\u00" + String(hex[Int(v >> 4) & 15]) + String(hex[Int(v) & 15])
+        self = "\\u" + (0..<4).map { String(hex[Int(v >> (12 - 4 * UInt32($0))) & 15]) }.joined()
     }
 }

@@ -23,8 +23,32 @@ public final class Output {
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    /// Appends a line.
-    public func line(_ text: String) { write(text); write("\n") }
+    /// Appends a line (of one or more lines of text). Whatever it holds, no character that
+    /// could drive a terminal is written as it is — only line feeds and tabs are: on a terminal
+    /// such a character shows as `?`, elsewhere as `\xHH` (see `terminalSafe`, `scriptSafe`).
+    /// Names in it should already be in `name(_:)`'s form. Text that carries this program's own
+    /// terminal styling goes through `styledLine` instead.
+    public func line(_ text: String) {
+        if text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && $0 != "\n" && $0 != "\t" }) {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                line.split(separator: "\t", omittingEmptySubsequences: false)
+                    .map { isTerminal ? terminalSafe(String($0)) : escapingUnsafe(String($0), doublingBackslashes: false) }
+                    .joined(separator: "\t")
+            }
+            write(lines.joined(separator: "\n"))
+        } else {
+            write(text)
+        }
+        write("\n")
+    }
+
+    /// Appends a line drawn by the terminal renderers (`TerminalStyle`, `TerminalListing`, the
+    /// grid): their colours and glyphs are written as they are, and they made every name in
+    /// it safe (`terminalSafe`) themselves.
+    public func styledLine(_ text: String) { write(text); write("\n") }
+
+    /// A name as this stream shows it: `terminalSafe` on a terminal, `scriptSafe` otherwise.
+    public func name(_ text: String) -> String { shownName(text, onTerminal: isTerminal) }
 
     /// Writes buffered text now. Errors (a closed pipe) are ignored: there is nobody to tell.
     public func flush() {

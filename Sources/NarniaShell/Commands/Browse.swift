@@ -37,7 +37,7 @@ enum Browse {
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 && !a.has("--json") {
                 if i > 0 || !files.isEmpty { s.out.line("") }
-                s.out.line("\(path):")
+                s.out.line("\(s.out.name(path.description)):")
             }
             let children = sorted(s.vault.children(of: id)).filter { showHidden || !$0.name.hasPrefix(".") }
             printListing(s, a, children.map { (path.appending($0.name), $0) })
@@ -54,7 +54,7 @@ enum Browse {
             let lines = TerminalListing.long(entries.map {
                 ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s), here: $0.1.isFolder || s.vault.isHere($0.1))
             }, now: TerminalListing.now(), style: .current())
-            for line in lines { s.out.line(line) }
+            for line in lines { s.out.styledLine(line) }
         } else if a.has("-l") {
             let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: false) }
             let width = sizes.map(\.count).max() ?? 1
@@ -62,13 +62,13 @@ enum Browse {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
                 let pad = String(repeating: " ", count: width - size.count)
                 let mark = item.isFolder || s.vault.isHere(item) ? "" : ListedItem.notHereMark
-                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(item.name)\(mark)")
+                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(s.out.name(item.name))\(mark)")
             }
         } else if s.out.isTerminal {
             let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, width: terminalWidth(), style: .current())
-            for line in lines { s.out.line(line) }
+            for line in lines { s.out.styledLine(line) }
         } else {
-            for (_, item) in entries { s.out.line(item.name) }
+            for (_, item) in entries { s.out.line(s.out.name(item.name)) }
         }
     }
 
@@ -104,7 +104,7 @@ enum Browse {
 
     static func pwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
-        s.out.line(s.cwd.description)
+        s.out.line(s.out.name(s.cwd.description))
     }
 
     static func tree(_ s: Session, _ a: ParsedArguments) throws {
@@ -113,9 +113,9 @@ enum Browse {
         let terminal = s.out.isTerminal
         let style = TerminalStyle.current()
         if terminal {
-            s.out.line(path.isRoot ? style.paint("/", .folder) : style.decorate(path.lastComponent!, kind: .folder, glyph: false))
+            s.out.styledLine(path.isRoot ? style.paint("/", .folder) : style.decorate(path.lastComponent!, kind: .folder, glyph: false))
         } else {
-            s.out.line(path.isRoot ? "/" : (path.lastComponent! + "/"))
+            s.out.line(path.isRoot ? "/" : (s.out.name(path.lastComponent!) + "/"))
         }
         var folders = 0, files = 0
         // Depth first without recursion: a tree of any depth cannot overflow the stack.
@@ -128,9 +128,9 @@ enum Browse {
             let last = frames[top].next == frames[top].children.count
             let prefix = frames[top].prefix
             if terminal {
-                s.out.line(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child, shownAs: HiddenNames.maskedName(of: child, in: s)), style: style))
+                s.out.styledLine(TerminalListing.treeLine(prefix: prefix + (last ? "└── " : "├── "), ListedItem(child, shownAs: HiddenNames.maskedName(of: child, in: s)), style: style))
             } else {
-                s.out.line(prefix + (last ? "└── " : "├── ") + child.name + (child.isFolder ? "/" : ""))
+                s.out.line(prefix + (last ? "└── " : "├── ") + s.out.name(child.name) + (child.isFolder ? "/" : ""))
             }
             if child.isFolder {
                 folders += 1
@@ -157,7 +157,7 @@ enum Browse {
         var pending: [(Item, VaultPath)] = sorted(s.vault.children(of: id)).reversed().map { ($0, start.appending($0.name)) }
         while let (child, childPath) = pending.popLast() {
             if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
-                s.out.line(childPath.description)
+                s.out.line(s.out.name(childPath.description))
             }
             if child.isFolder {
                 pending += sorted(s.vault.children(of: child.id)).reversed().map { ($0, childPath.appending($0.name)) }
@@ -176,7 +176,7 @@ enum Browse {
                     s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
                     continue
                 }
-                s.out.line("path: \(path)")
+                s.out.line("path: \(s.out.name(path.description))")
                 s.out.line("type: \(item.isFolder ? "folder" : "file")")
                 s.out.line("kind: \(item.kind.name)")
                 if let c = item.content {
@@ -202,7 +202,7 @@ enum Browse {
                 } else {
                     total = s.vault.item(id)!.size
                 }
-                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(path)")
+                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(s.out.name(path.description))")
             }
         }
     }

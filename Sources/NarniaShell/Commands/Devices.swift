@@ -10,12 +10,12 @@ enum Devices {
         case "name":
             guard words.count == 2 else { throw CommandFailure("needs one new name", hint: "usage: devices name NEW") }
             do { try s.vault.renameDevice(to: words[1]) } catch let e as VaultError { throw CommandFailure(e.description) }
-            s.out.line("this device is now called \(terminalSafe(s.vault.thisDeviceName))")
+            s.out.line("this device is now called \(s.out.name(s.vault.thisDeviceName))")
         case "forget":
             guard words.count == 2 else { throw CommandFailure("needs one device", hint: "usage: devices forget NAME|ID") }
             let device = try find(s, words[1])
             try s.vault.forgetDevice(device.id)
-            s.out.line("forgot \(terminalSafe(device.name)) (\(device.shortID)); it no longer holds back deletions")
+            s.out.line("forgot \(s.out.name(device.name)) (\(device.shortID)); it no longer holds back deletions")
         default:
             throw CommandFailure("\(words[0]): unknown; use devices, devices name NEW or devices forget NAME|ID")
         }
@@ -31,7 +31,7 @@ enum Devices {
             }
             return
         }
-        let names = devices.map { terminalSafe($0.name) }
+        let names = devices.map { s.out.name($0.name) }
         let width = names.map { displayWidth($0) }.max() ?? 0
         let human = s.out.isTerminal
         for (d, name) in zip(devices, names) {
@@ -42,7 +42,7 @@ enum Devices {
             if d.isForgotten { line += "  (forgotten)" }
             s.out.line(line)
         }
-        if devices.isEmpty { s.out.line("no device has written yet; this one will be \(terminalSafe(s.vault.thisDeviceName))") }
+        if devices.isEmpty { s.out.line("no device has written yet; this one will be \(s.out.name(s.vault.thisDeviceName))") }
     }
 
     private static func find(_ s: Session, _ word: String) throws -> DeviceInfo {

@@ -20,7 +20,7 @@ enum Host {
 
     static func lpwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
-        s.out.line(s.currentHostDirectory())
+        s.out.line(s.out.name(s.currentHostDirectory()))
     }
 
     static func lls(_ s: Session, _ a: ParsedArguments) throws {
@@ -32,7 +32,7 @@ enum Host {
             guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
             var entries: [(String, stat)] = []
             if st.isDirectory {
-                if paths.count > 1 { if i > 0 { s.out.line("") }; s.out.line("\(path):") }
+                if paths.count > 1 { if i > 0 { s.out.line("") }; s.out.line("\(s.out.name(path)):") }
                 for name in try FileSystem.listDirectory(path).sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
                     if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
                 }
@@ -45,12 +45,12 @@ enum Host {
                 for ((name, est), size) in zip(entries, sizes) {
                     let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
                     let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
-                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(Formatting.shortDate(ns)) \(name)")
+                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(Formatting.shortDate(ns)) \(s.out.name(name))")
                 }
             } else if s.out.isTerminal {
-                for line in layoutColumns(entries.map { $0.1.isDirectory ? $0.0 + "/" : $0.0 }, width: terminalWidth()) { s.out.line(line) }
+                for line in layoutColumns(entries.map { terminalSafe($0.1.isDirectory ? $0.0 + "/" : $0.0) }, width: terminalWidth()) { s.out.line(line) }
             } else {
-                for (name, _) in entries { s.out.line(name) }
+                for (name, _) in entries { s.out.line(s.out.name(name)) }
             }
         }
     }

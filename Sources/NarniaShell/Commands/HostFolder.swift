@@ -35,8 +35,8 @@ final class HostFolder {
             let shown = path(Array(components[...depth]))
             if create { try current.makeDirectory(name, permissions: 0o700, existingOK: true) }
             guard let st = try current.statusOfEntry(name) else { return nil }
-            if st.isSymbolicLink { throw CommandFailure("\(terminalSafe(shown)): is a symbolic link; export does not write through links") }
-            guard st.isDirectory else { throw CommandFailure("\(terminalSafe(shown)): exists and is not a folder") }
+            if st.isSymbolicLink { throw CommandFailure("\(shown): is a symbolic link; export does not write through links") }
+            guard st.isDirectory else { throw CommandFailure("\(shown): exists and is not a folder") }
             let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
             opened[key] = next
             current = next
@@ -49,7 +49,7 @@ final class HostFolder {
     func checkWritable(_ components: [String], force: Bool) throws {
         guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
         guard let st = try dir.statusOfEntry(components.last!) else { return }
-        let shown = terminalSafe(path(components))
+        let shown = path(components)
         if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
         if !force { throw CommandFailure("\(shown): already exists", hint: "use export --force to replace it") }
     }

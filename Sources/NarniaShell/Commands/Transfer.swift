@@ -51,7 +51,7 @@ enum Transfer {
             _ = try batch.addFile(named: name, in: folder, source: { try input.readFully(into: $0, count: $1) },
                                   classify: s.classify, observer: s.observer(progress: nil))
             for item in try batch.commit() where !item.isFolder {
-                s.out.line("imported - -> \(s.vaultPath(of: item.id))")
+                s.out.line("imported - -> \(s.out.name(s.vaultPath(of: item.id).description))")
             }
         } catch {
             batch.abandon()
@@ -106,7 +106,7 @@ enum Transfer {
                 try host.writeFile(components, replace: force, modified: item.modified) { fd in
                     try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
                 }
-                s.out.line("exported \(s.vault.path(of: item.id)) -> \(host.path(components))")
+                s.out.line("exported \(s.out.name(s.vault.path(of: item.id))) -> \(s.out.name(host.path(components)))")
             } catch is Cancelled {
                 throw Cancelled()
             } catch {

@@ -1,22 +1,57 @@
-/// `text` made safe to print on a terminal, as `ls` does with `-q` on a terminal: every control
-/// character (C0, DEL, C1) becomes `?`, so that a hostile name cannot move the cursor, clear the
-/// screen or inject an escape sequence, and a name with a newline stays on one line. Bidirectional
-/// overrides and isolates (U+202A–U+202E, U+2066–U+2069) become `?` too, so that a name cannot
-/// display its characters in a misleading order. Everything else is kept.
-///
-/// Use it only for display: the result no longer names the item.
+// Every name the program prints goes through here: a hostile name (one holding ESC, CR, LF, C1
+// controls or bidirectional overrides) can neither drive the terminal nor hide or reorder what
+// is shown, and a script can tell every name from every other.
+
+/// True for the characters that must never reach a terminal as they are: C0 controls, DEL,
+/// C1 controls, and the bidirectional marks, embeddings, overrides and isolates (U+061C,
+/// U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which can make a name display in a
+/// misleading order.
+public func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+    default: false
+    }
+}
+
+/// `text` made safe to print on a terminal, as `ls -q` does: every character
+/// `isUnsafeOnTerminal` names becomes `?`, so that a name with a newline stays on one line and
+/// no name can move the cursor, clear the screen or reorder what follows it. Everything else is
+/// kept. Use it only for display: the result no longer names the item.
 public func terminalSafe(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+    guard text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
     var out = String.UnicodeScalarView()
     for scalar in text.unicodeScalars {
-        out.append(isUnsafe(scalar) ? "?" : scalar)
+        out.append(isUnsafeOnTerminal(scalar) ? "?" : scalar)
     }
     return String(out)
 }
 
-private func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
-    default: false
+/// `text` in the unambiguous form scripts read (docs/INTERFACE.md, "Names in output"): a
+/// backslash as `\\`, and each character `isUnsafeOnTerminal` names as `\xHH` (below U+0100)
+/// or `\u{HHHH}`; everything else as it is. Every name has exactly one such form.
+public func scriptSafe(_ text: String) -> String {
+    escapingUnsafe(text, doublingBackslashes: true)
+}
+
+/// Each character `isUnsafeOnTerminal` names as `\xHH` or `\u{HHHH}`, and with
+/// `doublingBackslashes` each backslash as `\\`.
+func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
+    guard text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isUnsafeOnTerminal($0) }) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if doublingBackslashes && scalar == "\\" {
+            out += "\\\\"
+        } else if isUnsafeOnTerminal(scalar) {
+            let hex = String(scalar.value, radix: 16)
+            out += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
     }
+    return out
+}
+
+/// A name as it is printed on a stream: `terminalSafe` on a terminal, `scriptSafe` otherwise.
+public func shownName(_ text: String, onTerminal: Bool) -> String {
+    onTerminal ? terminalSafe(text) : scriptSafe(text)
 }

@@ -116,10 +116,10 @@ enum SyncCommand {
     private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
         let change = try report.change ?? s.vault.reload()
         for warning in s.vault.warnings { s.warning("sync", warning) }
-        s.out.line("synced with \(remote): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
+        s.out.line("synced with \(s.out.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
         let added = change.added.sorted(by: utf8Order)
         let shown = s.interactive ? Array(added.prefix(20)) : added
-        for path in shown { s.out.line("new: \(path)") }
+        for path in shown { s.out.line("new: \(s.out.name(path))") }
         if shown.count < added.count { s.out.line("… and \(added.count - shown.count) more new items") }
         if change.removed > 0 { s.out.line(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
         if let failure { throw failure }

@@ -60,14 +60,14 @@ enum Grid {
                     if i > 0 { text += String(repeating: " ", count: gap) }
                     text += picture[line]
                 }
-                s.out.line(trimRight(text))
+                s.out.styledLine(trimRight(text))
             }
             var labels = ""
             for (i, item) in row.enumerated() {
                 if i > 0 { labels += String(repeating: " ", count: gap) }
                 labels += fit(label(for: item, in: s), width: thumbnailWidth)
             }
-            s.out.line(trimRight(labels))
+            s.out.styledLine(trimRight(labels))
         }
         s.out.flush()
     }

@@ -1,0 +1,118 @@
+"""Hostile names never drive the terminal: every command's output on a pseudo-terminal is
+searched for raw control bytes after importing names holding ESC sequences, CR, LF, a C1
+control and bidirectional marks. Scripts get the unambiguous form of docs/INTERFACE.md
+(`\\xHH`, `\\\\`), and `--json` stays exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from terminal import Terminal
+from harness import q
+
+HOSTILE = [
+    "a\x1b]0;PWNED\x07\x1b[2J",
+    "cr\rOVER",
+    "line1\nline2",
+    "csi\u009b31m",
+    "rlo\u202eevil.txt",
+    "marks\u200e\u200f\u061c",
+    "back\\slash",
+]
+
+# What must never reach a terminal raw: ESC, BEL, a CR that does not end a line, C0 controls
+# but the line endings, DEL, C1 (as UTF-8), and the bidirectional marks and overrides.
+RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1b\x1c-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]"
+                 rb"|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]|\xd8\x9c")
+
+
+def hostile_vault(narnia, host):
+    narnia.init()
+    src = host / "evil"
+    src.mkdir()
+    for name in HOSTILE:
+        (src / name).write_bytes(f"content of {name!r}\n".encode())
+    (src / (HOSTILE[0] + "-dir")).mkdir()
+    (src / (HOSTILE[0] + "-dir") / "inner").write_text("x\n")
+    narnia.ok(f"import {q(str(src))}")
+    return src
+
+
+def on_terminal(narnia, commands: str, cwd) -> bytes:
+    """`narnia -c COMMANDS` with standard output and error on a pseudo-terminal."""
+    t = Terminal(narnia.argv(["-c", commands]), narnia.env, cwd)
+    try:
+        t.wait(timeout=60)
+        return t.output
+    finally:
+        t.close()
+
+
+def test_no_command_writes_a_hostile_name_raw_to_a_terminal(narnia, host):
+    src = hostile_vault(narnia, host)
+    out = host / "out"
+    out.mkdir()
+    d = HOSTILE[0] + "-dir"
+    commands = [
+        "ls /evil", "ls -l /evil", "ls -la /evil", "ls -R /", "ls /evil /evil/" + q(d), "ls --json /evil",
+        "tree /", "find /", "stat /evil/" + q(HOSTILE[1]), "du /evil", "du /evil/" + q(d),
+        "cd /evil/" + q(d) + "; pwd", "verify", f"lls {q(str(src))}", f"lls -l {q(str(src))}",
+        f"export /evil/{q(HOSTILE[2])} {q(str(out))}",
+        f"mkdir /more; cd /more; import {q(str(src / HOSTILE[4]))}",
+        "rmdir /evil/" + q(d),                      # an error naming a hostile folder
+        "cat /evil/" + q(d),                        # another: is a folder
+        "ls /evil/" + q(HOSTILE[3] + "-missing"),  # a missing hostile name
+        "devices",
+    ]
+    for command in commands:
+        shown = on_terminal(narnia, command, host)
+        m = RAW.search(shown)
+        assert m is None, f"{command!r} wrote {m.group()!r} raw to the terminal: {shown[max(0, m.start() - 60):m.end() + 60]!r}"
+    listing = on_terminal(narnia, "ls -l /evil", host)
+    assert b"a?]0;PWNED??[2J" in listing and b"cr?OVER" in listing and b"line1?line2" in listing
+
+
+def test_the_prompt_and_completion_never_show_a_hostile_name_raw(narnia, host):
+    hostile_vault(narnia, host)
+    t = Terminal(narnia.argv(["enter"]), narnia.env, host)
+    try:
+        t.expect("> ")
+        t.forget()
+        t.send("cd /evil/\t\t")          # the candidates, listed
+        t.settle()
+        listed = t.output[t.seen:]
+        t.send("\x15cd /evil/a\t\r")     # completed (libedit shows typed controls as ^X), entered
+        t.expect("PWNED")
+        t.expect("> ")
+        t.settle()
+        prompt = t.output[t.output.rfind(b"narnia:"):]
+        assert prompt.startswith(b"narnia:/evil/a?]0;PWNED??[2J-dir>"), prompt
+        t.send("\x15exit\r")
+        t.wait()
+        for shown in (listed, prompt):
+            assert b"\x1b]0;" not in shown and b"\x1b[2J" not in shown and b"PWNED\x07" not in shown, shown
+            assert b"\xc2\x9b" not in shown and b"\xe2\x80\xae" not in shown and b"\n" not in shown.replace(b"\r\n", b""), shown
+    finally:
+        t.close()
+
+
+def test_scripts_get_one_unambiguous_line_per_name(narnia, host):
+    hostile_vault(narnia, host)
+    lines = narnia.ok("ls /evil").out_lines
+    assert len(lines) == len(HOSTILE) + 1, lines
+    assert "a\\x1b]0;PWNED\\x07\\x1b[2J" in lines
+    assert "cr\\x0dOVER" in lines and "line1\\x0aline2" in lines
+    assert "csi\\x9b31m" in lines and "rlo\\u{202e}evil.txt" in lines
+    assert "back\\\\slash" in lines, "a backslash is doubled, so that every name has one form"
+    found = narnia.ok("find /evil").out_lines
+    assert "/evil/line1\\x0aline2" in found
+
+
+def test_json_stays_exact(narnia, host):
+    hostile_vault(narnia, host)
+    names = {json.loads(l)["name"] for l in narnia.ok("ls --json /evil").out_lines}
+    assert set(HOSTILE) <= names
+    raw = narnia.ok("ls --json /evil").outb
+    assert RAW.search(raw) is None, "JSON escapes every control and bidirectional character"
