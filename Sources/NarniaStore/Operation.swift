@@ -264,7 +264,8 @@ enum RecordCoding {
     private static func place(_ r: inout ByteReader, of id: Identifier) throws -> Place {
         let parent = try identifier(&r)
         let name = try r.string()
-        guard (try? ItemName.validated(name)) == name else {
+        // Compared as bytes: Swift's == would take a decomposed name for its NFC form.
+        guard let valid = try? ItemName.validated(name), valid.utf8.elementsEqual(name.utf8) else {
             throw MalformedRecord(why: "names an item \(String(reflecting: name)), which is not a legal name")
         }
         guard parent != id else { throw MalformedRecord(why: "puts an item inside itself") }

@@ -156,7 +156,7 @@ enum FormerRecord {
                 let id = Identifier(try r.take(16))
                 let parent = Identifier(try r.take(16))
                 let name = try r.string()
-                guard (try? ItemName.validated(name)) == name, id != .root, parent != id else {
+                guard let valid = try? ItemName.validated(name), valid.utf8.elementsEqual(name.utf8), id != .root, parent != id else {
                     throw MalformedRecord(why: "names an item badly")
                 }
                 var item = Item(id: id, parent: parent, name: name, created: try r.i64(), modified: try r.i64(), content: nil)

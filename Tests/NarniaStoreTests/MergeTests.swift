@@ -448,3 +448,60 @@ enum SystemClockForTests {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 }
+
+/// Records are input: what another device (or an attacker with the key) wrote is checked.
+final class RecordValidationTests: XCTestCase {
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "narnia-records-" + UUID().uuidString
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func make() throws -> Vault { try Vault.create(at: dir, passphrase: MergeTests.secret("pw"), parameters: .insecureTestOnly) }
+    func open() throws -> Vault { try Vault.open(at: dir, passphrase: MergeTests.secret("pw")) }
+
+    /// A record naming an item with a name that is not one legal component makes the vault
+    /// refuse to open, naming the record: export could otherwise write outside its destination.
+    func testANameThatIsNotOneComponentIsRefused() throws {
+        for bad in ["../../escaped.txt", "a/b", "..", ".", "", "nul\u{0}byte", "cafe\u{301}"] {
+            try? FileManager.default.removeItem(atPath: dir)
+            do {
+                let vault = try make()
+                let t = Vault.now()
+                try vault.commit([.createFolder(id: .random(), place: Place(parent: .root, name: bad), created: t, modified: t)], view: .none)
+            }
+            XCTAssertThrowsError(try open(), "\(bad.debugDescription)") { error in
+                XCTAssertTrue("\(error)".contains("not a legal name"), "\(error)")
+            }
+        }
+    }
+
+    func testAnItemInsideItselfIsRefused() throws {
+        do {
+            let vault = try make()
+            let id = Identifier.random()
+            let t = Vault.now()
+            try vault.commit([.createFolder(id: id, place: Place(parent: id, name: "loop"), created: t, modified: t)], view: .none)
+        }
+        XCTAssertThrowsError(try open()) { XCTAssertTrue("\($0)".contains("inside itself"), "\($0)") }
+    }
+
+    /// Moves that form a cycle (as concurrent devices can) are not an error: the merge breaks
+    /// the cycle, and no walk of the tree can loop.
+    func testACycleOfMovesIsBrokenAndNothingLoops() throws {
+        do {
+            let vault = try make()
+            let a = try vault.makeFolder(named: "a", in: .root), b = try vault.makeFolder(named: "b", in: .root)
+            try vault.commit([.move(id: a.id, place: Place(parent: b.id, name: "a"), from: Place(parent: .root, name: "a"))], view: .none)
+            try vault.commit([.move(id: b.id, place: Place(parent: a.id, name: "b"), from: Place(parent: .root, name: "b"))], view: .none)
+        }
+        let vault = try open()
+        XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/b", "/b/a"], "the later move is skipped")
+        XCTAssertEqual(vault.descendants(of: .root).count, 2)
+        XCTAssertTrue(try vault.verify().isWhole)
+    }
+}
