@@ -18,7 +18,10 @@ extension Session {
             return false
         }
         Session.interruptRequested = 0
-        defer { out.flush() }
+        defer {
+            settleCurrentFolder()
+            out.flush()
+        }
         do {
             let arguments = try spec.parse(Array(words.dropFirst()))
             try spec.run(self, arguments)

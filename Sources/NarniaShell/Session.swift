@@ -10,7 +10,11 @@ public final class Session: @unchecked Sendable {
     /// The open vault.
     public let vault: Vault
     /// The current vault folder.
-    public internal(set) var cwd = VaultPath.root
+    public internal(set) var cwd = VaultPath.root {
+        didSet { cwdID = resolve(cwd) ?? .root }
+    }
+    /// The current folder's item, to follow it when it is moved.
+    private var cwdID = Identifier.root
     var previousCwd: VaultPath?
     /// Standard output and standard error.
     public let out: Output
@@ -65,6 +69,22 @@ public final class Session: @unchecked Sendable {
     func observer(progress: ProgressMeter?) -> TransferObserver {
         TransferObserver(progress: { done in progress?.update(itemBytes: done) },
                          isCancelled: { Session.interruptRequested != 0 })
+    }
+
+    /// After a command: when the current folder was moved, follows it; when it was removed,
+    /// moves to the nearest folder above it that still exists. Says so either way.
+    func settleCurrentFolder() {
+        guard resolve(cwd) != cwdID || !vault.isFolder(cwdID) else { return }
+        let before = cwd
+        if cwdID != .root, vault.isFolder(cwdID) {
+            cwd = vaultPath(of: cwdID)
+            note("cd", "the current folder \(before) moved to \(cwd)")
+            return
+        }
+        var path = cwd
+        while !path.isRoot, resolve(path).map({ !vault.isFolder($0) }) ?? true { path = path.parent }
+        cwd = path
+        note("cd", "the current folder \(before) no longer exists; now in \(path)")
     }
 
     // MARK: Vault paths

@@ -40,6 +40,7 @@ enum Rearrange {
         guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: "usage: rm [-r] [-f] PATH...") }
         var targets: [(VaultPath, Identifier)] = []
         for word in a.operands {
+            try refuseDotOrDotDot(word)
             let matches: [(VaultPath, Identifier)]
             do { matches = try s.existing(word) } catch { if force { continue }; throw error }
             for (path, id) in matches {
@@ -53,10 +54,20 @@ enum Rearrange {
         for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
     }
 
+    /// As GNU `rm`: a path whose last part is `.` or `..` is refused, so that `rm -r ..` never
+    /// removes the folder above without a word.
+    private static func refuseDotOrDotDot(_ word: Word) throws {
+        let last = word.text.split(separator: "/", omittingEmptySubsequences: true).last
+        if last == "." || last == ".." {
+            throw CommandFailure("refusing to remove '.' or '..': skipping '\(word.text)'")
+        }
+    }
+
     static func rmdir(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: "usage: rmdir PATH...") }
         var targets: [Identifier] = []
         for word in a.operands {
+            try refuseDotOrDotDot(word)
             for (path, id) in try s.existing(word) {
                 if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
                 guard s.vault.isFolder(id) else { throw CommandFailure("\(path): not a folder") }
