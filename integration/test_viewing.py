@@ -441,3 +441,64 @@ def test_hide_names_in_the_grid(vault, media, tmp_path):
         assert n not in screen, f"{n} shown in the grid with hide-names on"
     for label in ["▸ #1/", "≡ #2", "▣ #3", "▶ #4", "≡ #5"]:
         assert label in screen, f"{label} missing:\n{screen}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Panic from anywhere: Ctrl-\ ends everything, whatever runs
+
+CLEAR = b"\x1b[3J\x1b[H\x1b[2J\x1b[3J"
+
+
+def panic_during(vault, env, commands, ready, tmp_path):
+    """Runs `commands` in the interactive shell, waits for `ready` on the screen, presses
+    Ctrl-\\, and checks that narnia ended at once with status 0, the screen and scrollback
+    cleared, and no helper left running."""
+    run = PtyRun(vault, ["enter"], env)
+    try:
+        run.expect("> ")
+        before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
+        run.send(commands + "\r")
+        run.expect(ready, timeout=30)
+        time.sleep(0.3)
+        helpers = [p for p in (set(int(p) for p in os.listdir("/proc") if p.isdigit()) - before) if pid_alive(p)]
+        run.send("\x1c")
+        rc = run.finish(timeout=10)
+        assert rc == 0, f"panic must exit 0, got {rc}"
+        assert CLEAR in run.output, "the screen and scrollback must be cleared"
+        for pid in helpers:
+            wait_for(lambda: not pid_alive(pid), timeout=5, what=f"helper {pid} to die with the panic")
+    finally:
+        run.close()
+
+
+def test_panic_at_the_step_prompt_after_a_photo(vault, media, tmp_path):
+    vault.ok(f"import {media / 'photo.png'} {media / 'notes.txt'}")
+    panic_during(vault, vault.env, "open photo.png notes.txt", "[n]ext", tmp_path)
+
+
+def test_panic_inside_less(vault, media, tmp_path):
+    vault.ok(f"import {media / 'notes.txt'}")
+    panic_during(vault, env_with(vault, TERM="xterm"), "open notes.txt", "lamp-post", tmp_path)
+
+
+def test_panic_inside_the_hex_view(vault, tmp_path):
+    blob = tmp_path / "blob.bin"
+    import random as _random
+    blob.write_bytes(_random.Random(7).randbytes(16384))
+    vault.ok(f"import {blob}")
+    panic_during(vault, env_with(vault, TERM="xterm"), "open blob.bin", "00000000", tmp_path)
+
+
+def test_panic_while_a_video_plays(vault, media, tmp_path):
+    vault.ok(f"import {media / 'clip.mp4'}")
+    bindir, rec = tmp_path / "fakebin", tmp_path / "rec"
+    rec.mkdir()
+    # Like the real player: Ctrl-\ (SIGQUIT) makes it quit with status 4.
+    fake_bin(bindir, "mpv", "trap 'exit 4' QUIT\necho playing\nwhile :; do sleep 0.1; done\n")
+    env = env_with(vault, bindir, DISPLAY=None, WAYLAND_DISPLAY=None)
+    panic_during(vault, env, "open clip.mp4", "playing", tmp_path)
+
+
+def test_panic_after_the_grid(vault, media, tmp_path):
+    vault.ok(f"mkdir /g; cd /g; import {media / 'photo.png'} {media / 'notes.txt'}")
+    panic_during(vault, vault.env, "grid /g; cd /g", "g> ", tmp_path)

@@ -40,7 +40,7 @@ struct Launcher {
     /// the mode returns; the panic then finishes and the process exits at once.
     func run() -> Int32 {
         let status = runMode()
-        if Session.panicRequested != 0 { PanicKey.finish() }
+        if Session.panicRequested != 0 { Signals.finishPanic() }
         return status
     }
 
@@ -56,7 +56,7 @@ struct Launcher {
             return openAndRun(commands: path == "-" ? .standardInput : .file(path))
         case .cover:
             if !stdinIsTerminal { return openAndRun(commands: .standardInput) }
-            PanicKey.install()
+            Signals.enablePanicKey()
             if isFirstRun { return firstRun() }
             return cover()
         }
@@ -290,10 +290,10 @@ struct Launcher {
             session.newPassphraseSource = { askOnTerminal(confirm: true) }
         }
         session.commandsFromStandardInput = commands == .standardInput || interactive
-        PanicKey.session = session
+        Signals.session = session
         switch commands {
         case .interactive:
-            PanicKey.install()
+            Signals.enablePanicKey()
             Session.askYesNo = { question in
                 guard let answer = TerminalConsole().ask(question) else { return nil }
                 let word = answer.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).first

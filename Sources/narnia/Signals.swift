@@ -2,16 +2,22 @@ import Glibc
 import NarniaCrypto
 import NarniaShell
 
-/// Signal handling.
+/// Signal handling: one module, one watcher thread, one self-pipe, one saved terminal state.
 ///
 /// - SIGINT sets `Session.interruptRequested`: long commands poll it and stop cleanly; at the
 ///   prompt it abandons the line (the read is interrupted: no `SA_RESTART`).
 /// - SIGTERM and SIGHUP record the signal, ask the running command to stop the same way, and
-///   wake a watcher thread. The watcher kills the viewers at once (a shell waiting for one is
-///   then free), and gives the main thread `grace` to end the session normally, which releases
-///   the vault and so wipes its keys (`sodium_free`). If the main thread does not finish in
-///   time, the watcher restores the terminal and ends the process with `_exit(128 + signal)`;
-///   the keys' pages are locked (`mlock`), never swapped, and go with the process.
+///   wake the watcher. The watcher kills the viewers at once (a shell waiting for one is then
+///   free), and gives the main thread `grace` to end the session normally, which releases the
+///   vault and so wipes its keys (`sodium_free`). If the main thread does not finish in time,
+///   the watcher restores the terminal and ends the process with `_exit(128 + signal)`.
+/// - SIGQUIT, the panic key (Ctrl-\, the terminal's QUIT character), once `enablePanicKey()`
+///   has run on a terminal: the watcher kills the viewers, clears the screen and scrollback,
+///   restores the terminal, asks the shell to stop and interrupts the main thread, whose
+///   unwinding releases the session and wipes every key; `finishPanic` then exits. If the main
+///   thread cannot unwind within a second (blocked in a question), the watcher wipes every
+///   secret and exits itself. Viewers run in the shell's own process group (see `Job`), so the
+///   key reaches the shell at its prompts and while any viewer runs.
 /// - SIGPIPE is ignored so that a closed pipe becomes an ordinary write error.
 ///
 /// The handlers only store integers and `write(2)` one byte: nothing that is not
@@ -19,42 +25,59 @@ import NarniaShell
 enum Signals {
     /// The SIGTERM or SIGHUP that asked the process to end; 0 while none has.
     nonisolated(unsafe) static var terminationSignal: Int32 = 0
+    /// The session the panic key ends (weak: the main thread must be able to release it).
+    nonisolated(unsafe) static weak var session: Session?
     nonisolated(unsafe) private static var wakeWrite: Int32 = -1
     nonisolated(unsafe) private static var wakeRead: Int32 = -1
     nonisolated(unsafe) private static var savedTerminal = termios()
     nonisolated(unsafe) private static var terminalSaved = false
+    nonisolated(unsafe) private static var mainThread = pthread_self()
+    nonisolated(unsafe) private static var panicKeyEnabled = false
     /// How long the main thread has to end the session after SIGTERM or SIGHUP.
     static let graceMicroseconds: useconds_t = 2_000_000
+
+    private static let terminationByte: UInt8 = UInt8(ascii: "T")
+    private static let panicByte: UInt8 = UInt8(ascii: "Q")
 
     static func install() {
         signal(SIGPIPE, SIG_IGN)
         // Touch every global a handler uses, so that none is lazily initialised inside one.
         Session.interruptRequested = 0
+        Session.panicRequested = 0
         terminationSignal = 0
+        mainThread = pthread_self()
         if isatty(0) == 1 { terminalSaved = tcgetattr(0, &savedTerminal) == 0 }
         var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            wakeRead = fds[0]
-            wakeWrite = fds[1]
-        }
+        guard pipe(&fds) == 0 else { return }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
 
         handle(SIGINT) { _ in Session.interruptRequested = 1 }
         handle(SIGTERM) { Signals.requestTermination($0) }
         handle(SIGHUP) { Signals.requestTermination($0) }
+        // SIGUSR2 only interrupts a blocking read of the main thread (no SA_RESTART).
+        handle(SIGUSR2) { _ in }
 
-        // The watcher starts with these signals blocked, so that they always reach the main
+        // The watcher starts with every signal blocked, so that they always reach the main
         // thread and interrupt its reads.
-        var block = sigset_t(), previous = sigset_t()
-        sigemptyset(&block)
-        for s in [SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT, SIGQUIT] { sigaddset(&block, s) }
-        pthread_sigmask(SIG_BLOCK, &block, &previous)
-        if wakeRead >= 0 {
-            var thread = pthread_t()
-            _ = pthread_create(&thread, nil, { _ in Signals.watch(); return nil }, nil)
-            pthread_detach(thread)
-        }
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        var thread = pthread_t()
+        _ = pthread_create(&thread, nil, { _ in Signals.watch(); return nil }, nil)
+        pthread_detach(thread)
         pthread_sigmask(SIG_SETMASK, &previous, nil)
+    }
+
+    /// Makes Ctrl-\ the panic key; on a terminal only.
+    static func enablePanicKey() {
+        guard !panicKeyEnabled, isatty(0) == 1, wakeWrite >= 0 else { return }
+        panicKeyEnabled = true
+        handle(SIGQUIT) { _ in
+            Session.panicRequested = 1
+            Signals.wake(Signals.panicByte)
+        }
     }
 
     /// The exit status the session should end with now (128 + the signal), or nil while no
@@ -71,31 +94,73 @@ enum Signals {
         sigaction(signal, &action, nil)
     }
 
+    /// Runs in a handler: async-signal-safe only.
+    private static func wake(_ byte: UInt8) {
+        var b = byte
+        let saved = errno
+        _ = write(wakeWrite, &b, 1)
+        errno = saved
+    }
+
     /// Runs in the handler: async-signal-safe only.
     private static func requestTermination(_ signal: Int32) {
         if terminationSignal == 0 { terminationSignal = signal }
         Session.interruptRequested = 1
-        var byte: UInt8 = 1
-        let saved = errno
-        _ = write(wakeWrite, &byte, 1)
-        errno = saved
+        wake(terminationByte)
     }
 
-    /// The watcher thread: waits for SIGTERM or SIGHUP, kills the viewers, gives the main
-    /// thread its grace, then ends the process.
+    /// The watcher thread: waits for a panic or a termination, and sees it through.
     private static func watch() {
         var byte: UInt8 = 0
-        while read(wakeRead, &byte, 1) != 1 {
-            if errno != EINTR { return }
+        while true {
+            let n = read(wakeRead, &byte, 1)
+            if n == 1 { break }
+            if n < 0 && errno == EINTR { continue }
+            return
         }
+        if byte == panicByte { panicFromWatcher() }
         ChildProcesses.killAll()
         var waited: useconds_t = 0
         while waited < graceMicroseconds {
             usleep(50_000)
             waited += 50_000
         }
-        if terminalSaved { _ = tcsetattr(0, TCSANOW, &savedTerminal) }
+        restoreTerminal()
         Secret.wipeAllBeforeExit()
         _exit(128 + terminationSignal)
+    }
+
+    // MARK: The panic
+
+    /// The visible part of a panic: viewers killed, screen and scrollback cleared, terminal
+    /// back in the mode it had when the program started.
+    static func stopViewersAndClear() {
+        ChildProcesses.killAll()
+        fflush(stdout)
+        Session.clearTerminal()
+        restoreTerminal()
+    }
+
+    private static func restoreTerminal() {
+        if terminalSaved { _ = tcsetattr(0, TCSANOW, &savedTerminal) }
+    }
+
+    private static func panicFromWatcher() -> Never {
+        stopViewersAndClear()
+        if let session {
+            session.requestExit()
+            _ = pthread_kill(mainThread, SIGUSR2)
+            for _ in 0..<100 { usleep(10_000) }
+        }
+        Secret.wipeAllBeforeExit()
+        _exit(0)
+    }
+
+    /// The end of every panic, on the main thread, once the session is released: clear once
+    /// more (the line editor may have drawn since) and exit with status 0.
+    static func finishPanic() -> Never {
+        stopViewersAndClear()
+        Secret.wipeAllBeforeExit()
+        _exit(0)
     }
 }

@@ -43,27 +43,35 @@ struct SpawnFailure: Error {
 final class Job {
     private(set) var pids: [pid_t] = []
     private var group: pid_t = 0
-    private let terminal: Int32?
+    /// True when the job runs in the shell's own process group (at a terminal).
+    private let inShellGroup: Bool
     private var savedModes: termios?
 
-    /// A job that takes the terminal (standard input, when it is one and the shell is in the
-    /// foreground) unless `takeTerminal` is false, or runs in the background of a script.
+    /// A job at the terminal (standard input, when it is one and the shell is in the
+    /// foreground) unless `takeTerminal` is false, or in the background of a script.
+    ///
+    /// At the terminal the job's processes join the shell's own process group, which stays the
+    /// terminal's foreground group: the keys reach the viewer, and the signal keys reach both,
+    /// so that the panic key (Ctrl-\) ends everything whatever viewer runs, and Ctrl-C stops
+    /// the viewer and the command. The terminal's modes are restored afterwards. In the
+    /// background the job gets a process group of its own.
     init(takeTerminal: Bool = true) {
         if takeTerminal, isatty(0) == 1, tcgetpgrp(0) == getpgrp() {
-            terminal = 0
+            inShellGroup = true
+            group = getpgrp()
             var modes = termios()
             if tcgetattr(0, &modes) == 0 { savedModes = modes }
         } else {
-            terminal = nil
+            inShellGroup = false
         }
     }
 
     /// Starts `command` as the next process of the job.
     ///
     /// `narnia_fork_exec` (C, so that the child runs no Swift code): the child joins the job's
-    /// process group (and takes the terminal, signals still blocked), asks for SIGKILL when
-    /// the shell dies (`PR_SET_PDEATHSIG`; `posix_spawn` cannot), maps the descriptors, closes
-    /// the rest, restores default signal handling and calls `execve`.
+    /// process group (signals still blocked), asks for SIGKILL when the shell dies
+    /// (`PR_SET_PDEATHSIG`; `posix_spawn` cannot), maps the descriptors, closes the rest,
+    /// restores default signal handling and calls `execve`.
     /// - Throws: `SpawnFailure` (with `missingProgram` when the program is not in `PATH`).
     @discardableResult
     func start(_ command: ChildCommand) throws -> pid_t {
@@ -90,20 +98,20 @@ final class Job {
         let started: pid_t? = withCStrings(argv) { cArgv in
             withCStrings(environment) { cEnv in
                 try? Processes.forkExec(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
-                                        firstFree: firstFree, group: group, terminal: terminal)
+                                        firstFree: firstFree, group: group, terminal: nil)
             }
         }
         guard let pid = started else { throw SpawnFailure(program: program, code: errno) }
         ChildProcesses.register(pid)
         if group == 0 { group = pid }
         // Also from this side, so the next process of the job can join at once.
-        _ = setpgid(pid, group)
+        if !inShellGroup { _ = setpgid(pid, group) }
         pids.append(pid)
         return pid
     }
 
-    /// Waits for every process of the job, then takes the terminal back and restores its
-    /// modes. A job stopped by Ctrl-Z is continued (the shell has no job control).
+    /// Waits for every process of the job, then restores the terminal's modes. A job stopped by
+    /// Ctrl-Z is continued (the shell has no job control).
     /// Returns the exit status of the last process (128+N for a signal).
     @discardableResult
     func wait() -> Int32 {
@@ -114,8 +122,7 @@ final class Job {
                 let r = waitpid(pid, &status, WUNTRACED)
                 if r < 0 { if errno == EINTR { continue }; status = 0; break }
                 if (status & 0xff) == 0x7f {  // stopped
-                    if let tty = terminal { _ = tcsetpgrp(tty, group) }
-                    _ = Glibc.kill(-group, SIGCONT)
+                    _ = Glibc.kill(pid, SIGCONT)
                     continue
                 }
                 break
@@ -127,28 +134,14 @@ final class Job {
             }
         }
         pids.removeAll()
-        reclaimTerminal()
-        // The viewer owned the terminal, so the panic key (Ctrl-\, SIGQUIT) reached it, not us:
-        // pass it on now that the terminal is ours again.
-        if last == 128 + SIGQUIT { _ = raise(SIGQUIT) }
+        if var modes = savedModes { _ = tcsetattr(0, TCSADRAIN, &modes) }
         return last
     }
 
     /// Kills every process of the job (a viewer that stopped reading, an interrupted feed).
     func kill() {
         for pid in pids { _ = Glibc.kill(pid, SIGKILL) }
-        if group != 0 { _ = Glibc.kill(-group, SIGKILL) }
-    }
-
-    private func reclaimTerminal() {
-        guard let tty = terminal else { return }
-        var block = sigset_t(), old = sigset_t()
-        sigemptyset(&block)
-        sigaddset(&block, SIGTTOU)
-        pthread_sigmask(SIG_BLOCK, &block, &old)
-        _ = tcsetpgrp(tty, getpgrp())
-        if var modes = savedModes { _ = tcsetattr(tty, TCSADRAIN, &modes) }
-        pthread_sigmask(SIG_SETMASK, &old, nil)
+        if group != 0 && !inShellGroup { _ = Glibc.kill(-group, SIGKILL) }
     }
 
     // MARK: Programs and environment

@@ -13,6 +13,11 @@ enum StepPrompt {
         defer { err.write("\r\u{1B}[K"); err.flush() }
         while true {
             guard let key = readKey(fd: 0) else { return .quit }
+            // The key is read with the signal keys off: the panic key arrives as its byte.
+            if key == [0x1C] {
+                _ = raise(SIGQUIT)
+                return .quit
+            }
             let choice = choice(for: key)
             if choice == .next && last { continue }
             if let choice { return choice }
