@@ -417,7 +417,7 @@ def test_hide_names_hides_every_name_on_screen(vault, media, tmp_path):
     run.finish()
     screen = ANSI.sub("", run.text)
     assert out.read_text().split()[0] == sha((media / "notes.txt").read_bytes()), "#2 did not name the item"
-    assert "▸ #1/" in screen and "#1/: is a folder" in screen, screen
+    assert "▸ #1/" in screen and "/#1: is a folder" in screen, screen
     leaks = [n for n in ALL_SECRET if n in screen]
     assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
 
@@ -430,6 +430,38 @@ def test_hide_names_in_ls_listings(vault, media, tmp_path):
     leaks = [n for n in ALL_SECRET if n in screen]
     assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
     assert "#3" in screen and "#4" in screen
+
+
+def test_hide_names_hides_names_from_every_command_the_prompt_and_completion(vault, media, tmp_path):
+    """Under hide-names, no item name appears anywhere on screen: the prompt, Tab's candidates,
+    find, stat, du, tree, pwd, error messages; folders are shown by number too."""
+    secret_vault(vault, media, tmp_path)
+    vault.ok("cd aslan-camp; mkdir winter-tents; cd winter-tents; import " + q(str(tmp_path / "edmund-diary.txt")))
+    secrets = ALL_SECRET + ["winter-tents"]
+    run = PtyRun(vault, ["-c", "find /; stat '#1'; du '#1'; tree; cd '#1'; pwd; ls '#1'\n-cd '/#3'\n"
+                         "-cd /aslan-camp/nope\n-rmdir '#1'\n-cat '#1'"], colour_env(vault))
+    run.finish()
+    screen = ANSI.sub("", run.text)
+    leaks = [n for n in secrets if n in screen]
+    assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
+    assert "/#1/#1" in screen and "#3: not a folder" in screen and "nope: no such file or folder" in screen, screen
+    run = PtyRun(vault, ["enter"], vault.env)
+    try:
+        run.expect("> ")
+        run.send("cd '#1'\r")
+        run.expect("narnia:/#1> ")
+        run.send("cd '#1'\r")
+        run.expect("narnia:/#1/#1> ")
+        run.send("open /\t\t")
+        run.settle()
+        run.send("\x15exit\r")
+        assert run.finish() == 0
+        screen = ANSI.sub("", run.text)
+        leaks = [n for n in secrets if n in screen]
+        assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
+        assert "#5" in screen, "Tab offers the numbers"
+    finally:
+        run.close()
 
 
 def test_hide_names_in_the_grid(vault, media, tmp_path):

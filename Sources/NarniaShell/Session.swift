@@ -120,8 +120,8 @@ public final class Session: @unchecked Sendable {
     func existing(_ word: Word) throws -> [(VaultPath, Identifier)] {
         let mustBeFolder = PathPattern(word).hasTrailingSlash
         return try expand(word).map { path in
-            guard let id = resolve(path) else { throw CommandFailure("\(path): no such file or folder") }
-            if mustBeFolder && !vault.isFolder(id) { throw CommandFailure("\(path): not a folder") }
+            guard let id = resolve(path) else { throw CommandFailure("\(inMessage(path)): no such file or folder") }
+            if mustBeFolder && !vault.isFolder(id) { throw CommandFailure("\(inMessage(path)): not a folder") }
             return (path, id)
         }
     }
@@ -130,7 +130,7 @@ public final class Session: @unchecked Sendable {
     func folder(_ word: Word) throws -> (VaultPath, Identifier) {
         let matches = try existing(word)
         guard matches.count == 1 else { throw CommandFailure("\(word.text): names more than one item") }
-        guard vault.isFolder(matches[0].1) else { throw CommandFailure("\(matches[0].0): not a folder") }
+        guard vault.isFolder(matches[0].1) else { throw CommandFailure("\(inMessage(matches[0].0)): not a folder") }
         return matches[0]
     }
 

@@ -43,8 +43,16 @@ public struct ShellCompletionSource: CompletionSource {
     }
 
     public func vaultEntries(in folder: String) -> [CompletionEntry] {
-        let path = VaultPath.resolve(ItemName.nfc(folder), relativeTo: session.cwd)
+        // `#N` parts (hide-names) name items too.
+        let typed = HiddenNames.resolving(Word(text: folder, quotedScalars: Array(repeating: false, count: folder.unicodeScalars.count)), in: session)
+        let path = VaultPath.resolve(ItemName.nfc(typed.text), relativeTo: session.cwd)
         guard let id = session.resolve(path), session.vault.isFolder(id) else { return [] }
+        // Under hide-names on the screen, the candidates are the items' numbers, not names.
+        if session.out.isTerminal && ViewingPreferences(session).hideNames {
+            return session.vault.children(of: id).map {
+                CompletionEntry(name: "#\(HiddenNames.number(of: $0, in: session.vault))", isFolder: $0.isFolder)
+            }
+        }
         return session.vault.children(of: id).map { CompletionEntry(name: $0.name, isFolder: $0.isFolder) }
     }
 

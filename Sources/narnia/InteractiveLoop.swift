@@ -30,7 +30,7 @@ final class InteractiveLoop {
     /// `\u{1}` brackets the escape sequences (EL_PROMPT_ESC) so that libedit does not count
     /// them as columns; `terminalSafe` turns any `\u{1}` in a name into `?`.
     func prompt() -> UnsafePointer<CChar> {
-        let path = terminalSafe(session.cwd.description)
+        let path = terminalSafe(session.shown(session.cwd, on: session.out))
         let text: String
         if Self.colourAllowed {
             text = "\u{1}\u{1B}[1;34m\u{1}narnia:\(path)\u{1}\u{1B}[0m\u{1}> "

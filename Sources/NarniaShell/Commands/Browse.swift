@@ -37,7 +37,7 @@ enum Browse {
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 && !a.has("--json") {
                 if i > 0 || !files.isEmpty { s.out.line("") }
-                s.out.line("\(s.out.name(path.description)):")
+                s.out.line("\(s.shown(path, on: s.out)):")
             }
             let children = sorted(s.vault.children(of: id)).filter { showHidden || !$0.name.hasPrefix(".") }
             printListing(s, a, children.map { (path.appending($0.name), $0) })
@@ -97,14 +97,14 @@ enum Browse {
         } else {
             target = .root
         }
-        guard let id = s.resolve(target), s.vault.isFolder(id) else { throw CommandFailure("\(target): not a folder") }
+        guard let id = s.resolve(target), s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(target)): not a folder") }
         s.previousCwd = s.cwd
         s.cwd = target
     }
 
     static func pwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
-        s.out.line(s.out.name(s.cwd.description))
+        s.out.line(s.shown(s.cwd, on: s.out))
     }
 
     static func tree(_ s: Session, _ a: ParsedArguments) throws {
@@ -113,7 +113,7 @@ enum Browse {
         let terminal = s.out.isTerminal
         let style = TerminalStyle.current()
         if terminal {
-            s.out.styledLine(path.isRoot ? style.paint("/", .folder) : style.decorate(path.lastComponent!, kind: .folder, glyph: false))
+            s.out.styledLine(path.isRoot ? style.paint("/", .folder) : style.decorate(String(s.shown(path, on: s.out).split(separator: "/").last!), kind: .folder, glyph: false))
         } else {
             s.out.line(path.isRoot ? "/" : (s.out.name(path.lastComponent!) + "/"))
         }
@@ -157,7 +157,7 @@ enum Browse {
         var pending: [(Item, VaultPath)] = sorted(s.vault.children(of: id)).reversed().map { ($0, start.appending($0.name)) }
         while let (child, childPath) = pending.popLast() {
             if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
-                s.out.line(s.out.name(childPath.description))
+                s.out.line(s.shown(childPath, on: s.out))
             }
             if child.isFolder {
                 pending += sorted(s.vault.children(of: child.id)).reversed().map { ($0, childPath.appending($0.name)) }
@@ -176,7 +176,7 @@ enum Browse {
                     s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
                     continue
                 }
-                s.out.line("path: \(s.out.name(path.description))")
+                s.out.line("path: \(s.shown(path, on: s.out))")
                 s.out.line("type: \(item.isFolder ? "folder" : "file")")
                 s.out.line("kind: \(item.kind.name)")
                 if let c = item.content {
@@ -202,7 +202,7 @@ enum Browse {
                 } else {
                     total = s.vault.item(id)!.size
                 }
-                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(s.out.name(path.description))")
+                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(s.shown(path, on: s.out))")
             }
         }
     }

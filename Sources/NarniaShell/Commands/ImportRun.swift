@@ -188,7 +188,7 @@ struct ImportRun {
             return
         }
         for (id, host, original) in pendingOriginals {
-            session.out.line("imported \(session.out.name(host)) -> \(session.out.name(session.vault.path(of: id)))")
+            session.out.line("imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
             if move {
                 // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
                 do {

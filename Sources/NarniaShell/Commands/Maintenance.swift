@@ -10,8 +10,8 @@ enum Maintenance {
         progress?.begin(item: "")
         let report = try s.vault.verify(observer: s.observer(progress: progress))
         progress?.finish()
-        for failure in report.damaged { s.error("verify", "\(failure.path): damaged (\(failure.reason))") }
-        for failure in report.missing { s.error("verify", "\(failure.path): \(failure.reason)") }
+        for failure in report.damaged { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): damaged (\(failure.reason))") }
+        for failure in report.missing { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): \(failure.reason)") }
         for problem in report.problems { s.error("verify", problem) }
         for note in report.notes { s.note("verify", note) }
         guard report.isWhole else {

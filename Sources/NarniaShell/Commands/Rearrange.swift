@@ -19,17 +19,17 @@ enum Rearrange {
             for name in path.components {
                 guard let existing = s.vault.child(named: name, in: current) else { break }
                 guard existing.isFolder else {
-                    throw CommandFailure("\(VaultPath(components: Array(path.components[...depth]))): not a folder")
+                    throw CommandFailure("\(s.inMessage(VaultPath(components: Array(path.components[...depth])))): not a folder")
                 }
                 current = existing.id
                 depth += 1
             }
             if depth == path.components.count {
-                if !parents { throw CommandFailure("\(path): already exists") }
+                if !parents { throw CommandFailure("\(s.inMessage(path)): already exists") }
                 continue
             }
             guard depth == path.components.count - 1 || parents else {
-                throw CommandFailure("\(path.parent): no such folder", hint: "use mkdir -p to create the parents too")
+                throw CommandFailure("\(s.inMessage(path.parent)): no such folder", hint: "use mkdir -p to create the parents too")
             }
             try s.vault.makeFolders(Array(path.components[depth...]), in: current)
         }
@@ -46,7 +46,7 @@ enum Rearrange {
             for (path, id) in matches {
                 if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
                 if s.vault.isFolder(id) && !recursive {
-                    throw CommandFailure("\(path): is a folder", hint: "use rm -r to remove a folder and everything in it")
+                    throw CommandFailure("\(s.inMessage(path)): is a folder", hint: "use rm -r to remove a folder and everything in it")
                 }
                 targets.append((path, id))
             }
@@ -70,8 +70,8 @@ enum Rearrange {
             try refuseDotOrDotDot(word)
             for (path, id) in try s.existing(word) {
                 if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
-                guard s.vault.isFolder(id) else { throw CommandFailure("\(path): not a folder") }
-                guard s.vault.children(of: id).isEmpty else { throw CommandFailure("\(path): folder is not empty") }
+                guard s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(path)): not a folder") }
+                guard s.vault.children(of: id).isEmpty else { throw CommandFailure("\(s.inMessage(path)): folder is not empty") }
                 targets.append(id)
             }
         }
@@ -93,7 +93,7 @@ enum Rearrange {
         var plans: [Plan] = []
         let destID = s.resolve(dest)
         let intoFolder = destID.map { s.vault.isFolder($0) } ?? false
-        guard intoFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
+        guard intoFolder || sources.count == 1 else { throw CommandFailure("\(s.inMessage(dest)): not a folder") }
         for (path, id) in sources {
             if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
             let folder: Identifier, name: String
@@ -102,7 +102,7 @@ enum Rearrange {
                 name = path.lastComponent!
             } else {
                 guard let parent = s.resolve(dest.parent), s.vault.isFolder(parent) else {
-                    throw CommandFailure("\(dest.parent): no such folder")
+                    throw CommandFailure("\(s.inMessage(dest.parent)): no such folder")
                 }
                 folder = parent
                 name = try validName(dest.lastComponent ?? "")
@@ -112,13 +112,13 @@ enum Rearrange {
             }
             var replacing: Identifier?
             if let existing = s.vault.child(named: name, in: folder), existing.id == id {
-                throw CommandFailure("\(path): source and destination are the same item")
+                throw CommandFailure("\(s.inMessage(path)): source and destination are the same item")
             }
             if let existing = s.vault.child(named: name, in: folder) {
                 let target = s.vaultPath(of: existing.id)
-                if existing.isFolder { throw CommandFailure("\(target): a folder already exists there") }
-                guard force else { throw CommandFailure("\(target): already exists", hint: "use \(verb) -f to replace it") }
-                if s.vault.isFolder(id) { throw CommandFailure("\(target): cannot replace a file with a folder") }
+                if existing.isFolder { throw CommandFailure("\(s.inMessage(target)): a folder already exists there") }
+                guard force else { throw CommandFailure("\(s.inMessage(target)): already exists", hint: "use \(verb) -f to replace it") }
+                if s.vault.isFolder(id) { throw CommandFailure("\(s.inMessage(target)): cannot replace a file with a folder") }
                 replacing = existing.id
             }
             plans.append((id, path, folder, name, replacing))
@@ -139,7 +139,7 @@ enum Rearrange {
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
         let plans = try plan(s, a, verb: "cp")
         for p in plans where s.vault.isFolder(p.source) && !a.has("-r") {
-            throw CommandFailure("\(p.sourcePath): is a folder", hint: "use cp -r to copy a folder")
+            throw CommandFailure("\(s.inMessage(p.sourcePath)): is a folder", hint: "use cp -r to copy a folder")
         }
         for p in plans {
             try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))

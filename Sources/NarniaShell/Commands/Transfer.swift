@@ -51,7 +51,7 @@ enum Transfer {
             _ = try batch.addFile(named: name, in: folder, source: { try input.readFully(into: $0, count: $1) },
                                   classify: s.classify, observer: s.observer(progress: nil))
             for item in try batch.commit() where !item.isFolder {
-                s.out.line("imported - -> \(s.out.name(s.vaultPath(of: item.id).description))")
+                s.out.line("imported - -> \(s.shown(item.id, on: s.out))")
             }
         } catch {
             batch.abandon()
@@ -106,11 +106,11 @@ enum Transfer {
                 try host.writeFile(components, replace: force, modified: item.modified) { fd in
                     try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
                 }
-                s.out.line("exported \(s.out.name(s.vault.path(of: item.id))) -> \(s.out.name(host.path(components)))")
+                s.out.line("exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components)))")
             } catch is Cancelled {
                 throw Cancelled()
             } catch {
-                s.error("export", "\(s.vault.path(of: item.id)): \(describe(error))")
+                s.error("export", "\(s.shown(item.id, on: s.err)): \(describe(error))")
                 failed = true
             }
         }
@@ -124,13 +124,13 @@ enum Transfer {
         var items: [Item] = []
         for word in a.operands {
             for (path, id) in try s.existing(word) {
-                guard let item = s.vault.item(id), !item.isFolder else { throw CommandFailure("\(path): is a folder") }
+                guard let item = s.vault.item(id), !item.isFolder else { throw CommandFailure("\(s.inMessage(path)): is a folder") }
                 items.append(item)
             }
         }
         if s.out.isTerminal && !a.has("--force") {
             for item in items where !(item.content!.mime.hasPrefix("text/") || item.content!.mime == "application/x-empty" || item.content!.mime == "application/json") {
-                throw CommandFailure("\(s.vault.path(of: item.id)): is not text (\(item.content!.mime)); not writing it to the terminal",
+                throw CommandFailure("\(s.shown(item.id, on: s.err)): is not text (\(item.content!.mime)); not writing it to the terminal",
                                      hint: "use cat --force to write it anyway, or export it")
             }
         }
@@ -140,7 +140,7 @@ enum Transfer {
             do {
                 try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeRaw(p, count: n) }
             } catch let e as ContentError {
-                throw CommandFailure("\(s.vault.path(of: item.id)): \(e.description)")
+                throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }
         }
     }

@@ -111,4 +111,39 @@ extension HiddenNames {
     static func maskedName(of item: Item, in s: Session) -> String? {
         active(s) ? "#\(number(of: item, in: s.vault))" : nil
     }
+
+    /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
+    /// nothing (what was typed) stay as they are.
+    static func masked(_ path: VaultPath, in s: Session) -> String {
+        var shown: [String] = []
+        var folder = Identifier.root
+        var known = true
+        for name in path.components {
+            if known, let item = s.vault.child(named: name, in: folder) {
+                shown.append("#\(number(of: item, in: s.vault))")
+                folder = item.id
+            } else {
+                known = false
+                shown.append(name)
+            }
+        }
+        return "/" + shown.joined(separator: "/")
+    }
+}
+
+extension Session {
+    /// A vault path as `output` may show it: under `hide-names` on a terminal every item on it
+    /// is its `#N`, so that no name appears on the screen; otherwise the path as it is (the
+    /// output escapes what a terminal must not get).
+    public func shown(_ path: VaultPath, on output: Output) -> String {
+        output.isTerminal && ViewingPreferences(self).hideNames ? HiddenNames.masked(path, in: self) : output.name(path.description)
+    }
+
+    /// The path of `id` as `output` may show it (see `shown(_:on:)`).
+    public func shown(_ id: Identifier, on output: Output) -> String {
+        shown(vaultPath(of: id), on: output)
+    }
+
+    /// A path in a message (standard error).
+    func inMessage(_ path: VaultPath) -> String { shown(path, on: err) }
 }

@@ -58,8 +58,7 @@ enum Viewing {
 
     /// A path as messages may show it: `#N` labels while names are hidden.
     static func shownPath(_ s: Session, _ path: VaultPath, _ id: Identifier) -> String {
-        guard HiddenNames.active(s), let item = s.vault.item(id) else { return terminalSafe(path.description) }
-        return HiddenNames.label(of: item, in: s.vault)
+        s.shown(path, on: s.err)
     }
 
     /// Shows one file item: a configured viewer, else the kind's default.
