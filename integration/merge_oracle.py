@@ -199,6 +199,7 @@ class View:
     place: dict                     # id -> Place (effective, after cycle breaking)
     held: set                       # ids held (folder not arrived)
     skipped: int = 0                # moves skipped to break cycles
+    fallen: dict = field(default_factory=dict)  # id -> Place shown instead of a skipped move
     revived: set = field(default_factory=set)   # removed folders shown again (rule 3)
 
     def listing(self):
@@ -303,6 +304,7 @@ def merge(records) -> View:
         return False
 
     skipped = 0
+    fallen: dict[int, Place] = {}
     for _ in range(len(items) + 1):
         found = cycles()
         if not found:
@@ -315,6 +317,7 @@ def merge(records) -> View:
             if fp != ROOT and leads_to(fp, j):
                 fp = ROOT
             eff[j] = Place(p.stamp, fp, fn, p.from_parent, p.from_name)
+            fallen[j] = eff[j]
             skipped += 1
 
     # -- rule 6: held items (an ancestor has no create here)
@@ -400,7 +403,7 @@ def merge(records) -> View:
     return View(root=root, by_path=by_path,
                 settings={k: v[1] for k, v in settings.items()},
                 retired_keys=retired_keys, device_names=names, place=eff, held=held,
-                skipped=skipped, revived=visible & removed)
+                skipped=skipped, revived=visible & removed, fallen=fallen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,8 +466,11 @@ def ops_import_tree(folder: Node, dirname: str, files: list[tuple[str, Content]]
 
 def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
              replace: Node | None = None) -> list:
-    """`mv` (with `-f` onto the file `replace`): a move of every identifier of the node."""
-    ops = []
+    """`mv` (with `-f` onto the file `replace`): a move of every identifier of the node, and,
+    first, a move of every item whose move the view skipped to the place shown instead
+    (FORMAT.md "Merging", rule 2: a device that moves records what it was shown)."""
+    ops = [("move", j, p.parent, p.name, p.parent, p.name)
+           for j, p in sorted(view.fallen.items()) if j not in node.ids]
     if replace is not None:
         ops.append(("remove", frozenset(replace.ids)))
     for i in node.ids:

@@ -5,25 +5,47 @@ written from docs/FORMAT.md) says what every device must show.
 
 Per scenario (seeded):
 
-1. `init` one store (dev1), a few items, `cp -a` it to one or two more device directories.
+1. `init` one store (dev1), a few items, `cp -a` it to one or two more device directories; each
+   device's first write names it (`devices name devN`, before or after a `set`).
 2. Rounds: each device runs random commands that are valid in what it shows now (import, import
-   -, mkdir -p, mv, mv -f, cp, cp -r, cp -f, rm -r, set, and in some scenarios passwd), one or
-   two invocations a turn; between turns the engine delivers files one by one: objects (whole,
-   now and then cut short or as a conflict copy), key files, and other devices' journals (whole
-   or cut at a record boundary or inside a record, under the real name or as a conflict copy
-   that keeps the older or the newer version). Every invocation first lists the vault (`ls -alR
-   --json /`, `set`) and the listing must equal the oracle's merge of exactly the records this
-   device has received: paths, types, kinds, sizes, and `here` for files whose object has or has
-   not arrived. The passphrase used is one the oracle says opens this copy (FORMAT.md "Key
-   files", with its exception for a copy whose new key file has not arrived); now and then a
-   passphrase that must not open it is tried.
+   -, mkdir -p, mv: rename, into a folder, -f onto a file; cp, cp -r, cp -f, rm -r, set, and in
+   some scenarios passwd), one or two invocations a turn; between turns the engine delivers
+   files one by one: objects (whole, now and then cut short or only as a conflict copy), key
+   files (now and then as a conflict copy), and other devices' journals (whole, or cut at a
+   record boundary or inside a record; under the real name, or as a conflict copy that keeps
+   the older or the newer version). A device never receives anything of its own journal.
+   Every invocation lists the vault (`ls -alR --json /`, `set`) before its commands and again
+   after them, in the same session; both listings must equal the oracle's merge of exactly the
+   records the device holds then: paths, types, kinds, sizes, the listing order, and `here`
+   (false for a file whose object has not wholly arrived). The passphrase used is one the
+   oracle says opens this copy (FORMAT.md "Key files", with its exception for a copy whose new
+   key file has not arrived, which must warn); now and then one that must not is tried (exit
+   3). Every invocation's effect on the device's files is checked: only its journal grows, new
+   objects only from a command that writes content, a key file only from passwd, deletions only
+   of files no record it holds still needs.
 3. Full delivery; then every device shows the same listing byte for byte, equal to the oracle's
    merge of all records; `cat` of every file gives the bytes the oracle tracked through
-   import/cp/cp -f; `verify` passes; nothing that no device removed is lost.
+   import/cp/cp -f; `verify` passes; `devices --json` names every device; no file that no device
+   removed has lost its object; the sync engine's own files (.stfolder, temporaries) are intact.
+
+How the oracle follows the journals without reading them: every changing command is one record;
+the test notes the journal's length after each invocation (its records, preceded perhaps by an
+acknowledgement), and a journal delivered with at least that many bytes brings that invocation's
+records. Cuts are made only at those lengths or within the first 105 bytes after one (inside the
+first record of the next invocation: every record is at least 106 bytes), so a cut never splits
+an invocation's records. The objects one invocation writes are found by listing the store
+before and after; an invocation runs at most one command that writes objects, so every object
+belongs to one known command. Stamps: devices run one after another on one machine, so the
+hybrid clock orders records as they were run.
+
+Where FORMAT.md leaves the outcome to random identifiers, the generator stays away: it puts
+nothing into a merged folder (FORMAT.md rule 4) whose first member is decided by identifier
+(members placed by one record, as after a device moved the merged folder).
 
 NARNIA_MODEL_SCENARIOS (default 200) sets how many scenarios run, seeds NARNIA_MODEL_FIRST_SEED
 (default 1) onwards; NARNIA_MODEL_SEED=N runs only scenario N (and prints its log);
-NARNIA_MODEL_JOBS (default: the number of CPUs, at most 4) runs scenarios in parallel.
+NARNIA_MODEL_JOBS (default: the number of CPUs, at most 4) runs scenarios in parallel. A failed
+scenario's device directories are kept under pytest's tmp_path (seed-N/devM).
 """
 
 from __future__ import annotations
@@ -839,6 +861,12 @@ class Scenario:
         self.note(f"{what} (passphrase {passphrase!r}): " + "; ".join(commands))
         res = self.narnia(d, commands, passphrase, stdin)
         after = scan(d.path)
+        if res.rc == 3:
+            self.fail(f"{what}: the passphrase {passphrase!r} was refused; FORMAT.md \"Key files\" "
+                      f"says it opens this copy: key files present (passphrase) "
+                      f"{ {k[:8]: self.keyfiles[k] for k in sorted(self.present_keys(d, before))} }, "
+                      f"retired by the records it holds {sorted(k[:8] for k in pre_view.retired_keys)}"
+                      + res.describe())
         if res.rc != 0:
             # a command the oracle thought valid failed: first see whether the device showed
             # something else than the oracle thought
@@ -1074,9 +1102,10 @@ def test_model_scenarios(narnia_bin, tmp_path):
     for key in sorted(total):
         print(f"  {key}: {total[key]}")
     if failures:
-        failed = [f.split()[2] for f in failures]
-        pytest.fail(f"{len(failures)} of {len(seeds)} scenarios failed (seeds {', '.join(failed)}); "
-                    f"the first:\n\n{failures[0]}", pytrace=False)
+        summary = "\n".join(f"  seed {f.split()[2]}: {' '.join(f.splitlines()[1:3])[:220]}"
+                            for f in failures)
+        pytest.fail(f"{len(failures)} of {len(seeds)} scenarios failed:\n{summary}\n\n"
+                    f"the first, with its log:\n\n{failures[0]}", pytrace=False)
 
 
 def test_first_write_names_the_device(narnia):

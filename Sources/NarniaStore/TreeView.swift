@@ -29,6 +29,8 @@ struct TreeView {
     private(set) var held = 0
     /// Moves skipped because they would have formed a cycle.
     private(set) var skippedMoves = 0
+    /// Where the items whose move was skipped are shown instead (their fallback places).
+    private(set) var fallenBack: [Identifier: Place] = [:]
 
     /// The items an identifier shown in the view stands for.
     func members(of id: Identifier) -> [Identifier] { members[id] ?? [id] }
@@ -89,6 +91,8 @@ struct TreeView {
                 view.skippedMoves += 1
             }
         }
+
+        for i in 0..<count where fallbacks[i] > 0 { view.fallenBack[ids[i]] = places[i] }
 
         // Reachable from the root through arrived folders (else held).
         var reach = [Int8](repeating: 0, count: count)   // 0 unknown, 1 reachable, -1 held

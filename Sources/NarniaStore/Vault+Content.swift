@@ -33,16 +33,32 @@ extension Vault {
     }
 
     /// The path of the object holding `content` in this copy of the store, or nil when it has
-    /// not arrived (a copy a sync engine made stands in for a missing original).
+    /// not arrived. Of the original and the copies sync engines made of it, the one with the
+    /// length the metadata gives is taken (a whole copy stands in for an original still
+    /// arriving); failing that the longest, whose reading then says what is wrong.
     func objectPath(of content: ContentInfo) -> String? {
-        guard let entry = inventory.files[content.objectID], let path = entry.main ?? entry.copies.first else { return nil }
-        return layout.root + "/" + path
+        guard let entry = inventory.files[content.objectID] else { return nil }
+        let candidates = entry.all.map { (path: layout.root + "/" + $0, size: objectFileSize(layout.root + "/" + $0, atLeast: content.objectLength)) }
+        if let whole = candidates.first(where: { $0.size == content.objectLength }) { return whole.path }
+        return candidates.max { $0.size < $1.size }?.path
     }
 
-    /// True when the object of a file is in this copy of the store (false for folders).
+    /// True when the object of a file is wholly in this copy of the store (false for folders;
+    /// false for an object still arriving, shorter than its metadata says).
     public func isHere(_ item: Item) -> Bool {
-        guard let content = item.content else { return false }
-        return inventory.files[content.objectID] != nil
+        guard let content = item.content, let path = objectPath(of: content) else { return false }
+        return objectFileSize(path, atLeast: content.objectLength) >= content.objectLength
+    }
+
+    /// The size of an object file. Sizes of at least `atLeast` bytes are remembered (objects
+    /// never change once written), so listing a folder stats each whole object once; a shorter
+    /// one is asked again (a sync engine may be completing it).
+    func objectFileSize(_ path: String, atLeast: Int64) -> Int64 {
+        if let known = wholeObjectSizes[path] { return known }
+        guard let st = (try? FileSystem.lstatIfExists(path)) ?? nil else { return -1 }
+        let size = Int64(st.st_size)
+        if size >= atLeast { wholeObjectSizes[path] = size }
+        return size
     }
 
     func reader(for content: ContentInfo) throws -> ContentReader {
@@ -177,15 +193,18 @@ extension Vault {
         report.damaged.sort { $0.path < $1.path }
         report.missing.sort { $0.path < $1.path }
         for file in journals.values.sorted(by: { $0.id < $1.id }) {
-            guard let end = file.end, end.cutBytes > 0 else { continue }
-            if file.device == device {
-                let text = "this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: a write cut short, or the file was cut"
-                // Reported the first time it is found; afterwards a note (the objects the lost
-                // records may name are kept).
-                if newlyFoundCuts.contains(file.id) { report.problems.append(text) } else { report.notes.append(text + " (reported before)") }
-            } else {
-                report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: still arriving, or cut short")
+            if file.device != device {
+                // Another device's journal: a problem only when no copy of it holds more.
+                if file.cutBytesOfLongest > 0 {
+                    report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")
+                }
+                continue
             }
+            guard let end = file.end, end.cutBytes > 0 else { continue }
+            let text = "this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: a write cut short, or the file was cut"
+            // Reported the first time it is found; afterwards a note (the objects the lost
+            // records may name are kept).
+            if newlyFoundCuts.contains(file.id) { report.problems.append(text) } else { report.notes.append(text + " (reported before)") }
         }
         if ownRecordsMayBeLost && newlyFoundCuts.isEmpty {
             report.problems.append("records of this device are missing from this copy of the store")

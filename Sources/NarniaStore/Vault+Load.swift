@@ -11,8 +11,10 @@ struct JournalFile {
     var snapshot: Bool
     /// What the main file holds (nil when only copies are present).
     var end: JournalEnd?
-    /// The most records any copy holds.
+    /// The most records any copy holds, and the bytes after them in the copy that holds them
+    /// (0 when one of the copies that hold the most ends whole).
     var records: UInt64
+    var cutBytesOfLongest: Int64 = 0
     /// The record number of its last record.
     var lastSeq: UInt64
 
@@ -93,9 +95,12 @@ extension Vault {
             return
         }
         if isMain { file.end = end }
-        if end.records >= file.records {
+        if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records
             file.lastSeq = seq
+            file.cutBytesOfLongest = end.cutBytes
+        } else if end.records == file.records {
+            file.cutBytesOfLongest = min(file.cutBytesOfLongest, end.cutBytes)
         }
         journals[id] = file
     }

@@ -56,7 +56,9 @@ extension Vault {
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         let id = Identifier.random()
         let known = knowledgeOfNextRecord
-        let others = inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }
+        // Every key file present, those already retired too: a device that hears of this
+        // record but not of the earlier one must not take an older key file for a live one.
+        let others = Array(inventory.keyFiles.keys)
         try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
         try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
         keyFileID = id

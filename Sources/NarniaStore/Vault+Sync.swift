@@ -181,6 +181,7 @@ extension Vault {
         state = MergeState(keys: keys, device: device)
         journals = [:]
         journal = nil
+        wholeObjectSizes = [:]
         ownRecordsMayBeLost = false
         keepOwnObjectsAtNextWrite = false
         newlyFoundCuts = []

@@ -153,6 +153,11 @@ extension Vault {
             throw VaultError.refused("already exists")
         }
         var ops: [Operation] = []
+        // Moves skipped to break a cycle: the places shown instead are recorded with this move,
+        // so that it builds on the tree everyone was shown (docs/FORMAT.md, "Merging", rule 2).
+        let members = Set(view.members(of: id))
+        let settled = view.fallenBack.filter { !members.contains($0.key) }.sorted { $0.key < $1.key }
+        ops += settled.map { .move(id: $0.key, place: $0.value, from: $0.value) }
         var victim: Item?
         if let replacing, let target = view.items[replacing], target.id != id {
             guard !target.isFolder else { throw VaultError.refused("cannot replace a folder") }
@@ -163,7 +168,7 @@ extension Vault {
             ops.append(.move(id: member, place: Place(parent: parent, name: valid), from: recordedPlace(of: member)))
         }
         if let content = victim?.content { ops += retirements(freeing: [content]) }
-        let regular = view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
+        let regular = settled.isEmpty && view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
         try commit(ops, view: regular ? .change { view in
             if let victim { view.remove(victim.id) }
             view.move(id, to: parent, name: valid)

@@ -58,6 +58,8 @@ public final class Vault {
     public internal(set) var generation = 0
     var bytesAtLastCompaction: Int64 = 0
     var isCompacting = false
+    /// Object file sizes seen (see `objectFileSize`).
+    var wholeObjectSizes: [String: Int64] = [:]
 
     init(directory: String, lock: FileDescriptor, keyFileID: Identifier, parameters: KDFParameters,
          master: Secret, device: Identifier) throws {
