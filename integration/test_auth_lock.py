@@ -127,7 +127,7 @@ def test_passwd(filled):
     new = filled.passphrase_file("a new passphrase")
     r = filled.c(f"passwd --new-passphrase-file {q(str(new))}")
     assert r.rc == 0, "passwd --new-passphrase-file failed" + r.describe()
-    assert r.out == "", "passwd is silent on success" + r.describe()
+    assert r.out == "passphrase changed\n", "passwd says what it did" + r.describe()
     old = filled.c("ls /")
     assert old.rc == 3, "the old passphrase must stop working after passwd" + old.describe()
     ok = filled.c("cat /docs/payload.bin", passphrase="a new passphrase")
@@ -137,6 +137,32 @@ def test_passwd(filled):
     assert not changed, f"passwd re-encrypted content objects (it should re-wrap the key only): {changed}"
     v = filled.c("verify", passphrase="a new passphrase")
     assert v.rc == 0, "verify after passwd" + v.describe()
+
+
+def test_passwd_rotate(filled, tmp_path):
+    """passwd --rotate: the old key file and passphrase, kept in a backup, open nothing
+    written afterwards (the vault refuses, naming the rotation, with exit 3); content objects
+    keep their keys and bytes; the new passphrase reads everything."""
+    store = filled.store()
+    objects_before = {rel: h for rel, h in store.snapshot().items() if (store.root / rel).stat().st_size > 100_000}
+    old_key_files = {p.name: p.read_bytes() for p in filled.vault.iterdir() if p.is_file()}
+    new = filled.passphrase_file("rotated passphrase")
+    r = filled.c(f"passwd --rotate --new-passphrase-file {q(str(new))}")
+    assert r.rc == 0, "passwd --rotate failed" + r.describe()
+    after = store.snapshot()
+    assert all(after.get(rel) == h for rel, h in objects_before.items()), "content objects were rewritten"
+    key_files = [p for p in filled.vault.iterdir() if p.is_file()]
+    assert len(key_files) == 1 and key_files[0].name not in old_key_files, [p.name for p in key_files]
+    assert filled.c("ls /").rc == 3, "the old passphrase must stop working"
+    filled.ok("mkdir /written-after", passphrase="rotated passphrase")
+    # The old key file comes back (a backup): its passphrase opens nothing, and says why.
+    for name, data in old_key_files.items():
+        (filled.vault / name).write_bytes(data)
+    old = filled.c("ls /")
+    assert old.rc == 3 and any("passwd --rotate" in line for line in old.errors), old.describe()
+    ok = filled.c("cat /docs/payload.bin; ls /", passphrase="rotated passphrase")
+    assert ok.rc == 0 and filled.payload in ok.outb and b"written-after" in ok.outb, ok.describe()
+    assert filled.c("verify", passphrase="rotated passphrase").rc == 0
 
 
 def test_passwd_refuses_empty_new_passphrase(filled):

@@ -890,7 +890,8 @@ class Scenario:
         ls_lines = lines[:first]
         imported = [l for l in lines[first:] if l.startswith("imported ")]
         named = [l for l in lines[first:] if l.startswith("this device is now called ")]
-        set_lines = [l for l in lines[first:] if l[:1] != "{" and l not in imported and l not in named]
+        changed = [l for l in lines[first:] if l == "passphrase changed"]
+        set_lines = [l for l in lines[first:] if l[:1] != "{" and l not in imported and l not in named + changed]
         post_lines = [l for l in lines[first:] if l.startswith("{")]
         if register and named != [f"this device is now called {d.label}"]:
             self.fail(f"{what}: naming the device said {named}" + res.describe())

@@ -145,17 +145,6 @@ def test_passphrase_is_not_echoed(vault):
         s.close()
 
 
-def test_wrong_passphrase_on_the_terminal(vault):
-    s = Shell(vault)
-    try:
-        s.expect("Passphrase: ")
-        s.send("not the passphrase\r")
-        s.expect("wrong passphrase")
-        assert s.wait() == 3
-    finally:
-        s.close()
-
-
 # ---------------------------------------------------------------------------------------------
 # Tab completion
 

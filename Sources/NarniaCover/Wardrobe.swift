@@ -23,7 +23,8 @@ public protocol WardrobeConsole: AnyObject {
 /// closet is saved after every change.
 ///
 /// At the end of the Outerwear listing stands the wooden `back-panel`; `hold back-panel` calls
-/// `backPanel`, which the program sets. Nothing here knows what is behind it.
+/// `backPanel`, which the program sets. Nothing here knows what is behind it. Held from any
+/// other tab, the panel behaves the same to the eye (it asks for the key) but never opens.
 public final class Wardrobe: @unchecked Sendable {
     /// The garments.
     public private(set) var closet: Closet
@@ -31,8 +32,10 @@ public final class Wardrobe: @unchecked Sendable {
     public private(set) var cwd: Tab?
     /// Set by `exit`, `quit`.
     public private(set) var exitRequested = false
-    /// What `hold back-panel` does.
-    public var backPanel: (() -> Void)?
+    /// What `hold back-panel` does: with `true` from the top or Outerwear, where the door
+    /// is; with `false` from another tab, where the key is asked for the same way (never
+    /// echoed, so a passphrase typed there is never shown or kept) and the door stays shut.
+    public var backPanel: ((_ atTheDoor: Bool) -> Void)?
     let file: ClosetFile?
     let console: WardrobeConsole
 
@@ -324,9 +327,20 @@ public final class Wardrobe: @unchecked Sendable {
 
     static func hold(_ w: Wardrobe, _ a: WardrobeArguments) throws {
         guard a.operands.count == 1 else { throw WardrobeError("one garment at a time", hint: "usage: hold GARMENT") }
-        switch try w.place(a.operands[0]) {
+        let text = a.operands[0]
+        let place: Place
+        do {
+            place = try w.place(text)
+        } catch {
+            // `back-panel` typed where there is none (in Tops, say): someone about to type a key.
+            let last = VaultPath.resolve(text, relativeTo: w.cwdPath).components.last
+            guard last?.lowercased() == Closet.backPanel else { throw error }
+            if let door = w.backPanel { door(false) } else { w.line(Wardrobe.doorStaysShut) }
+            return
+        }
+        switch place {
         case .backPanel:
-            if let door = w.backPanel { door() } else { w.line(Wardrobe.doorStaysShut) }
+            if let door = w.backPanel { door(true) } else { w.line(Wardrobe.doorStaysShut) }
         case .garment(_, let g):
             var about: [String] = []
             if !g.colour.isEmpty { about.append(terminalSafe(g.colour)) }

@@ -8,12 +8,18 @@ public enum PassphraseError: Error, CustomStringConvertible {
     case empty(String)
     case tooLong(String)
     case unreadable(String)
+    /// Ctrl-C (or SIGTERM, SIGHUP) at the question.
+    case interrupted
+    /// A new passphrase and its repetition differed, every time they were asked.
+    case mismatch
 
     public var description: String {
         switch self {
         case .empty(let from): return "the passphrase from \(from) is empty"
         case .tooLong(let from): return "the passphrase from \(from) is longer than \(PassphraseSource.maximumLength) bytes; narnia does not cut a passphrase short"
         case .unreadable(let why): return why
+        case .interrupted: return "interrupted"
+        case .mismatch: return "the two passphrases differ"
         }
     }
 }
@@ -49,11 +55,16 @@ public enum PassphraseSource {
             var n = 0
             var tooLong = false
             while true {
+                // A signal that arrives just before `read` would not interrupt it: look at the
+                // flag between short waits for input.
+                if stopOnInterrupt() { throw PassphraseError.interrupted }
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&ready, 1, 200) <= 0 { continue }   // nothing yet, or interrupted
                 let r = Glibc.read(fd, b.baseAddress! + n, 1)
                 if r < 0 {
-                    if errno == EINTR && !stopOnInterrupt() { continue }
-                    if errno == EINTR { throw PassphraseError.unreadable("interrupted") }
-                    throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(String(cString: strerror(errno)))")
+                    let code = errno
+                    if code == EINTR || code == EAGAIN { continue }
+                    throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(String(cString: strerror(code)))")
                 }
                 if r == 0 || b[n] == UInt8(ascii: "\n") { break }
                 if n < maximumLength { n += 1 } else { tooLong = true }   // keep reading to the end of the line

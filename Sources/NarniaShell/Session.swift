@@ -24,8 +24,9 @@ public final class Session: @unchecked Sendable {
     /// libmagic on this thread, loaded on first use (most sessions never classify).
     lazy var classifier: Classifier? = try? Classifier()
     lazy var classifierPool = ClassifierPool()
-    /// Where a passphrase for `passwd` comes from, and the KDF limits for new wrappings.
-    public var newPassphraseSource: (() throws -> Secret)?
+    /// The questions `passwd` asks on a terminal (nil when there is none), and the KDF limits
+    /// for new wrappings.
+    public var passphraseQuestions: PassphraseQuestions?
     public var kdfParametersForNewPassphrase: KDFParameters = .moderate
     /// Set by the SIGINT handler; long commands poll it and stop cleanly.
     nonisolated(unsafe) public static var interruptRequested: Int32 = 0

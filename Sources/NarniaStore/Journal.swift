@@ -7,10 +7,17 @@ public enum MetadataError: Error, CustomStringConvertible {
     /// A journal record failed authentication or did not parse, and is not a tail cut short:
     /// the store was modified. The vault refuses to open.
     case damaged(String)
+    /// A journal whose first record opens under none of the master keys this session holds:
+    /// sealed under a key from a rotation (`passwd --rotate`) whose key file this passphrase
+    /// did not open, or altered.
+    case unknownMasterKey([Identifier])
 
     public var description: String {
         switch self {
         case .damaged(let why): return "the vault's metadata is damaged (\(why))"
+        case .unknownMasterKey(let journals):
+            let names = journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
+            return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (journal\(journals.count == 1 ? "" : "s") \(names) cannot be read)"
         }
     }
 }
@@ -132,9 +139,29 @@ enum JournalReader {
     }
 
     /// Reads the records of the journal `id` from `fd` and hands each payload (with its index)
-    /// to `apply`; the payload is wiped afterwards. Returns where the whole records end.
-    /// - Throws: `MetadataError.damaged` for a record that fails authentication or does not
-    ///   parse, other than a cut at the very end.
+    /// to `apply`; the payload is wiped afterwards. The journal is read with the first of
+    /// `keyChain` that opens its first record. Returns where the whole records end, and the
+    /// index in `keyChain` of the keys that read them (nil when there was no whole record).
+    /// - Throws: `MetadataError.unknownMasterKey` when no keys open the first record,
+    ///   `.damaged` for a later record that fails authentication or does not parse, other
+    ///   than a cut at the very end.
+    static func read(_ fd: FileDescriptor, id: Identifier, keyChain: [JournalKeys], name: String,
+                     apply: (UInt64, [UInt8]) throws -> Void) throws -> (end: JournalEnd, keys: Int?) {
+        var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
+        var chosen: Int?
+        if try fd.size() >= Int64(JournalKeys.headerLength) {
+            _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: 0) }
+            chosen = keyChain.firstIndex { $0.openHeader(header, journal: id, index: 0) != nil }
+        }
+        do {
+            let end = try read(fd, id: id, keys: keyChain[chosen ?? 0], name: name, apply: apply)
+            return (end, end.records > 0 ? chosen ?? 0 : nil)
+        } catch MetadataError.damaged where chosen == nil {
+            throw MetadataError.unknownMasterKey([id])
+        }
+    }
+
+    /// Reads the journal `id` with one set of keys (see above).
     static func read(_ fd: FileDescriptor, id: Identifier, keys: JournalKeys, name: String,
                      apply: (UInt64, [UInt8]) throws -> Void) throws -> JournalEnd {
         let size = try fd.size()

@@ -7,7 +7,8 @@ import NarniaSystem
 /// A store holds one key file, more for a while after `passwd` (the retired one waits for
 /// every device to hear of the new one) or after `passwd` on two devices at once; copies
 /// that sync engines made of one count as that one. The newest are tried first, and a
-/// derivation is shared by key files with the same salt and limits.
+/// derivation is shared by key files with the same salt and limits. After rotations of the
+/// master key on two devices at once, opening needs the key files of both (`unlockAll`).
 enum KeyFileCandidates {
     struct Unlocked {
         let id: Identifier
@@ -26,8 +27,38 @@ enum KeyFileCandidates {
         let modified: Int64
     }
 
+    /// Unwraps the first key file, newest first, that `passphrase` opens.
+    /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
+    ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
                        notice: ((String) -> Void)?) throws -> Unlocked {
+        let candidates = try read(inventory: inventory, root: root)
+        let acceptable = candidates.filter { $0.parameters.isAcceptable }
+        guard !acceptable.isEmpty else {
+            let p = candidates[0].parameters
+            throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
+        }
+        var derivations = Derivations(passphrase: passphrase, notice: notice)
+        for candidate in acceptable {
+            if let unlocked = try derivations.open(candidate) { return unlocked }
+        }
+        throw VaultError.wrongPassphrase
+    }
+
+    /// Unwraps every format-2 key file, other than those in `except`, that `passphrase` opens.
+    static func unlockAll(inventory: StoreInventory, root: String, passphrase: Secret,
+                          except: Set<Identifier>) throws -> [Unlocked] {
+        var derivations = Derivations(passphrase: passphrase, notice: nil)
+        var opened: [Unlocked] = []
+        for candidate in try read(inventory: inventory, root: root)
+        where !candidate.former && candidate.parameters.isAcceptable && !except.contains(candidate.id) && !opened.contains(where: { $0.id == candidate.id }) {
+            if let unlocked = try derivations.open(candidate) { opened.append(unlocked) }
+        }
+        return opened
+    }
+
+    /// Every key file present (and every copy of one), format 2 first, newest first.
+    private static func read(inventory: StoreInventory, root: String) throws -> [Candidate] {
         var candidates: [Candidate] = []
         for (id, entry) in inventory.keyFiles {
             for path in entry.all {
@@ -45,13 +76,22 @@ enum KeyFileCandidates {
         }
         // Format 2 before format 1 (an upgrade in progress), newest first.
         candidates.sort { ($0.former ? 1 : 0, -$0.modified, $0.id) < ($1.former ? 1 : 0, -$1.modified, $1.id) }
-        let acceptable = candidates.filter { $0.parameters.isAcceptable }
-        guard !acceptable.isEmpty else {
-            let p = candidates[0].parameters
-            throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
-        }
+        return candidates
+    }
+
+    /// Key derivations of one passphrase, shared by key files with the same salt and limits.
+    private struct Derivations {
+        let passphrase: Secret
+        let notice: ((String) -> Void)?
         var derived: [[UInt8]: Secret] = [:]
-        for candidate in acceptable {
+
+        init(passphrase: Secret, notice: ((String) -> Void)?) {
+            self.passphrase = passphrase
+            self.notice = notice
+        }
+
+        /// The key file unwrapped, or nil when the passphrase does not open it.
+        mutating func open(_ candidate: Candidate) throws -> Unlocked? {
             let cacheKey = candidate.salt + KeyFile.maskedParameters(candidate.parameters, salt: candidate.salt)
             let kek: Secret
             if let known = derived[cacheKey] {
@@ -63,10 +103,9 @@ enum KeyFileCandidates {
                 kek = try PassphraseKey.derive(passphrase: passphrase, salt: candidate.salt, parameters: candidate.parameters)
                 derived[cacheKey] = kek
             }
-            guard let contents = try? KeyFile.open(candidate.bytes, kek: kek, id: candidate.id) else { continue }
+            guard let contents = try? KeyFile.open(candidate.bytes, kek: kek, id: candidate.id) else { return nil }
             guard contents.chunkSizeLog2 == ContentFormat.chunkSizeLog2 else { throw VaultError.damagedKeyFile("unknown chunk size") }
             return Unlocked(id: candidate.id, contents: contents, kek: kek, salt: candidate.salt, parameters: candidate.parameters)
         }
-        throw VaultError.wrongPassphrase
     }
 }

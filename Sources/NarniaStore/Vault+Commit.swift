@@ -159,11 +159,11 @@ extension Vault {
         inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }
     }
 
-    /// Writes the key file `id` wrapping the master key under `kek`. It appears whole or not
+    /// Writes the key file `id` wrapping the master keys under `kek`. It appears whole or not
     /// at all: written unnamed (`O_TMPFILE`), synced, then linked in; where the file system
     /// has no unnamed files, written under its name with `O_EXCL` and removed on failure.
     func writeKeyFile(id: Identifier, kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
-        let bytes = try KeyFile.seal(masterKey: masterKey, kek: kek, salt: salt, parameters: parameters, id: id)
+        let bytes = try KeyFile.seal(masters: masters, kek: kek, salt: salt, parameters: parameters, id: id)
         let name = id.hex
         let path = layout.keyFilePath(named: id)
         do {

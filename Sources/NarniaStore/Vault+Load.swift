@@ -17,6 +17,8 @@ struct JournalFile {
     var cutBytesOfLongest: Int64 = 0
     /// The record number of its last record.
     var lastSeq: UInt64
+    /// False when its records are sealed under a master key that a rotation replaced.
+    var underCurrentMaster = true
 
     var firstSeq: UInt64 { previousSeq + 1 }
 }
@@ -38,9 +40,17 @@ extension Vault {
             return total + Int(st?.st_size ?? 0)
         }
         state.items.reserveCapacity(bytes / 120)
+        // Every journal is read before a journal under an unknown master key is reported, so
+        // that the report names them all.
+        var unreadable: [Identifier] = []
         for (id, entry) in journalFiles {
-            for path in entry.all { try readJournal(id, path: path, isMain: path == entry.main) }
+            do {
+                for path in entry.all { try readJournal(id, path: path, isMain: path == entry.main) }
+            } catch MetadataError.unknownMasterKey(let ids) {
+                unreadable += ids
+            }
         }
+        guard unreadable.isEmpty else { throw MetadataError.unknownMasterKey(unreadable) }
         guard !journals.isEmpty || upgrading else {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.damaged(empty) }
             throw MetadataError.damaged("no journal is present; if the store is still arriving through a sync, wait for it")
@@ -58,7 +68,7 @@ extension Vault {
         var owner = file?.device
         var seq: UInt64 = 0
         let name = "journal \(id.hex.prefix(8))"
-        let end = try JournalReader.read(fd, id: id, keys: journalKeys, name: name) { index, payload in
+        let (end, keyIndex) = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: name) { index, payload in
             var header: RecordHeader?
             var stamp: Stamp?
             var first = true
@@ -95,6 +105,7 @@ extension Vault {
             return
         }
         if isMain { file.end = end }
+        if let keyIndex, keyIndex > 0 { file.underCurrentMaster = false }
         if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records
             file.lastSeq = seq
@@ -138,7 +149,7 @@ extension Vault {
             newlyFoundCuts.insert(file.id)
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
         }
-        guard let newest = mine.max(by: { $0.firstSeq < $1.firstSeq }), let end = newest.end,
+        guard let newest = mine.max(by: { $0.firstSeq < $1.firstSeq }), newest.underCurrentMaster, let end = newest.end,
               end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq,
               let path = inventory.files[newest.id]?.main else { return }
         journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)

@@ -54,15 +54,79 @@ extension Vault {
     public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        try replaceKeyFiles(Array(inventory.keyFiles.keys), kek: kek, salt: salt, parameters: parameters)
+    }
+
+    /// Retires `others` (every key file present, those already retired too: a device that
+    /// hears of this record but not of an earlier one must not take an older key file for a
+    /// live one), then writes the master keys under `kek` in a new key file.
+    private func replaceKeyFiles(_ others: [Identifier], kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
         let id = Identifier.random()
         let known = knowledgeOfNextRecord
-        // Every key file present, those already retired too: a device that hears of this
-        // record but not of the earlier one must not take an older key file for a live one.
-        let others = Array(inventory.keyFiles.keys)
         try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
         try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
         keyFileID = id
         kdfParameters = parameters
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
+    }
+
+    /// True when `passphrase` opens the key file this session uses (`passwd` asks for it
+    /// first on a terminal). Costs one key derivation.
+    public func opens(withPassphrase passphrase: Secret) throws -> Bool {
+        guard let path = inventory.keyFiles[keyFileID]?.main else { return false }
+        let bytes = try JournalReader.openStoreFile(layout.root + "/" + path).readToEnd(limit: 4096)
+        guard let (salt, parameters, _) = KeyFile.header(of: bytes), parameters.isAcceptable else { return false }
+        let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        guard let contents = try? KeyFile.open(bytes, kek: kek, id: keyFileID) else { return false }
+        return contents.masters.current.isEqual(to: masters.current)
+    }
+
+    /// `passwd --rotate`: a new master key under a new passphrase (docs/FORMAT.md, "Rotating
+    /// the master key"). Every key file present is retired and the new one, holding the new key
+    /// and those it replaced, is written; then this device's records are written anew, as a
+    /// snapshot under the new key, and its old journals retired. Nothing written afterwards
+    /// opens with an old key file. Content keeps its per-item keys.
+    ///
+    /// A crash before the snapshot leaves the new key file, which reads everything: the next
+    /// open writes the snapshot (see `resealOwnRecordsIfNeeded`).
+    public func rotateMasterKey(passphrase: Secret, parameters: KDFParameters) throws {
+        let salt = randomBytes(PassphraseKey.saltLength)
+        let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        var rotated = masters
+        try rotated.rotate(to: try Secret.random(count: 32))
+        let fresh = try JournalKeys(masterKey: rotated.current)
+        let others = Array(inventory.keyFiles.keys)
+        let known = knowledgeOfNextRecord
+        try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        let previous = masters
+        masters = rotated
+        let id = Identifier.random()
+        do {
+            try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
+        } catch {
+            masters = previous
+            throw error
+        }
+        keyFileID = id
+        kdfParameters = parameters
+        journalKeyChain.insert(fresh, at: 0)
+        for id in journals.keys { journals[id]!.underCurrentMaster = false }
+        deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
+        try compact()
+    }
+
+    /// After a rotation made elsewhere (or one cut short here), this device's journals are
+    /// under a master key that was replaced: its records are written anew under the current
+    /// one and the old journals retired, so that old key files read nothing it writes later.
+    func resealOwnRecordsIfNeeded() throws {
+        guard journals.values.contains(where: { $0.device == device && !$0.underCurrentMaster }) else { return }
+        try compact()
+    }
+
+    /// After rotations on two devices at once, opened with one passphrase: one key file, under
+    /// that passphrase, now holds the keys of all, and `merged` are retired.
+    func mergeKeyFiles(_ merged: [Identifier], kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
+        try replaceKeyFiles(merged, kek: kek, salt: salt, parameters: parameters)
+        warnings.append("this vault's master key was rotated on two devices at once; one key file now holds both keys")
     }
 }

@@ -43,14 +43,11 @@ extension Vault {
         return nil
     }
 
-    /// The exact length a file must have, when the metadata says (objects items use, key
-    /// files); nil for journals and objects no record here names.
+    /// The exact length a file must have, when the metadata says (objects items use); nil
+    /// for journals, key files (whose length grows with rotations) and objects no record here
+    /// names.
     public func expectedLength(of file: SyncFile) -> Int64? {
-        switch file.kind {
-        case .keyFile: return Int64(KeyFile.length)
-        case .object: return state.objectUses[file.id]?.length
-        case .journal: return nil
-        }
+        file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
     /// True when the file is retired: it must not be copied to a side that lacks it.
@@ -124,6 +121,7 @@ extension Vault {
         guard let st = try FileSystem.lstatIfExists(received), st.isRegularFile else { return .incomplete }
         let size = Int64(st.st_size)
         if let expected = expectedLength(of: file), size != expected { return .incomplete }
+        if file.kind == .keyFile && KeyFile.masterCount(ofLength: Int(size)) == nil { return .incomplete }
         let target = layout.root + "/" + file.path
         if file.kind != .keyFile {
             let shard = String(file.path.split(separator: "/").first ?? "")

@@ -22,8 +22,12 @@ public final class Vault {
 
     let layout: StoreLayout
     let lockHandle: FileDescriptor
-    let masterKey: Secret
-    let journalKeys: JournalKeys
+    /// The master keys of the key file this session opened (more after `passwd --rotate`).
+    var masters: MasterKeys
+    /// The journal keys of each master key, the current one's first.
+    var journalKeyChain: [JournalKeys]
+    /// The keys this device seals its records with.
+    var journalKeys: JournalKeys { journalKeyChain[0] }
     let tags: NameTags
     let keys: KeyTable
     let pipeline = ChunkPipeline()
@@ -62,16 +66,16 @@ public final class Vault {
     var wholeObjectSizes: [String: Int64] = [:]
 
     init(directory: String, lock: FileDescriptor, keyFileID: Identifier, parameters: KDFParameters,
-         master: Secret, device: Identifier) throws {
+         masters: MasterKeys, device: Identifier) throws {
         self.directory = directory
         self.layout = StoreLayout(root: directory)
         self.lockHandle = lock
         self.keyFileID = keyFileID
         self.kdfParameters = parameters
-        self.masterKey = master
+        self.masters = masters
         self.device = device
-        journalKeys = try JournalKeys(masterKey: master)
-        tags = NameTags(key: try master.deriveSubkey(.names), device: device)
+        journalKeyChain = try masters.all.map { try JournalKeys(masterKey: $0) }
+        tags = NameTags(key: try masters.namesKey.deriveSubkey(.names), device: device)
         keys = try KeyTable()
         state = MergeState(keys: keys, device: device)
         clock = HybridClock(device: device)
@@ -91,11 +95,11 @@ public final class Vault {
         }
         let lock = try openStoreDirectory(directory, makingPrivate: true)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
-        let master = try Secret.random(count: 32)
-        let device = try deviceIdentifier(of: lock, master: master)
+        let masters = MasterKeys([try Secret.random(count: 32)])
+        let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         let keyFileID = Identifier.random()
         let vault = try Vault(directory: directory, lock: lock, keyFileID: keyFileID, parameters: parameters,
-                              master: master, device: device)
+                              masters: masters, device: device)
         do {
             try vault.commit([], view: .none)   // the journal, its first record: whose it is
             let salt = randomBytes(PassphraseKey.saltLength)
@@ -142,8 +146,8 @@ public final class Vault {
     }
 
     /// This device's identifier: the store directory's device and inode numbers on this
-    /// machine (its `/etc/machine-id`), under a key from the master key.
-    static func deviceIdentifier(of directory: FileDescriptor, master: Secret) throws -> Identifier {
+    /// machine (its `/etc/machine-id`), under a key from the vault's first master key.
+    static func deviceIdentifier(of directory: FileDescriptor, namesKey: Secret) throws -> Identifier {
         let st = try directory.status()
         var machine: [UInt8] = []
         for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
@@ -152,7 +156,7 @@ public final class Vault {
                 break
             }
         }
-        let key = try master.deriveSubkey(.names)
+        let key = try namesKey.deriveSubkey(.names)
         return NameTags.deviceIdentifier(key: key, machineID: machine, fileSystemDevice: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
@@ -168,28 +172,63 @@ public final class Vault {
     // MARK: Opening
 
     /// Opens the vault in `directory` with `passphrase`: takes the lock, unwraps the master
-    /// key from a key file, merges every journal present, upgrades a format-1 store, and tidies
+    /// keys from a key file, merges every journal present, upgrades a format-1 store, and tidies
     /// up what is provably unneeded. `notice` hears, before the key derivation, when a key file
     /// asks for costlier limits than this program's default.
+    ///
+    /// When a journal is sealed under a master key the key file lacks (`passwd --rotate` made
+    /// on two devices at once), the other key files that `passphrase` opens are tried, then
+    /// those that `anotherPassphrase` opens, if given (it is asked once, and may return nil).
     /// - Throws: `VaultError.noVault`, `.wrongPassphrase`, `.refusedLimits`, `.locked`,
-    ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `StoreFileError`,
-    ///   `SystemError`.
-    public static func open(at directory: String, passphrase: Secret, notice: ((String) -> Void)? = nil) throws -> Vault {
+    ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `.unknownMasterKey`,
+    ///   `StoreFileError`, `SystemError`.
+    public static func open(at directory: String, passphrase: Secret, notice: ((String) -> Void)? = nil,
+                            anotherPassphrase: (() -> Secret?)? = nil) throws -> Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
         let inventory = try StoreInventory.scan(directory)
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, passphrase: passphrase, notice: notice)
-        let device = try deviceIdentifier(of: lock, master: unlocked.contents.masterKey)
-        let vault = try Vault(directory: directory, lock: lock, keyFileID: unlocked.id, parameters: unlocked.parameters,
-                              master: unlocked.contents.masterKey, device: device)
-        vault.inventory = inventory
-        try vault.load(upgrading: unlocked.contents.formerJournal != nil)
+        var masters = unlocked.contents.masters
+        let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
+        // Key files opened besides `unlocked` because a journal needed their keys.
+        var adopted: [(unlocked: KeyFileCandidates.Unlocked, samePassphrase: Bool)] = []
+        var askedAnother = false
+        var vault: Vault
+        while true {
+            vault = try Vault(directory: directory, lock: lock, keyFileID: unlocked.id, parameters: unlocked.parameters,
+                              masters: masters, device: device)
+            vault.inventory = inventory
+            do {
+                try vault.load(upgrading: unlocked.contents.formerJournal != nil)
+                break
+            } catch MetadataError.unknownMasterKey(let journals) {
+                // Rotations on two devices at once: each key file holds its own new key.
+                let known = masters.all.count
+                func adopt(_ secret: Secret, same: Bool) throws {
+                    let tried = Set([unlocked.id] + adopted.map(\.unlocked.id))
+                    for other in try KeyFileCandidates.unlockAll(inventory: inventory, root: directory, passphrase: secret, except: tried)
+                    where masters.adopt(other.contents.masters) {
+                        adopted.append((other, same))
+                    }
+                }
+                try adopt(passphrase, same: true)
+                if masters.all.count == known, !askedAnother, let anotherPassphrase {
+                    askedAnother = true
+                    if let another = anotherPassphrase() { try adopt(another, same: false) }
+                }
+                guard masters.all.count > known else { throw MetadataError.unknownMasterKey(journals) }
+            }
+        }
+        let opened = [unlocked] + adopted.map(\.unlocked)
+        if let whole = opened.first(where: { $0.contents.masters.holds(all: masters) }) {
+            vault.keyFileID = whole.id
+        }
         if let former = unlocked.contents.formerJournal {
             try vault.upgrade(formerJournal: former, formerKeyFile: unlocked.id, kek: unlocked.kek,
                               salt: unlocked.salt, parameters: unlocked.parameters)
-        } else if vault.state.retired[RetiredFile(kind: .keyFile, id: unlocked.id)] != nil {
+        } else if vault.state.retired[RetiredFile(kind: .keyFile, id: vault.keyFileID)] != nil {
             // A key file that passwd retired, carried back by a sync engine or a backup: its
             // old passphrase must not let anyone in while the key file that replaced it is here.
             // Until that one arrives (a sync in progress) the old passphrase still opens this
@@ -200,6 +239,15 @@ public final class Vault {
             }
             vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
         }
+        if !opened.contains(where: { $0.contents.masters.holds(all: masters) }) {
+            if adopted.allSatisfy(\.samePassphrase) {
+                // One passphrase opened each rotation's key file: one key file now holds them all.
+                try vault.mergeKeyFiles(opened.map(\.id), kek: unlocked.kek, salt: unlocked.salt, parameters: unlocked.parameters)
+            } else {
+                vault.warnings.append("this vault's master key was rotated on two devices at once, with different passphrases; it opened with both, and 'passwd' sets one passphrase that opens everything")
+            }
+        }
+        try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         return vault
     }

@@ -115,17 +115,27 @@ struct Launcher {
         return askOnTerminal(confirm: confirm)
     }
 
+    /// The questions asked on the terminal, warnings on standard error.
+    var questions: PassphraseQuestions {
+        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { fputs("narnia: warning: \($0)\n", stderr) })
+    }
+
+    /// Asks on the terminal: a new passphrase twice (`confirm`), else the passphrase once.
+    /// Ctrl-C exits 130; every other failure exits 2.
     func askOnTerminal(confirm: Bool) -> Secret {
         do {
-            let first = try TerminalPassphrase.ask(confirm ? "New passphrase: " : "Passphrase: ")
-            if confirm {
-                if first.count < 12 { fputs("narnia: warning: a passphrase under 12 characters is weak; a few random words are better\n", stderr) }
-                let second = try TerminalPassphrase.ask("Repeat it: ")
-                guard first.isEqual(to: second) else { Launcher.fail("the two passphrases differ; nothing was changed", status: 2) }
-            }
-            return first
+            return confirm ? try questions.newPassphrase() : try questions.ask("Passphrase: ")
         } catch {
-            Launcher.fail(describe(error), status: 2)
+            Launcher.failAsking(error)
+        }
+    }
+
+    /// Ends the process after a failed question: 130 for Ctrl-C, else 2.
+    static func failAsking(_ error: Error) -> Never {
+        switch error {
+        case PassphraseError.interrupted: exit(130)
+        case PassphraseError.mismatch: Launcher.fail("the two passphrases differ; nothing was changed", status: 2)
+        default: Launcher.fail(describe(error), status: 2)
         }
     }
 
@@ -141,6 +151,7 @@ struct Launcher {
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
             warnIfTestKDF(vault.kdfParameters)
+            print("created a vault at \(terminalSafe(vault.directory))")
             return 0
         } catch {
             Launcher.fail("cannot create a vault at \(storeDirectory): \(describe(error))", status: 1)
@@ -156,21 +167,22 @@ struct Launcher {
         print("(Press Enter without typing anything to skip; 'narnia init' sets up later.)")
         let secret: Secret
         do {
-            secret = try TerminalPassphrase.ask("New passphrase: ")
+            secret = try questions.newPassphrase()
         } catch PassphraseError.empty {
             createCloset()
             return cover()
+        } catch PassphraseError.mismatch {
+            Launcher.fail("the two passphrases differ; nothing was created", status: 2)
         } catch {
-            Launcher.fail(describe(error), status: 2)
+            Launcher.failAsking(error)
         }
-        if secret.count < 12 { fputs("narnia: warning: a passphrase under 12 characters is weak; a few random words are better\n", stderr) }
-        let again: Secret
-        do { again = try TerminalPassphrase.ask("Repeat it: ") } catch { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
-        guard secret.isEqual(to: again) else { Launcher.fail("the two passphrases differ; nothing was created", status: 2) }
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
             createCloset()
             warnIfTestKDF(vault.kdfParameters)
+            print("Your store is ready. From now on narnia opens on the Wardrobe: to come back here,")
+            print("type 'hold back-panel' (it stands in Outerwear) and give this passphrase.")
+            fflush(stdout)
             return shell(vault, commands: .interactive)
         } catch {
             Launcher.fail("cannot create a store at \(storeDirectory): \(describe(error))", status: 1)
@@ -197,8 +209,8 @@ struct Launcher {
         } catch {}
         let wardrobe = Wardrobe(closet: closet, file: file, console: TerminalConsole())
         let door = DoorState()
-        wardrobe.backPanel = { [launcher = self] in
-            if let vault = launcher.knock() {
+        wardrobe.backPanel = { [launcher = self] atTheDoor in
+            if let vault = launcher.knock(opening: atTheDoor) {
                 door.vault = vault
                 wardrobe.leave()
             }
@@ -221,18 +233,21 @@ struct Launcher {
     /// salt with the default limits (MODERATE, or the test limits under
     /// NARNIA_INSECURE_TEST_KDF=1) — and every failure (wrong key, no store, empty key, a store
     /// in use or unreadable) gives the same words after the same delay. Returns the open vault
-    /// for the right key.
-    func knock() -> Vault? {
+    /// for the right key. Unless `opening` (the panel held from a tab other than Outerwear),
+    /// every key gets that answer: it is asked for only so that it is never echoed.
+    func knock(opening: Bool) -> Vault? {
         print(Wardrobe.keyholeText)
         fflush(stdout)
         let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
         let start = SystemClock.monotonicSeconds()
         var derived = false
-        if let key {
+        if let key, opening {
             do {
                 return try Vault.open(at: storeDirectory, passphrase: key)
             } catch VaultError.wrongPassphrase {
                 derived = true
+            } catch MetadataError.unknownMasterKey {
+                derived = true   // a passphrase from before a rotation: the usual answer
             } catch {}
         }
         if !derived, let decoy = key ?? (try? Secret.random(count: 16)) {
@@ -257,21 +272,39 @@ struct Launcher {
 
     func openAndRun(commands: CommandSource) -> Int32 {
         refusePassphraseFromCommandStream(commands)
-        let secret = passphrase(confirm: false)
-        let vault: Vault
-        do {
-            vault = try Vault.open(at: storeDirectory, passphrase: secret) { notice in
-                fputs("narnia: note: \(notice)\n", stderr)
+        var secret = passphrase(confirm: false)
+        let asked = options.passphraseFile == nil && options.passphraseFD == nil
+        var tries = 1
+        // After rotations of the master key on two devices at once, each with its own
+        // passphrase, an interactive session asks for the other one (batch runs never prompt).
+        let askAnother: (() -> Secret?)? = commands == .interactive && TerminalPassphrase.available ? {
+            fputs("narnia: this vault's master key was also rotated elsewhere, under another passphrase\n", stderr)
+            return try? TerminalPassphrase.ask("The other passphrase: ")
+        } : nil
+        var opened: Vault?
+        while opened == nil {
+            do {
+                opened = try Vault.open(at: storeDirectory, passphrase: secret, notice: { notice in
+                    fputs("narnia: note: \(notice)\n", stderr)
+                }, anotherPassphrase: askAnother)
+            } catch VaultError.noVault(let dir) {
+                Launcher.fail("no vault at \(dir)", hint: "create one with: narnia --vault \(dir) init", status: 3)
+            } catch VaultError.wrongPassphrase {
+                // On a terminal, two more tries, as sudo gives, each costing the whole derivation.
+                guard asked && tries < PassphraseQuestions.tries else { Launcher.fail("wrong passphrase", status: 3) }
+                fputs("narnia: wrong passphrase; try again\n", stderr)
+                tries += 1
+                do { secret = try questions.ask("Passphrase: ") } catch { Launcher.failAsking(error) }
+            } catch VaultError.refusedLimits(let limits) {
+                Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
+            } catch let e as MetadataError {
+                if case .unknownMasterKey = e { Launcher.fail(e.description, status: 3) }
+                Launcher.fail(describe(e), status: 1)
+            } catch {
+                Launcher.fail(describe(error), status: 1)
             }
-        } catch VaultError.noVault(let dir) {
-            Launcher.fail("no vault at \(dir)", hint: "create one with: narnia --vault \(dir) init", status: 3)
-        } catch VaultError.wrongPassphrase {
-            Launcher.fail("wrong passphrase", status: 3)
-        } catch VaultError.refusedLimits(let limits) {
-            Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
-        } catch {
-            Launcher.fail(describe(error), status: 1)
         }
+        let vault = opened!
         warnAtOpen(vault)
         return shell(vault, commands: commands)
     }
@@ -286,9 +319,7 @@ struct Launcher {
         let interactive = commands == .interactive
         let session = Session(vault: vault, out: Output(fd: 1), err: Output(fd: 2), interactive: interactive)
         session.kdfParametersForNewPassphrase = kdfParameters
-        if TerminalPassphrase.available && interactive {
-            session.newPassphraseSource = { askOnTerminal(confirm: true) }
-        }
+        if TerminalPassphrase.available && interactive { session.passphraseQuestions = questions }
         session.commandsFromStandardInput = commands == .standardInput || interactive
         Signals.session = session
         switch commands {

@@ -28,7 +28,7 @@ enum TerminalPassphrase {
         if isTTY {
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO | ECHOE | ECHOK)
-            quiet.c_lflag |= tcflag_t(ECHONL | ICANON)
+            quiet.c_lflag |= tcflag_t(ECHONL | ICANON | ISIG)   // Ctrl-C interrupts, whatever mode the line editor left
             _ = tcsetattr(fd, TCSAFLUSH, &quiet)
         }
         defer { if isTTY { _ = tcsetattr(fd, TCSAFLUSH, &saved) } }

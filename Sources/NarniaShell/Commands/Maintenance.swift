@@ -24,17 +24,36 @@ enum Maintenance {
         s.out.line("verified \(report.checked) items, all intact")
     }
 
+    /// `passwd [--rotate] [--new-passphrase-file FILE]`. On a terminal, without the file, it
+    /// asks for the current passphrase first (as passwd(1) does), then the new one twice;
+    /// Ctrl-C at any question cancels the command and changes nothing.
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "usage: passwd [--new-passphrase-file FILE]") }
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "usage: passwd [--rotate] [--new-passphrase-file FILE]") }
         let passphrase: Secret
         if let file = a.flags["--new-passphrase-file"] {
             passphrase = try PassphraseSource.readFirstLine(path: file)
-        } else if let ask = s.newPassphraseSource {
-            passphrase = try ask()
+        } else if let questions = s.passphraseQuestions {
+            do {
+                let current = try questions.ask("Current passphrase: ")
+                guard try s.vault.opens(withPassphrase: current) else {
+                    throw CommandFailure("wrong passphrase; nothing was changed")
+                }
+                passphrase = try questions.newPassphrase()
+            } catch PassphraseError.interrupted {
+                throw Cancelled()
+            } catch PassphraseError.mismatch {
+                throw CommandFailure("the two passphrases differ; nothing was changed")
+            }
         } else {
             throw CommandFailure("no terminal to ask for the new passphrase", hint: "use passwd --new-passphrase-file FILE")
         }
-        try s.vault.changePassphrase(to: passphrase, parameters: s.kdfParametersForNewPassphrase)
+        if a.has("--rotate") {
+            try s.vault.rotateMasterKey(passphrase: passphrase, parameters: s.kdfParametersForNewPassphrase)
+            s.out.line("passphrase changed; new master key")
+        } else {
+            try s.vault.changePassphrase(to: passphrase, parameters: s.kdfParametersForNewPassphrase)
+            s.out.line("passphrase changed")
+        }
     }
 
     static func help(_ s: Session, _ a: ParsedArguments) throws {

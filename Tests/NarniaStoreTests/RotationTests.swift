@@ -1,0 +1,182 @@
+import Foundation
+import XCTest
+import NarniaCrypto
+@testable import NarniaStore
+
+/// `passwd --rotate` (docs/FORMAT.md, "Rotating the master key"), on the devices of
+/// `MergeTests`: what an old key file opens afterwards, and what other devices do when they
+/// find a rotation made elsewhere.
+extension MergeTests {
+    func open(_ dir: String, _ passphrase: String, another: String? = nil) throws -> Vault {
+        try Vault.open(at: dir, passphrase: Self.secret(passphrase),
+                       anotherPassphrase: another.map { p in { try? Self.secret(p) } })
+    }
+
+    /// The key files of a store, by name.
+    func keyFiles(_ dir: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir) where name.count == 32 {
+            files[name] = FileManager.default.contents(atPath: dir + "/" + name)
+        }
+        return files
+    }
+
+    func assertOpensNothing(_ dir: String, _ passphrase: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try open(dir, passphrase), file: file, line: line) { error in
+            guard case MetadataError.unknownMasterKey = error else {
+                return XCTFail("expected unknownMasterKey, got \(error)", file: file, line: line)
+            }
+        }
+    }
+
+    func testKeyFileHoldingSeveralMasterKeysRoundTrips() throws {
+        var masters = MasterKeys([try Secret.random(count: 32)])
+        let first = masters.current
+        try masters.rotate(to: try Secret.random(count: 32))
+        try masters.rotate(to: try Secret.random(count: 32))
+        let kek = try Secret.random(count: 32)
+        let id = Identifier.random()
+        let bytes = try KeyFile.seal(masters: masters, kek: kek, salt: randomBytes(16), parameters: .insecureTestOnly, id: id)
+        XCTAssertEqual(bytes.count, 67 + 32 * 3)
+        let contents = try KeyFile.open(bytes, kek: kek, id: id)
+        XCTAssertTrue(contents.masters.holds(all: masters))
+        XCTAssertTrue(contents.masters.namesKey.isEqual(to: first))
+        XCTAssertThrowsError(try KeyFile.open(bytes, kek: kek, id: .random()))
+    }
+
+    /// After a rotation, the old key file with the old passphrase (kept in a backup) opens
+    /// nothing: every journal the store holds is sealed under the new key, and a backup of
+    /// the old journals shows only what existed before.
+    func testOldKeyFileOpensNothingWrittenAfterARotation() throws {
+        let a = try devices(["a"])[0]
+        do { _ = try importFile(try open(a), "before.txt", [1]) }
+        let backup = root + "/backup"
+        try FileManager.default.copyItem(atPath: a, toPath: backup)
+        let oldKeyFiles = try keyFiles(a)
+        do {
+            let v = try open(a)
+            try v.rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly)
+            _ = try importFile(v, "after.txt", [2])
+            XCTAssertTrue(v.journals.values.filter { v.state.retired[RetiredFile(kind: .journal, id: $0.id)] == nil }
+                .allSatisfy(\.underCurrentMaster))
+        }
+        XCTAssertEqual(try keyFiles(a).count, 1, "the old key file is deleted: no other device waits for it")
+        XCTAssertEqual(try keyFiles(a).values.first?.count, 67 + 32 * 2)
+        XCTAssertThrowsError(try open(a, "pw")) { XCTAssertEqual("\($0)", "\(VaultError.wrongPassphrase)") }
+        do {
+            let v = try open(a, "new")
+            XCTAssertEqual(tree(v), ["/after.txt other 1", "/before.txt other 1"])
+            XCTAssertEqual(try read(v, "before.txt"), [1])
+            XCTAssertTrue(try v.verify().isWhole)
+        }
+        // The old key file brought back next to the new one: the old passphrase opens nothing.
+        for (name, bytes) in oldKeyFiles { try bytes.write(to: URL(fileURLWithPath: a + "/" + name)) }
+        assertOpensNothing(a, "pw")
+        // Everything the store holds now, added to a backup of the old store: the old key
+        // reads none of the new journals.
+        try deliver(a, backup)
+        assertOpensNothing(backup, "pw")
+        XCTAssertEqual(tree(try open(a, "new")), ["/after.txt other 1", "/before.txt other 1"])
+    }
+
+    /// Another device finds the rotation: the old passphrase opens nothing there either; the
+    /// new one reads everything, its own records written before it knew included, and it
+    /// writes them anew under the new key. Once every device has heard, no journal under the
+    /// old key remains.
+    func testAnotherDeviceFollowsARotation() throws {
+        let d = try devices(["a", "b"]) { v in _ = try self.importFile(v, "shared.txt", [0]) }
+        let (a, b) = (d[0], d[1])
+        do {
+            let va = try open(a)
+            try va.rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly)
+            _ = try importFile(va, "from-a.txt", [1])
+        }
+        do { _ = try importFile(try open(b), "from-b.txt", [2, 2]) }   // before it knows
+        try syncAll([a, b])
+        assertOpensNothing(b, "pw")
+        for _ in 0..<3 {
+            for dir in [a, b] {
+                let v = try open(dir, "new")
+                XCTAssertEqual(tree(v), ["/from-a.txt other 1", "/from-b.txt other 2", "/shared.txt other 1"])
+                XCTAssertTrue(v.journals.values.filter { $0.device == v.device && !$0.underCurrentMaster }
+                    .allSatisfy { v.state.retired[RetiredFile(kind: .journal, id: $0.id)] != nil })
+            }
+            try syncAll([a, b])
+        }
+        for dir in [a, b] {
+            let v = try open(dir, "new")
+            XCTAssertTrue(v.journals.values.allSatisfy(\.underCurrentMaster), "journals under the old key are deleted once both devices heard")
+            XCTAssertEqual(try keyFiles(dir).count, 1)
+            XCTAssertTrue(try v.verify().isWhole)
+        }
+    }
+
+    /// Rotations on two devices at once with one new passphrase: opening reads both (each key
+    /// file holds its own new key) and writes one key file holding every key.
+    func testConcurrentRotationsWithOnePassphraseMerge() throws {
+        let d = try devices(["a", "b"])
+        let (a, b) = (d[0], d[1])
+        for (dir, name) in [(a, "a.txt"), (b, "b.txt")] {
+            let v = try open(dir)
+            try v.rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly)
+            _ = try importFile(v, name, [3])
+        }
+        try syncAll([a, b])
+        do {
+            let va = try open(a, "new")
+            XCTAssertEqual(tree(va), ["/a.txt other 1", "/b.txt other 1"])
+            XCTAssertTrue(va.warnings.contains { $0.contains("one key file now holds both keys") }, "\(va.warnings)")
+        }
+        try syncAll([a, b])
+        for dir in [b, a, b] {
+            let v = try open(dir, "new")
+            XCTAssertEqual(tree(v), ["/a.txt other 1", "/b.txt other 1"])
+            XCTAssertFalse(v.warnings.contains { $0.contains("rotated") }, "\(v.warnings)")
+        }
+    }
+
+    /// Rotations on two devices at once with different passphrases: either alone opens
+    /// nothing; given both, the vault opens, and a `passwd` then sets one passphrase for all.
+    func testConcurrentRotationsWithTwoPassphrasesNeedBoth() throws {
+        let d = try devices(["a", "b"])
+        let (a, b) = (d[0], d[1])
+        for (dir, passphrase) in [(a, "pa"), (b, "pb")] {
+            let v = try open(dir)
+            try v.rotateMasterKey(passphrase: Self.secret(passphrase), parameters: .insecureTestOnly)
+            _ = try importFile(v, passphrase + ".txt", [4])
+        }
+        try syncAll([a, b])
+        assertOpensNothing(a, "pa")
+        assertOpensNothing(b, "pb")
+        do {
+            let va = try open(a, "pa", another: "pb")
+            XCTAssertEqual(tree(va), ["/pa.txt other 1", "/pb.txt other 1"])
+            XCTAssertTrue(va.warnings.contains { $0.contains("different passphrases") }, "\(va.warnings)")
+            try va.changePassphrase(to: Self.secret("one"), parameters: .insecureTestOnly)
+        }
+        try syncAll([a, b])
+        for dir in [b, a] { XCTAssertEqual(tree(try open(dir, "one")), ["/pa.txt other 1", "/pb.txt other 1"]) }
+    }
+
+    /// A rotation cut short after its key file was written and before this device's records
+    /// were written anew: the new passphrase reads everything, and the next open finishes.
+    func testRotationCutShortIsFinishedAtTheNextOpen() throws {
+        let a = try devices(["a"]) { v in _ = try self.importFile(v, "kept.txt", [5]) }[0]
+        do {
+            let v = try open(a)
+            var rotated = v.masters
+            try rotated.rotate(to: try Secret.random(count: 32))
+            v.masters = rotated
+            let salt = randomBytes(16)
+            let kek = try PassphraseKey.derive(passphrase: Self.secret("new"), salt: salt, parameters: .insecureTestOnly)
+            try v.writeKeyFile(id: .random(), kek: kek, salt: salt, parameters: .insecureTestOnly)
+        }
+        do {
+            let v = try open(a, "new")
+            XCTAssertEqual(tree(v), ["/kept.txt other 1"])
+            let own = v.journals.values.filter { $0.device == v.device }
+            XCTAssertTrue(own.contains { $0.underCurrentMaster && $0.snapshot })
+        }
+        XCTAssertEqual(tree(try open(a, "new")), ["/kept.txt other 1"])
+    }
+}
