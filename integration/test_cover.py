@@ -294,6 +294,21 @@ def test_wrong_key_and_no_store_look_the_same(narnia, spawn):
     assert "Tops" in p.command("ls")
 
 
+def test_the_door_answers_refused_limits_as_a_wrong_key(vault, spawn):
+    """Hardening, item 2: key-file limits beyond SENSITIVE are refused before deriving, but at
+    the door the answer stays the usual one after the usual delay (a decoy derivation runs)."""
+    from test_hardening import set_limits
+    make_closet(vault)
+    p = spawn()
+    p.expect(PROMPT)
+    wrong_text, wrong_time, _ = hold_back_panel(p, "not the key")
+    set_limits(vault.store().key_file(), 64, 8 * 1024 * 1024)
+    refused_text, refused_time, prompt = hold_back_panel(p, DEFAULT_PASSPHRASE)
+    assert prompt == PROMPT and refused_text == wrong_text, (refused_text, wrong_text)
+    assert not VAULT_WORDS.search(refused_text)
+    assert 0.8 < refused_time / wrong_time < 1.25, (refused_time, wrong_time)
+
+
 # ---------------------------------------------------------------------------------------------
 # First run
 

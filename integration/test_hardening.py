@@ -60,6 +60,23 @@ def test_an_object_replaced_by_a_fifo_does_not_hang_verify(narnia, host):
     assert r.rc == 1, r.describe()
 
 
+def test_a_link_planted_among_the_key_files_is_never_written_through(narnia, host):
+    """1b: passwd wrote `<keyid>.new` without O_EXCL|O_NOFOLLOW. Key files are now written
+    unnamed and linked in under a fresh random name; a link planted where a key file would be
+    is refused at open and its target never touched."""
+    narnia.init()
+    victim = host / "precious.txt"
+    victim.write_text("my thesis\n")
+    new = narnia.passphrase_file("another passphrase")
+    narnia.ok(f"passwd --new-passphrase-file {q(str(new))}")
+    planted = narnia.vault / ("ab" * 16)
+    planted.symlink_to(victim)
+    r = narnia.c(f"passwd --new-passphrase-file {q(str(new))}", passphrase="another passphrase")
+    assert r.rc != 0 and r.errors, "a link among the key files must be refused" + r.describe()
+    assert victim.read_text() == "my thesis\n", "the link's target was changed"
+    assert planted.is_symlink(), "the planted link was replaced by a key file"
+
+
 def test_init_makes_an_existing_empty_folder_private(narnia):
     narnia.vault.mkdir(mode=0o777)
     os.chmod(narnia.vault, 0o777)
