@@ -36,7 +36,7 @@ _narnia()
     esac
 
     # What the words before the cursor have already chosen.
-    local i word mode= source= keep= vault= done=
+    local i word mode= source= keep= vault= done= verbose=
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
         case $word in
@@ -44,6 +44,7 @@ _narnia()
             --passphrase-file | --passphrase-fd) source=1; ((i++)) ;;
             -c | -b) mode=1; ((i++)) ;;
             --keep-going) keep=1 ;;
+            -v | --verbose) verbose=1 ;;
             --version | --help) done=1 ;;
             init | enter) mode=1 ;;
         esac
@@ -55,6 +56,7 @@ _narnia()
         [[ -z $vault ]] && opts+=" --vault"
         [[ -z $source ]] && opts+=" --passphrase-file --passphrase-fd"
         [[ -z $keep ]] && opts+=" --keep-going"
+        [[ -z $verbose ]] && opts+=" -v --verbose"
         [[ -z $mode ]] && opts+=" -c -b"
         ((COMP_CWORD == 1)) && opts+=" --version --help"
         COMPREPLY=($(IFS=' ' compgen -W "$opts" -- "$cur"))

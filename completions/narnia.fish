@@ -31,6 +31,7 @@ complete -c narnia -l vault -x -a '(__fish_complete_directories (commandline -ct
 complete -c narnia -l passphrase-file -r -F -d 'Read the passphrase from FILE'
 complete -c narnia -l passphrase-fd -x -d 'Read the passphrase from descriptor N'
 complete -c narnia -l keep-going -d 'With -c or -b, go on after a failing command'
+complete -c narnia -s v -l verbose -d 'With -c or -b, echo each line before it runs'
 complete -c narnia -l version -d 'Print the version and exit'
 complete -c narnia -l help -d 'Print a usage summary and exit'
 complete -c narnia -s c -x -d 'Run commands in the vault, then exit'

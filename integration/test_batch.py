@@ -28,8 +28,8 @@ def test_dash_prefix_may_fail(vault, tmp_path):
     batch.write_text("-rmdir /nope\nmkdir /after\n")
     r = vault("-b", str(batch))
     assert r.rc == 0, "a `-` command may fail without stopping the run or failing it (sftp)" + r.describe()
-    assert any(l.startswith("narnia: error: rmdir:") for l in r.err_lines), \
-        "the failure of a `-` command is still reported" + r.describe()
+    assert f"narnia: error: {batch}:1: rmdir: /nope: no such file or folder" in r.err_lines, \
+        "the failure of a `-` command is still reported, with its line" + r.describe()
     assert names(vault) == ["after"], "the run went on after the `-` command"
     r = vault.c("-rmdir /nope; mkdir /after2")
     assert r.rc == 0 and names(vault) == ["after", "after2"], "`-` prefix in -c after `;`" + r.describe()
@@ -46,7 +46,7 @@ def test_stop_at_first_failure(vault, tmp_path):
     r = vault("-b", str(batch))
     assert r.rc == 1, "a failing command stops the run with exit 1" + r.describe()
     assert names(vault) == ["a"], "nothing after the failing command may run"
-    assert any(l.startswith("narnia: error: rmdir: /nope") for l in r.err_lines), r.describe()
+    assert any(l.startswith(f"narnia: error: {batch}:2: rmdir: /nope") for l in r.err_lines), r.describe()
 
 
 def test_keep_going(vault, tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import q
 from terminal import Terminal
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,6 +120,23 @@ def test_man_documents_every_command(usage):
     assert squeeze(usage) in command_heads(), f"COMMANDS has no entry '{usage}'"
 
 
+def test_every_command_of_the_table_is_documented(vault):
+    """The command table (`help`, which reads it) against INTERFACE.md's block and the man
+    page: a new command cannot be left out of either. Every usage `help CMD` prints heads an
+    entry in INTERFACE.md's block, and so, by the test above, one in the man page."""
+    names = [line.split()[0] for line in vault.ok("help").out_lines if line[:1] not in ("", " ")]
+    assert len(names) > 20, names
+    documented = {squeeze(u) for u in interface_commands()}
+    for name in names:
+        usage = vault.ok(f"help {q(name)}").out_lines[0].removeprefix("usage: ")
+        # `import ... | - NAME` may be listed as two lines, one per form.
+        first, *others = usage.split(" | ")
+        forms = [usage] if squeeze(usage) in documented else [first] + [f"{name} {o}" for o in others]
+        for form in forms:
+            listed = squeeze(form) in documented or any(d.startswith(squeeze(form) + ",") for d in documented)
+            assert listed, f"`{form}` (from `help {name}`) is not in INTERFACE.md's command block"
+
+
 @pytest.mark.parametrize("usage", [
     "set [KEY [VALUE]]",
     "remove-originals on | off",
@@ -206,7 +224,7 @@ def test_bash_completes_subcommand(host_tree):
 
 def test_bash_completes_every_option(host_tree):
     offered = set(bash_complete(["narnia", "-"], host_tree))
-    assert {"--vault", "--passphrase-file", "--passphrase-fd", "--keep-going",
+    assert {"--vault", "--passphrase-file", "--passphrase-fd", "--keep-going", "-v", "--verbose",
             "--version", "--help", "-c", "-b"} <= offered
 
 

@@ -63,6 +63,17 @@ public struct ParsedArguments {
 }
 
 extension CommandSpec {
+    /// True when `words` ask for this command's help: `--help`, or `-h` where the command has
+    /// no `-h` of its own (`ls -h` and `du -h` are human sizes), before any `--`.
+    func asksForHelp(_ words: [Word]) -> Bool {
+        for word in words where word.quotedScalars.first != true {
+            if word.text == "--" { return false }
+            if word.text == "--help" { return true }
+            if word.text == "-h" && !flags.contains(where: { $0.spelling == "-h" }) { return true }
+        }
+        return false
+    }
+
     /// Splits `words` into flags and operands. Short flags combine (`-rf`); `--` ends flags;
     /// a lone `-` is an operand.
     func parse(_ words: [Word]) throws -> ParsedArguments {

@@ -8,43 +8,64 @@ public enum CommandTable {
     public static let all: [CommandSpec] = vaultCommands + viewingCommands + sessionCommands
 
     static let vaultCommands: [CommandSpec] = [
-        F("ls", usage: "[-l] [-a] [-R] [-g] [--json] [PATH...]", abstract: "list a folder's items",
-          details: "Not on a terminal: one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints one JSON object per item (with \"here\": false for such a file); -R lists every folder below too; -g draws a thumbnail grid.",
+        F("ls", usage: "[-1alhtSrRg] [--json] [PATH...]", abstract: "list a folder's items",
+          details: "Not on a terminal (or with -1): one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints JSON Lines, one object per item (with \"here\": false for such a file); -R lists every folder below too; -g draws a thumbnail grid. Names sort by name; -t puts the newest first, -S the largest, -r reverses.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
+                  .flag("-1", "one name per line, on a terminal too"), .flag("-h", "sizes for people (1.5M) in scripts too"),
+                  .flag("-t", "newest first"), .flag("-S", "largest first"), .flag("-r", "reverse the order"),
                   .flag("-R", "list the folders below too, each under its path"),
                   .flag("-g", "thumbnail grid: photos, video frames, icons"), .flag("--json", "one JSON object per line")],
           operands: [.vaultPath], run: Browse.ls),
         F("cd", usage: "[PATH|-]", abstract: "change the current vault folder",
           details: "Without PATH, go to /. With -, go back to the previous folder.", operands: [.vaultPath], run: Browse.cd),
         F("pwd", abstract: "print the current vault folder", run: Browse.pwd),
-        F("tree", usage: "[PATH]", abstract: "show a folder and everything under it", operands: [.vaultPath], run: Browse.tree),
+        F("tree", usage: "[-d] [-L DEPTH] [PATH]", abstract: "show a folder and everything under it",
+          flags: [.flag("-d", "folders only"), .flag("-L", "descend at most DEPTH levels", value: true)],
+          operands: [.vaultPath], run: Browse.tree),
         F("mkdir", usage: "[-p] PATH...", abstract: "create folders",
           flags: [.flag("-p", "create missing parents; an existing folder is fine")], operands: [.vaultPath], run: Rearrange.mkdir),
-        F("import", usage: "[--move] HOSTPATH... | - NAME", abstract: "copy host files and folders into the current folder",
-          details: "Folders are imported with everything under it; symbolic links inside are skipped. A name that is taken gets a number: 'name (2).ext'. With --move (or 'set remove-originals on') each original is removed only after its vault copy is written, synced and committed. 'import - NAME' reads standard input into NAME.",
-          flags: [.flag("--move", "remove each original once its copy is committed")], operands: [.hostPath], run: Transfer.importCommand),
-        F("export", usage: "[--force] PATH... HOSTDEST", abstract: "copy vault items out to the host",
-          details: "HOSTDEST may be an existing host folder, or a new path for a single item. An existing host file is never replaced without --force; a partial file is never left behind.",
-          flags: [.flag("--force", "replace existing host files")], operands: [.vaultPath], lastOperandIsHost: true, run: Transfer.export),
+        F("import", aliases: ["put", "mput"], usage: "[--move] [--skip-existing] [-v|-q] HOSTPATH... | - NAME", abstract: "copy host files and folders into the current folder",
+          details: "Folders are imported with everything under it; symbolic links inside are skipped. A name that is taken gets a number: 'name (2).ext'; with --skip-existing a folder of that name is merged into and a file of that name and size is left as it is, so an import cut short can be finished by running it again. With --move (or 'set remove-originals on') each original is removed only after its vault copy is written, synced and committed. Every source that can be imported is; each bad one is reported. On a terminal a progress bar and one summary line are shown; in scripts, a line per file. 'import - NAME' reads standard input into NAME.",
+          flags: [.flag("--move", "remove each original once its copy is committed"),
+                  .flag("--skip-existing", "merge into folders of the same name; leave files of the same name and size"),
+                  .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
+          operands: [.hostPath], run: Transfer.importCommand),
+        F("export", aliases: ["get", "mget"], usage: "[-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]", abstract: "copy vault items out to the host",
+          details: "HOSTDEST may be an existing host folder, or a new path for a single item; without it, items go into the current host folder (see lcd), as sftp's get does. An existing host file is never replaced without --force; with --skip-existing a host file of the same name and size is left as it is. A partial file is never left behind.",
+          flags: [.flag("--force", "replace existing host files"), .flag("-f", "the same as --force"),
+                  .flag("--skip-existing", "leave host files of the same name and size"),
+                  .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
+          operands: [.vaultPath], lastOperandIsHost: true, run: Transfer.export),
         F("cat", usage: "[--force] PATH...", abstract: "write items' content to standard output",
           details: "Refuses to write content that is not text to a terminal unless --force.",
           flags: [.flag("--force", "write binary content to a terminal anyway")], operands: [.vaultPath], run: Transfer.cat),
-        F("rm", usage: "[-r] [-f] PATH...", abstract: "remove items",
-          flags: [.flag("-r", "remove folders and everything in them"), .flag("-f", "ignore missing items")],
+        F("rm", usage: "[-r] [-f] [-i] PATH...", abstract: "remove items",
+          flags: [.flag("-r", "remove folders and everything in them"), .flag("-f", "ignore missing items"),
+                  .flag("-i", "ask before each removal (on a terminal only)")],
           operands: [.vaultPath], run: Rearrange.rm),
         F("rmdir", usage: "PATH...", abstract: "remove empty folders", operands: [.vaultPath], run: Rearrange.rmdir),
-        F("mv", usage: "[-f] SRC... DEST", abstract: "rename or move items",
-          details: "When DEST is a folder the sources move into it. An existing item is never replaced unless -f, and a folder never.",
-          flags: [.flag("-f", "replace an existing file at the destination")], operands: [.vaultPath], run: Rearrange.mv),
-        F("cp", usage: "[-r] [-f] SRC... DEST", abstract: "copy items",
-          flags: [.flag("-r", "copy folders and everything in them"), .flag("-f", "replace an existing file at the destination")],
+        F("mv", usage: "[-f|-n] SRC... DEST", abstract: "rename or move items",
+          details: "When DEST is a folder the sources move into it. An existing item is never replaced unless -f, and a folder never; with -n a source whose destination exists stays where it is, silently.",
+          flags: [.flag("-f", "replace an existing file at the destination"), .flag("-n", "never replace: leave such a source where it is")],
+          operands: [.vaultPath], run: Rearrange.mv),
+        F("cp", usage: "[-r|-a] [-f] SRC... DEST", abstract: "copy items",
+          details: "Copies keep their modification times; -a is -r.",
+          flags: [.flag("-r", "copy folders and everything in them"), .flag("-a", "the same as -r (times are always kept)"),
+                  .flag("-f", "replace an existing file at the destination")],
           operands: [.vaultPath], run: Rearrange.cp),
-        F("find", usage: "[PATH] [-name GLOB] [-type photo|video|document|other|folder]", abstract: "list items below a folder by name or kind",
-          flags: [.flag("-name", "match names against a glob", value: true), .flag("-type", "match a kind", value: true)],
+        F("find", usage: "[PATH] [-name GLOB|-iname GLOB] [-type photo|video|document|other|folder]", abstract: "list items below a folder by name or kind",
+          flags: [.flag("-name", "match names against a glob", value: true), .flag("-iname", "the same, ignoring case", value: true),
+                  .flag("-type", "match a kind", value: true)],
           operands: [.vaultPath], run: Browse.find),
-        F("stat", usage: "PATH...", abstract: "show an item's details", operands: [.vaultPath], run: Browse.stat),
-        F("du", usage: "[PATH...]", abstract: "show the content size of items", operands: [.vaultPath], run: Browse.du),
-        F("verify", abstract: "authenticate every item and name any damaged one", run: Maintenance.verify),
+        F("stat", usage: "[--json] PATH...", abstract: "show an item's details",
+          flags: [.flag("--json", "one JSON object per item")], operands: [.vaultPath], run: Browse.stat),
+        F("du", usage: "[-h] [-s] [PATH...]", abstract: "show the content size of items",
+          details: "One total per PATH, as du -s gives; sizes in bytes in scripts, for people on a terminal.",
+          flags: [.flag("-h", "sizes for people (1.5M) in scripts too"), .flag("-s", "one total per PATH (always so)")],
+          operands: [.vaultPath], run: Browse.du),
+        F("verify", usage: "[PATH...]", abstract: "authenticate every item and name any damaged one",
+          details: "With PATHs, only those items and everything under them; problems of the metadata are reported either way.",
+          operands: [.vaultPath], run: Maintenance.verify),
         F("passwd", usage: "[--rotate] [--new-passphrase-file FILE]", abstract: "change the passphrase",
           details: "Re-wraps the master key under the new passphrase; whoever has an old key file and its passphrase (a backup) can still read everything. With --rotate, a new master key seals everything written from now on, so old key files open nothing written afterwards; files keep their own keys. In scripts, give the new passphrase as the first line of FILE.",
           flags: [.flag("--rotate", "also replace the master key"),
@@ -60,6 +81,8 @@ public enum CommandTable {
           flags: [.flag("--json", "one JSON object per device")], run: Devices.run),
         F("lcd", usage: "[HOSTPATH]", abstract: "change the host folder (default: $HOME)", operands: [.hostPath], run: Host.lcd),
         F("lpwd", abstract: "print the host folder", run: Host.lpwd),
+        F("lmkdir", usage: "[-p] HOSTPATH...", abstract: "create host folders",
+          flags: [.flag("-p", "create missing parents; an existing folder is fine")], operands: [.hostPath], run: Host.lmkdir),
         F("lls", usage: "[-l] [-a] [HOSTPATH...]", abstract: "list a host folder",
           flags: [.flag("-l", "long listing"), .flag("-a", "include names starting with a dot")], operands: [.hostPath], run: Host.lls),
     ]
@@ -67,5 +90,34 @@ public enum CommandTable {
     /// The command called `name` (or with that alias).
     public static func find(_ name: String) -> CommandSpec? {
         all.first { $0.name == name || $0.aliases.contains(name) }
+    }
+
+    /// The command name or alias closest to a mistyped `word` (`exprot` → `export`): at most
+    /// one edit (a letter added, dropped, changed, or two swapped) for short words, two for
+    /// words of five letters or more; nil when none is that close, or two are.
+    static func nearest(to word: String) -> String? {
+        let typed = Array(word.lowercased())
+        let limit = typed.count >= 5 ? 2 : 1
+        let names = all.flatMap { [$0.name] + $0.aliases }.filter { $0.count > 1 }
+        let scored = names.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), scored.filter({ $0.1 == best.1 }).count == 1 else { return nil }
+        return best.0
+    }
+
+    /// Optimal string alignment distance: insertions, deletions, substitutions and swaps of
+    /// neighbours each count one.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+            }
+        }
+        return d[a.count][b.count]
     }
 }

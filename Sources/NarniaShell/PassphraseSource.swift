@@ -64,7 +64,7 @@ public enum PassphraseSource {
                 if r < 0 {
                     let code = errno
                     if code == EINTR || code == EAGAIN { continue }
-                    throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(String(cString: strerror(code)))")
+                    throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(SystemError.reason(for: code))")
                 }
                 if r == 0 || b[n] == UInt8(ascii: "\n") { break }
                 if n < maximumLength { n += 1 } else { tooLong = true }   // keep reading to the end of the line

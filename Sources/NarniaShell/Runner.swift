@@ -13,8 +13,26 @@ extension Session {
     /// Runs one command (already split into words). Prints its errors; returns success.
     public func run(words: [Word]) -> Bool {
         guard let first = words.first else { return true }
+        // `!COMMAND` after a `;`: the words go to the host's shell (a line that starts with
+        // `!` gives it the whole rest of the line instead, see `runBatchLine`).
+        if first.text.hasPrefix("!") && first.quotedScalars.first != true {
+            let command = ([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " ")
+            do {
+                try HostShell.run(self, command: command)
+                return true
+            } catch let failure as CommandFailure {
+                error("!", failure.message, hint: failure.hint)
+            } catch {
+                self.error("!", describe(error))
+            }
+            return false
+        }
         guard let spec = CommandTable.find(first.text) else {
-            error(first.text, "unknown command", hint: "type 'help' for the list of commands")
+            if let near = CommandTable.nearest(to: first.text) {
+                error(first.text, "unknown command", hint: "did you mean '\(near)'? ('help' lists the commands)")
+            } else {
+                error(first.text, "unknown command", hint: "type 'help' for the list of commands")
+            }
             return false
         }
         Session.interruptRequested = 0
@@ -23,6 +41,10 @@ extension Session {
             out.flush()
         }
         do {
+            if spec.asksForHelp(Array(words.dropFirst())) {
+                try Maintenance.help(self, ParsedArguments(command: "help", operands: [Word(quoted: spec.name)]))
+                return true
+            }
             let arguments = try spec.parse(Array(words.dropFirst()))
             try spec.run(self, arguments)
             return true
@@ -32,7 +54,7 @@ extension Session {
             error(spec.name, failure.message, hint: failure.hint)
         } catch is Cancelled {
             out.flush()
-            err.line("narnia: \(spec.name): interrupted")
+            err.line("narnia: \(located)\(spec.name): interrupted")
             err.flush()
         } catch {
             self.error(spec.name, describe(error))
@@ -52,12 +74,24 @@ extension Session {
             mayFail = true
             text = text.dropFirst()
         }
+        // `!COMMAND`: the rest of the line goes to the host's shell as it is (';' included).
+        if text.hasPrefix("!") {
+            do {
+                try HostShell.run(self, command: String(text.dropFirst()))
+                return true
+            } catch let failure as CommandFailure {
+                error("!", failure.message, hint: failure.hint)
+            } catch {
+                self.error("!", describe(error))
+            }
+            return mayFail
+        }
         let commands: [[Word]]
         do {
             commands = try tokenize(String(text))
         } catch {
             out.flush()
-            err.line("narnia: error: \(describe(error))")
+            err.line("narnia: error: \(located)\(describe(error))")
             err.flush()
             return mayFail
         }

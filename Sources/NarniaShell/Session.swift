@@ -47,22 +47,27 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
     public func error(_ command: String, _ message: String, hint: String? = nil) {
         out.flush()
-        err.line("narnia: error: \(command): \(message)")
+        err.line("narnia: error: \(located)\(command): \(message)")
         if let hint { err.line("narnia: hint: \(hint)") }
         err.flush()
     }
 
+    /// Where the running command came from, in `-b FILE` mode: `FILE:LINE`, which every
+    /// error, warning and note then names first.
+    public var location: String?
+    var located: String { location.map { "\($0): " } ?? "" }
+
     /// Prints `narnia: warning: CMD: MESSAGE` on stderr.
     public func warning(_ command: String, _ message: String) {
         out.flush()
-        err.line("narnia: warning: \(command): \(message)")
+        err.line("narnia: warning: \(located)\(command): \(message)")
         err.flush()
     }
 
     /// Prints `narnia: note: CMD: MESSAGE` on stderr: worth knowing, not a fault.
     public func note(_ command: String, _ message: String) {
         out.flush()
-        err.line("narnia: note: \(command): \(message)")
+        err.line("narnia: note: \(located)\(command): \(message)")
         err.flush()
     }
 

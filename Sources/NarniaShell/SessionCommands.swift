@@ -3,11 +3,15 @@ import Glibc
 extension CommandTable {
     /// The commands about the session itself, listed last in `help`.
     static let sessionCommands: [CommandSpec] = [
-        F("help", usage: "[COMMAND]", abstract: "list the commands, or explain one", run: Maintenance.help),
+        F("help", aliases: ["?"], usage: "[COMMAND]", abstract: "list the commands, or explain one",
+          details: "Every command also takes --help (and -h, where it has no -h of its own).", run: Maintenance.help),
         F("panic", abstract: "quick exit: stop viewers, wipe keys, clear the screen and scrollback",
           details: "Kills every viewer, wipes the keys from memory, clears the screen and the terminal's scrollback, and exits at once (status 0). In the interactive shell Ctrl-\\ does the same at any moment, even while a viewer runs.",
           run: Session.panic),
-        F("exit", aliases: ["quit"], abstract: "leave the vault", run: Maintenance.exit),
+        F("!", usage: "[COMMAND]", abstract: "run a host command, or a host shell",
+          details: "'!COMMAND' runs COMMAND with /bin/sh in the host folder (see lcd); '!' alone starts your shell ($SHELL). They get the terminal and nothing of the vault: no open store file, no key. As in sftp.",
+          run: HostShell.run),
+        F("exit", aliases: ["quit", "bye"], abstract: "leave the vault", run: Maintenance.exit),
     ]
 }
 
@@ -49,7 +53,7 @@ extension Session {
 
     /// The question `import` asks once per vault, at the first import without `--move`.
     public static let removeOriginalsQuestion =
-        "Remove each original once its copy is safely in the vault? This is asked once; 'set remove-originals on|off' changes it. [y/N] "
+        "Remove each original once its copy is safely in the vault?\n(Asked once; 'set remove-originals on|off' changes it.) [y/N] "
 
     /// Whether `import` removes originals: the `remove-originals` setting, asked once (at the
     /// first import into a vault) and then remembered in the vault. Without a terminal to ask

@@ -25,7 +25,17 @@ extension Maintenance {
     static func set(_ s: Session, _ a: ParsedArguments) throws {
         switch a.operands.count {
         case 0:
-            for spec in Settings.all { s.out.line("\(spec.key) \(s.vault.settings[spec.key] ?? spec.defaultValue)") }
+            // On a terminal an unset setting says so, with its default (an empty viewer
+            // command means narnia's own choice); scripts get `KEY VALUE` lines.
+            for spec in Settings.all {
+                if let value = s.vault.settings[spec.key] {
+                    s.out.line("\(spec.key) \(value)")
+                } else if s.out.isTerminal {
+                    s.out.line("\(spec.key) \(spec.defaultValue.isEmpty ? "(not set: narnia's own choice)" : "\(spec.defaultValue) (not set: the default)")")
+                } else {
+                    s.out.line("\(spec.key) \(spec.defaultValue)")
+                }
+            }
             for (key, value) in s.vault.settings.sorted(by: { $0.key < $1.key })
             where Settings.all.first(where: { $0.key == key }) == nil && Settings.viewerSetting(forKey: key) != nil {
                 s.out.line("\(key) \(value)")

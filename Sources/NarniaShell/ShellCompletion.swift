@@ -30,7 +30,8 @@ public struct ShellCompletionSource: CompletionSource {
         if spec.name == "lcd" { return .hostFolder }
         if spec.name == "import" && argumentIndex >= 1 && previousWords.contains("-") { return .none }
         if spec.lastOperandIsHost && argumentIndex >= 1 {
-            // export: more sources or the host destination; vault names first, else the host.
+            // export: more sources or the host destination: vault names first, else the host's;
+            // a path written out from `/` or `.` the host's first (see `.vaultOrHost`).
             return .vaultOrHostPath
         }
         guard let operand = spec.operands.last else { return .none }

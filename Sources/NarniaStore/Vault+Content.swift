@@ -161,15 +161,21 @@ extension Vault {
     /// from being whole in this copy: content not here, journals cut short, items held for
     /// folders that have not arrived, records of this device lost.
     public func verify(observer: TransferObserver = .none) throws -> VerifyReport {
+        try verify(only: nil, observer: observer)
+    }
+
+    /// As `verify(observer:)`, authenticating only the files among `items` (nil: every file);
+    /// the metadata's problems are reported all the same.
+    public func verify(only items: Set<Identifier>?, observer: TransferObserver = .none) throws -> VerifyReport {
         let size = ContentFormat.chunkSize + AEAD.tagLength
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         defer {
             wipe(UnsafeMutableRawBufferPointer(start: buffer, count: size))
             buffer.deallocate()
         }
-        var report = VerifyReport(checked: view.items.count)
+        var report = VerifyReport(checked: items?.count ?? view.items.count)
         var done: UInt64 = 0
-        for item in view.items.values where !item.isFolder {
+        for item in view.items.values where !item.isFolder && (items?.contains(item.id) ?? true) {
             let content = item.content!
             do {
                 let reader = try reader(for: content)

@@ -21,8 +21,27 @@ public struct SystemError: Error, Equatable, CustomStringConvertible {
         SystemError(code: errno, operation: operation, path: path)
     }
 
-    /// `strerror`'s words for the code.
-    public var reason: String { String(cString: strerror(code)) }
+    /// The words for the code, in the shell's own wording where it has one ("no such file or
+    /// folder", as vault errors say), else `strerror`'s, lower-cased as the shell's messages are.
+    public var reason: String { Self.reason(for: code) }
+
+    /// See `reason`.
+    public static func reason(for code: Int32) -> String {
+        switch code {
+        case ENOENT: return "no such file or folder"
+        case ENOTDIR: return "not a folder"
+        case EISDIR: return "is a folder"
+        case EEXIST: return "already exists"
+        case EACCES, EPERM: return "permission denied"
+        case ENOTEMPTY: return "folder is not empty"
+        case ENOSPC, EDQUOT: return "the disk is full"
+        case EROFS: return "the file system is read-only"
+        case ELOOP: return "is a symbolic link"
+        default:
+            let words = String(cString: strerror(code))
+            return words.prefix(1).lowercased() + words.dropFirst()
+        }
+    }
 
     public var description: String {
         if let path { return "\(path): \(reason)" }

@@ -59,6 +59,10 @@ enum BatchLine {
 struct BatchRunner {
     let session: Session
     let keepGoing: Bool
+    /// The batch file's name (`-b FILE`): errors then name `FILE:LINE`.
+    var file: String? = nil
+    /// `-v`: each line is echoed before it runs, as `narnia> LINE` (sftp's `sftp> cmd`).
+    var echo = false
 
     func run(lines: [String]) -> Int32 {
         var iterator = lines.makeIterator()
@@ -77,12 +81,17 @@ struct BatchRunner {
             guard case .text(let line) = batchLine else {
                 if case .tooLong(let bytes) = batchLine {
                     session.out.flush()
-                    session.err.line("narnia: error: line \(number) has \(bytes) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
+                    session.err.line("narnia: error: \(file.map { "\($0):\(number): line" } ?? "line \(number)") has \(bytes) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
                     session.err.flush()
                 }
                 failed = true
                 if !keepGoing { break }
                 continue
+            }
+            if let file { session.location = "\(file):\(number)" }
+            if echo {
+                session.out.line("narnia> " + line)
+                session.out.flush()
             }
             if !session.runBatchLine(line, keepGoing: keepGoing) {
                 failed = true

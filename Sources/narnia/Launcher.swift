@@ -332,12 +332,14 @@ struct Launcher {
             }
             return InteractiveLoop(session: session).run()
         case .text(let text):
-            return BatchRunner(session: session, keepGoing: options.keepGoing).run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            return BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose)
+                .run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
         case .file(let path):
             guard let fd = try? FileDescriptor.open(path, .readOnly) else { Launcher.fail("cannot read the batch file \(path)", status: 2) }
-            return BatchRunner(session: session, keepGoing: options.keepGoing).run(reader: LineReader(fd: fd.raw), keep: fd)
+            return BatchRunner(session: session, keepGoing: options.keepGoing, file: path, echo: options.verbose)
+                .run(reader: LineReader(fd: fd.raw), keep: fd)
         case .standardInput:
-            return BatchRunner(session: session, keepGoing: options.keepGoing).run(reader: LineReader(fd: 0), keep: nil)
+            return BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose).run(reader: LineReader(fd: 0), keep: nil)
         }
     }
 }

@@ -13,6 +13,8 @@ struct Options {
     var passphraseFile: String?
     var passphraseFD: Int32?
     var keepGoing = false
+    /// `-v`: batch lines are echoed before they run.
+    var verbose = false
     var showVersion = false
     var showHelp = false
 
@@ -51,6 +53,7 @@ struct Options {
                 guard let fd = Int32(text), fd >= 0 else { throw UsageError(description: "--passphrase-fd needs a descriptor number, not '\(text)'") }
                 o.passphraseFD = fd
             case "--keep-going": o.keepGoing = true
+            case "-v", "--verbose": o.verbose = true
             case "--version": o.showVersion = true
             case "--help", "-h": o.showHelp = true
             case "-c": try setMode(.commands(try value("-c")))
@@ -79,6 +82,7 @@ struct Options {
       --passphrase-file FILE    read the passphrase from the first line of FILE
       --passphrase-fd N         read the passphrase from the first line of descriptor N
       --keep-going              in -c/-b mode, go on after a failing command
+      -v, --verbose             in -c/-b mode, echo each line before it runs (narnia> LINE)
       --version, --help
     Inside the vault, type 'help' for the commands. See narnia(1).
     """

@@ -6,6 +6,20 @@ enum Browse {
         items.sorted { utf8Order($0.name, $1.name) }
     }
 
+    /// Items in the order `ls` is asked for: by name; newest first with `-t`; largest first
+    /// with `-S` (ties by name); `-r` reverses.
+    static func ordered(_ items: [Item], _ a: ParsedArguments) -> [Item] {
+        let out: [Item]
+        if a.has("-t") {
+            out = items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : utf8Order($0.name, $1.name) }
+        } else if a.has("-S") {
+            out = items.sorted { $0.size != $1.size ? $0.size > $1.size : utf8Order($0.name, $1.name) }
+        } else {
+            out = sorted(items)
+        }
+        return a.has("-r") ? out.reversed() : out
+    }
+
     /// What a listing command names: files, then folders to list, from its operands (the
     /// current folder by default). A word that names nothing is reported at once and
     /// returned as the failure, so the rest are still listed, as `ls` does.
@@ -33,13 +47,17 @@ enum Browse {
         let showHidden = a.has("-a")
         var (files, folders, failed) = try listingTargets(s, a)
         if a.has("-R") { folders = withSubfolders(s, folders, showHidden: showHidden) }
-        if !files.isEmpty { printListing(s, a, files.map { ($0.0, $0.1) }) }
+        if !files.isEmpty {
+            let order = ordered(files.map(\.1), a).map(\.id)
+            let byID = Dictionary(files.map { ($0.1.id, $0) }, uniquingKeysWith: { first, _ in first })
+            printListing(s, a, order.compactMap { byID[$0] })
+        }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 && !a.has("--json") {
                 if i > 0 || !files.isEmpty { s.out.line("") }
                 s.out.line("\(s.shown(path, on: s.out)):")
             }
-            let children = sorted(s.vault.children(of: id)).filter { showHidden || !$0.name.hasPrefix(".") }
+            let children = ordered(s.vault.children(of: id), a).filter { showHidden || !$0.name.hasPrefix(".") }
             printListing(s, a, children.map { (path.appending($0.name), $0) })
         }
         if let failed { throw Reported(failed) }
@@ -56,7 +74,7 @@ enum Browse {
             }, now: TerminalListing.now(), style: .current())
             for line in lines { s.out.styledLine(line) }
         } else if a.has("-l") {
-            let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: false) }
+            let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: a.has("-h")) }
             let width = sizes.map(\.count).max() ?? 1
             for ((_, item), size) in zip(entries, sizes) {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
@@ -64,6 +82,8 @@ enum Browse {
                 let mark = item.isFolder || s.vault.isHere(item) ? "" : ListedItem.notHereMark
                 s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(s.out.name(item.name))\(mark)")
             }
+        } else if s.out.isTerminal && a.has("-1") {
+            for (_, item) in entries { s.out.line(HiddenNames.maskedName(of: item, in: s) ?? s.out.name(item.name)) }
         } else if s.out.isTerminal {
             let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, width: terminalWidth(), style: .current())
             for line in lines { s.out.styledLine(line) }
@@ -91,6 +111,8 @@ enum Browse {
             if word.text == "-" && word.quotedScalars.first != true {
                 guard let previous = s.previousCwd else { throw CommandFailure("no previous folder") }
                 target = previous
+            } else if word.text == "~" && word.quotedScalars.first != true {
+                target = .root   // the vault's home is its root, as `cd` alone
             } else {
                 target = try s.folder(word).0
             }
@@ -109,6 +131,16 @@ enum Browse {
 
     static func tree(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
+        var maxDepth = Int.max
+        if let text = a.flags["-L"] {
+            guard let n = Int(text), n >= 1 else { throw CommandFailure("-L needs a depth of 1 or more, not '\(text)'") }
+            maxDepth = n
+        }
+        let foldersOnly = a.has("-d")
+        func children(_ id: Identifier) -> [Item] {
+            let all = sorted(s.vault.children(of: id))
+            return foldersOnly ? all.filter(\.isFolder) : all
+        }
         let (path, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
         let terminal = s.out.isTerminal
         let style = TerminalStyle.current()
@@ -119,7 +151,7 @@ enum Browse {
         }
         var folders = 0, files = 0
         // Depth first without recursion: a tree of any depth cannot overflow the stack.
-        var frames: [(children: [Item], next: Int, prefix: String)] = [(sorted(s.vault.children(of: id)), 0, "")]
+        var frames: [(children: [Item], next: Int, prefix: String)] = [(children(id), 0, "")]
         while !frames.isEmpty {
             let top = frames.count - 1
             guard frames[top].next < frames[top].children.count else { frames.removeLast(); continue }
@@ -134,18 +166,22 @@ enum Browse {
             }
             if child.isFolder {
                 folders += 1
-                frames.append((sorted(s.vault.children(of: child.id)), 0, prefix + (last ? "    " : "│   ")))
+                if frames.count < maxDepth { frames.append((children(child.id), 0, prefix + (last ? "    " : "│   "))) }
             } else {
                 files += 1
             }
         }
-        if s.out.isTerminal { s.out.line("\n\(folders) folder\(folders == 1 ? "" : "s"), \(files) file\(files == 1 ? "" : "s")") }
+        if s.out.isTerminal {
+            s.out.line("\n\(folders) folder\(folders == 1 ? "" : "s")" + (foldersOnly ? "" : ", \(files) file\(files == 1 ? "" : "s")"))
+        }
     }
 
     static func find(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.count <= 1 else { throw CommandFailure("takes one starting folder at most") }
         let (start, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
-        let name = a.flags["-name"].map { GlobPattern(unquoted: ItemName.nfc($0)) }
+        guard !(a.has("-name") && a.has("-iname")) else { throw CommandFailure("give -name or -iname, not both") }
+        let ignoringCase = a.has("-iname")
+        let name = (a.flags["-name"] ?? a.flags["-iname"]).map { GlobPattern(unquoted: ItemName.nfc(ignoringCase ? $0.lowercased() : $0)) }
         var kind: ItemKind?
         if let t = a.flags["-type"] {
             guard let k = ItemKind(name: t) else {
@@ -156,7 +192,7 @@ enum Browse {
         // Depth first in name order, without recursion.
         var pending: [(Item, VaultPath)] = sorted(s.vault.children(of: id)).reversed().map { ($0, start.appending($0.name)) }
         while let (child, childPath) = pending.popLast() {
-            if (name?.matches(child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
+            if (name?.matches(ignoringCase ? child.name.lowercased() : child.name) ?? true) && (kind.map { $0 == child.kind } ?? true) {
                 s.out.line(s.shown(childPath, on: s.out))
             }
             if child.isFolder {
@@ -170,8 +206,12 @@ enum Browse {
         var first = true
         for word in a.operands {
             for (path, id) in try s.existing(word) {
-                if !first { s.out.line("") }
+                if !first && !a.has("--json") { s.out.line("") }
                 first = false
+                if a.has("--json") {
+                    s.out.line(statJSON(s, path: path, id: id))
+                    continue
+                }
                 guard let item = s.vault.item(id) else {
                     s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
                     continue
@@ -192,6 +232,18 @@ enum Browse {
         }
     }
 
+    /// `stat --json`: the fields of `ls --json`, with `stored` (bytes in the store) for a file
+    /// and `items` for a folder.
+    private static func statJSON(_ s: Session, path: VaultPath, id: Identifier) -> String {
+        guard let item = s.vault.item(id) else {
+            return "{\"path\":\"/\",\"kind\":\"folder\",\"items\":\(s.vault.children(of: .root).count)}"
+        }
+        var object = Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item))
+        object.removeLast()
+        object += item.isFolder ? ",\"items\":\(s.vault.children(of: id).count)}" : ",\"stored\":\(s.vault.storedSize(of: item))}"
+        return object
+    }
+
     static func du(_ s: Session, _ a: ParsedArguments) throws {
         let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
         for word in words {
@@ -202,7 +254,7 @@ enum Browse {
                 } else {
                     total = s.vault.item(id)!.size
                 }
-                s.out.line("\(Formatting.size(total, human: s.out.isTerminal))\t\(s.shown(path, on: s.out))")
+                s.out.line("\(Formatting.size(total, human: s.out.isTerminal || a.has("-h")))\t\(s.shown(path, on: s.out))")
             }
         }
     }

@@ -15,7 +15,26 @@ enum Host {
             guard let home = getenv("HOME") else { throw CommandFailure("HOME is not set") }
             target = String(cString: home)
         }
-        guard chdir(target) == 0 else { throw CommandFailure("\(target): \(String(cString: strerror(errno)))") }
+        guard chdir(target) == 0 else { throw CommandFailure("\(target): \(SystemError.reason(for: errno))") }
+    }
+
+    /// `lmkdir [-p] HOSTPATH...`: folders on the host, mode 0700 (they may receive exports).
+    static func lmkdir(_ s: Session, _ a: ParsedArguments) throws {
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: lmkdir [-p] HOSTPATH...") }
+        for word in a.operands {
+            for path in try s.expandHost(word) {
+                if a.has("-p") {
+                    try FileSystem.makeDirectories(path, mode: 0o700)
+                } else if try FileSystem.lstatIfExists(path) != nil {
+                    throw CommandFailure("\(path): already exists")
+                } else {
+                    guard FileSystem.isDirectory(FileSystem.parentDirectory(of: path)) else {
+                        throw CommandFailure("\(FileSystem.parentDirectory(of: path)): no such folder", hint: "use lmkdir -p to create the parents too")
+                    }
+                    try FileSystem.makeDirectory(path, mode: 0o700)
+                }
+            }
+        }
     }
 
     static func lpwd(_ s: Session, _ a: ParsedArguments) throws {
@@ -45,7 +64,9 @@ enum Host {
                 for ((name, est), size) in zip(entries, sizes) {
                     let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
                     let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
-                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(Formatting.shortDate(ns)) \(s.out.name(name))")
+                    // The date as `ls -l` gives it in the same place: coreutils' on a terminal.
+                    let date = s.out.isTerminal ? TerminalListing.coreutilsDate(ns, now: TerminalListing.now()) : Formatting.shortDate(ns)
+                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(date) \(s.out.name(name))")
                 }
             } else if s.out.isTerminal {
                 for line in layoutColumns(entries.map { terminalSafe($0.1.isDirectory ? $0.0 + "/" : $0.0) }, width: terminalWidth()) { s.out.line(line) }

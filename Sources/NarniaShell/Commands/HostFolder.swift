@@ -44,6 +44,14 @@ final class HostFolder {
         return current
     }
 
+    /// True when a regular file of `size` bytes is at `components` (`--skip-existing`: a file
+    /// exported before), not following links.
+    func holdsFile(_ components: [String], size: UInt64) throws -> Bool {
+        guard let dir = try folder(Array(components.dropLast()), create: false),
+              let st = try dir.statusOfEntry(components.last!) else { return false }
+        return st.isRegularFile && UInt64(st.st_size) == size
+    }
+
     /// Checks that a file may be written at `components`: no link or non-folder on the way,
     /// nothing there, or (with `force`) a file or link to replace, never a folder.
     func checkWritable(_ components: [String], force: Bool) throws {

@@ -22,9 +22,13 @@ enum HostTree {
 
 /// One `import` command: walks host paths, stages items in group-committed batches, reports
 /// each item only once committed, and removes originals (with `--move`) only after that.
+/// With `--skip-existing` (to finish an import cut short) a folder of the same name is merged
+/// into and a file of the same name and size is left alone, its original too.
 struct ImportRun {
     let session: Session
     let move: Bool
+    let skipExisting: Bool
+    let report: TransferReport
     let progress: ProgressMeter?
     private let batch: ImportBatch
     /// Staged files, by item id: their host path for the report, and where they lie (their
@@ -36,14 +40,26 @@ struct ImportRun {
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
-    /// True when the run should stop: interrupted, or out of space.
-    var mustStop: Bool { diskFull || Session.interruptRequested != 0 }
+    /// Set when the run stopped with work left (interrupted, or out of space).
+    private var stoppedEarly = false
+    /// True when Ctrl-C stopped the run before everything was imported (not when it came
+    /// after the last file was staged: that file is committed and reported, not "interrupted").
+    var interrupted: Bool { stoppedEarly && Session.interruptRequested != 0 }
 
-    init(session: Session, move: Bool, progress: ProgressMeter?) {
+    init(session: Session, move: Bool, skipExisting: Bool, report: TransferReport, progress: ProgressMeter?) {
         self.session = session
         self.move = move
+        self.skipExisting = skipExisting
+        self.report = report
         self.progress = progress
         batch = ImportBatch.begin(in: session.vault)
+    }
+
+    /// True when the run must stop (interrupted, or out of space) with work left.
+    mutating func mustStop() -> Bool {
+        guard diskFull || Session.interruptRequested != 0 else { return false }
+        stoppedEarly = true
+        return true
     }
 
     private mutating func fail(_ message: String) {
@@ -88,6 +104,10 @@ struct ImportRun {
             try fd.setBlocking()
             fd.adviseSequential()
             let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder, there.size == UInt64(st.st_size) {
+                report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                return
+            }
             progress?.begin(item: name)
             let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: UInt64(st.st_size),
                                          source: { try fd.readFully(into: $0, count: $1) },
@@ -98,13 +118,13 @@ struct ImportRun {
             // many are (descriptors are limited).
             if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems || retainedFolders.count >= 256 { commit() }
         } catch is Cancelled {
-            return
+            stoppedEarly = true
         } catch let e as SystemError where e.isDiskFull {
             diskFull = true
             fail("\(path): not imported: the disk holding the vault is full")
         } catch let e as SystemError where e.path != path {
             // A failure on the store's side: name the file being imported, not the object.
-            fail("\(path): \(String(cString: strerror(e.code)))")
+            fail("\(path): \(SystemError.reason(for: e.code))")
         } catch {
             fail(describe(error))
         }
@@ -120,14 +140,18 @@ struct ImportRun {
         var pending: [(folder: FileDescriptor, entry: String?, display: String, name: String, parent: Identifier)] =
             [(top, nil, display, name, parent)]
         while let (above, entry, path, name, parent) = pending.popLast() {
-            if mustStop { return }
+            if mustStop() { return }
             let fd: FileDescriptor
             let created: Item
             let names: [String]
             do {
                 fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
                 let st = try fd.status()
-                created = try batch.addFolder(named: name, in: parent, modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+                if skipExisting, let there = session.vault.child(named: name, in: parent), there.isFolder {
+                    created = there
+                } else {
+                    created = try batch.addFolder(named: name, in: parent, modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+                }
                 let listing = try fd.entryNames()
                 names = listing.names.sorted(by: utf8Order)
                 for bad in listing.undecodable {
@@ -143,7 +167,7 @@ struct ImportRun {
             if move { movedFolders.append(path) }
             var subfolders: [(FileDescriptor, String?, String, String, Identifier)] = []
             for entry in names {
-                if mustStop { return }
+                if mustStop() { return }
                 let child = join(path, entry)
                 do {
                     guard let st = try fd.statusOfEntry(entry) else { continue }
@@ -188,7 +212,7 @@ struct ImportRun {
             return
         }
         for (id, host, original) in pendingOriginals {
-            session.out.line("imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
+            report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
             if move {
                 // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
                 do {

@@ -3,12 +3,29 @@ import NarniaStore
 
 /// `verify`, `passwd`, `help`, `exit`.
 enum Maintenance {
+    /// `verify [PATH...]`: every item, or the items named and everything under them.
     static func verify(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
-        let total = s.vault.children(of: .root).isEmpty ? 0 : s.vault.descendants(of: .root).reduce(UInt64(0)) { $0 + $1.size }
+        var only: Set<Identifier>?
+        if !a.operands.isEmpty {
+            var ids = Set<Identifier>()
+            for word in a.operands {
+                for (_, id) in try s.existing(word) {
+                    if id == .root || s.vault.isFolder(id) {
+                        ids.insert(id)
+                        for item in s.vault.descendants(of: id) { ids.insert(item.id) }
+                    } else {
+                        ids.insert(id)
+                    }
+                }
+            }
+            ids.remove(.root)
+            only = ids
+        }
+        let total = only.map { $0.reduce(UInt64(0)) { $0 + (s.vault.item($1)?.size ?? 0) } }
+            ?? (s.vault.children(of: .root).isEmpty ? 0 : s.vault.descendants(of: .root).reduce(UInt64(0)) { $0 + $1.size })
         let progress = ProgressMeter(session: s, label: "verify", totalBytes: total)
         progress?.begin(item: "")
-        let report = try s.vault.verify(observer: s.observer(progress: progress))
+        let report = try s.vault.verify(only: only, observer: s.observer(progress: progress))
         progress?.finish()
         for failure in report.damaged { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): damaged (\(failure.reason))") }
         for failure in report.missing { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): \(failure.reason)") }
@@ -63,20 +80,32 @@ enum Maintenance {
             if !spec.aliases.isEmpty { s.out.line("also: \(spec.aliases.joined(separator: ", "))") }
             s.out.line("")
             s.out.line(spec.abstract)
-            if !spec.details.isEmpty { s.out.line(""); s.out.line(spec.details) }
+            // Wrapped at word boundaries to the terminal (at most 100 columns), else 80.
+            let lineWidth = s.out.isTerminal ? min(terminalWidth(), 100) : 80
+            if !spec.details.isEmpty {
+                s.out.line("")
+                for line in wrapWords(spec.details, width: lineWidth) { s.out.line(line) }
+            }
             if !spec.flags.isEmpty {
                 s.out.line("")
                 let width = spec.flags.map { $0.spelling.count + ($0.takesValue ? 6 : 0) }.max() ?? 0
                 for f in spec.flags {
-                    let left = f.spelling + (f.takesValue ? " VALUE" : "")
-                    s.out.line("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + f.help)
+                    let left = "  " + (f.spelling + (f.takesValue ? " VALUE" : "")).padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                    let lines = wrapWords(f.help, width: max(20, lineWidth - left.count))
+                    for (i, line) in lines.enumerated() {
+                        s.out.line((i == 0 ? left : String(repeating: " ", count: left.count)) + line)
+                    }
                 }
             }
             return
         }
         let width = CommandTable.all.map(\.name.count).max() ?? 0
+        let lineWidth = s.out.isTerminal ? min(terminalWidth(), 100) : 80
         for spec in CommandTable.all {
-            s.out.line(spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + spec.abstract)
+            let lines = wrapWords(spec.abstract, width: max(20, lineWidth - width - 2))
+            for (i, line) in lines.enumerated() {
+                s.out.line((i == 0 ? spec.name.padding(toLength: width, withPad: " ", startingAt: 0) : String(repeating: " ", count: width)) + "  " + line)
+            }
         }
     }
 

@@ -51,6 +51,15 @@ enum Rearrange {
                 targets.append((path, id))
             }
         }
+        if a.has("-i") {
+            guard s.interactive, let ask = Session.askYesNo else {
+                throw CommandFailure("rm -i needs a terminal to ask on", hint: "leave out -i in scripts")
+            }
+            targets = targets.filter { path, id in
+                let what = s.vault.isFolder(id) ? "the folder \(s.shown(path, on: s.out)) and everything in it" : s.shown(path, on: s.out)
+                return ask("remove \(what)? [y/N] ") == true
+            }
+        }
         for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
     }
 
@@ -115,6 +124,7 @@ enum Rearrange {
                 throw CommandFailure("\(s.inMessage(path)): source and destination are the same item")
             }
             if let existing = s.vault.child(named: name, in: folder) {
+                if a.has("-n") { continue }   // mv -n: never replace; the source stays
                 let target = s.vaultPath(of: existing.id)
                 if existing.isFolder { throw CommandFailure("\(s.inMessage(target)): a folder already exists there") }
                 guard force else { throw CommandFailure("\(s.inMessage(target)): already exists", hint: "use \(verb) -f to replace it") }
@@ -138,7 +148,7 @@ enum Rearrange {
 
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
         let plans = try plan(s, a, verb: "cp")
-        for p in plans where s.vault.isFolder(p.source) && !a.has("-r") {
+        for p in plans where s.vault.isFolder(p.source) && !a.has("-r") && !a.has("-a") {
             throw CommandFailure("\(s.inMessage(p.sourcePath)): is a folder", hint: "use cp -r to copy a folder")
         }
         for p in plans {

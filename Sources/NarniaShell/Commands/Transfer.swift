@@ -10,35 +10,46 @@ enum Transfer {
 
     // MARK: import
 
+    /// `import [--move] [--skip-existing] [-v|-q] HOSTPATH... | import - NAME`. Every source
+    /// that can be imported is, as cp does; each bad one is reported and makes the exit 1.
     static func importCommand(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move] HOSTPATH... | import - NAME") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move] [--skip-existing] HOSTPATH... | import - NAME") }
         guard let folder = s.resolve(s.cwd) else { throw CommandFailure("the current folder no longer exists") }
+        let report = TransferReport(session: s, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q"))
         if a.operands[0].text == "-" && a.operands[0].quotedScalars.first != true {
-            return try importStandardInput(s, a, into: folder)
+            return try importStandardInput(s, a, into: folder, report: report)
         }
         var sources: [String] = []
+        var badSource = false
         for word in a.operands {
-            for path in try s.expandHost(word) {
-                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
-                guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
-                sources.append(path)
+            do {
+                for path in try s.expandHost(word) {
+                    guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+                    guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
+                    sources.append(path)
+                }
+            } catch let failure as CommandFailure {
+                s.error("import", failure.message, hint: failure.hint)
+                badSource = true
             }
         }
+        guard !sources.isEmpty else { throw Reported(CommandFailure("nothing imported")) }
         let move = try a.has("--move") || s.removeOriginalsAskedOnce()
-        var run = ImportRun(session: s, move: move, progress: ProgressMeter(session: s, label: "import",
-                                                                            totalBytes: sources.reduce(0) { $0 + HostTree.size(of: $1) }))
-        defer { run.progress?.finish() }
+        var run = ImportRun(session: s, move: move, skipExisting: a.has("--skip-existing"), report: report,
+                            progress: ProgressMeter(session: s, label: "import", totalBytes: sources.reduce(0) { $0 + HostTree.size(of: $1) }))
         for path in sources {
-            if run.mustStop { break }
+            if run.mustStop() { break }
             run.importPath(path, into: folder)
         }
         run.commit()
         run.removeMovedFolders()
-        if Session.interruptRequested != 0 { throw Cancelled() }
-        if run.failed { throw Reported(CommandFailure("some items were not imported")) }
+        run.progress?.finish()
+        report.finish()
+        if run.interrupted { throw Cancelled() }
+        if run.failed || badSource { throw Reported(CommandFailure("some items were not imported")) }
     }
 
-    private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier) throws {
+    private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
         guard a.operands.count == 2 else { throw CommandFailure("usage: import - NAME") }
         guard !s.commandsFromStandardInput else {
             throw CommandFailure("standard input carries the commands", hint: "use narnia -c 'import - NAME' < FILE")
@@ -51,8 +62,9 @@ enum Transfer {
             _ = try batch.addFile(named: name, in: folder, source: { try input.readFully(into: $0, count: $1) },
                                   classify: s.classify, observer: s.observer(progress: nil))
             for item in try batch.commit() where !item.isFolder {
-                s.out.line("imported - -> \(s.shown(item.id, on: s.out))")
+                report.done(bytes: item.size, "imported - -> \(s.shown(item.id, on: s.out))")
             }
+            report.finish()
         } catch {
             batch.abandon()
             throw error
@@ -62,12 +74,21 @@ enum Transfer {
     // MARK: export
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: "usage: export [--force] PATH... HOSTDEST") }
-        let destinations = try s.expandHost(a.operands.last!)
-        guard destinations.count == 1 else { throw CommandFailure("\(a.operands.last!.text): names more than one host path") }
-        let dest = destinations[0]
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: export [--force] [--skip-existing] PATH... [HOSTDEST]") }
+        // One operand: into the current host folder (`lcd`), as sftp's get does.
+        let dest: String
+        let named: ArraySlice<Word>
+        if a.operands.count == 1 {
+            dest = s.currentHostDirectory()
+            named = a.operands[...]
+        } else {
+            let destinations = try s.expandHost(a.operands.last!)
+            guard destinations.count == 1 else { throw CommandFailure("\(a.operands.last!.text): names more than one host path") }
+            dest = destinations[0]
+            named = a.operands.dropLast()
+        }
         var sources: [(VaultPath, Identifier)] = []
-        for word in a.operands.dropLast() { sources += try s.existing(word) }
+        for word in named { sources += try s.existing(word) }
         // The destination named may be a folder (or a link to one, as cp allows): the items go
         // inside it. Otherwise it is a new name in an existing folder, for one item.
         let destIsFolder = FileSystem.isDirectory(dest)
@@ -75,7 +96,9 @@ enum Transfer {
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
         guard FileSystem.isDirectory(base) else { throw CommandFailure("\(base): no such folder") }
         let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base)
-        let force = a.has("--force")
+        let force = a.has("--force") || a.has("-f")
+        let skipExisting = a.has("--skip-existing")
+        let report = TransferReport(session: s, verb: "exported", verbose: a.has("-v"), quiet: a.has("-q"))
         // Plan every file first, so that a refusal changes nothing on the host.
         var plan: [(Item, [String])] = []
         var folders: [[String]] = []
@@ -94,10 +117,20 @@ enum Transfer {
             }
         }
         for folder in folders { _ = try host.folder(folder, create: false) }
+        if skipExisting {
+            plan = try plan.filter { item, components in
+                guard try host.holdsFile(components, size: item.size) else { return true }
+                report.skip("skipped \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components))) (already there)")
+                return false
+            }
+        }
         for (_, components) in plan { try host.checkWritable(components, force: force) }
         for folder in folders { _ = try host.folder(folder, create: true) }
         let progress = ProgressMeter(session: s, label: "export", totalBytes: plan.reduce(0) { $0 + $1.0.size })
-        defer { progress?.finish() }
+        defer {
+            progress?.finish()
+            report.finish()
+        }
         var failed = false
         for (item, components) in plan {
             if Session.interruptRequested != 0 { throw Cancelled() }
@@ -106,7 +139,7 @@ enum Transfer {
                 try host.writeFile(components, replace: force, modified: item.modified) { fd in
                     try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
                 }
-                s.out.line("exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components)))")
+                report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components)))")
             } catch is Cancelled {
                 throw Cancelled()
             } catch {

@@ -216,6 +216,11 @@ private struct CompletionRequest {
         case .vaultOrHost:
             if partial.startsWithBareTilde {
                 offers = partial.text == "~" ? [Offer(name: "~", isFolder: true)] : hostOffers(foldersOnly: false)
+            } else if ["/", "./", "../"].contains(where: { partial.text.hasPrefix($0) }) {
+                // A path written out (`/d`, `./`): the host's first, as sftp's `get` completes
+                // its destination; the vault's when the host has none.
+                offers = hostOffers(foldersOnly: false)
+                if offers.isEmpty { offers = matching(source.vaultEntries(in: folder), foldersOnly: false) }
             } else {
                 offers = matching(source.vaultEntries(in: folder), foldersOnly: false)
                 if offers.isEmpty { offers = hostOffers(foldersOnly: false) }

@@ -43,7 +43,7 @@ struct Rclone {
         do {
             try job.start(command)
         } catch let failure as SpawnFailure {
-            throw CommandFailure("cannot start rclone: \(String(cString: strerror(failure.code)))")
+            throw CommandFailure("cannot start rclone: \(SystemError.reason(for: failure.code))")
         }
         out.closeWrite()
         err.closeWrite()

@@ -46,7 +46,7 @@ enum Grid {
         let width = s.out.isTerminal ? Viewing.terminalSize().0 : 80
         let cell = thumbnailWidth + gap
         let perRow = max(1, (width + gap) / cell)
-        let colours = ColourMode.current
+        let colours = s.out.isTerminal ? ColourMode.current : .none   // never colour codes into a pipe
         let store = VaultThumbnailStore(vault: s.vault)
         defer { store.flush() }
         let maker = ThumbnailMaker(session: s, colours: colours, store: store)

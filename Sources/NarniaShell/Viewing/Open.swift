@@ -169,7 +169,7 @@ enum Viewing {
     static func showPhoto(_ s: Session, _ item: Item) throws {
         let (columns, rows) = terminalSize()
         var arguments = ["chafa", "--animate=off", "--size=\(columns)x\(max(1, rows - 1))"]
-        if !s.out.isTerminal { arguments.append("--format=symbols") }
+        if !s.out.isTerminal { arguments += ["--format=symbols", "--colors=none"] }   // plain text into a pipe
         arguments.append("-")
         let pipe = try Pipe()
         let job = Job()

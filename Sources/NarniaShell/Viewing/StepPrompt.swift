@@ -19,7 +19,11 @@ enum StepPrompt {
                 return .quit
             }
             let choice = choice(for: key)
-            if choice == .next && last { continue }
+            if choice == .next && last {
+                err.write("\r\u{1B}[K(\(position)/\(count)) this is the last; [p]revious [q]uit ")
+                err.flush()
+                continue
+            }
             if let choice { return choice }
         }
     }

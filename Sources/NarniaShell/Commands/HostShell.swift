@@ -1,0 +1,47 @@
+import Glibc
+import NarniaStore
+import NarniaSystem
+
+/// `!COMMAND` and `!`, as in sftp: a host command run by `/bin/sh`, or the user's shell, in the
+/// host folder (`lcd`). They run as a viewer does (see `Job`): the terminal, and only
+/// descriptors 0–2, so nothing of the vault — no store file, no key — reaches them.
+enum HostShell {
+    /// From the command table (`help !`); the runner hands `!` lines over whole, see below.
+    static func run(_ s: Session, _ a: ParsedArguments) throws {
+        try run(s, command: a.operands.map(\.text).joined(separator: " "))
+    }
+
+    /// A word as `/bin/sh` reads it back: as it is when it holds only characters the shell
+    /// takes literally (or globs), else in single quotes.
+    static func quoted(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy { c in
+            c.properties.isAlphabetic || ("0"..."9").contains(c) || "-_./,:=+@%*?[]~".unicodeScalars.contains(c)
+        }
+        return plain && !word.isEmpty ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
+    /// Runs `command` (everything after the `!`, untouched), or with none the user's shell.
+    /// - Throws: `CommandFailure` when it cannot start or exits with a status other than 0.
+    static func run(_ s: Session, command: String) throws {
+        let arguments: [String]
+        if command.allSatisfy({ $0 == " " || $0 == "\t" }) {
+            guard s.interactive, isatty(0) == 1 else {
+                throw CommandFailure("'!' alone starts a shell, which needs a terminal", hint: "give a command: !COMMAND")
+            }
+            let shell = getenv("SHELL").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/bin/sh"
+            arguments = [shell]
+        } else {
+            arguments = ["/bin/sh", "-c", command]
+        }
+        s.out.flush()
+        s.err.flush()
+        let job = Job()
+        do {
+            _ = try job.start(ChildCommand(arguments))
+        } catch let failure as SpawnFailure {
+            throw CommandFailure("\(failure.program): \(failure.missingProgram ? "not found" : SystemError.reason(for: failure.code))")
+        }
+        let status = job.wait()
+        guard status == 0 else { throw CommandFailure("exited with status \(status)") }
+    }
+}

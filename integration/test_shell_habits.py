@@ -1,0 +1,290 @@
+"""The shell as sftp, coreutils and zsh hands expect it (shell issue, items 7–15), through `-c`,
+`-b` and a pseudo-terminal where only a terminal shows the difference.
+
+Finishing an import or export cut short (`--skip-existing`); a line per file in scripts, a
+summary on a terminal; every good source imported beside bad ones; `export` into the host
+folder; the flags of ls, du, find, tree, rm, cp, mv, stat and verify; `--help` everywhere;
+the sftp aliases, `!COMMAND` and "did you mean"; batch errors that name FILE:LINE and `-v`;
+help wrapped at word boundaries; the small ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from harness import q
+from test_shell_pty import Shell, clean
+
+ESC = "\x1b"
+
+
+def tree_of(n, path="/") -> list[str]:
+    return n.ok(f"find {q(path)}").out_lines
+
+
+def make_files(folder, names, size=100):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_bytes(os.urandom(size))
+
+
+# -- 7. Imports and exports cut short, finished by running them again ------------------------
+
+
+def test_import_skip_existing_merges_folders_and_leaves_files_of_the_same_size(vault, host):
+    src = host / "doc"
+    make_files(src, ["a.bin", "b.bin"])
+    vault.ok(f"import {q(str(src))}")
+    make_files(src, ["c.bin"])
+    r = vault.ok(f"import --skip-existing {q(str(src))}")
+    assert tree_of(vault) == ["/doc", "/doc/a.bin", "/doc/b.bin", "/doc/c.bin"], r.describe()
+    assert [l for l in r.out_lines if l.startswith("imported ")] == [f"imported {src}/c.bin -> /doc/c.bin"], r.describe()
+    assert len([l for l in r.out_lines if l.startswith("skipped ")]) == 2, r.describe()
+    # Without the flag the old rule holds: a second folder with a number.
+    vault.ok(f"import -q {q(str(src))}")
+    assert "/doc (2)" in tree_of(vault)
+
+
+def test_export_skip_existing_leaves_files_already_there(vault, host):
+    src = host / "doc"
+    make_files(src, ["a.bin", "b.bin"])
+    vault.ok(f"import -q {q(str(src))}")
+    out = host / "out"
+    out.mkdir()
+    vault.ok(f"export /doc {q(str(out))}")
+    (out / "doc" / "a.bin").unlink()
+    vault.fails(f"export /doc {q(str(out))}", "export")
+    r = vault.ok(f"export --skip-existing /doc {q(str(out))}")
+    assert [l for l in r.out_lines if l.startswith("exported ")] == [f"exported /doc/a.bin -> {out}/doc/a.bin"], r.describe()
+    assert sorted(p.name for p in (out / "doc").iterdir()) == ["a.bin", "b.bin"]
+
+
+# -- 8. A line per file in scripts, a summary on a terminal -----------------------------------
+
+
+def test_scripts_get_a_line_per_file_and_q_silences_them(vault, host):
+    src = host / "many"
+    make_files(src, [f"f{i:02}.bin" for i in range(12)])
+    r = vault.ok(f"import {q(str(src))}")
+    assert len([l for l in r.out_lines if l.startswith("imported ")]) == 12, r.describe()
+    r = vault.ok(f"import -q {q(str(src))}")
+    assert r.out == "", r.describe()
+    out = host / "out"
+    out.mkdir()
+    r = vault.ok(f"export -q /many {q(str(out))}")
+    assert r.out == "" and len(list((out / "many").iterdir())) == 12, r.describe()
+
+
+def test_a_terminal_gets_one_summary_line_and_v_gives_each_file(vault, host):
+    src = host / "many"
+    make_files(src, [f"f{i:02}.bin" for i in range(30)], size=2048)
+    vault.ok("set remove-originals off")
+    s = Shell(vault)
+    try:
+        s.login()
+        out = s.run(f"import {q(str(src))}", timeout=60)
+        assert "imported " not in out.replace("imported 30 files", ""), out
+        assert re.search(r"imported 30 files \(60\.0 KiB\) in \d+\.\d s", out), out
+        out = s.run(f"import -v {q(str(src))}", timeout=60)
+        assert len(re.findall(r"imported \S+/f\d\d\.bin -> ", out)) == 30, out
+        assert "imported 30 files" in out, out
+        s.send("exit\r")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_the_first_import_question_keeps_its_answer_on_its_line(vault, host):
+    make_files(host, ["one.bin"])
+    s = Shell(vault, cols=80)
+    try:
+        s.login()
+        s.send(f"import {q(str(host / 'one.bin'))}\r")
+        s.expect("[y/N] ")
+        last_line = clean(s.skipped + b"[y/N] ").split("\n")[-1]
+        assert len(last_line) <= 80 and last_line.strip() != "[y/N]", repr(last_line)
+        s.send("n\r")
+        s.prompt("/")
+    finally:
+        s.close()
+
+
+# -- 9. Bad sources among good ones ----------------------------------------------------------
+
+
+def test_every_good_source_is_imported_and_each_bad_one_reported(vault, host):
+    make_files(host, ["a.bin", "b.bin"])
+    r = vault.c(f"import {q(str(host / 'a.bin'))} {q(str(host / 'missing.bin'))} {q(str(host / 'b.bin'))}")
+    assert r.rc == 1, r.describe()
+    assert tree_of(vault) == ["/a.bin", "/b.bin"], r.describe()
+    assert any("missing.bin: no such file or folder" in l for l in r.errors), r.describe()
+
+
+# -- 10. export into the host folder ---------------------------------------------------------
+
+
+def test_export_without_a_destination_writes_into_the_host_folder(vault, host):
+    make_files(host, ["a.bin"])
+    vault.ok(f"import -q {q(str(host / 'a.bin'))}")
+    out = host / "here"
+    out.mkdir()
+    vault.ok(f"lcd {q(str(out))}; get /a.bin")
+    assert (out / "a.bin").read_bytes() == (host / "a.bin").read_bytes()
+    vault.fails(f"lcd {q(str(out))}; export /a.bin", "export")
+    vault.ok(f"lcd {q(str(out))}; export -f /a.bin")
+    r = vault.fails(f"export /a.bin {q(str(host / 'nowhere' / 'a.bin'))}", "export")
+    assert any("no such folder" in l for l in r.errors), r.describe()
+
+
+# -- 11. The flags coreutils hands type ------------------------------------------------------
+
+
+def test_ls_orders_by_time_and_size_and_reverses(vault, host):
+    for name, size, age in (("old.bin", 300, 3000), ("mid.bin", 100, 2000), ("new.bin", 200, 1000)):
+        (host / name).write_bytes(os.urandom(size))
+        t = time.time() - age
+        os.utime(host / name, (t, t))
+    vault.ok(f"import -q {q(str(host / 'old.bin'))} {q(str(host / 'mid.bin'))} {q(str(host / 'new.bin'))}")
+    assert vault.ok("ls -1").out_lines == ["mid.bin", "new.bin", "old.bin"]
+    assert vault.ok("ls -t").out_lines == ["new.bin", "mid.bin", "old.bin"]
+    assert vault.ok("ls -S").out_lines == ["old.bin", "new.bin", "mid.bin"]
+    assert vault.ok("ls -tr").out_lines == ["old.bin", "mid.bin", "new.bin"]
+    big = vault.ok("ls -lh").out_lines
+    assert all(re.match(r"other\s+\d+ ", l) for l in big), big
+
+
+def test_du_find_tree_stat_and_verify_flags(vault, host):
+    make_files(host / "Trip" / "Day1", ["IMG_1.JPG", "note.txt"], size=3000)
+    vault.ok(f"import -q {q(str(host / 'Trip'))}")
+    assert vault.ok("du -h -s /Trip").out_lines == ["5.9K\t/Trip"]
+    assert vault.ok("find / -iname 'img_*.jpg'").out_lines == ["/Trip/Day1/IMG_1.JPG"]
+    assert vault.ok("tree -d /").out_lines == ["/", "└── Trip/", "    └── Day1/"]
+    assert vault.ok("tree -L 1 /").out_lines == ["/", "└── Trip/"]
+    stat = json.loads(vault.ok("stat --json /Trip/Day1/note.txt").out)
+    assert stat["path"] == "/Trip/Day1/note.txt" and stat["size"] == 3000 and stat["stored"] >= 3000
+    assert vault.ok("verify /Trip/Day1/note.txt").out == "verified 1 items, all intact\n"
+    assert vault.ok("verify /Trip").out == "verified 4 items, all intact\n"
+
+
+def test_rm_i_cp_a_and_mv_n(vault, host):
+    make_files(host / "d", ["a.bin", "b.bin"])
+    vault.ok(f"import -q {q(str(host / 'd'))}")
+    r = vault.fails("rm -i /d/a.bin", "rm")
+    assert any("terminal" in l for l in r.errors), r.describe()
+    vault.ok("cp -a /d /e; mkdir /f; cp /d/a.bin /f/b.bin")
+    assert vault.ok("ls /e").out_lines == ["a.bin", "b.bin"]
+    vault.ok("mv -n /d/b.bin /f")
+    assert vault.ok("ls /d").out_lines == ["a.bin", "b.bin"], "mv -n left the source in place"
+
+
+def test_rm_i_asks_on_a_terminal(vault, host):
+    make_files(host / "d", ["a.bin", "b.bin"])
+    vault.ok(f"import -q {q(str(host / 'd'))}")
+    s = Shell(vault)
+    try:
+        s.login()
+        s.send("rm -i /d/a.bin /d/b.bin\r")
+        s.expect("remove /d/a.bin? [y/N] ")
+        s.send("y\r")
+        s.expect("remove /d/b.bin? [y/N] ")
+        s.send("n\r")
+        s.prompt("/")
+        assert s.run("ls /d").split() == ["b.bin"] or "b.bin" in s.run("ls -1 /d")
+    finally:
+        s.close()
+
+
+def test_help_flag_on_every_command(vault):
+    assert vault.ok("ls --help").out == vault.ok("help ls").out
+    assert vault.ok("mkdir -h").out == vault.ok("help mkdir").out
+    assert vault.ok("ls -h /").rc == 0 and "usage:" not in vault.ok("ls -h /").out
+
+
+# -- 12. sftp's aliases, !COMMAND, did you mean ------------------------------------------------
+
+
+def test_sftp_aliases_and_host_commands(vault, host):
+    make_files(host, ["a.bin"])
+    vault.ok(f"lcd {q(str(host))}; put a.bin; lmkdir {q(str(host / 'got'))}; lcd got; mget /a.bin")
+    assert (host / "got" / "a.bin").exists()
+    assert vault.ok("?").out == vault.ok("help").out
+    r = vault.ok(f"lcd {q(str(host))}; !ls got; !echo 'one  two'")
+    assert r.out_lines == ["a.bin", "one  two"], r.describe()
+    # At the start of a line, the whole rest of the line is the host command.
+    r = vault.ok("!echo one; echo two")
+    assert r.out_lines == ["one", "two"], r.describe()
+    r = vault.c("!exit 3")
+    assert r.rc == 1 and any("exited with status 3" in l for l in r.errors), r.describe()
+    # The host command inherits nothing of the vault: only descriptors 0-2.
+    r = vault.ok("!ls /proc/self/fd")
+    assert sorted(int(x) for x in r.out_lines) in ([0, 1, 2], [0, 1, 2, 3]), r.describe()
+    assert vault.ok("bye; ls").out == ""
+
+
+def test_a_mistyped_command_gets_a_suggestion(vault):
+    r = vault.c("exprot /a")
+    assert r.rc == 1 and "narnia: hint: did you mean 'export'? ('help' lists the commands)" in r.err_lines, r.describe()
+
+
+# -- 13. Batch files name FILE:LINE, -v echoes -------------------------------------------------
+
+
+def test_batch_errors_name_the_file_and_line_and_v_echoes(vault, tmp_path):
+    batch = tmp_path / "jobs.txt"
+    batch.write_text("mkdir /a\n# a comment\nrmdir /missing\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 1
+    assert f"narnia: error: {batch}:3: rmdir: /missing: no such file or folder" in r.err_lines, r.describe()
+    r = vault("-v", "-c", "pwd; ls")
+    assert r.out_lines[0] == "narnia> pwd; ls" and r.out_lines[1] == "/", r.describe()
+
+
+# -- 14. help wraps at word boundaries ---------------------------------------------------------
+
+
+def test_help_wraps_at_word_boundaries(vault):
+    text = vault.ok("help ls").out
+    words = set(" ".join(text.split("\n")).split())
+    for line in text.split("\n"):
+        assert len(line) <= 80, line
+        for word in line.split():
+            assert word in words
+    assert "thumbnail grid" in " ".join(text.split()), text
+
+
+# -- 15. The small ones ------------------------------------------------------------------------
+
+
+def test_cd_tilde_goes_to_the_root(vault):
+    assert vault.ok("mkdir /x; cd /x; cd ~; pwd").out == "/\n"
+
+
+def test_host_errors_use_the_shells_words(vault, host):
+    r = vault.fails(f"lcd {q(str(host / 'nowhere'))}", "lcd")
+    assert any("no such file or folder" in l for l in r.errors), r.describe()
+    assert "No such file" not in r.err
+
+
+def test_open_and_grid_write_no_colour_into_a_pipe(vault, host):
+    import random
+    from corpus import png as make_png
+    png = host / "p.png"
+    png.write_bytes(make_png(64, 48, random.Random(7), noise=True))
+    vault.ok(f"import -q {q(str(png))}")
+    for command in ("open /p.png", "ls -g /"):
+        r = vault.c(command, timeout=60)
+        assert ESC not in r.out, (command, r.out[:200])
+
+
+def test_set_on_a_terminal_says_which_settings_are_unset(vault):
+    s = Shell(vault)
+    try:
+        s.login()
+        out = s.run("set")
+        assert "remove-originals off (not set: the default)" in out, out
+        assert "viewer.video (not set: narnia's own choice)" in out, out
+    finally:
+        s.close()
