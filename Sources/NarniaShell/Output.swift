@@ -29,7 +29,8 @@ public final class Output {
     /// Names in it should already be in `name(_:)`'s form. Text that carries this program's own
     /// terminal styling goes through `styledLine` instead.
     public func line(_ text: String) {
-        if text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && $0 != "\n" && $0 != "\t" }) {
+        if mayHoldUnsafe(text, orBackslash: false, allowingLineBreaks: true),
+           text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && $0 != "\n" && $0 != "\t" }) {
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
                 line.split(separator: "\t", omittingEmptySubsequences: false)
                     .map { isTerminal ? terminalSafe(String($0)) : escapingUnsafe(String($0), doublingBackslashes: false) }

@@ -18,7 +18,7 @@ public func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
 /// no name can move the cursor, clear the screen or reorder what follows it. Everything else is
 /// kept. Use it only for display: the result no longer names the item.
 public func terminalSafe(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
+    guard mayHoldUnsafe(text, orBackslash: false), text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
     var out = String.UnicodeScalarView()
     for scalar in text.unicodeScalars {
         out.append(isUnsafeOnTerminal(scalar) ? "?" : scalar)
@@ -36,7 +36,8 @@ public func scriptSafe(_ text: String) -> String {
 /// Each character `isUnsafeOnTerminal` names as `\xHH` or `\u{HHHH}`, and with
 /// `doublingBackslashes` each backslash as `\\`.
 func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
-    guard text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isUnsafeOnTerminal($0) }) else { return text }
+    guard mayHoldUnsafe(text, orBackslash: doublingBackslashes),
+          text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isUnsafeOnTerminal($0) }) else { return text }
     var out = ""
     for scalar in text.unicodeScalars {
         if doublingBackslashes && scalar == "\\" {
@@ -54,4 +55,16 @@ func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
 /// A name as it is printed on a stream: `terminalSafe` on a terminal, `scriptSafe` otherwise.
 public func shownName(_ text: String, onTerminal: Bool) -> String {
     onTerminal ? terminalSafe(text) : scriptSafe(text)
+}
+
+/// False when `text` is printable ASCII with no character `isUnsafeOnTerminal` names (and no
+/// backslash, with `orBackslash`; line feeds and tabs pass with `allowingLineBreaks`): the
+/// common case, decided on the UTF-8 bytes without decoding. True means "look closer".
+func mayHoldUnsafe(_ text: String, orBackslash: Bool, allowingLineBreaks: Bool = false) -> Bool {
+    func suspicious(_ b: UInt8) -> Bool {
+        if b < 0x20 { return !(allowingLineBreaks && (b == 0x0A || b == 0x09)) }
+        return b >= 0x7F || (orBackslash && b == 0x5C)
+    }
+    if let answer = text.utf8.withContiguousStorageIfAvailable({ $0.contains(where: suspicious) }) { return answer }
+    return text.utf8.contains(where: suspicious)
 }
