@@ -486,13 +486,45 @@ def knock(narnia, store, env):
         os.close(fd)
 
 
+def batch_section(args, table):
+    """The cost of one command in a batch must not grow with the vault (issue 14): batches of
+    1,000 `mkdir`, `mv` and `rm -r` through the whole binary, in vaults of 100 and 100,000 items,
+    each net of `narnia -c pwd` (the open) timed beside it, per command, interleaved."""
+    w = f"{args.work}/batch"
+    os.makedirs(w)
+    log("batch: building vaults of 100 and 100,000 items")
+    sizes = (100, 100_000)
+    for n in sizes:
+        bench_json(args, "build", f"{w}/v{n}", str(n))
+    k = 1000
+    batches = {
+        "mkdir": "; ".join(f"mkdir /b{i}" for i in range(k)),
+        "mv": "; ".join(f"mv /b{i} /c{i}" for i in range(k)),
+        "rm": "; ".join(f"rm -r /c{i}" for i in range(k)),
+    }
+    per = {(op, n): [] for op in batches for n in sizes}
+    for r in range(max(5, args.rounds)):
+        for n in (sizes if r % 2 == 0 else tuple(reversed(sizes))):
+            cli = f"{q(args.narnia)} --vault {q(f'{w}/v{n}')} --passphrase-file {q(args.passfile)}"
+            for op, commands in batches.items():
+                settle()
+                opened = timed(f"{cli} -c pwd >/dev/null 2>&1")
+                whole = timed(f"{cli} -c {q(commands)} >/dev/null 2>&1")
+                per[(op, n)].append(max(0.0, whole - opened) * 1000 / k)
+    for op, label in (("mkdir", "mkdir"), ("mv", "mv (rename a folder)"), ("rm", "rm -r (a folder)")):
+        a, b = med(per[(op, 100)]), med(per[(op, 100_000)])
+        table.ratio(f"{label} in a batch, per command, at 100,000 vs 100 items", b / a, 1.50,
+                    f"{b:.2f} ms / {a:.2f} ms, whole binary, net of the open")
+    shutil.rmtree(w)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
     p.add_argument("--narnia", required=True)
     p.add_argument("--bench", required=True)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--only", default="big,small,scale,devices,sync,door")
+    p.add_argument("--only", default="big,small,scale,batch,devices,sync,door")
     args = p.parse_args()
     args.passfile = f"{args.work}/passphrase"
     with open(args.passfile, "w") as f:
@@ -513,6 +545,8 @@ def main():
         small_files(args, table)
     if "scale" in only:
         scale(args, table)
+    if "batch" in only:
+        batch_section(args, table)
     if "devices" in only:
         devices_section(args, table)
     if "sync" in only:

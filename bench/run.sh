@@ -6,7 +6,7 @@
 #   NARNIA_BENCH_BIN  the narnia-bench binary (same build): times the library in process
 #   BENCH_ROUNDS      interleaved rounds per comparison (default 3, at least 3 for the table)
 #   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end
-#   BENCH_ONLY        a comma-separated subset of big,small,scale,devices,sync,door
+#   BENCH_ONLY        a comma-separated subset of big,small,scale,batch,devices,sync,door
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
