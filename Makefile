@@ -12,7 +12,7 @@ BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
 RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils rclone
 # Viewers the tests drive for real, and the tools that make the test corpus.
 TEST_PACKAGES = python3-pytest mandoc file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples rclone syncthing
-BENCH_PACKAGES = age time file rclone
+BENCH_PACKAGES = age time file rclone ffmpeg
 
 SWIFT_FLAGS ?=
 RELEASE = .build/release/narnia
@@ -53,8 +53,9 @@ run: release
 viewers:
 	$(call apt_install,$(RUN_PACKAGES))
 
+# Every target imports only what Package.swift lets it (the cover: the language alone).
 test: test-deps release
-	swift build --build-tests $(SWIFT_FLAGS)
+	swift build --build-tests --explicit-target-dependency-import-check error $(SWIFT_FLAGS)
 	swift test --skip-build $(SWIFT_FLAGS)
 	NARNIA_BIN=$(CURDIR)/$(RELEASE) python3 -m pytest -q integration
 

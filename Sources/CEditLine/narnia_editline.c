@@ -108,7 +108,3 @@ int narnia_el_lines(narnia_el *n) {
     if (el_get(n->el, EL_GETTC, "li", &lines) != 0 || lines <= 0) lines = 24;
     return lines;
 }
-
-void narnia_el_reset_line(narnia_el *n) {
-    el_reset(n->el);
-}

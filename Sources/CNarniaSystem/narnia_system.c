@@ -87,3 +87,7 @@ int narnia_install_fatal_signal_handlers(void) {
     }
     return 0;
 }
+
+FILE *narnia_standard_input(void) { return stdin; }
+FILE *narnia_standard_output(void) { return stdout; }
+FILE *narnia_standard_error(void) { return stderr; }

@@ -1,4 +1,5 @@
 import Foundation
+import NarniaLanguage
 
 /// One of the Wardrobe's five tabs, in the order they are listed.
 public enum Tab: String, CaseIterable, Codable, Sendable {
@@ -96,11 +97,11 @@ public struct Closet: Equatable, Sendable {
         Tab.allCases.filter { garment(named: name, in: $0) != nil }
     }
 
-    /// Adds a garment. - Throws: `WardrobeError` when the name is not usable or taken in `tab`.
+    /// Adds a garment. - Throws: `CommandFailure` when the name is not usable or taken in `tab`.
     public mutating func add(_ garment: Garment, to tab: Tab) throws {
         try Closet.check(name: garment.name)
         if let clash = self.garment(named: garment.name, in: tab), clash.name.lowercased() == garment.name.lowercased() {
-            throw WardrobeError("\(tab.name) already holds '\(clash.name)'")
+            throw CommandFailure("\(tab.name) already holds '\(clash.name)'")
         }
         garments[tab, default: []].append(garment)
     }
@@ -109,7 +110,7 @@ public struct Closet: Equatable, Sendable {
     @discardableResult
     public mutating func remove(_ name: String, from tab: Tab) throws -> Garment {
         guard let g = garment(named: name, in: tab), let i = garments[tab]?.firstIndex(of: g) else {
-            throw WardrobeError("no '\(name)' in \(tab.name)")
+            throw CommandFailure("no '\(name)' in \(tab.name)")
         }
         garments[tab]!.remove(at: i)
         return g
@@ -118,14 +119,14 @@ public struct Closet: Equatable, Sendable {
     /// Why a name cannot be a garment's, or nothing when it can.
     public static func check(name: String) throws {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw WardrobeError("a garment needs a name") }
-        guard !name.contains("/") else { throw WardrobeError("'\(name)': a name cannot contain '/'") }
-        guard name != ".", name != ".." else { throw WardrobeError("'\(name)' cannot be a name") }
+        guard !trimmed.isEmpty else { throw CommandFailure("a garment needs a name") }
+        guard !name.contains("/") else { throw CommandFailure("'\(name)': a name cannot contain '/'") }
+        guard name != ".", name != ".." else { throw CommandFailure("'\(name)' cannot be a name") }
         guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw WardrobeError("a name cannot contain control characters")
+            throw CommandFailure("a name cannot contain control characters")
         }
-        guard name.count <= 200 else { throw WardrobeError("a name of at most 200 characters, please") }
-        guard name.lowercased() != backPanel else { throw WardrobeError("'\(backPanel)' is part of the wardrobe; choose another name") }
+        guard name.count <= 200 else { throw CommandFailure("a name of at most 200 characters, please") }
+        guard name.lowercased() != backPanel else { throw CommandFailure("'\(backPanel)' is part of the wardrobe; choose another name") }
     }
 
     // MARK: The file
@@ -151,15 +152,4 @@ public struct Closet: Equatable, Sendable {
             if let tab = Tab(typed: name) { garments[tab, default: []] += list }
         }
     }
-}
-
-/// A Wardrobe command that could not be done: the message says why, in the closet's words.
-public struct WardrobeError: Error, CustomStringConvertible, Equatable {
-    public let message: String
-    public let hint: String?
-    public init(_ message: String, hint: String? = nil) {
-        self.message = message
-        self.hint = hint
-    }
-    public var description: String { message }
 }

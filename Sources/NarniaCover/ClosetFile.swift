@@ -1,4 +1,5 @@
 import Foundation
+import NarniaLanguage
 import Glibc
 
 /// Where the Wardrobe keeps its garments, and how: plain JSON at
@@ -28,14 +29,14 @@ public struct ClosetFile: Sendable {
     }
 
     /// The closet in the file; an empty closet when there is no file.
-    /// - Throws: `WardrobeError` when the file cannot be read or is not a closet.
+    /// - Throws: `CommandFailure` when the file cannot be read or is not a closet.
     public func load() throws -> Closet {
         guard exists else { return Closet() }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw WardrobeError("cannot read \(path)")
+            throw CommandFailure("cannot read \(path)")
         }
         do { return try Closet(decoding: data) } catch {
-            throw WardrobeError("\(path) is not a closet file")
+            throw CommandFailure("\(path) is not a closet file")
         }
     }
 
@@ -46,7 +47,7 @@ public struct ClosetFile: Sendable {
     }
 
     /// Writes the closet: a temporary file beside `closet.json`, synced, then renamed over it.
-    /// - Throws: `WardrobeError` naming the path and the system's reason.
+    /// - Throws: `CommandFailure` naming the path and the system's reason.
     public func save(_ closet: Closet) throws {
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty { try makeDirectories(directory) }
@@ -80,7 +81,7 @@ public struct ClosetFile: Sendable {
         }
     }
 
-    private func failure(_ where_: String) -> WardrobeError {
-        WardrobeError("cannot save the closet at \(where_): \(String(cString: strerror(errno)))")
+    private func failure(_ where_: String) -> CommandFailure {
+        CommandFailure("cannot save the closet at \(where_): \(String(cString: strerror(errno)))")
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import NarniaShell
+import NarniaLanguage
 
 /// Where the Wardrobe's text goes and where its questions are answered: the terminal in the
 /// program, a recorder in tests.
@@ -25,7 +25,7 @@ public protocol WardrobeConsole: AnyObject {
 /// At the end of the Outerwear listing stands the wooden `back-panel`; `hold back-panel` calls
 /// `backPanel`, which the program sets. Nothing here knows what is behind it. Held from any
 /// other tab, the panel behaves the same to the eye (it asks for the key) but never opens.
-public final class Wardrobe: @unchecked Sendable {
+public final class Wardrobe {
     /// The garments.
     public private(set) var closet: Closet
     /// The tab the shell is in; nil at the top of the wardrobe.
@@ -71,31 +71,31 @@ public final class Wardrobe: @unchecked Sendable {
     public func run(line: String) -> Bool {
         let commands: [[Word]]
         do { commands = try tokenize(line) } catch {
-            fail("wardrobe", WardrobeError(error.description))
+            fail("wardrobe", CommandFailure(error.description))
             return false
         }
         var ok = true
         for words in commands where !exitRequested {
             guard let first = words.first else { continue }
             guard let command = WardrobeCommand.find(first.text) else {
-                fail(first.text, WardrobeError("unknown command", hint: "type 'help' for the list of commands"))
+                fail(first.text, CommandFailure("unknown command", hint: "type 'help' for the list of commands"))
                 ok = false
                 continue
             }
             do {
                 try command.run(self, try command.parse(Array(words.dropFirst())))
-            } catch let e as WardrobeError {
+            } catch let e as CommandFailure {
                 fail(command.name, e)
                 ok = false
             } catch {
-                fail(command.name, WardrobeError("\(error)"))
+                fail(command.name, CommandFailure("\(error)"))
                 ok = false
             }
         }
         return ok
     }
 
-    private func fail(_ command: String, _ e: WardrobeError) {
+    private func fail(_ command: String, _ e: CommandFailure) {
         console.writeError("wardrobe: error: \(command): \(e.message)\n")
         if let hint = e.hint { console.writeError("wardrobe: hint: \(hint)\n") }
     }
@@ -125,7 +125,7 @@ public final class Wardrobe: @unchecked Sendable {
         case backPanel
     }
 
-    var cwdPath: VaultPath { VaultPath(components: cwd.map { [$0.name] } ?? []) }
+    var cwdPath: TreePath { TreePath(components: cwd.map { [$0.name] } ?? []) }
 
     /// Resolves a typed `TAB`, `GARMENT`, `TAB/GARMENT`, `..` or `/`. At the top, a bare
     /// garment name is found in whichever tab holds it, if only one does; in a tab, a bare tab
@@ -137,7 +137,7 @@ public final class Wardrobe: @unchecked Sendable {
            closet.garment(named: text, in: here)?.name != text {
             return .tab(tab)
         }
-        let parts = VaultPath.resolve(text, relativeTo: cwdPath).components
+        let parts = TreePath.resolve(text, relativeTo: cwdPath).components
         switch parts.count {
         case 0:
             return .top
@@ -145,18 +145,18 @@ public final class Wardrobe: @unchecked Sendable {
             if let tab = Tab(typed: parts[0]) { return .tab(tab) }
             if parts[0].lowercased() == Closet.backPanel { return .backPanel }
             let tabs = closet.tabs(holding: parts[0])
-            guard !tabs.isEmpty else { throw WardrobeError("no tab or garment called '\(parts[0])'") }
+            guard !tabs.isEmpty else { throw CommandFailure("no tab or garment called '\(parts[0])'") }
             guard tabs.count == 1 else {
-                throw WardrobeError("'\(parts[0])' is in more than one tab", hint: "say which: " + tabs.map { "\($0.name)/\(parts[0])" }.joined(separator: ", "))
+                throw CommandFailure("'\(parts[0])' is in more than one tab", hint: "say which: " + tabs.map { "\($0.name)/\(parts[0])" }.joined(separator: ", "))
             }
             return .garment(tabs[0], closet.garment(named: parts[0], in: tabs[0])!)
         case 2:
-            guard let tab = Tab(typed: parts[0]) else { throw WardrobeError("no tab called '\(parts[0])'") }
+            guard let tab = Tab(typed: parts[0]) else { throw CommandFailure("no tab called '\(parts[0])'") }
             if tab == .outerwear && parts[1].lowercased() == Closet.backPanel { return .backPanel }
-            guard let g = closet.garment(named: parts[1], in: tab) else { throw WardrobeError("no '\(parts[1])' in \(tab.name)") }
+            guard let g = closet.garment(named: parts[1], in: tab) else { throw CommandFailure("no '\(parts[1])' in \(tab.name)") }
             return .garment(tab, g)
         default:
-            throw WardrobeError("'\(text)': there is nothing inside a garment")
+            throw CommandFailure("'\(text)': there is nothing inside a garment")
         }
     }
 
@@ -164,17 +164,17 @@ public final class Wardrobe: @unchecked Sendable {
     func garment(_ text: String, panel: String) throws -> (Tab, Garment) {
         switch try place(text) {
         case .garment(let tab, let g): return (tab, g)
-        case .backPanel: throw WardrobeError(panel)
-        case .tab(let tab): throw WardrobeError("\(tab.name) is a tab, not a garment")
-        case .top: throw WardrobeError("'\(text)' is the whole wardrobe, not a garment")
+        case .backPanel: throw CommandFailure(panel)
+        case .tab(let tab): throw CommandFailure("\(tab.name) is a tab, not a garment")
+        case .top: throw CommandFailure("'\(text)' is the whole wardrobe, not a garment")
         }
     }
 
     // MARK: Commands
 
-    static func ls(_ w: Wardrobe, _ a: WardrobeArguments) throws {
+    static func ls(_ w: Wardrobe, _ a: ParsedArguments) throws {
         let long = a.has("-l")
-        let places = try (a.operands.isEmpty ? [""] : a.operands).map { ($0, try w.place($0)) }
+        let places = try (a.operandTexts.isEmpty ? [""] : a.operandTexts).map { ($0, try w.place($0)) }
         for (index, (text, place)) in places.enumerated() {
             if places.count > 1 {
                 if case .tab(let tab) = place {
@@ -239,27 +239,27 @@ public final class Wardrobe: @unchecked Sendable {
         }
     }
 
-    static func cd(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard a.operands.count <= 1 else { throw WardrobeError("one tab at a time", hint: "usage: cd [TAB|..]") }
-        guard let text = a.operands.first else { w.cwd = nil; return }
+    static func cd(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard a.operandTexts.count <= 1 else { throw CommandFailure("one tab at a time", hint: "usage: cd [TAB|..]") }
+        guard let text = a.operandTexts.first else { w.cwd = nil; return }
         switch try w.place(text) {
         case .top: w.cwd = nil
         case .tab(let tab): w.cwd = tab
-        case .garment(_, let g): throw WardrobeError("'\(g.name)' is a garment, not a tab")
-        case .backPanel: throw WardrobeError("the back panel is not a tab")
+        case .garment(_, let g): throw CommandFailure("'\(g.name)' is a garment, not a tab")
+        case .backPanel: throw CommandFailure("the back panel is not a tab")
         }
     }
 
-    static func add(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard a.operands.count <= 1 else {
-            throw WardrobeError("one garment at a time", hint: "quote a name with spaces: add 'blue shirt'")
+    static func add(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard a.operandTexts.count <= 1 else {
+            throw CommandFailure("one garment at a time", hint: "quote a name with spaces: add 'blue shirt'")
         }
         var tab = w.cwd
-        var name = a.operands.first
+        var name = a.operandTexts.first
         if let text = name, text.contains("/") {
-            let parts = VaultPath.resolve(text, relativeTo: w.cwdPath).components
+            let parts = TreePath.resolve(text, relativeTo: w.cwdPath).components
             guard parts.count == 2, let t = Tab(typed: parts[0]) else {
-                throw WardrobeError("'\(text)': give a tab and a name, as in Tops/'blue shirt'")
+                throw CommandFailure("'\(text)': give a tab and a name, as in Tops/'blue shirt'")
             }
             tab = t
             name = parts[1]
@@ -267,19 +267,19 @@ public final class Wardrobe: @unchecked Sendable {
         let asking = a.flags.isEmpty
         if tab == nil {
             guard let answer = w.console.ask("Tab (\(Tab.allCases.map(\.name).joined(separator: ", "))): ") else {
-                throw WardrobeError("which tab?", hint: "cd into a tab first, or add TAB/NAME")
+                throw CommandFailure("which tab?", hint: "cd into a tab first, or add TAB/NAME")
             }
-            guard let t = Tab(typed: answer.trimmingSpaces) else { throw WardrobeError("no tab called '\(answer)'") }
+            guard let t = Tab(typed: answer.trimmingSpaces) else { throw CommandFailure("no tab called '\(answer)'") }
             tab = t
         }
         if name == nil {
-            guard let answer = w.console.ask("Name: ") else { throw WardrobeError("a garment needs a name", hint: "usage: add [TAB/]NAME") }
+            guard let answer = w.console.ask("Name: ") else { throw CommandFailure("a garment needs a name", hint: "usage: add [TAB/]NAME") }
             name = answer.trimmingSpaces
         }
         guard let tab, let name else { return }
         try Closet.check(name: name)
         if let clash = w.closet.garment(named: name, in: tab), clash.name.lowercased() == name.lowercased() {
-            throw WardrobeError("\(tab.name) already holds '\(clash.name)'")
+            throw CommandFailure("\(tab.name) already holds '\(clash.name)'")
         }
         var garment = Garment(name: name, colour: a.flags["-c"] ?? "", season: a.flags["-s"] ?? "",
                               notes: a.flags["-n"] ?? "", added: today())
@@ -292,16 +292,16 @@ public final class Wardrobe: @unchecked Sendable {
             garment.notes = w.console.ask("Notes: ")?.trimmingSpaces ?? ""
         }
         guard let season = Season.normalised(garment.season) else {
-            throw WardrobeError("'\(garment.season)' is not a season", hint: "seasons: \(Season.all.joined(separator: ", "))")
+            throw CommandFailure("'\(garment.season)' is not a season", hint: "seasons: \(Season.all.joined(separator: ", "))")
         }
         garment.season = season
         try w.change { try $0.add(garment, to: tab) }
         w.line("added \(terminalSafe(name)) to \(tab.name)")
     }
 
-    static func open(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard !a.operands.isEmpty else { throw WardrobeError("which garment?", hint: "usage: open GARMENT...") }
-        let places = try a.operands.map { try w.place($0) }
+    static func open(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard !a.operandTexts.isEmpty else { throw CommandFailure("which garment?", hint: "usage: open GARMENT...") }
+        let places = try a.operandTexts.map { try w.place($0) }
         for (index, place) in places.enumerated() {
             if index > 0 { w.line("") }
             switch place {
@@ -318,22 +318,22 @@ public final class Wardrobe: @unchecked Sendable {
                 w.line("  colour:  wood")
                 w.line("  notes:   the back of the wardrobe")
             case .tab(let tab):
-                throw WardrobeError("\(tab.name) is a tab", hint: "list it with: ls \(tab.name)")
+                throw CommandFailure("\(tab.name) is a tab", hint: "list it with: ls \(tab.name)")
             case .top:
-                throw WardrobeError("which garment?")
+                throw CommandFailure("which garment?")
             }
         }
     }
 
-    static func hold(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard a.operands.count == 1 else { throw WardrobeError("one garment at a time", hint: "usage: hold GARMENT") }
-        let text = a.operands[0]
+    static func hold(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard a.operandTexts.count == 1 else { throw CommandFailure("one garment at a time", hint: "usage: hold GARMENT") }
+        let text = a.operandTexts[0]
         let place: Place
         do {
             place = try w.place(text)
         } catch {
             // `back-panel` typed where there is none (in Tops, say): someone about to type a key.
-            let last = VaultPath.resolve(text, relativeTo: w.cwdPath).components.last
+            let last = TreePath.resolve(text, relativeTo: w.cwdPath).components.last
             guard last?.lowercased() == Closet.backPanel else { throw error }
             if let door = w.backPanel { door(false) } else { w.line(Wardrobe.doorStaysShut) }
             return
@@ -347,25 +347,25 @@ public final class Wardrobe: @unchecked Sendable {
             if !g.season.isEmpty { about.append(g.season == "all-year" ? "for any season" : "for \(g.season)") }
             w.line("You hold up the \(terminalSafe(g.name))" + (about.isEmpty ? "" : " (\(about.joined(separator: ", ")))") + ". It still looks good.")
         case .tab(let tab):
-            throw WardrobeError("\(tab.name) is a tab, not a garment")
+            throw CommandFailure("\(tab.name) is a tab, not a garment")
         case .top:
-            throw WardrobeError("which garment?")
+            throw CommandFailure("which garment?")
         }
     }
 
-    static func rm(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard !a.operands.isEmpty else { throw WardrobeError("which garment?", hint: "usage: rm GARMENT...") }
-        let targets = try a.operands.map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
+    static func rm(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard !a.operandTexts.isEmpty else { throw CommandFailure("which garment?", hint: "usage: rm GARMENT...") }
+        let targets = try a.operandTexts.map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
         try w.change { closet in
             for (tab, g) in targets where closet.garment(named: g.name, in: tab) == g { try closet.remove(g.name, from: tab) }
         }
         for (tab, g) in targets { w.line("removed \(terminalSafe(g.name)) from \(tab.name)") }
     }
 
-    static func mv(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        guard a.operands.count >= 2 else { throw WardrobeError("move what where?", hint: "usage: mv GARMENT... TAB | mv GARMENT NEWNAME") }
-        let sources = try a.operands.dropLast().map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
-        let destText = a.operands.last!
+    static func mv(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        guard a.operandTexts.count >= 2 else { throw CommandFailure("move what where?", hint: "usage: mv GARMENT... TAB | mv GARMENT NEWNAME") }
+        let sources = try a.operandTexts.dropLast().map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
+        let destText = a.operandTexts.last!
         let destPlace = try? w.place(destText)
         if case .tab(let dest)? = destPlace {
             try w.change { closet in
@@ -377,21 +377,21 @@ public final class Wardrobe: @unchecked Sendable {
             for (tab, g) in sources where tab != dest { w.line("moved \(terminalSafe(g.name)) from \(tab.name) to \(dest.name)") }
             return
         }
-        if case .top? = destPlace { throw WardrobeError("garments go in a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
-        guard sources.count == 1 else { throw WardrobeError("\(destText): not a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
+        if case .top? = destPlace { throw CommandFailure("garments go in a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
+        guard sources.count == 1 else { throw CommandFailure("\(destText): not a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
         let (fromTab, g) = sources[0]
-        let parts = VaultPath.resolve(destText, relativeTo: w.cwdPath).components
+        let parts = TreePath.resolve(destText, relativeTo: w.cwdPath).components
         let toTab: Tab, newName: String
         switch parts.count {
         case 1 where w.cwd == nil:
             toTab = fromTab
             newName = parts[0]
         case 2:
-            guard let t = Tab(typed: parts[0]) else { throw WardrobeError("no tab called '\(parts[0])'") }
+            guard let t = Tab(typed: parts[0]) else { throw CommandFailure("no tab called '\(parts[0])'") }
             toTab = t
             newName = parts[1]
         default:
-            throw WardrobeError("'\(destText)': give a new name, or a tab")
+            throw CommandFailure("'\(destText)': give a new name, or a tab")
         }
         var moved = g
         moved.name = newName
@@ -403,31 +403,17 @@ public final class Wardrobe: @unchecked Sendable {
                : "moved \(terminalSafe(g.name)) from \(fromTab.name) to \(toTab.name)/\(terminalSafe(newName))")
     }
 
-    static func help(_ w: Wardrobe, _ a: WardrobeArguments) throws {
-        if let name = a.operands.first {
-            guard let c = WardrobeCommand.find(name) else { throw WardrobeError("no command '\(name)'", hint: "type 'help' for the list") }
-            w.line("usage: \(c.name)\(c.usage.isEmpty ? "" : " " + c.usage)")
-            if !c.aliases.isEmpty { w.line("also: \(c.aliases.joined(separator: ", "))") }
-            w.line("")
-            w.line(c.abstract)
-            if !c.details.isEmpty { w.line(""); w.line(c.details) }
-            if !c.flags.isEmpty {
-                w.line("")
-                let lefts = c.flags.map { f in f.spellings.joined(separator: ", ") + (f.valueName.map { " " + $0 } ?? "") }
-                let width = lefts.map(\.count).max() ?? 0
-                for (left, f) in zip(lefts, c.flags) {
-                    w.line("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + f.help)
-                }
-            }
-            return
-        }
-        let width = WardrobeCommand.all.map(\.name.count).max() ?? 0
-        for c in WardrobeCommand.all {
-            w.line(c.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + c.abstract)
+    static func help(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        let width = w.console.isTerminal ? min(w.console.width, 100) : 80
+        if let name = a.operandTexts.first {
+            guard let c = WardrobeCommand.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
+            for line in HelpText.page(c, width: width) { w.line(line) }
+        } else {
+            for line in HelpText.overview(WardrobeCommand.all, width: width) { w.line(line) }
         }
     }
 
-    static func exit(_ w: Wardrobe, _ a: WardrobeArguments) throws {
+    static func exit(_ w: Wardrobe, _ a: ParsedArguments) throws {
         w.exitRequested = true
     }
 

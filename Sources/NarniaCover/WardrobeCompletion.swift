@@ -1,4 +1,4 @@
-import NarniaShell
+import NarniaLanguage
 
 /// Tab completion in the Wardrobe, through the shell's pure `complete(line:cursor:source:)`:
 /// command names, flags, season values, tabs and garments (tabs behave as folders, so
@@ -31,7 +31,7 @@ public struct WardrobeCompletionSource: CompletionSource {
 
     /// `folder` is the typed path up to its last `/`: `""` (here), `Tops/`, `../`, `/`.
     public func vaultEntries(in folder: String) -> [CompletionEntry] {
-        let path = VaultPath.resolve(folder, relativeTo: wardrobe.cwdPath)
+        let path = TreePath.resolve(folder, relativeTo: wardrobe.cwdPath)
         switch path.components.count {
         case 0:
             return Tab.allCases.map { CompletionEntry(name: $0.name, isFolder: true) }
@@ -53,6 +53,6 @@ public struct WardrobeCompletionSource: CompletionSource {
 extension Wardrobe {
     /// What Tab does to `line` with the cursor at byte `cursor`.
     public func complete(line: String, cursor: Int) -> Completion {
-        NarniaShell.complete(line: line, cursor: cursor, source: WardrobeCompletionSource(wardrobe: self))
+        NarniaLanguage.complete(line: line, cursor: cursor, source: WardrobeCompletionSource(wardrobe: self))
     }
 }

@@ -14,7 +14,7 @@ public enum AEAD {
     /// hold `plaintextLength + tagLength` bytes (`crypto_aead_xchacha20poly1305_ietf_encrypt`).
     /// - Returns: the ciphertext length.
     @discardableResult
-    public static func sealInPlace(_ buffer: UnsafeMutableRawPointer, plaintextLength: Int,
+    package static func sealInPlace(_ buffer: UnsafeMutableRawPointer, plaintextLength: Int,
                                    additionalData: UnsafeRawBufferPointer,
                                    nonce: UnsafeRawPointer, key: UnsafeRawBufferPointer) -> Int {
         precondition(key.count == SymmetricKeyLength)
@@ -32,7 +32,7 @@ public enum AEAD {
     /// - Returns: the plaintext length.
     /// - Throws: `CryptoError.authenticationFailed` when the tag does not verify; the buffer
     ///   then holds no plaintext.
-    public static func openInPlace(_ buffer: UnsafeMutableRawPointer, ciphertextLength: Int,
+    package static func openInPlace(_ buffer: UnsafeMutableRawPointer, ciphertextLength: Int,
                                    additionalData: UnsafeRawBufferPointer,
                                    nonce: UnsafeRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
         precondition(key.count == SymmetricKeyLength)

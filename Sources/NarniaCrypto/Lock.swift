@@ -2,6 +2,7 @@ import Glibc
 
 /// A small mutex around `pthread_mutex_t`, for the few places that guard shared state.
 public final class Lock: @unchecked Sendable {
+    // Sendable: what it wraps is a pthread mutex, made to be shared between threads.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     public init() {

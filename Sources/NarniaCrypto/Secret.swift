@@ -1,4 +1,5 @@
 internal import CSodium
+import Synchronization
 
 /// Bytes that must never leak: keys and passphrases.
 ///
@@ -7,6 +8,8 @@ internal import CSodium
 /// when the value is released. There is deliberately no conversion to `Array`, `Data` or
 /// `String`: use `withUnsafeBytes` for scoped access.
 public final class Secret: @unchecked Sendable {
+    // Sendable: `pointer` and `count` never change; `openCount` (and the mprotect state it
+    // decides) is only touched under `lock`.
     private let pointer: UnsafeMutableRawPointer
     /// The number of bytes held.
     public let count: Int
@@ -22,7 +25,7 @@ public final class Secret: @unchecked Sendable {
         pointer = p
         self.count = count
         sodium_mprotect_noaccess(p)
-        Self.live.withLock { Self.allocations[p] = max(count, 1) }
+        Self.allocations.withLock { $0[UInt(bitPattern: p)] = max(count, 1) }
     }
 
     /// Allocates `count` random secret bytes (a fresh key).
@@ -41,21 +44,22 @@ public final class Secret: @unchecked Sendable {
     }
 
     deinit {
-        Self.live.withLock { _ = Self.allocations.removeValue(forKey: pointer) }
+        Self.allocations.withLock { _ = $0.removeValue(forKey: UInt(bitPattern: pointer)) }
         sodium_free(pointer)
     }
 
-    /// Every live secret's memory, for `wipeAllBeforeExit()`.
-    nonisolated(unsafe) private static var allocations: [UnsafeMutableRawPointer: Int] = [:]
-    private static let live = Lock()
+    /// Every live secret's memory (address and size), for `wipeAllBeforeExit()`, which runs
+    /// on the signal watcher's thread.
+    private static let allocations = Mutex([UInt: Int]())
 
     /// Overwrites every live secret with zeros, whatever is using it. Only for a process that is
     /// about to `_exit` without unwinding (a panic or a termination signal whose main thread did
     /// not stop in time): afterwards no key or passphrase is left in memory, and no secret may
     /// be used again.
     public static func wipeAllBeforeExit() {
-        live.withLock {
-            for (p, n) in allocations {
+        allocations.withLock {
+            for (address, n) in $0 {
+                guard let p = UnsafeMutableRawPointer(bitPattern: address) else { continue }
                 sodium_mprotect_readwrite(p)
                 sodium_memzero(p, n)
             }

@@ -66,7 +66,14 @@ public final class Classifier {
             || mime == "application/java-archive"
     }
 
-    /// The kind for a MIME type (BRIEF §5): raster images are photos; `video/*` are videos;
+    /// True for the MIME types that are text to a person: `open` pages them, and `cat` writes
+    /// them to a terminal without `--force`. An empty file counts as text.
+    public static func isText(mime: String) -> Bool {
+        mime.hasPrefix("text/") || ["application/x-empty", "application/json", "application/xml", "application/javascript",
+                                    "application/x-ndjson", "application/csv", "image/svg+xml"].contains(mime)
+    }
+
+    /// The kind for a MIME type (INTERFACE.md, ls -l): raster images are photos; `video/*` are videos;
     /// texts, PDF, PostScript, office and OpenDocument files, ebooks and SVG are documents;
     /// everything else, audio and archives included, is other.
     public static func kind(ofMIME rawMIME: String) -> ItemKind {

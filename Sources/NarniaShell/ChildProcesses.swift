@@ -1,21 +1,22 @@
 import Glibc
-import NarniaCrypto
+import Synchronization
 
 /// Every helper process the shell starts (viewers, players, pagers), so that `panic`, SIGHUP,
 /// SIGTERM and the end of the session can kill them all.
 public enum ChildProcesses {
-    nonisolated(unsafe) private static var pids = Set<pid_t>()
-    private static let lock = Lock()
+    /// Shared by the main thread (which starts and waits for them) and the signal watcher
+    /// (which kills them on a panic or a termination).
+    private static let pids = Mutex(Set<pid_t>())
 
     /// Records a started process.
-    public static func register(_ pid: pid_t) { lock.withLock { _ = pids.insert(pid) } }
+    public static func register(_ pid: pid_t) { pids.withLock { _ = $0.insert(pid) } }
 
     /// Forgets a process that has been waited for.
-    public static func unregister(_ pid: pid_t) { lock.withLock { _ = pids.remove(pid) } }
+    public static func unregister(_ pid: pid_t) { pids.withLock { _ = $0.remove(pid) } }
 
     /// Sends SIGKILL to every recorded process (and its process group) and reaps them.
     public static func killAll() {
-        let all = lock.withLock { () -> Set<pid_t> in defer { pids.removeAll() }; return pids }
+        let all = pids.withLock { set -> Set<pid_t> in defer { set.removeAll() }; return set }
         for pid in all {
             _ = kill(-pid, SIGKILL)
             _ = kill(pid, SIGKILL)

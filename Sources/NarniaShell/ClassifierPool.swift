@@ -9,6 +9,7 @@ import NarniaStore
 /// Each worker uses its own libmagic handle (a `magic_t` is not thread-safe). At most eight
 /// classifications wait at once, so the copies of first chunks they hold stay bounded.
 final class ClassifierPool: @unchecked Sendable {
+    // Sendable: `idle` is only touched under `lock`; the rest is immutable or thread-safe.
     static let maximumWaiting = 8
     /// libmagic sees 64 KiB, the zip hints up to 1 MiB: copy what they can use.
     static let bytesKept = 1 << 20
@@ -18,6 +19,8 @@ final class ClassifierPool: @unchecked Sendable {
     private let workers = DispatchQueue(label: "narnia.classify", attributes: .concurrent)
 
     private final class Answer: @unchecked Sendable {
+        // Written by the worker before `done.leave()`, read after `done.wait()`: the group
+        // orders the two.
         var type: ImportBatch.ContentType = ("application/octet-stream", .other)
     }
 

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaStore
@@ -9,7 +10,7 @@ public final class Output {
     /// True when the descriptor is a terminal.
     public let isTerminal: Bool
     /// Called before text is written to a terminal, so a progress bar can clear its line first.
-    nonisolated(unsafe) public static var beforeTerminalWrite: (() -> Void)? = { ProgressMeter.clearActive() }
+    static let beforeTerminalWrite: @Sendable () -> Void = { ProgressMeter.clearActive() }
 
     public init(fd: Int32) {
         self.fd = fd
@@ -54,7 +55,7 @@ public final class Output {
     /// Writes buffered text now. Errors (a closed pipe) are ignored: there is nobody to tell.
     public func flush() {
         guard !buffer.isEmpty else { return }
-        if isTerminal { Output.beforeTerminalWrite?() }
+        if isTerminal { Output.beforeTerminalWrite() }
         var done = 0
         buffer.withUnsafeBytes { b in
             while done < b.count {
@@ -74,19 +75,6 @@ public final class Output {
 
     /// The raw descriptor.
     public var descriptor: Int32 { fd }
-}
-
-/// A failed command: the message is printed as `narnia: error: CMD: MESSAGE`.
-public struct CommandFailure: Error, CustomStringConvertible {
-    public let message: String
-    public let hint: String?
-
-    public init(_ message: String, hint: String? = nil) {
-        self.message = message
-        self.hint = hint
-    }
-
-    public var description: String { message }
 }
 
 /// Turns any error into the words a user should read (never a Swift error dump).

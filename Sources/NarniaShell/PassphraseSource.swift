@@ -25,7 +25,8 @@ public enum PassphraseError: Error, CustomStringConvertible {
 }
 
 /// Reads passphrases straight into secure memory: the first line of a file or descriptor
-/// (BRIEF §4: the trailing newline is not part of it; an empty passphrase is refused).
+/// (INTERFACE.md, Passphrases: the trailing newline is not part of it; an empty passphrase is
+/// refused).
 public enum PassphraseSource {
     /// The longest passphrase accepted.
     public static let maximumLength = 4096

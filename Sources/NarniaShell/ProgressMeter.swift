@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaStore
@@ -21,7 +22,8 @@ final class ProgressMeter {
     private let label: String
     private var drawn = false
 
-    /// The meter whose bar is on the screen, if any (one command runs at a time).
+    /// The meter whose bar is on the screen, if any (one command runs at a time). Main
+    /// thread only: meters are made, drawn and cleared by the running command.
     nonisolated(unsafe) private static weak var active: ProgressMeter?
 
     /// Returns nil when no bar should be drawn; `totalBytes` is worked out only when one is.

@@ -1,10 +1,5 @@
+import NarniaLanguage
 import NarniaStore
-
-/// How a run of commands ended.
-public enum RunStatus: Equatable {
-    case success
-    case failure
-}
 
 extension Session {
     /// The longest command line accepted (a longer one is refused, not split).

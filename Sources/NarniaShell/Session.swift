@@ -1,12 +1,16 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaCrypto
 import NarniaKinds
 import NarniaStore
+import Synchronization
 
 /// The state of one vault shell: the open vault, the current folders on both sides, the
 /// output streams, and the flags that long commands poll.
 public final class Session: @unchecked Sendable {
+    // Sendable only so that the signal watcher may hold it and call `requestExit()`, which
+    // touches nothing but the atomic `exitFlag`; all other state is the main thread's.
     /// The open vault.
     public let vault: Vault
     /// The current vault folder.
@@ -28,12 +32,22 @@ public final class Session: @unchecked Sendable {
     /// for new wrappings.
     public var passphraseQuestions: PassphraseQuestions?
     public var kdfParametersForNewPassphrase: KDFParameters = .moderate
-    /// Set by the SIGINT handler; long commands poll it and stop cleanly.
-    nonisolated(unsafe) public static var interruptRequested: Int32 = 0
+    /// Set by the SIGINT handler; long commands poll it and stop cleanly. An atomic word:
+    /// lock-free, so a signal handler may store it.
+    public static var interruptRequested: Int32 {
+        get { interruptFlag.load(ordering: .relaxed) }
+        set { interruptFlag.store(newValue, ordering: .relaxed) }
+    }
+    private static let interruptFlag = Atomic<Int32>(0)
     /// True when the commands themselves arrive on standard input (so `import -` cannot use it).
     public var commandsFromStandardInput = false
-    /// Set by `exit`/`quit`.
-    public internal(set) var exitRequested = false
+    /// Set by `exit`/`quit`, and by the signal watcher's thread on a panic (`requestExit`)
+    /// while the main loop reads it: atomic.
+    public internal(set) var exitRequested: Bool {
+        get { exitFlag.load(ordering: .acquiring) }
+        set { exitFlag.store(newValue, ordering: .releasing) }
+    }
+    private let exitFlag = Atomic<Bool>(false)
 
     public init(vault: Vault, out: Output, err: Output, interactive: Bool) {
         self.vault = vault

@@ -1,25 +1,31 @@
+import NarniaLanguage
 import Glibc
+import Synchronization
 
 extension CommandTable {
     /// The commands about the session itself, listed last in `help`.
     static let sessionCommands: [CommandSpec] = [
-        F("help", aliases: ["?"], usage: "[COMMAND]", abstract: "list the commands, or explain one",
+        CommandSpec("help", aliases: ["?"], usage: "[COMMAND]", abstract: "list the commands, or explain one",
           details: "Every command also takes --help (and -h, where it has no -h of its own).", run: Maintenance.help),
-        F("panic", abstract: "quick exit: stop viewers, wipe keys, clear the screen and scrollback",
+        CommandSpec("panic", abstract: "quick exit: stop viewers, wipe keys, clear the screen and scrollback",
           details: "Kills every viewer, wipes the keys from memory, clears the screen and the terminal's scrollback, and exits at once (status 0). In the interactive shell Ctrl-\\ does the same at any moment, even while a viewer runs.",
           run: Session.panic),
-        F("!", usage: "[COMMAND]", abstract: "run a host command, or a host shell",
+        CommandSpec("!", usage: "[COMMAND]", abstract: "run a host command, or a host shell",
           details: "'!COMMAND' runs COMMAND with /bin/sh in the host folder (see lcd); '!' alone starts your shell ($SHELL). They get the terminal and nothing of the vault: no open store file, no key. As in sftp.",
           run: HostShell.run),
-        F("exit", aliases: ["quit", "bye"], abstract: "leave the vault", run: Maintenance.exit),
+        CommandSpec("exit", aliases: ["quit", "bye"], abstract: "leave the vault", run: Maintenance.exit),
     ]
 }
 
 extension Session {
     /// Set by `panic` and by the panic key: the process must finish the panic (clear the
     /// terminal, exit) as soon as the session has been released and its keys wiped. Written
-    /// from a signal handler, hence a plain word.
-    nonisolated(unsafe) public static var panicRequested: Int32 = 0
+    /// from a signal handler, hence a lock-free atomic word.
+    public static var panicRequested: Int32 {
+        get { panicFlag.load(ordering: .relaxed) }
+        set { panicFlag.store(newValue, ordering: .relaxed) }
+    }
+    private static let panicFlag = Atomic<Int32>(0)
 
     /// Clears the scrollback, the screen, homes the cursor, and clears the scrollback again
     /// (some terminals push the cleared screen into the scrollback): `ESC[3J ESC[H ESC[2J ESC[3J`.
@@ -49,6 +55,8 @@ extension Session {
 
     /// Asks a yes-or-no question on the terminal: true for yes, false for no, nil when nobody
     /// can answer. The program sets it for interactive sessions; batch runs never ask.
+    // Set once by the launcher before the first command runs, then only read, on the main
+    // thread: no other thread touches it.
     nonisolated(unsafe) public static var askYesNo: ((String) -> Bool?)?
 
     /// The question `import` asks once per vault, at the first import without `--move`.

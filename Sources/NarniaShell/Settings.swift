@@ -1,3 +1,5 @@
+import NarniaLanguage
+
 /// The settings `set` knows, with their values and defaults. Values live encrypted in the
 /// vault's journal.
 public struct SettingSpec: Sendable {

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaSystem
 import NarniaStore
 

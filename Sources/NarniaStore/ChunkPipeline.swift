@@ -10,6 +10,8 @@ import NarniaCrypto
 /// such as sealing, runs on a worker; then the writer writes it, in submission order) → back to
 /// the pool. Every acquired buffer must be submitted or released, also on error paths.
 final class ChunkPipeline: @unchecked Sendable {
+    // Sendable: `freeList` and `firstError` are only touched under `mutex`; a buffer belongs to
+    // one stage at a time (caller, worker, writer), handed on through the queues.
     static let depth = 6
     let bufferSize: Int
     private let buffers: [UnsafeMutableRawPointer]

@@ -12,23 +12,23 @@ import NarniaCrypto
 /// The plaintext is the content followed by zeros up to its Padmé length P; every chunk but
 /// the last holds `chunkSize` bytes, and there is always at least one chunk (an empty file
 /// has one empty chunk).
-public struct ContentFormat: Sendable {
+package struct ContentFormat: Sendable {
     /// Plaintext bytes per chunk: 1 MiB.
-    public static let chunkSizeLog2: UInt8 = 20
-    public static let chunkSize = 1 << Int(chunkSizeLog2)
+    package static let chunkSizeLog2: UInt8 = 20
+    package static let chunkSize = 1 << Int(chunkSizeLog2)
     static let adLength = 16 + 8 + 1
 
     /// The padded plaintext length for content of `size` bytes.
-    public static func paddedLength(_ size: UInt64) -> UInt64 { Padme.paddedLength(size) }
+    package static func paddedLength(_ size: UInt64) -> UInt64 { Padme.paddedLength(size) }
 
     /// The number of chunks for content of `size` bytes.
-    public static func chunkCount(size: UInt64) -> Int {
+    package static func chunkCount(size: UInt64) -> Int {
         let p = paddedLength(size)
         return max(1, Int((p + UInt64(chunkSize) - 1) / UInt64(chunkSize)))
     }
 
     /// The object file's exact length for content of `size` bytes.
-    public static func objectLength(size: UInt64) -> Int64 {
+    package static func objectLength(size: UInt64) -> Int64 {
         Int64(AEAD.nonceLength) + Int64(paddedLength(size)) + Int64(chunkCount(size: size) * AEAD.tagLength)
     }
 

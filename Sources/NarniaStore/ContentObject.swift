@@ -1,6 +1,7 @@
 import NarniaSystem
 import Glibc
 import NarniaCrypto
+import Synchronization
 
 /// Why an item's content could not be read back.
 public enum ContentError: Error, CustomStringConvertible {
@@ -32,6 +33,8 @@ public struct Cancelled: Error, CustomStringConvertible {
 
 /// Hooks for long content operations: progress and cancellation.
 public struct TransferObserver: @unchecked Sendable {
+    // Sendable: the hooks are called only on the thread that runs the operation (the
+    // pipeline's workers never call them), so they need not be thread-safe themselves.
     /// Called after each chunk with the number of content bytes done so far in this item.
     public var progress: (UInt64) -> Void
     /// Polled between chunks; returning true stops the operation with `Cancelled`.
@@ -116,16 +119,23 @@ struct ContentWriter {
         // Writes run on the pipeline's writer thread. Every 8 MiB the written range is handed to
         // the kernel's writeback at once, so the final sync overlaps encryption instead of
         // following it.
-        final class WriteState: @unchecked Sendable { var written: Int64 = 0; var flushed: Int64 = 0 }
-        let state = WriteState()
-        state.written = offset + Int64(AEAD.nonceLength)
-        state.flushed = offset
+        // Only the writer thread touches the counts; atomics make that checkable.
+        final class WriteState: Sendable {
+            let written: Atomic<Int64>
+            let flushed: Atomic<Int64>
+            init(written: Int64, flushed: Int64) {
+                self.written = Atomic(written)
+                self.flushed = Atomic(flushed)
+            }
+        }
+        let state = WriteState(written: offset + Int64(AEAD.nonceLength), flushed: offset)
         let write: @Sendable (UnsafeRawPointer, Int) throws -> Void = { p, n in
             try fd.writeAll(p, count: n)
-            state.written += Int64(n)
-            if state.written - state.flushed >= 8 << 20 {
-                fd.startWriteback(offset: state.flushed, length: state.written - state.flushed)
-                state.flushed = state.written
+            let written = state.written.add(Int64(n), ordering: .relaxed).newValue
+            let flushed = state.flushed.load(ordering: .relaxed)
+            if written - flushed >= 8 << 20 {
+                fd.startWriteback(offset: flushed, length: written - flushed)
+                state.flushed.store(written, ordering: .relaxed)
             }
         }
         func fill(_ buffer: UnsafeMutableRawPointer) throws -> Int {

@@ -1,4 +1,4 @@
-/// What kind of thing an item is, for listing, `find -type` and viewing (BRIEF §5).
+/// What kind of thing an item is, for listing, `find -type` and viewing (INTERFACE.md, ls -l).
 /// The raw values are stored in the journal: never renumber.
 public enum ItemKind: UInt8, Sendable, CaseIterable {
     case folder = 0
@@ -29,7 +29,7 @@ public enum ItemKind: UInt8, Sendable, CaseIterable {
 public struct ContentInfo: Sendable, Equatable {
     /// The content object's identifier; it names the object file and is bound into every
     /// chunk's associated data.
-    public var objectID: Identifier
+    package var objectID: Identifier
     /// The slot of the item's random key in the vault's `KeyTable`.
     var keySlot: Int
     /// The plaintext size in bytes.
@@ -40,9 +40,9 @@ public struct ContentInfo: Sendable, Equatable {
     public var kind: ItemKind
     /// Where the content's sealed segment starts in the object file: 0 unless the object is a
     /// pack holding the small files of one import batch (docs/FORMAT.md, "Packs").
-    public var offset: UInt64
+    package var offset: UInt64
     /// The object file's exact length: the segment's own length unless the object is a pack.
-    public var objectLength: Int64
+    package var objectLength: Int64
 
     init(objectID: Identifier, keySlot: Int, size: UInt64, mime: String, kind: ItemKind,
          offset: UInt64 = 0, objectLength: Int64? = nil) {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Why a name was refused (BRIEF §3.9).
+/// Why a name was refused (INTERFACE.md, Semantics: the rules for names).
 public enum NameError: Error, Equatable, CustomStringConvertible {
     case empty
     case containsSlash

@@ -11,6 +11,7 @@ import NarniaCrypto
 /// core the process runs on). An import batch touches one new key per file and then all of
 /// them at commit, so it holds the table open instead (`holdOpen()`) for its few seconds.
 final class KeyTable: @unchecked Sendable {
+    // Sendable: every mutable field is only touched under `lock`.
     static let keyLength = 32
     static let keysPerBlock = 1024
     private var blocks: [Secret] = []

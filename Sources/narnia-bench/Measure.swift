@@ -2,6 +2,7 @@ import NarniaSystem
 import Dispatch
 import Glibc
 import NarniaStore
+import Synchronization
 
 /// Clocks, memory high-water marks and child processes, for timing the library in process.
 enum Measure {
@@ -67,9 +68,9 @@ enum Measure {
 
 /// Samples the resident set size from a thread, as a cross-check of `VmHWM` (some kernels do
 /// not support resetting it).
-final class RSSSampler: @unchecked Sendable {
-    private var peakPages = 0
-    private var running = true
+final class RSSSampler: Sendable {
+    private let peakPages = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
     private let pageKiB = Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
 
@@ -77,12 +78,12 @@ final class RSSSampler: @unchecked Sendable {
         let thread = Thread { [self] in
             let fd = open("/proc/self/statm", O_RDONLY)
             var buffer = [CChar](repeating: 0, count: 128)
-            while running {
+            while running.load(ordering: .acquiring) {
                 let n = pread(fd, &buffer, buffer.count - 1, 0)
                 if n > 0 {
                     buffer[n] = 0
                     let fields = String(cString: buffer).split(separator: " ")
-                    if fields.count > 1, let rss = Int(fields[1]) { peakPages = max(peakPages, rss) }
+                    if fields.count > 1, let rss = Int(fields[1]) { peakPages.max(rss, ordering: .relaxed) }
                 }
                 usleep(2000)
             }
@@ -94,9 +95,9 @@ final class RSSSampler: @unchecked Sendable {
 
     /// Stops sampling and returns the largest RSS seen, in KiB.
     func stop() -> Int {
-        running = false
+        running.store(false, ordering: .releasing)
         done.wait()
-        return peakPages * pageKiB
+        return peakPages.load(ordering: .relaxed) * pageKiB
     }
 }
 
@@ -132,7 +133,7 @@ struct Report {
     func print() {
         let body = fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ")
         Swift.print("{" + body + "}")
-        fflush(stdout)
+        fflush(StandardStream.output)
     }
 }
 

@@ -1,5 +1,8 @@
+import NarniaLanguage
+import NarniaSystem
 import Glibc
 import Dispatch
+import Synchronization
 import NarniaCrypto
 import NarniaKinds
 import NarniaShell
@@ -12,6 +15,8 @@ import NarniaStore
 //   stream VAULT FILE OUT           unlock; import FILE, export it to OUT, remove it: wall times
 //                                   and peak RSS of each, with the high-water mark reset after unlock
 //   small VAULT SRC                 create a vault (test KDF) and import the folder SRC: time, sizes
+//   library VAULT SRC OUT           create a vault (test KDF), import the folder SRC, export it into
+//                                   OUT: wall times and peak RSS of each, the peak reset after unlock
 //   open VAULT                      open once (for profiling)
 //   classify SRC                    libmagic alone over every file under SRC (its first MiB, read
 //                                   beforehand), on all cores: the floor an import of SRC cannot beat
@@ -31,7 +36,7 @@ func passphrase() -> Secret {
 }
 
 func fail(_ message: String) -> Never {
-    fputs("narnia-bench: error: \(message)\n", stderr)
+    fputs("narnia-bench: error: \(message)\n", StandardStream.error)
     exit(1)
 }
 
@@ -108,16 +113,38 @@ func small(vaultDirectory: String, source: String) throws {
     r.print()
 }
 
+// MARK: library: a camera roll in and out
+
+func library(vaultDirectory: String, source: String, out: String) throws {
+    let vault = try Vault.create(at: vaultDirectory, passphrase: passphrase(), parameters: .insecureTestOnly)
+    let session = quietSession(vault)
+    var r = Report()
+    r.add("rss_after_unlock_kib", Measure.status("VmRSS"))
+    let name = String(source.split(separator: "/").last!)
+    r.add("hwm_reset", Measure.resetPeak() ? 1 : 0)
+    var sampler = RSSSampler()
+    r.add("import_s", Measure.time { run(session, "import \(quoted(source))") })
+    r.add("import_hwm_kib", Measure.status("VmHWM"))
+    r.add("import_sampled_kib", sampler.stop())
+    r.add("items", vault.itemCount)
+    Measure.resetPeak()
+    sampler = RSSSampler()
+    r.add("export_s", Measure.time { run(session, "export \(quoted("/" + name)) \(quoted(out))") })
+    r.add("export_hwm_kib", Measure.status("VmHWM"))
+    r.add("export_sampled_kib", sampler.stop())
+    r.print()
+}
+
 // MARK: classify: libmagic alone
 
 /// Times `Classifier.classify` over the first MiB of every regular file under `source`, the bytes
 /// an import hands it, on one worker per core. Reading happens before the clock starts.
 func classifyAlone(source: String) throws {
-    var heads: [[UInt8]] = []
-    collectHeads(source, into: &heads)
+    var collected: [[UInt8]] = []
+    collectHeads(source, into: &collected)
+    let heads = collected
     let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-    let next = Lock()
-    var index = 0
+    let next = Atomic<Int>(0)
     var r = Report()
     r.add("files", heads.count)
     r.add("cores", cores)
@@ -125,7 +152,7 @@ func classifyAlone(source: String) throws {
         DispatchQueue.concurrentPerform(iterations: cores) { _ in
             guard let classifier = try? Classifier() else { fail("libmagic did not load") }
             while true {
-                let i: Int = next.withLock { defer { index += 1 }; return index }
+                let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard i < heads.count else { return }
                 _ = heads[i].withUnsafeBytes { classifier.classify($0) }
             }
@@ -368,6 +395,8 @@ do {
         try stream(vaultDirectory: args[1], file: args[2], out: args[3])
     case ("small", 3):
         try small(vaultDirectory: args[1], source: args[2])
+    case ("library", 4):
+        try library(vaultDirectory: args[1], source: args[2], out: args[3])
     case ("open", 2):
         // For profiling (perf record narnia-bench open VAULT): one open, timed.
         var r = Report()
@@ -382,7 +411,7 @@ do {
     case ("devices", 2):
         try devices(work: args[1])
     default:
-        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | classify SRC | scale WORK | build VAULT N | devices WORK\n", stderr)
+        fputs("usage: narnia-bench prepare VAULT moderate|test | stream VAULT FILE OUT | small VAULT SRC | library VAULT SRC OUT | classify SRC | scale WORK | build VAULT N | devices WORK\n", StandardStream.error)
         exit(2)
     }
 } catch {

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaCover
@@ -12,8 +13,8 @@ struct Launcher {
 
     /// Prints `narnia: error: …` and exits with `status`.
     static func fail(_ message: String, hint: String? = nil, status: Int32) -> Never {
-        fputs("narnia: error: \(message)\n", stderr)
-        if let hint { fputs("narnia: hint: \(hint)\n", stderr) }
+        fputs("narnia: error: \(message)\n", StandardStream.error)
+        if let hint { fputs("narnia: hint: \(hint)\n", StandardStream.error) }
         exit(status)
     }
 
@@ -117,7 +118,7 @@ struct Launcher {
 
     /// The questions asked on the terminal, warnings on standard error.
     var questions: PassphraseQuestions {
-        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { fputs("narnia: warning: \($0)\n", stderr) })
+        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { fputs("narnia: warning: \($0)\n", StandardStream.error) })
     }
 
     /// Asks on the terminal: a new passphrase twice (`confirm`), else the passphrase once.
@@ -142,7 +143,7 @@ struct Launcher {
     // MARK: init and open
 
     func warnIfTestKDF(_ p: KDFParameters) {
-        if p.isWeakerThanModerate { fputs("narnia: warning: this vault uses the insecure test key derivation\n", stderr) }
+        if p.isWeakerThanModerate { fputs("narnia: warning: this vault uses the insecure test key derivation\n", StandardStream.error) }
     }
 
     func initialize() -> Int32 {
@@ -182,7 +183,7 @@ struct Launcher {
             warnIfTestKDF(vault.kdfParameters)
             print("Your store is ready. From now on narnia opens on the Wardrobe: to come back here,")
             print("type 'hold back-panel' (it stands in Outerwear) and give this passphrase.")
-            fflush(stdout)
+            fflush(StandardStream.output)
             return shell(vault, commands: .interactive)
         } catch {
             Launcher.fail("cannot create a store at \(storeDirectory): \(describe(error))", status: 1)
@@ -203,9 +204,9 @@ struct Launcher {
     func cover() -> Int32 {
         let file = closetFile
         var closet = Closet()
-        do { closet = try file.load() } catch let e as WardrobeError {
+        do { closet = try file.load() } catch let e as CommandFailure {
             let aside = file.setAside()
-            fputs("wardrobe: warning: \(e.message); starting with an empty closet" + (aside.map { " (the old file is kept as \($0))" } ?? "") + "\n", stderr)
+            fputs("wardrobe: warning: \(e.message); starting with an empty closet" + (aside.map { " (the old file is kept as \($0))" } ?? "") + "\n", StandardStream.error)
         } catch {}
         let wardrobe = Wardrobe(closet: closet, file: file, console: TerminalConsole())
         let door = DoorState()
@@ -237,7 +238,7 @@ struct Launcher {
     /// every key gets that answer: it is asked for only so that it is never echoed.
     func knock(opening: Bool) -> Vault? {
         print(Wardrobe.keyholeText)
-        fflush(stdout)
+        fflush(StandardStream.output)
         let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
         let start = SystemClock.monotonicSeconds()
         var derived = false
@@ -257,7 +258,7 @@ struct Launcher {
         let delay = max(Launcher.doorMinimumDelay, (elapsed / Launcher.doorDelayStep).rounded(.up) * Launcher.doorDelayStep)
         Launcher.sleep(until: start + delay)
         print(Wardrobe.doorStaysShut)
-        fflush(stdout)
+        fflush(StandardStream.output)
         return nil
     }
 
@@ -278,21 +279,21 @@ struct Launcher {
         // After rotations of the master key on two devices at once, each with its own
         // passphrase, an interactive session asks for the other one (batch runs never prompt).
         let askAnother: (() -> Secret?)? = commands == .interactive && TerminalPassphrase.available ? {
-            fputs("narnia: this vault's master key was also rotated elsewhere, under another passphrase\n", stderr)
+            fputs("narnia: this vault's master key was also rotated elsewhere, under another passphrase\n", StandardStream.error)
             return try? TerminalPassphrase.ask("The other passphrase: ")
         } : nil
         var opened: Vault?
         while opened == nil {
             do {
                 opened = try Vault.open(at: storeDirectory, passphrase: secret, notice: { notice in
-                    fputs("narnia: note: \(notice)\n", stderr)
+                    fputs("narnia: note: \(notice)\n", StandardStream.error)
                 }, anotherPassphrase: askAnother)
             } catch VaultError.noVault(let dir) {
                 Launcher.fail("no vault at \(dir)", hint: "create one with: narnia --vault \(dir) init", status: 3)
             } catch VaultError.wrongPassphrase {
                 // On a terminal, two more tries, as sudo gives, each costing the whole derivation.
                 guard asked && tries < PassphraseQuestions.tries else { Launcher.fail("wrong passphrase", status: 3) }
-                fputs("narnia: wrong passphrase; try again\n", stderr)
+                fputs("narnia: wrong passphrase; try again\n", StandardStream.error)
                 tries += 1
                 do { secret = try questions.ask("Passphrase: ") } catch { Launcher.failAsking(error) }
             } catch VaultError.refusedLimits(let limits) {
@@ -311,7 +312,7 @@ struct Launcher {
 
     /// What opening found that the user should know, and the test-KDF warning.
     func warnAtOpen(_ vault: Vault) {
-        for warning in vault.warnings { fputs("narnia: warning: \(warning)\n", stderr) }
+        for warning in vault.warnings { fputs("narnia: warning: \(warning)\n", StandardStream.error) }
         warnIfTestKDF(vault.kdfParameters)
     }
 

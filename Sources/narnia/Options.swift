@@ -1,4 +1,4 @@
-/// The command line of BRIEF §4, parsed.
+/// The command line (INTERFACE.md, Invocation details; man narnia, SYNOPSIS), parsed.
 struct Options {
     enum Mode: Equatable {
         case cover                 // no subcommand

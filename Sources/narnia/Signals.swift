@@ -1,4 +1,6 @@
+import NarniaSystem
 import Glibc
+import Synchronization
 import NarniaCrypto
 import NarniaShell
 
@@ -23,15 +25,30 @@ import NarniaShell
 /// The handlers only store integers and `write(2)` one byte: nothing that is not
 /// async-signal-safe runs in them.
 enum Signals {
-    /// The SIGTERM or SIGHUP that asked the process to end; 0 while none has.
-    nonisolated(unsafe) static var terminationSignal: Int32 = 0
-    /// The session the panic key ends (weak: the main thread must be able to release it).
-    nonisolated(unsafe) static weak var session: Session?
-    nonisolated(unsafe) private static var wakeWrite: Int32 = -1
-    nonisolated(unsafe) private static var wakeRead: Int32 = -1
+    /// The SIGTERM or SIGHUP that asked the process to end; 0 while none has. Stored by a
+    /// handler, read by the watcher and the main thread: a lock-free atomic word.
+    static var terminationSignal: Int32 {
+        get { termination.load(ordering: .relaxed) }
+        set { termination.store(newValue, ordering: .relaxed) }
+    }
+    private static let termination = Atomic<Int32>(0)
+    /// The session the panic key ends (weak: the main thread must be able to release it), set
+    /// by the main thread and read by the watcher.
+    static var session: Session? {
+        get { sessionBox.withLock { $0.session } }
+        set { sessionBox.withLock { $0.session = newValue } }
+    }
+    private struct WeakSession: Sendable { weak var session: Session? }
+    private static let sessionBox = Mutex(WeakSession())
+    /// The self-pipe's ends, made once by `install` before any handler or the watcher runs.
+    private static let wakeWrite = Atomic<Int32>(-1)
+    private static let wakeRead = Atomic<Int32>(-1)
+    // Written once by `install` on the main thread before the watcher thread starts (thread
+    // creation orders the writes before its reads), and only read afterwards: no lock needed.
     nonisolated(unsafe) private static var savedTerminal = termios()
     nonisolated(unsafe) private static var terminalSaved = false
     nonisolated(unsafe) private static var mainThread = pthread_self()
+    /// Main thread only.
     nonisolated(unsafe) private static var panicKeyEnabled = false
     /// How long the main thread has to end the session after SIGTERM or SIGHUP.
     static let graceMicroseconds: useconds_t = 2_000_000
@@ -50,8 +67,8 @@ enum Signals {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
+        wakeRead.store(fds[0], ordering: .relaxed)
+        wakeWrite.store(fds[1], ordering: .relaxed)
 
         handle(SIGINT) { _ in Session.interruptRequested = 1 }
         handle(SIGTERM) { Signals.requestTermination($0) }
@@ -72,7 +89,7 @@ enum Signals {
 
     /// Makes Ctrl-\ the panic key; on a terminal only.
     static func enablePanicKey() {
-        guard !panicKeyEnabled, isatty(0) == 1, wakeWrite >= 0 else { return }
+        guard !panicKeyEnabled, isatty(0) == 1, wakeWrite.load(ordering: .relaxed) >= 0 else { return }
         panicKeyEnabled = true
         handle(SIGQUIT) { _ in
             Session.panicRequested = 1
@@ -98,7 +115,7 @@ enum Signals {
     private static func wake(_ byte: UInt8) {
         var b = byte
         let saved = errno
-        _ = write(wakeWrite, &b, 1)
+        _ = write(wakeWrite.load(ordering: .relaxed), &b, 1)
         errno = saved
     }
 
@@ -113,7 +130,7 @@ enum Signals {
     private static func watch() {
         var byte: UInt8 = 0
         while true {
-            let n = read(wakeRead, &byte, 1)
+            let n = read(wakeRead.load(ordering: .relaxed), &byte, 1)
             if n == 1 { break }
             if n < 0 && errno == EINTR { continue }
             return
@@ -136,7 +153,7 @@ enum Signals {
     /// back in the mode it had when the program started.
     static func stopViewersAndClear() {
         ChildProcesses.killAll()
-        fflush(stdout)
+        fflush(StandardStream.output)
         Session.clearTerminal()
         restoreTerminal()
     }

@@ -1,7 +1,7 @@
+import NarniaLanguage
 import Foundation
 import XCTest
 @testable import NarniaCover
-import NarniaShell
 
 /// A console that records what the Wardrobe prints and answers its questions from a list.
 private final class RecordingConsole: WardrobeConsole {

@@ -50,8 +50,5 @@ int narnia_el_columns(narnia_el *el);
 /* The terminal height in lines, as last read (24 if unknown). */
 int narnia_el_lines(narnia_el *el);
 
-/* Resets libedit's line and terminal state (el_reset). Not needed after Ctrl-C: every
- * narnia_el_gets starts with an empty line. Kept for callers that want it. */
-void narnia_el_reset_line(narnia_el *el);
 
 #endif

@@ -5,6 +5,7 @@
 #define NARNIA_SYSTEM_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 
 /// flock(2).
@@ -45,5 +46,12 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
 /// stack overflow reaches it), writes one line that says nothing of the process's memory, and
 /// exits with status 70.
 int narnia_install_fatal_signal_handlers(void);
+
+/* The C library's standard streams, as functions: Swift 6 does not let code share the
+   mutable C globals `stdin`, `stdout` and `stderr`, and reading them through a call is as
+   safe as C's own use of them. */
+FILE *narnia_standard_input(void);
+FILE *narnia_standard_output(void);
+FILE *narnia_standard_error(void);
 
 #endif

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaStore
 
 /// `ls`, `cd`, `pwd`, `tree`, `find`, `stat`, `du`: reading the tree.
@@ -21,14 +22,14 @@ enum Browse {
     }
 
     /// What a listing command names: files, then folders to list, from its operands (the
-    /// current folder by default). A word that names nothing is reported at once and
-    /// returned as the failure, so the rest are still listed, as `ls` does.
+    /// current folder by default). A word that names nothing is reported at once (and `failed`
+    /// is true), so the rest are still listed, as `ls` does.
     static func listingTargets(_ s: Session, _ a: ParsedArguments) throws
-        -> (files: [(VaultPath, Item)], folders: [(VaultPath, Identifier)], failed: CommandFailure?) {
+        -> (files: [(VaultPath, Item)], folders: [(VaultPath, Identifier)], failed: Bool) {
         let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
         var files: [(VaultPath, Item)] = []
         var folders: [(VaultPath, Identifier)] = []
-        var failed: CommandFailure?
+        var failed = false
         for word in words {
             do {
                 for (path, id) in try s.existing(word) {
@@ -36,7 +37,7 @@ enum Browse {
                 }
             } catch let e as CommandFailure {
                 s.error(a.command, e.message)
-                failed = CommandFailure(e.message)
+                failed = true
             }
         }
         return (files, folders, failed)
@@ -60,7 +61,7 @@ enum Browse {
             let children = ordered(s.vault.children(of: id), a).filter { showHidden || !$0.name.hasPrefix(".") }
             printListing(s, a, children.map { (path.appending($0.name), $0) })
         }
-        if let failed { throw Reported(failed) }
+        if failed { throw Reported() }
     }
 
     private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
@@ -260,8 +261,6 @@ enum Browse {
     }
 }
 
-/// An error already printed by the command; the runner only counts it.
-struct Reported: Error {
-    let failure: CommandFailure
-    init(_ failure: CommandFailure) { self.failure = failure }
-}
+/// The command failed and has already printed why (one line per failing operand): the runner
+/// counts the failure and prints nothing more.
+struct Reported: Error {}

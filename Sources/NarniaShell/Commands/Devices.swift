@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaStore
 
 /// `devices`: the devices that write this store, renaming this one, forgetting one.

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import Glibc
 import NarniaStore
 import NarniaSystem

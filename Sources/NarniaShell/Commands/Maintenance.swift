@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaCrypto
 import NarniaStore
 
@@ -31,13 +32,7 @@ enum Maintenance {
         for failure in report.missing { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): \(failure.reason)") }
         for problem in report.problems { s.error("verify", problem) }
         for note in report.notes { s.note("verify", note) }
-        guard report.isWhole else {
-            var parts: [String] = []
-            if !report.damaged.isEmpty { parts.append("\(report.damaged.count) damaged") }
-            if !report.missing.isEmpty { parts.append("\(report.missing.count) not on this device") }
-            if !report.problems.isEmpty { parts.append("the metadata is not whole in this copy") }
-            throw Reported(CommandFailure(parts.joined(separator: ", ")))
-        }
+        guard report.isWhole else { throw Reported() }
         s.out.line("verified \(report.checked) items, all intact")
     }
 
@@ -74,39 +69,16 @@ enum Maintenance {
     }
 
     static func help(_ s: Session, _ a: ParsedArguments) throws {
+        // Wrapped at word boundaries to the terminal (at most 100 columns), else 80.
+        let width = s.out.isTerminal ? min(terminalWidth(), 100) : 80
+        let lines: [String]
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
-            s.out.line("usage: \(spec.name)\(spec.usage.isEmpty ? "" : " " + spec.usage)")
-            if !spec.aliases.isEmpty { s.out.line("also: \(spec.aliases.joined(separator: ", "))") }
-            s.out.line("")
-            s.out.line(spec.abstract)
-            // Wrapped at word boundaries to the terminal (at most 100 columns), else 80.
-            let lineWidth = s.out.isTerminal ? min(terminalWidth(), 100) : 80
-            if !spec.details.isEmpty {
-                s.out.line("")
-                for line in wrapWords(spec.details, width: lineWidth) { s.out.line(line) }
-            }
-            if !spec.flags.isEmpty {
-                s.out.line("")
-                let width = spec.flags.map { $0.spelling.count + ($0.takesValue ? 6 : 0) }.max() ?? 0
-                for f in spec.flags {
-                    let left = "  " + (f.spelling + (f.takesValue ? " VALUE" : "")).padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                    let lines = wrapWords(f.help, width: max(20, lineWidth - left.count))
-                    for (i, line) in lines.enumerated() {
-                        s.out.line((i == 0 ? left : String(repeating: " ", count: left.count)) + line)
-                    }
-                }
-            }
-            return
+            lines = HelpText.page(spec, width: width)
+        } else {
+            lines = HelpText.overview(CommandTable.all, width: width)
         }
-        let width = CommandTable.all.map(\.name.count).max() ?? 0
-        let lineWidth = s.out.isTerminal ? min(terminalWidth(), 100) : 80
-        for spec in CommandTable.all {
-            let lines = wrapWords(spec.abstract, width: max(20, lineWidth - width - 2))
-            for (i, line) in lines.enumerated() {
-                s.out.line((i == 0 ? spec.name.padding(toLength: width, withPad: " ", startingAt: 0) : String(repeating: " ", count: width)) + "  " + line)
-            }
-        }
+        for line in lines { s.out.line(line) }
     }
 
     static func exit(_ s: Session, _ a: ParsedArguments) throws {

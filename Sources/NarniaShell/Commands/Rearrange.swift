@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaStore
 
 /// `mkdir`, `rm`, `rmdir`, `mv`, `cp`: changing the tree.

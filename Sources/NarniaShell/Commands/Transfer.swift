@@ -1,5 +1,7 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
+import NarniaKinds
 import NarniaStore
 
 /// `import`, `export`, `cat`: moving content between the host and the vault.
@@ -33,7 +35,7 @@ enum Transfer {
                 badSource = true
             }
         }
-        guard !sources.isEmpty else { throw Reported(CommandFailure("nothing imported")) }
+        guard !sources.isEmpty else { throw Reported() }
         let move = try a.has("--move") || s.removeOriginalsAskedOnce()
         var run = ImportRun(session: s, move: move, skipExisting: a.has("--skip-existing"), report: report,
                             progress: ProgressMeter(session: s, label: "import", totalBytes: sources.reduce(0) { $0 + HostTree.size(of: $1) }))
@@ -46,7 +48,7 @@ enum Transfer {
         run.progress?.finish()
         report.finish()
         if run.interrupted { throw Cancelled() }
-        if run.failed || badSource { throw Reported(CommandFailure("some items were not imported")) }
+        if run.failed || badSource { throw Reported() }
     }
 
     private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
@@ -147,7 +149,7 @@ enum Transfer {
                 failed = true
             }
         }
-        if failed { throw Reported(CommandFailure("some items were not exported")) }
+        if failed { throw Reported() }
     }
 
     // MARK: cat
@@ -162,16 +164,18 @@ enum Transfer {
             }
         }
         if s.out.isTerminal && !a.has("--force") {
-            for item in items where !(item.content!.mime.hasPrefix("text/") || item.content!.mime == "application/x-empty" || item.content!.mime == "application/json") {
+            for item in items where !Classifier.isText(mime: item.content!.mime) {
                 throw CommandFailure("\(s.shown(item.id, on: s.err)): is not text (\(item.content!.mime)); not writing it to the terminal",
                                      hint: "use cat --force to write it anyway, or export it")
             }
         }
         s.out.flush()
-        let out = s.out
+        // Content goes straight to the descriptor (on the reader's writer thread), after the
+        // buffered text flushed above.
+        let out = FileDescriptor.borrowing(s.out.descriptor, name: "standard output")
         for item in items {
             do {
-                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeRaw(p, count: n) }
+                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeAll(p, count: n) }
             } catch let e as ContentError {
                 throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import Foundation
 import Glibc
 import NarniaStore

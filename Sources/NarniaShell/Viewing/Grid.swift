@@ -1,4 +1,6 @@
+import NarniaLanguage
 import Glibc
+import NarniaSystem
 import NarniaCrypto
 import NarniaStore
 
@@ -37,13 +39,13 @@ enum Grid {
                 .filter { showHidden || !$0.name.hasPrefix(".") }
             render(s, children)
         }
-        if let failed { throw Reported(failed) }
+        if failed { throw Reported() }
     }
 
     /// Draws `items` as a grid as wide as the terminal (80 columns off a terminal).
     static func render(_ s: Session, _ items: [Item]) {
         guard !items.isEmpty else { return }
-        let width = s.out.isTerminal ? Viewing.terminalSize().0 : 80
+        let width = s.out.isTerminal ? TerminalSize.current().columns : 80
         let cell = thumbnailWidth + gap
         let perRow = max(1, (width + gap) / cell)
         let colours = s.out.isTerminal ? ColourMode.current : .none   // never colour codes into a pipe

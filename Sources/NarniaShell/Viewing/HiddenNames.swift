@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaStore
 
 /// `set hide-names on`: on a terminal, listings show `#N` and a kind glyph instead of names,
@@ -37,6 +38,8 @@ enum HiddenNames {
         return numbers[item.name] ?? 1
     }
 
+    // A cache of the main thread's listings (commands and completion run there, one at a
+    // time); no other thread reads or writes it.
     nonisolated(unsafe) private static var numbering: [Identifier: (vault: Vault, generation: Int, numbers: [String: Int])] = [:]
 
     /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.

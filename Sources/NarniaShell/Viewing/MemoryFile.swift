@@ -1,6 +1,7 @@
 import NarniaSystem
 import Glibc
 import NarniaStore
+import Synchronization
 
 /// Anonymous memory that looks like a file (`memfd_create`): how decrypted content reaches a
 /// viewer that needs a path or seeking, without ever touching a disk.
@@ -57,7 +58,8 @@ final class MemoryFile {
 }
 
 /// A running total shared with `readContent`'s writer thread.
-final class ByteCounter: @unchecked Sendable {
-    private(set) var total = 0
-    func add(_ n: Int) { total += n }
+final class ByteCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    var total: Int { count.load(ordering: .acquiring) }
+    func add(_ n: Int) { count.add(n, ordering: .releasing) }
 }

@@ -1,9 +1,10 @@
+import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaKinds
 import NarniaStore
 
-/// `open PATH...`: shows items by kind (BRIEF §5).
+/// `open PATH...`: shows items by kind (man narnia, open).
 ///
 /// | kind | shown by |
 /// | --- | --- |
@@ -53,7 +54,7 @@ enum Viewing {
                 index += 1
             }
         }
-        if failures > 0 { throw Reported(CommandFailure("\(failures) item(s) could not be shown")) }
+        if failures > 0 { throw Reported() }
     }
 
     /// A path as messages may show it: `#N` labels while names are hidden.
@@ -76,7 +77,7 @@ enum Viewing {
             case .photo: try showPhoto(s, item)
             case .video: try playVideo(s, item)
             case .document:
-                if isText(content.mime) {
+                if Classifier.isText(mime: content.mime) {
                     try page(s) { fd in try feed(s, item, to: fd) }
                 } else if content.mime == "application/pdf" {
                     try showPDF(s, item)
@@ -96,12 +97,6 @@ enum Viewing {
     static func missing(_ s: Session, _ program: String) {
         let package = packages[program] ?? program
         s.warning("open", "\(program) is not installed (Debian package: \(package)); showing the hex view")
-    }
-
-    /// MIME types shown as text in the pager.
-    static func isText(_ mime: String) -> Bool {
-        mime.hasPrefix("text/") || ["application/json", "application/xml", "application/javascript",
-                                    "application/x-ndjson", "application/csv", "image/svg+xml"].contains(mime)
     }
 
     // MARK: Feeding content
@@ -167,7 +162,7 @@ enum Viewing {
 
     /// A photo through chafa reading standard input, sized to the terminal.
     static func showPhoto(_ s: Session, _ item: Item) throws {
-        let (columns, rows) = terminalSize()
+        let (columns, rows) = TerminalSize.current()
         var arguments = ["chafa", "--animate=off", "--size=\(columns)x\(max(1, rows - 1))"]
         if !s.out.isTerminal { arguments += ["--format=symbols", "--colors=none"] }   // plain text into a pipe
         arguments.append("-")
@@ -180,15 +175,6 @@ enum Viewing {
         defer { job.wait() }
         defer { pipe.closeWrite() }
         try feed(s, item, to: pipe.writeEnd)
-    }
-
-    /// The terminal's columns and rows (80×25 when there is none).
-    static func terminalSize() -> (Int, Int) {
-        var ws = winsize()
-        for fd: Int32 in [1, 2, 0] where ioctl(fd, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0 {
-            return (Int(ws.ws_col), Int(ws.ws_row))
-        }
-        return (80, 25)
     }
 
     /// The mpv arguments that keep a video private: audio muted at start; no config files,
@@ -337,6 +323,8 @@ extension String {
 /// Writing to a terminal without a pager: a thread copies a pipe into the terminal with
 /// control characters other than tab and newline turned into `.`, so content cannot drive it.
 final class SanitisingSink: @unchecked Sendable {
+    // Sendable: the copying thread reads only `pipe.readEnd` and `target`, both set before it
+    // starts; `thread` is written and joined by the thread that made the sink.
     private let pipe: Pipe
     private let target: Int32
     private var thread = pthread_t()

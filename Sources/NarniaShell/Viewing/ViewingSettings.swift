@@ -1,5 +1,5 @@
 extension Settings {
-    /// The settings of viewers and listings (BRIEF §5).
+    /// The settings of viewers and listings (man narnia, set).
     static let viewingSettings: [SettingSpec] = [
         SettingSpec(key: "viewer.photo", values: [], defaultValue: "",
                     help: "command that shows photos (default: chafa in the terminal); %s is a path to the content, else it reads standard input"),

@@ -1,7 +1,7 @@
 /// `text` in lines of at most `width` columns, broken at spaces (a word longer than the width
 /// gets a line of its own). Widths are display widths (`displayWidth`), so wide characters
 /// count two.
-func wrapWords(_ text: String, width: Int) -> [String] {
+public func wrapWords(_ text: String, width: Int) -> [String] {
     var lines: [String] = []
     var current = ""
     var currentWidth = 0

@@ -1,11 +1,11 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 /// A completion source over fixed trees, recording the folders it is asked about.
 private final class FakeSource: CompletionSource {
-    var cwd = VaultPath.root
+    var cwd = TreePath.root
     var hostCwd = "/home/u/work"
-    var vault: [VaultPath: [CompletionEntry]] = [:]
+    var vault: [TreePath: [CompletionEntry]] = [:]
     var host: [String: [CompletionEntry]] = [:]
     var askedVault: [String] = []
     var askedHost: [String] = []
@@ -49,7 +49,7 @@ private final class FakeSource: CompletionSource {
 
     func vaultEntries(in folder: String) -> [CompletionEntry] {
         askedVault.append(folder)
-        return vault[VaultPath.resolve(folder, relativeTo: cwd)] ?? []
+        return vault[TreePath.resolve(folder, relativeTo: cwd)] ?? []
     }
 
     func hostEntries(in folder: String) -> [CompletionEntry] {
@@ -61,7 +61,7 @@ private final class FakeSource: CompletionSource {
 
     /// Adds a vault folder: names ending in `/` are folders.
     func add(_ folder: String, _ names: [String]) {
-        vault[VaultPath.resolve(folder, relativeTo: .root)] = names.map(entry)
+        vault[TreePath.resolve(folder, relativeTo: .root)] = names.map(entry)
     }
 
     func addHost(_ folder: String, _ names: [String]) {
@@ -166,7 +166,7 @@ final class CompletionTests: XCTestCase {
 
     func testLeadingDashNameEscapedAtWordStart() {
         source.add("/dash", ["-rf"])
-        source.cwd = VaultPath(components: ["dash"])
+        source.cwd = TreePath(components: ["dash"])
         assertTab("rm ", #"rm \-rf "#)
         let (edited, _) = run("rm ")
         XCTAssertEqual(try tokenize(edited).first?.last?.looksLikeFlag, false)
@@ -202,7 +202,7 @@ final class CompletionTests: XCTestCase {
     }
 
     func testRelativePathsWithDotDot() {
-        source.cwd = VaultPath(components: ["photos", "2024"])
+        source.cwd = TreePath(components: ["photos", "2024"])
         assertTab("cat ../20", "cat ../202", candidates: ["2023/", "2024/"])
         XCTAssertEqual(source.askedVault.last, "../")
         assertTab("cat ../2023/bi", "cat ../2023/birthday.jpg ")
@@ -330,7 +330,7 @@ final class CompletionTests: XCTestCase {
     func testHashEscapedOnlyAtWordStart() {
         source.add("/tags", ["#tag"])
         assertTab("cat /tags/", "cat /tags/#tag ")
-        source.cwd = VaultPath(components: ["tags"])
+        source.cwd = TreePath(components: ["tags"])
         assertTab("cat ", "cat \\#tag ")
         assertReadsBack(run("cat ").0, ["cat", "#tag"])
     }

@@ -1,5 +1,5 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 final class GlobTests: XCTestCase {
     /// The pattern a user gets by typing `typed` as one word.

@@ -1,11 +1,11 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
-final class VaultPathTests: XCTestCase {
-    private let cwd = VaultPath(components: ["photos", "2024"])
+final class TreePathTests: XCTestCase {
+    private let cwd = TreePath(components: ["photos", "2024"])
 
     private func resolve(_ text: String) -> String {
-        VaultPath.resolve(text, relativeTo: cwd).description
+        TreePath.resolve(text, relativeTo: cwd).description
     }
 
     func testAbsolutePaths() {
@@ -34,52 +34,52 @@ final class VaultPathTests: XCTestCase {
     }
 
     func testHostileNamesStayWhole() {
-        XCTAssertEqual(VaultPath.resolve("/-rf/a b/'q'/*", relativeTo: .root).components, ["-rf", "a b", "'q'", "*"])
+        XCTAssertEqual(TreePath.resolve("/-rf/a b/'q'/*", relativeTo: .root).components, ["-rf", "a b", "'q'", "*"])
         let long = String(repeating: "😀", count: 63) + "abc"   // 255 bytes
-        XCTAssertEqual(VaultPath.resolve("/x/" + long, relativeTo: .root).lastComponent, long)
+        XCTAssertEqual(TreePath.resolve("/x/" + long, relativeTo: .root).lastComponent, long)
     }
 
     func testDescription() {
-        XCTAssertEqual(VaultPath.root.description, "/")
-        XCTAssertEqual(VaultPath(components: ["a"]).description, "/a")
-        XCTAssertEqual(VaultPath(components: ["a", "b c"]).description, "/a/b c")
+        XCTAssertEqual(TreePath.root.description, "/")
+        XCTAssertEqual(TreePath(components: ["a"]).description, "/a")
+        XCTAssertEqual(TreePath(components: ["a", "b c"]).description, "/a/b c")
     }
 
     func testParentAndLastComponent() {
         XCTAssertEqual(cwd.parent.description, "/photos")
         XCTAssertEqual(cwd.parent.parent, .root)
-        XCTAssertEqual(VaultPath.root.parent, .root)
+        XCTAssertEqual(TreePath.root.parent, .root)
         XCTAssertEqual(cwd.lastComponent, "2024")
-        XCTAssertNil(VaultPath.root.lastComponent)
-        XCTAssertTrue(VaultPath.root.isRoot)
+        XCTAssertNil(TreePath.root.lastComponent)
+        XCTAssertTrue(TreePath.root.isRoot)
         XCTAssertFalse(cwd.isRoot)
     }
 
     func testAppending() {
-        XCTAssertEqual(VaultPath.root.appending("a").description, "/a")
+        XCTAssertEqual(TreePath.root.appending("a").description, "/a")
         XCTAssertEqual(cwd.appending("x").description, "/photos/2024/x")
         XCTAssertEqual(cwd.appending(contentsOf: ["x", "y"]).description, "/photos/2024/x/y")
     }
 
     func testIsAncestor() {
-        let a = VaultPath(components: ["a"])
-        let ab = VaultPath(components: ["a", "b"])
-        let abc = VaultPath(components: ["a", "b", "c"])
-        let ax = VaultPath(components: ["ax"])
+        let a = TreePath(components: ["a"])
+        let ab = TreePath(components: ["a", "b"])
+        let abc = TreePath(components: ["a", "b", "c"])
+        let ax = TreePath(components: ["ax"])
         XCTAssertTrue(a.isAncestor(of: ab))
         XCTAssertTrue(a.isAncestor(of: abc))
-        XCTAssertTrue(VaultPath.root.isAncestor(of: a))
+        XCTAssertTrue(TreePath.root.isAncestor(of: a))
         XCTAssertFalse(a.isAncestor(of: a), "not its own ancestor")
         XCTAssertFalse(ab.isAncestor(of: a))
         XCTAssertFalse(a.isAncestor(of: ax), "a name prefix is not an ancestor")
-        XCTAssertFalse(VaultPath.root.isAncestor(of: .root))
+        XCTAssertFalse(TreePath.root.isAncestor(of: .root))
         XCTAssertTrue(a.isSelfOrAncestor(of: a))
         XCTAssertTrue(a.isSelfOrAncestor(of: abc))
     }
 
     func testNFCAndNFDSpellingsAreEqual() {
-        let nfc = VaultPath(components: ["\u{e9}t\u{e9}"])
-        let nfd = VaultPath(components: ["e\u{301}te\u{301}"])
+        let nfc = TreePath(components: ["\u{e9}t\u{e9}"])
+        let nfd = TreePath(components: ["e\u{301}te\u{301}"])
         XCTAssertEqual(nfc, nfd)
         XCTAssertEqual(Set([nfc, nfd]).count, 1)
         XCTAssertTrue(nfc.isAncestor(of: nfd.appending("x")))
@@ -125,23 +125,23 @@ final class VaultPathTests: XCTestCase {
     }
 
     /// A small vault: folders map to their children; a name ending in `/` is a folder.
-    private let tree: [VaultPath: [String]] = [
+    private let tree: [TreePath: [String]] = [
         .root: ["photos", "docs", ".secret", "a b"],
-        VaultPath(components: ["photos"]): ["2023", "2024", "readme.txt"],
-        VaultPath(components: ["photos", "2023"]): ["a1.jpg", "b.jpg"],
-        VaultPath(components: ["photos", "2024"]): ["a2.jpg", "a10.jpg", ".a3.jpg"],
-        VaultPath(components: ["docs"]): [],
-        VaultPath(components: [".secret"]): ["x"],
-        VaultPath(components: ["a b"]): [],
+        TreePath(components: ["photos"]): ["2023", "2024", "readme.txt"],
+        TreePath(components: ["photos", "2023"]): ["a1.jpg", "b.jpg"],
+        TreePath(components: ["photos", "2024"]): ["a2.jpg", "a10.jpg", ".a3.jpg"],
+        TreePath(components: ["docs"]): [],
+        TreePath(components: [".secret"]): ["x"],
+        TreePath(components: ["a b"]): [],
     ]
 
-    private func expand(_ typed: String, cwd: VaultPath = .root) throws -> [String] {
+    private func expand(_ typed: String, cwd: TreePath = .root) throws -> [String] {
         try pathPattern(typed).expand(relativeTo: cwd) { tree[$0] }.map(\.description)
     }
 
     func testExpandWithoutWildcardsDoesNotCheckExistence() throws {
         XCTAssertEqual(try expand("/nothing/here"), ["/nothing/here"])
-        XCTAssertEqual(try expand("../x", cwd: VaultPath(components: ["photos"])), ["/x"])
+        XCTAssertEqual(try expand("../x", cwd: TreePath(components: ["photos"])), ["/x"])
     }
 
     func testExpandComponentByComponent() throws {
@@ -152,7 +152,7 @@ final class VaultPathTests: XCTestCase {
     }
 
     func testExpandRelativeAndWithDotDot() throws {
-        let photos = VaultPath(components: ["photos"])
+        let photos = TreePath(components: ["photos"])
         XCTAssertEqual(try expand("20*", cwd: photos), ["/photos/2023", "/photos/2024"])
         XCTAssertEqual(try expand("../photos/2023/*", cwd: photos), ["/photos/2023/a1.jpg", "/photos/2023/b.jpg"])
         XCTAssertEqual(try expand("2*/..", cwd: photos), ["/photos"], "duplicates are merged")

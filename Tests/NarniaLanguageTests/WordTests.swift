@@ -1,5 +1,5 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 final class WordTests: XCTestCase {
     private func word(_ typed: String) throws -> Word {

@@ -1,5 +1,5 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 final class TerminalSafeTests: XCTestCase {
     func testOrdinaryNamesUnchanged() {

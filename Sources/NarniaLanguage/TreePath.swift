@@ -1,14 +1,15 @@
-/// An absolute path inside the vault, as its list of names from the root.
+/// An absolute path in a tree of named folders without links (the vault's folders, the
+/// Wardrobe's tabs), as its list of names from the root.
 ///
-/// The vault has no links, so `..` can be resolved by text alone: `resolve(_:relativeTo:)` gives
-/// the one folder or item a path names. Components are kept as given; the store normalises names
+/// With no links, `..` can be resolved by text alone: `resolve(_:relativeTo:)` gives the one
+/// folder or item a path names. Components are kept as given; the vault's store normalises names
 /// to NFC, and Swift's `String` equality already treats NFC and NFD spellings as equal.
-public struct VaultPath: Hashable, Sendable, CustomStringConvertible {
+public struct TreePath: Hashable, Sendable, CustomStringConvertible {
     /// The names from the root down; empty for the root.
     public var components: [String]
 
     /// The root folder, `/`.
-    public static let root = VaultPath(components: [])
+    public static let root = TreePath(components: [])
 
     /// The path with these names from the root. Each should be a valid name (no `/`, not `.`
     /// or `..`); `resolve(_:relativeTo:)` is the way to read user input.
@@ -19,8 +20,8 @@ public struct VaultPath: Hashable, Sendable, CustomStringConvertible {
     /// Resolves `text` as typed by a user: absolute if it starts with `/`, otherwise relative
     /// to `cwd`. Empty components (repeated or trailing slashes) and `.` are dropped, `..` goes
     /// up one level and stays at the root when already there. An empty text gives `cwd`.
-    public static func resolve(_ text: String, relativeTo cwd: VaultPath) -> VaultPath {
-        var result = text.hasPrefix("/") ? VaultPath.root : cwd
+    public static func resolve(_ text: String, relativeTo cwd: TreePath) -> TreePath {
+        var result = text.hasPrefix("/") ? TreePath.root : cwd
         for component in text.split(separator: "/", omittingEmptySubsequences: true) {
             switch component {
             case ".": continue
@@ -40,32 +41,32 @@ public struct VaultPath: Hashable, Sendable, CustomStringConvertible {
     public var isRoot: Bool { components.isEmpty }
 
     /// The folder holding this path; the root's parent is the root.
-    public var parent: VaultPath {
-        VaultPath(components: Array(components.dropLast()))
+    public var parent: TreePath {
+        TreePath(components: Array(components.dropLast()))
     }
 
     /// The last name of the path; `nil` for the root.
     public var lastComponent: String? { components.last }
 
     /// This path with `name` added below it.
-    public func appending(_ name: String) -> VaultPath {
-        VaultPath(components: components + [name])
+    public func appending(_ name: String) -> TreePath {
+        TreePath(components: components + [name])
     }
 
     /// This path with several names added below it.
-    public func appending(contentsOf names: [String]) -> VaultPath {
-        VaultPath(components: components + names)
+    public func appending(contentsOf names: [String]) -> TreePath {
+        TreePath(components: components + names)
     }
 
     /// Whether `other` lies strictly below this path (a path is not its own ancestor). The
     /// root is an ancestor of every other path.
-    public func isAncestor(of other: VaultPath) -> Bool {
+    public func isAncestor(of other: TreePath) -> Bool {
         other.components.count > components.count
             && zip(components, other.components).allSatisfy { $0 == $1 }
     }
 
     /// Whether `other` is this path or lies below it.
-    public func isSelfOrAncestor(of other: VaultPath) -> Bool {
+    public func isSelfOrAncestor(of other: TreePath) -> Bool {
         self == other || isAncestor(of: other)
     }
 }
@@ -125,9 +126,9 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
     /// of their UTF-8; an empty result means "no match".
     ///
     /// - Throws: whatever `children` throws.
-    public func expand(relativeTo cwd: VaultPath,
-                       children: (VaultPath) throws -> [String]?) rethrows -> [VaultPath] {
-        let start = isAbsolute ? VaultPath.root : cwd
+    public func expand(relativeTo cwd: TreePath,
+                       children: (TreePath) throws -> [String]?) rethrows -> [TreePath] {
+        let start = isAbsolute ? TreePath.root : cwd
         guard hasWildcards else {
             return [components.reduce(start) { path, component in
                 switch component {
@@ -139,7 +140,7 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
         }
         var current = [start]
         for component in components {
-            var next: [VaultPath] = []
+            var next: [TreePath] = []
             for path in current {
                 switch component {
                 case .parent:
@@ -154,7 +155,7 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
                     next.append(contentsOf: matches.map(path.appending))
                 }
             }
-            var seen = Set<VaultPath>()
+            var seen = Set<TreePath>()
             current = next.filter { seen.insert($0).inserted }
         }
         if hasTrailingSlash {

@@ -1,5 +1,5 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 final class ColumnsTests: XCTestCase {
     private let fruit = ["apple", "banana", "cherry", "date", "elderberry", "fig", "grape", "honeydew",

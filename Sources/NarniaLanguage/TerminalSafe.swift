@@ -35,7 +35,7 @@ public func scriptSafe(_ text: String) -> String {
 
 /// Each character `isUnsafeOnTerminal` names as `\xHH` or `\u{HHHH}`, and with
 /// `doublingBackslashes` each backslash as `\\`.
-func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
+public func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
     guard mayHoldUnsafe(text, orBackslash: doublingBackslashes),
           text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isUnsafeOnTerminal($0) }) else { return text }
     var out = ""
@@ -60,7 +60,7 @@ public func shownName(_ text: String, onTerminal: Bool) -> String {
 /// False when `text` is printable ASCII with no character `isUnsafeOnTerminal` names (and no
 /// backslash, with `orBackslash`; line feeds and tabs pass with `allowingLineBreaks`): the
 /// common case, decided on the UTF-8 bytes without decoding. True means "look closer".
-func mayHoldUnsafe(_ text: String, orBackslash: Bool, allowingLineBreaks: Bool = false) -> Bool {
+public func mayHoldUnsafe(_ text: String, orBackslash: Bool, allowingLineBreaks: Bool = false) -> Bool {
     func suspicious(_ b: UInt8) -> Bool {
         if b < 0x20 { return !(allowingLineBreaks && (b == 0x0A || b == 0x09)) }
         return b >= 0x7F || (orBackslash && b == 0x5C)

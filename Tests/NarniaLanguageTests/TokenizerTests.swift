@@ -1,5 +1,5 @@
 import XCTest
-@testable import NarniaShell
+@testable import NarniaLanguage
 
 final class TokenizerTests: XCTestCase {
     /// The texts of the words of each command.
