@@ -6,7 +6,7 @@
 #   NARNIA_BENCH_BIN  the narnia-bench binary (same build): times the library in process
 #   BENCH_ROUNDS      interleaved rounds per comparison (default 3, at least 3 for the table)
 #   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end
-#   BENCH_ONLY        a comma-separated subset of big,small,scale,batch,devices,sync,door
+#   BENCH_ONLY        a comma-separated subset of big,small,library,scale,batch,devices,sync,door
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,6 +18,7 @@ need=""
 command -v age >/dev/null 2>&1 || need="$need age"
 command -v file >/dev/null 2>&1 || need="$need file"
 command -v rclone >/dev/null 2>&1 || need="$need rclone"
+command -v ffmpeg >/dev/null 2>&1 || need="$need ffmpeg"
 [ -x /usr/bin/time ] || need="$need time"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 if [ -n "$need" ]; then
