@@ -20,8 +20,9 @@ let package = Package(
         // that name the call and the path, and a seam where tests make a call fail.
         .target(name: "NarniaSystem", dependencies: ["CNarniaSystem"]),
         .target(name: "NarniaCrypto", dependencies: ["CSodium"]),
-        .target(name: "NarniaStore", dependencies: ["NarniaSystem", "NarniaCrypto"]),
-        .target(name: "NarniaKinds", dependencies: ["NarniaStore", "CMagic"]),
+        // Kinds of items (the vocabulary the store records) and libmagic, which decides them.
+        .target(name: "NarniaKinds", dependencies: ["CMagic"]),
+        .target(name: "NarniaStore", dependencies: ["NarniaSystem", "NarniaCrypto", "NarniaKinds"]),
         // The command language both shells speak: words, quoting, globs, completion, columns,
         // the escaping of names on screen, command specs and their help. Knows no vault.
         .target(name: "NarniaLanguage"),
@@ -36,8 +37,8 @@ let package = Package(
 
         .testTarget(name: "NarniaSystemTests", dependencies: ["NarniaSystem"]),
         .testTarget(name: "NarniaCryptoTests", dependencies: ["NarniaCrypto"]),
-        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaSystem", "NarniaStore", "NarniaCrypto"], resources: [.copy("Vectors")]),
-        .testTarget(name: "NarniaKindsTests", dependencies: ["NarniaKinds", "NarniaStore"]),
+        .testTarget(name: "NarniaStoreTests", dependencies: ["NarniaSystem", "NarniaKinds", "NarniaStore", "NarniaCrypto"], resources: [.copy("Vectors")]),
+        .testTarget(name: "NarniaKindsTests", dependencies: ["NarniaKinds"]),
         .testTarget(name: "NarniaLanguageTests", dependencies: ["NarniaLanguage"]),
         .testTarget(name: "NarniaShellTests", dependencies: ["NarniaSystem", "NarniaLanguage", "NarniaShell", "NarniaStore", "NarniaCrypto"]),
         .testTarget(name: "NarniaCoverTests", dependencies: ["NarniaCover", "NarniaLanguage"]),

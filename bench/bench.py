@@ -376,34 +376,40 @@ def library_section(args, table):
     t = {k: [] for k in ["narnia", "cp -r", "tar", "export", "untar"]}
     rss = {"import": [], "export": []}
     archive = f"{w}/roll.tar.age"
+    # Outputs stay until the end of the section, as with the small files: deleting thousands
+    # of inodes just before creating as many makes ext4's inode allocator slow
+    # (recently_deleted), which would be charged to whoever runs next. About 13 GB a round.
+    leftovers = []
     for r in range(args.rounds):
         log(f"camera roll ({files} files, {size / GIB:.1f} GiB), round {r + 1} of {args.rounds}")
         # The export is timed inside the "narnia" step, after the import, in the same process.
         for step in rotate(["narnia", "cp -r", "tar"], r) + ["untar"]:
             settle()
             if step == "cp -r":
-                t["cp -r"].append(timed(f"cp -r {q(roll)} {q(w + '/roll-copy')} && sync -f {q(w + '/roll-copy')}"))
-                shutil.rmtree(f"{w}/roll-copy")
+                out = f"{w}/roll-copy-{r}"
+                t["cp -r"].append(timed(f"cp -r {q(roll)} {q(out)} && sync -f {q(out)}"))
+                leftovers.append(out)
             elif step == "tar":
                 t["tar"].append(timed(f"tar cf - -C {q(parent)} DCIM | age -r {recipient} -o {q(archive)} && sync -f {q(archive)}"))
             elif step == "narnia":
-                out = f"{w}/roll-export"
+                out, vault = f"{w}/roll-export-{r}", f"{w}/v-roll-{r}"
                 os.makedirs(out)
-                result = bench_json(args, "library", f"{w}/v-roll", roll, out)[0]
+                result = bench_json(args, "library", vault, roll, out)[0]
                 if result["items"] < files:
                     raise SystemExit("bench: the camera roll was not imported whole")
                 t["narnia"].append(result["import_s"])
                 t["export"].append(result["export_s"])
                 rss["import"] += [result["import_hwm_kib"] / 1024, result["import_sampled_kib"] / 1024]
                 rss["export"] += [result["export_hwm_kib"] / 1024, result["export_sampled_kib"] / 1024]
-                shutil.rmtree(out)
-                shutil.rmtree(f"{w}/v-roll")
+                leftovers += [out, vault]
             else:
-                out = f"{w}/roll-untar"
+                out = f"{w}/roll-untar-{r}"
                 os.makedirs(out)
                 t["untar"].append(timed(f"age -d -i {q(key)} {q(archive)} | tar xf - -C {q(out)}"))
-                shutil.rmtree(out)
+                leftovers.append(out)
         os.unlink(archive)
+    for path in leftovers:
+        shutil.rmtree(path)
     settle()
     n, cpr, tar = med(t["narnia"]), med(t["cp -r"]), med(t["tar"])
     table.ratio(f"import a camera roll ({files} files, {size / GIB:.1f} GiB) vs cp -r + sync -f", n / cpr, 1.30,

@@ -5,7 +5,8 @@
 #   NARNIA_BIN        the narnia binary (release build)
 #   NARNIA_BENCH_BIN  the narnia-bench binary (same build): times the library in process
 #   BENCH_ROUNDS      interleaved rounds per comparison (default 3, at least 3 for the table)
-#   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end
+#   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end.
+#                     The camera roll needs about 45 GB free there (its outputs stay to the end).
 #   BENCH_ONLY        a comma-separated subset of big,small,library,scale,batch,devices,sync,door
 set -euo pipefail
 

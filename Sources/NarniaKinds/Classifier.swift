@@ -1,5 +1,4 @@
 internal import CMagic
-import NarniaStore
 
 /// Errors of the libmagic wrapper; the text is copied from `magic_error()` at once.
 public struct MagicError: Error, CustomStringConvertible {

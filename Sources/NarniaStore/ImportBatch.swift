@@ -1,3 +1,4 @@
+import NarniaKinds
 import Glibc
 import NarniaSystem
 
@@ -72,7 +73,7 @@ public final class ImportBatch {
     }
 
     /// The MIME type and kind of a new item, as a classifier names them.
-    public typealias ContentType = (mime: String, kind: ItemKind)
+    public typealias ContentType = NarniaKinds.ContentType
 
     /// Encrypts everything `source` yields into a new file item called `name` (or a numbered
     /// variant) in `parent`. `classify` sees the first chunk and names the MIME type and kind.

@@ -1,3 +1,5 @@
+import NarniaKinds
+
 /// An item's place: the folder holding it and its name there (as recorded; the name shown
 /// can differ when two devices gave one name to two items, see `TreeView`).
 struct Place: Equatable, Sendable {

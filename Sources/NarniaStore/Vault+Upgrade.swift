@@ -1,3 +1,4 @@
+import NarniaKinds
 import NarniaCrypto
 import NarniaSystem
 

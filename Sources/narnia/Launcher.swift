@@ -241,18 +241,8 @@ struct Launcher {
         fflush(StandardStream.output)
         let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
         let start = SystemClock.monotonicSeconds()
-        var derived = false
-        if let key, opening {
-            do {
-                return try Vault.open(at: storeDirectory, passphrase: key)
-            } catch VaultError.wrongPassphrase {
-                derived = true
-            } catch MetadataError.unknownMasterKey {
-                derived = true   // a passphrase from before a rotation: the usual answer
-            } catch {}
-        }
-        if !derived, let decoy = key ?? (try? Secret.random(count: 16)) {
-            _ = try? PassphraseKey.derive(passphrase: decoy, salt: randomBytes(PassphraseKey.saltLength), parameters: kdfParameters)
+        if let vault = Vault.openBehindDoor(at: storeDirectory, key: key, mayOpen: opening, parametersWithoutStore: kdfParameters) {
+            return vault
         }
         let elapsed = SystemClock.monotonicSeconds() - start
         let delay = max(Launcher.doorMinimumDelay, (elapsed / Launcher.doorDelayStep).rounded(.up) * Launcher.doorDelayStep)

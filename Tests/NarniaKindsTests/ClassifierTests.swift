@@ -1,6 +1,5 @@
 import XCTest
 @testable import NarniaKinds
-import NarniaStore
 
 /// The kind mapping, the zip-container hints, and libmagic on the first bytes of common formats.
 /// (Whole real files of every type are checked end to end in integration/test_kinds.py.)

@@ -1,3 +1,4 @@
+import NarniaKinds
 import NarniaLanguage
 import Glibc
 import NarniaStore

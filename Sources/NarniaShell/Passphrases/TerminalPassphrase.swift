@@ -1,12 +1,11 @@
 import Glibc
 import NarniaCrypto
-import NarniaShell
 
 /// Asks for a passphrase on the controlling terminal (`/dev/tty`) with echo off, reading it
 /// with `read(2)` straight into secure memory (`Secret`): no `readLine()`, no Swift `String`.
-enum TerminalPassphrase {
+public enum TerminalPassphrase {
     /// True when a terminal is available to ask on.
-    static var available: Bool {
+    public static var available: Bool {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         if fd < 0 { return false }
         close(fd)
@@ -19,7 +18,7 @@ enum TerminalPassphrase {
     /// - Throws: `PassphraseError.unreadable` with no terminal, when Ctrl-C (or SIGTERM,
     ///   SIGHUP) interrupts the question, or on a read error; `PassphraseError.empty` for an
     ///   empty line.
-    static func ask(_ prompt: String) throws -> Secret {
+    public static func ask(_ prompt: String) throws -> Secret {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else { throw PassphraseError.unreadable("no terminal to ask for the passphrase") }
         defer { close(fd) }

@@ -1,31 +1,35 @@
 import Dispatch
-import NarniaCrypto
-import NarniaKinds
-import NarniaStore
+import Synchronization
 
 /// Classifies new items on a worker thread, so that libmagic (about half a millisecond a file,
 /// whatever its size) runs on the second core while the next file is read and written.
 ///
 /// Each worker uses its own libmagic handle (a `magic_t` is not thread-safe). At most eight
 /// classifications wait at once, so the copies of first chunks they hold stay bounded.
-final class ClassifierPool: @unchecked Sendable {
-    // Sendable: `idle` is only touched under `lock`; the rest is immutable or thread-safe.
+public final class ClassifierPool: Sendable {
     static let maximumWaiting = 8
     /// libmagic sees 64 KiB, the zip hints up to 1 MiB: copy what they can use.
     static let bytesKept = 1 << 20
-    private var idle: [Classifier] = []
-    private let lock = Lock()
+    private let idle = Mutex<[Idle]>([])
+
+    /// A handle no worker holds. Sendable: a handle is used by one worker at a time, taken
+    /// from and given back to `idle` under its lock.
+    private struct Idle: @unchecked Sendable {
+        let classifier: Classifier
+    }
     private let slots = DispatchSemaphore(value: ClassifierPool.maximumWaiting)
     private let workers = DispatchQueue(label: "narnia.classify", attributes: .concurrent)
+
+    public init() {}
 
     private final class Answer: @unchecked Sendable {
         // Written by the worker before `done.leave()`, read after `done.wait()`: the group
         // orders the two.
-        var type: ImportBatch.ContentType = ("application/octet-stream", .other)
+        var type: ContentType = ("application/octet-stream", .other)
     }
 
     /// Starts classifying `bytes` (copied) and returns a function that waits for the answer.
-    func classifyLater(_ bytes: UnsafeRawBufferPointer) -> () -> ImportBatch.ContentType {
+    public func classifyLater(_ bytes: UnsafeRawBufferPointer) -> () -> ContentType {
         let copy = Array(bytes.prefix(Self.bytesKept))
         let answer = Answer()
         let done = DispatchGroup()
@@ -44,11 +48,11 @@ final class ClassifierPool: @unchecked Sendable {
     }
 
     private func take() -> Classifier? {
-        if let c = lock.withLock({ idle.popLast() }) { return c }
+        if let c = idle.withLock({ $0.popLast() }) { return c.classifier }
         return try? Classifier()
     }
 
     private func giveBack(_ c: Classifier) {
-        lock.withLock { idle.append(c) }
+        idle.withLock { $0.append(Idle(classifier: c)) }
     }
 }
