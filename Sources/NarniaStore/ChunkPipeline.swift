@@ -85,6 +85,11 @@ final class ChunkPipeline: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on a worker (opening a chunk on export; the caller waits for it).
+    func work(_ body: @escaping @Sendable () -> Void) {
+        workers.async(execute: body)
+    }
+
     /// The first write error so far, without waiting.
     var pendingError: Error? { locked { firstError } }
 

@@ -2,6 +2,7 @@ import NarniaSystem
 import Glibc
 import NarniaCrypto
 import Synchronization
+import Dispatch
 
 /// Why an item's content could not be read back.
 public enum ContentError: Error, CustomStringConvertible {
@@ -247,46 +248,87 @@ struct ContentReader {
     /// Reads, authenticates and decrypts chunk `index` into `buffer` (which must hold a chunk
     /// and its tag). Returns the number of content bytes in it (padding excluded).
     func readChunk(_ index: Int, into buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
-        let plain = ContentFormat.plaintextLength(ofChunk: index, size: content.size)
-        let length = plain + AEAD.tagLength
+        try readSealedChunk(index, into: buffer)
+        guard openChunk(index, in: buffer, key: key) else { throw ContentError.chunkFailed(index: index) }
+        return contentLength(ofChunk: index)
+    }
+
+    /// Reads chunk `index` as it is stored (ciphertext and tag) into `buffer`.
+    func readSealedChunk(_ index: Int, into buffer: UnsafeMutableRawPointer) throws {
+        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
         let n = try fd.preadFully(into: buffer, count: length, offset: Int64(content.offset) + ContentFormat.offset(ofChunk: index))
         guard n == length else { throw ContentError.wrongLength(expected: content.objectLength, actual: try fd.size()) }
+    }
+
+    /// Authenticates and decrypts, in place, chunk `index` read by `readSealedChunk`; false
+    /// when it fails authentication. Safe on any thread.
+    func openChunk(_ index: Int, in buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) -> Bool {
+        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
         var nonce = base
         var ad: [UInt8] = []
         ContentFormat.nonce(base: base, index: index, into: &nonce)
         ContentFormat.additionalData(object: content.objectID, index: index, last: index == chunkCount - 1, into: &ad)
-        do {
-            _ = try ad.withUnsafeBytes { a in
-                try nonce.withUnsafeBytes { nb in
-                    try AEAD.openInPlace(buffer, ciphertextLength: length, additionalData: a, nonce: nb.baseAddress!, key: key)
-                }
+        return (try? ad.withUnsafeBytes { a in
+            try nonce.withUnsafeBytes { nb in
+                try AEAD.openInPlace(buffer, ciphertextLength: length, additionalData: a, nonce: nb.baseAddress!, key: key)
             }
-        } catch {
-            throw ContentError.chunkFailed(index: index)
-        }
+        }) != nil
+    }
+
+    /// The content bytes of chunk `index` (its plaintext without the padding).
+    func contentLength(ofChunk index: Int) -> Int {
+        let plain = ContentFormat.plaintextLength(ofChunk: index, size: content.size)
         let start = UInt64(index) * UInt64(ContentFormat.chunkSize)
         return Int(min(UInt64(plain), content.size > start ? content.size - start : 0))
     }
 
-    /// Decrypts every chunk in order and hands the content bytes to `write` on the pipeline's
-    /// writer thread, so decryption and output overlap. Stops at the first failing chunk.
+    /// Decrypts every chunk in order and hands the content bytes to `write`, on the calling
+    /// thread: chunks are read here and opened on the pipeline's workers, so that opening the
+    /// next chunks overlaps writing this one. Stops at the first failing chunk.
     func stream(pipeline: ChunkPipeline, key: UnsafeRawBufferPointer, observer: TransferObserver,
-                write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
+                write: (UnsafeRawPointer, Int) throws -> Void) throws {
+        final class Opening: Sendable {
+            let index: Int, buffer: Int
+            let done = DispatchGroup()
+            let succeeded = Atomic<Bool>(false)
+            init(index: Int, buffer: Int) { (self.index, self.buffer) = (index, buffer) }
+        }
+        // `key` and the buffers outlive every opening: all are waited for before returning.
+        nonisolated(unsafe) let keyPointer = key
+        let reader = self
+        var opening: [Opening] = []
         var done: UInt64 = 0
+        func finishOldest() throws {
+            let chunk = opening.removeFirst()
+            chunk.done.wait()
+            defer { pipeline.release(chunk.buffer) }
+            guard chunk.succeeded.load(ordering: .acquiring) else { throw ContentError.chunkFailed(index: chunk.index) }
+            let n = contentLength(ofChunk: chunk.index)
+            if n > 0 { try write(pipeline.buffer(chunk.buffer), n) }
+            done += UInt64(n)
+            observer.progress(done)
+        }
         do {
             for index in 0..<chunkCount {
                 if observer.isCancelled() { throw Cancelled() }
-                if let error = pipeline.pendingError { throw error }
+                if opening.count >= ChunkPipeline.depth - 1 { try finishOldest() }
                 let b = pipeline.acquire()
-                let n: Int
-                do { n = try readChunk(index, into: pipeline.buffer(b), key: key) } catch { pipeline.release(b); throw error }
-                if n > 0 { pipeline.submit(b, count: n, write: write) } else { pipeline.release(b) }
-                done += UInt64(n)
-                observer.progress(done)
+                do { try readSealedChunk(index, into: pipeline.buffer(b)) } catch { pipeline.release(b); throw error }
+                let chunk = Opening(index: index, buffer: b)
+                nonisolated(unsafe) let buffer = pipeline.buffer(b)
+                chunk.done.enter()
+                pipeline.work {
+                    chunk.succeeded.store(reader.openChunk(index, in: buffer, key: keyPointer), ordering: .releasing)
+                    chunk.done.leave()
+                }
+                opening.append(chunk)
             }
-            try pipeline.drain()
+            while !opening.isEmpty { try finishOldest() }
         } catch {
-            try? pipeline.drain()
+            for chunk in opening {
+                chunk.done.wait()
+                pipeline.release(chunk.buffer)
+            }
             throw error
         }
     }

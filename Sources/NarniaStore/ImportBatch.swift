@@ -167,14 +167,14 @@ public final class ImportBatch {
             return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
                                      inspect: inspect, observer: observer)
         }
-        try vault.layout.ensureShard(for: objectID, known: &vault.knownShards)
+        try vault.layout.ensureShard(for: objectID)
         return try writer.write(objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
     }
 
     /// The pack the next small file goes into: the batch's current one, or a new one.
     private func packForNextFile() throws -> OpenPack {
         if let pack = packs.last, pack.accepting { return pack }
-        let pack = try OpenPack(layout: vault.layout, objectID: vault.tags.newObject(), knownShards: &vault.knownShards)
+        let pack = try OpenPack(layout: vault.layout, objectID: vault.tags.newObject())
         packs.append(pack)
         stagedObjects.append(pack.objectID)
         vault.inventory.files[pack.objectID] = StoreInventory.Entry(main: vault.layout.shardName(for: pack.objectID) + "/" + pack.objectID.hex)

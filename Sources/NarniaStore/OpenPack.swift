@@ -25,9 +25,9 @@ final class OpenPack {
     var accepting = true
 
     /// Creates the (empty) object file of a new pack.
-    init(layout: StoreLayout, objectID: Identifier, knownShards: inout Set<String>) throws {
+    init(layout: StoreLayout, objectID: Identifier) throws {
         self.objectID = objectID
-        try layout.ensureShard(for: objectID, known: &knownShards)
+        try layout.ensureShard(for: objectID)
         fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
     }
 }

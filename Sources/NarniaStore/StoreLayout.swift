@@ -1,5 +1,6 @@
 import NarniaCrypto
 import NarniaSystem
+import Synchronization
 
 /// Where things live inside a store directory (docs/FORMAT.md, "Files").
 ///
@@ -12,8 +13,12 @@ import NarniaSystem
 /// that no directory grows past a few thousand entries per million files. Copies that sync
 /// engines make of a file (`NAME.sync-conflict-…`, `NAME (conflicted copy …)`) keep the
 /// name they copy as a prefix, and are recognised by it.
-struct StoreLayout {
+final class StoreLayout: Sendable {
     let root: String
+    /// The shard directories known to exist (made durable), so that each is checked once.
+    private let knownShards = Mutex(Set<String>())
+
+    init(root: String) { self.root = root }
 
     func shardName(for id: Identifier) -> String { String(id.hex.prefix(2)) }
 
@@ -28,14 +33,14 @@ struct StoreLayout {
     func keyFilePath(named id: Identifier) -> String { root + "/" + id.hex }
 
     /// Creates the shard directory of `id` if needed, making its entry durable.
-    func ensureShard(for id: Identifier, known: inout Set<String>) throws {
+    func ensureShard(for id: Identifier) throws {
         let dir = shardDirectory(for: id)
-        if known.contains(dir) { return }
+        if knownShards.withLock({ $0.contains(dir) }) { return }
         if !FileSystem.isDirectory(dir) {
             try FileSystem.makeDirectory(dir, existingOK: true)
             try FileSystem.syncDirectory(root)
         }
-        known.insert(dir)
+        knownShards.withLock { _ = $0.insert(dir) }
     }
 }
 

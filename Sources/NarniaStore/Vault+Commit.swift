@@ -89,7 +89,7 @@ extension Vault {
     /// first record.
     func startJournal(previousSeq: UInt64, snapshot: Bool) throws -> [Operation] {
         let id = tags.newJournal()
-        try layout.ensureShard(for: id, known: &knownShards)
+        try layout.ensureShard(for: id)
         let path = layout.objectPath(for: id)
         let writer = try JournalWriter.create(id: id, path: path, keys: journalKeys)
         try writer.syncFile()

@@ -65,11 +65,12 @@ extension Vault {
         try ContentReader(path: objectPath(of: content), content: content)
     }
 
-    /// Decrypts `item`'s content and hands it, in order, to `write` (called on a writer thread,
-    /// overlapping decryption). Stops at the first chunk that fails authentication.
+    /// Decrypts `item`'s content and hands it, in order, to `write`, called on this thread
+    /// while the next chunks are decrypted on the pipeline's workers. Stops at the first chunk
+    /// that fails authentication.
     /// - Throws: `ContentError`, `Cancelled`, or what `write` throws.
     public func readContent(of item: Item, observer: TransferObserver = .none,
-                            write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
+                            write: (UnsafeRawPointer, Int) throws -> Void) throws {
         guard let content = item.content else { throw VaultError.refused("is a folder") }
         try notingDamage {
             let reader = try reader(for: content)

@@ -31,7 +31,6 @@ public final class Vault {
     let tags: NameTags
     let keys: KeyTable
     let pipeline = ChunkPipeline()
-    var knownShards = Set<String>()
 
     var clock: HybridClock
     var state: MergeState

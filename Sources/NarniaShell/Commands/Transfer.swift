@@ -170,8 +170,7 @@ enum Transfer {
             }
         }
         s.out.flush()
-        // Content goes straight to the descriptor (on the reader's writer thread), after the
-        // buffered text flushed above.
+        // Content goes straight to the descriptor, after the buffered text flushed above.
         let out = FileDescriptor.borrowing(s.out.descriptor, name: "standard output")
         for item in items {
             do {

@@ -4,9 +4,7 @@
 /// ```
 /// 00000000: 8950 4e47 0d0a 1a0a 0000 000d 4948 4452  .PNG........IHDR
 /// ```
-final class HexFormatter: @unchecked Sendable {
-    // Sendable: `readContent` calls `lines` on its writer thread, one chunk after another,
-    // and `finish` runs after the stream has drained: never two threads at once.
+final class HexFormatter {
     private var offset: UInt64 = 0
     private var pending: [UInt8] = []
 

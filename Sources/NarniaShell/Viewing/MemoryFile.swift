@@ -1,7 +1,6 @@
 import NarniaSystem
 import Glibc
 import NarniaStore
-import Synchronization
 
 /// Anonymous memory that looks like a file (`memfd_create`): how decrypted content reaches a
 /// viewer that needs a path or seeking, without ever touching a disk.
@@ -35,13 +34,7 @@ final class MemoryFile {
     /// Decrypts `item` into the memory file and seals it.
     /// - Throws: what `Vault.readContent` throws (`Cancelled` on Ctrl-C).
     func fill(from vault: Vault, item: Item, observer: TransferObserver) throws {
-        let fd = self.fd
-        let counter = ByteCounter()
-        try vault.readContent(of: item, observer: observer) { p, n in
-            try writeAll(fd, p, n)
-            counter.add(n)
-        }
-        size += counter.total
+        try vault.readContent(of: item, observer: observer) { p, n in try append(p, n) }
         seal()
     }
 
@@ -55,11 +48,4 @@ final class MemoryFile {
         _ = ftruncate(fd, 0)
         close(fd)
     }
-}
-
-/// A running total shared with `readContent`'s writer thread.
-final class ByteCounter: Sendable {
-    private let count = Atomic<Int>(0)
-    var total: Int { count.load(ordering: .acquiring) }
-    func add(_ n: Int) { count.add(n, ordering: .releasing) }
 }
