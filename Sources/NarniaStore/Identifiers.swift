@@ -75,6 +75,15 @@ public struct Identifier: Hashable, Sendable, Comparable, CustomStringConvertibl
         hasher.combine(low)
     }
 
+    /// What dictionaries and sets use (Hashable's customisation point): the identifier's own
+    /// random bits, mixed with the table's seed, without a round of SipHash. Hash flooding
+    /// would need identifiers chosen to collide, and only a device holding the master key can
+    /// put identifiers in a journal (records are authenticated). An open of 100,000 items looks
+    /// identifiers up about a million times; SipHash was a fifth of it.
+    public func _rawHashValue(seed: Int) -> Int {
+        Int(truncatingIfNeeded: (low ^ UInt64(truncatingIfNeeded: seed)) &* 0x9E37_79B9_7F4A_7C15 ^ high)
+    }
+
     public static func < (a: Identifier, b: Identifier) -> Bool {
         (a.high, a.low) < (b.high, b.low)
     }

@@ -134,26 +134,32 @@ struct TreeView {
         // From the root down: merge folders of one name, give files in conflict their names.
         var queue: [(view: Identifier, members: [Int])] = [(.root, [rootIndex])]
         while let (folder, folderMembers) = queue.popLast() {
-            var byName: [String: [Int]] = [:]
+            // Most names have one candidate: they are found with one hash each, and only the
+            // names with several (merged folders, conflicts) get a list.
+            var only: [String: Int] = [:]
+            var contested: [String: [Int]] = [:]
             for m in folderMembers {
-                for c in childrenOf[m] ?? [] { byName[places[c].name, default: []].append(c) }
+                for c in childrenOf[m] ?? [] {
+                    if let previous = only.updateValue(c, forKey: places[c].name) {
+                        only[places[c].name] = previous
+                        contested[places[c].name, default: [previous]].append(c)
+                    }
+                }
             }
             var names: [String: Identifier] = [:]
-            names.reserveCapacity(byName.count)
+            names.reserveCapacity(only.count)
             var conflicts: [(index: Int, name: String)] = []
             func earlier(_ a: Int, _ b: Int) -> Bool {
                 let sa = placeStamps[a], sb = placeStamps[b]
                 return sa != sb ? sa < sb : ids[a] < ids[b]
             }
-            for (name, candidates) in byName {
-                if candidates.count == 1 {
-                    let c = candidates[0]
-                    names[name] = ids[c]
-                    view.items[ids[c]] = item(ids[c], state, parent: folder, name: name)
-                    if isFolder[c] { queue.append((ids[c], [c])) }
-                    if resurrected[c] { view.irregular.formUnion([folder, ids[c]]) }
-                    continue
-                }
+            for (name, c) in only where contested.isEmpty || contested[name] == nil {
+                names[name] = ids[c]
+                view.items[ids[c]] = item(ids[c], state, parent: folder, name: name)
+                if isFolder[c] { queue.append((ids[c], [c])) }
+                if resurrected[c] { view.irregular.formUnion([folder, ids[c]]) }
+            }
+            for (name, candidates) in contested {
                 view.irregular.insert(folder)
                 let sorted = candidates.sorted(by: earlier)
                 let folders = sorted.filter { isFolder[$0] }
