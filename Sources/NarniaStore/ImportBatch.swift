@@ -148,6 +148,7 @@ public final class ImportBatch {
         }
         if let pack {
             pack.length = offset + ContentFormat.objectLength(size: size)
+            pack.noteWritten()
             pack.members.append(id)
             if pack.length >= OpenPack.capacity { pack.accepting = false }
         }
