@@ -180,7 +180,7 @@ public final class Session: @unchecked Sendable {
     func currentHostDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return "/" }
-        return String(cString: buffer)
+        return String(nulTerminated: buffer)
     }
 
     /// Joins a host path for messages.

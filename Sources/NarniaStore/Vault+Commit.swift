@@ -117,7 +117,7 @@ extension Vault {
     /// copies of one store on one machine differ.
     var defaultDeviceName: String {
         var buffer = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "device"
+        let host = gethostname(&buffer, buffer.count) == 0 ? String(nulTerminated: buffer) : "device"
         let clean = String(host.unicodeScalars.filter { $0.isASCII && $0.properties.generalCategory != .control }.prefix(40))
         return (clean.isEmpty ? "device" : clean) + "-" + String(device.hex.prefix(4))
     }

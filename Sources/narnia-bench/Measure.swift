@@ -29,7 +29,7 @@ enum Measure {
         defer { fclose(f) }
         var line = [CChar](repeating: 0, count: 256)
         while fgets(&line, Int32(line.count), f) != nil {
-            let text = String(cString: line)
+            let text = String(nulTerminated: line)
             if text.hasPrefix(field + ":") {
                 let digits = text.dropFirst(field.count + 1).filter { $0.isNumber }
                 return Int(digits) ?? -1
@@ -82,7 +82,7 @@ final class RSSSampler: Sendable {
                 let n = pread(fd, &buffer, buffer.count - 1, 0)
                 if n > 0 {
                     buffer[n] = 0
-                    let fields = String(cString: buffer).split(separator: " ")
+                    let fields = String(nulTerminated: buffer).split(separator: " ")
                     if fields.count > 1, let rss = Int(fields[1]) { peakPages.max(rss, ordering: .relaxed) }
                 }
                 usleep(2000)

@@ -40,7 +40,7 @@ final class MergeTests: XCTestCase {
         let fm = FileManager.default
         for rel in try fm.subpathsOfDirectory(atPath: from) {
             var isDir: ObjCBool = false
-            fm.fileExists(atPath: from + "/" + rel, isDirectory: &isDir)
+            _ = fm.fileExists(atPath: from + "/" + rel, isDirectory: &isDir)
             if isDir.boolValue {
                 try? fm.createDirectory(atPath: to + "/" + rel, withIntermediateDirectories: true)
                 continue
@@ -237,7 +237,7 @@ final class MergeTests: XCTestCase {
         }())
         for rel in try FileManager.default.subpathsOfDirectory(atPath: b) where !aJournals.contains("/" + rel) {
             var isDir: ObjCBool = false
-            FileManager.default.fileExists(atPath: b + "/" + rel, isDirectory: &isDir)
+            _ = FileManager.default.fileExists(atPath: b + "/" + rel, isDirectory: &isDir)
             if isDir.boolValue { try? FileManager.default.createDirectory(atPath: c + "/" + rel, withIntermediateDirectories: true); continue }
             if !FileManager.default.fileExists(atPath: c + "/" + rel) { try FileManager.default.copyItem(atPath: b + "/" + rel, toPath: c + "/" + rel) }
         }
@@ -301,7 +301,7 @@ final class MergeTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: b + object))
         // A sync engine carrying it back: deleted again.
         try FileManager.default.createDirectory(atPath: (a + object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: a + object, contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: a + object, contents: Data([1]))
         do { _ = try open(a) }
         XCTAssertFalse(FileManager.default.fileExists(atPath: a + object))
     }

@@ -174,8 +174,8 @@ final class StoreVectorTests: XCTestCase {
         let orphan = work + "/ab/" + String(repeating: "c", count: 30)
         let orphan2 = work + "/ab/ab" + String(repeating: "d", count: 30)
         try FileManager.default.createDirectory(atPath: work + "/ab", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: orphan, contents: Data([1, 2, 3]))
-        FileManager.default.createFile(atPath: orphan2, contents: Data([4, 5, 6]))
+        _ = FileManager.default.createFile(atPath: orphan, contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: orphan2, contents: Data([4, 5, 6]))
         _ = try open()
         XCTAssertTrue(FileManager.default.fileExists(atPath: orphan))
         XCTAssertTrue(FileManager.default.fileExists(atPath: orphan2))
@@ -187,7 +187,7 @@ final class StoreVectorTests: XCTestCase {
         var out: [String: Data] = [:]
         for case let rel as String in FileManager.default.enumerator(atPath: work)! {
             var isDir: ObjCBool = false
-            FileManager.default.fileExists(atPath: work + "/" + rel, isDirectory: &isDir)
+            _ = FileManager.default.fileExists(atPath: work + "/" + rel, isDirectory: &isDir)
             if !isDir.boolValue { out[rel] = FileManager.default.contents(atPath: work + "/" + rel) }
         }
         return out
