@@ -139,6 +139,15 @@ def test_passwd(filled):
     assert v.rc == 0, "verify after passwd" + v.describe()
 
 
+def test_passwd_takes_the_file_after_equals(filled):
+    """Both shells parse flags alike: a long flag's value may follow `=`."""
+    new = filled.passphrase_file("another new passphrase")
+    r = filled.c(f"passwd --new-passphrase-file={q(str(new))}")
+    assert r.rc == 0 and r.out == "passphrase changed\n", "passwd --new-passphrase-file=FILE" + r.describe()
+    ok = filled.c("cat /docs/payload.bin", passphrase="another new passphrase")
+    assert ok.rc == 0 and ok.outb == filled.payload, "the new passphrase opens the vault" + ok.describe()
+
+
 def test_passwd_rotate(filled, tmp_path):
     """passwd --rotate: the old key file and passphrase, kept in a backup, open nothing
     written afterwards (the vault refuses, naming the rotation, with exit 3); content objects
