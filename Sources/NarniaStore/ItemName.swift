@@ -24,7 +24,7 @@ public enum NameError: Error, Equatable, CustomStringConvertible {
 /// Item-name rules: UTF-8, NFC-normalised, no `/` or NUL, not `.` or `..`, at most 255 bytes.
 public enum ItemName {
     /// The longest name, in bytes of its NFC UTF-8 form.
-    public static let maximumBytes = 255
+    package static let maximumBytes = 255
 
     /// The NFC form of any string.
     public static func nfc(_ s: String) -> String { s.precomposedStringWithCanonicalMapping }
@@ -44,7 +44,7 @@ public enum ItemName {
     }
 
     /// Decodes a host file name (bytes) as an item name; host names that are not UTF-8 are refused.
-    public static func fromHost(_ bytes: [UInt8]) throws -> String {
+    package static func fromHost(_ bytes: [UInt8]) throws -> String {
         guard let s = String(validating: bytes, as: UTF8.self) else { throw NameError.notUTF8 }
         return try validated(s)
     }
@@ -52,7 +52,7 @@ public enum ItemName {
     /// The "keep both" variant number `n` (n ≥ 2) of `name`: `a.jpg` → `a (2).jpg`,
     /// `notes` → `notes (2)`, `.profile` → `.profile (2)`, `a.tar.gz` → `a (2).tar.gz`.
     /// The stem is shortened (never splitting a character) when the result would pass 255 bytes.
-    public static func numbered(_ name: String, _ n: Int) -> String {
+    package static func numbered(_ name: String, _ n: Int) -> String {
         var (stem, ext) = splitExtension(name)
         let suffix = " (\(n))"
         while !stem.isEmpty && stem.utf8.count + suffix.utf8.count + ext.utf8.count > maximumBytes {
@@ -63,7 +63,7 @@ public enum ItemName {
 
     /// Splits `name` into stem and extension (with its dot). A leading dot does not start an
     /// extension; `.tar.gz`-style double extensions stay together.
-    public static func splitExtension(_ name: String) -> (String, String) {
+    package static func splitExtension(_ name: String) -> (String, String) {
         let scalars = Array(name.unicodeScalars)
         guard let lastDot = scalars.lastIndex(of: "."), lastDot > 0 else { return (name, "") }
         var dot = lastDot

@@ -18,7 +18,7 @@ public struct SyncFile: Sendable, Equatable {
     public let id: Identifier
     public let kind: SyncFileKind
     /// True for a copy a sync engine made (`….sync-conflict-…`).
-    public let isCopy: Bool
+    package let isCopy: Bool
 }
 
 /// The store's side of `sync` (docs/FORMAT.md, "What sync engines may do to the store"): which

@@ -73,7 +73,7 @@ extension Vault {
     }
 
     /// A name not used in `folder` (nor in `reserved`): `name`, else `name (2)`, `name (3)`…
-    public func availableName(_ name: String, in folder: Identifier, reserved: Set<String> = []) -> String {
+    package func availableName(_ name: String, in folder: Identifier, reserved: Set<String> = []) -> String {
         func taken(_ n: String) -> Bool { view.children[folder]?[n] != nil || reserved.contains(n) }
         if !taken(name) { return name }
         var n = 2
@@ -91,7 +91,7 @@ extension Vault {
     /// - Throws: `NameError` for a bad name, `VaultError.refused` when the name is taken or the
     ///   parent is not a folder.
     @discardableResult
-    public func makeFolder(named name: String, in parent: Identifier) throws -> Item {
+    package func makeFolder(named name: String, in parent: Identifier) throws -> Item {
         let valid = try ItemName.validated(name)
         guard isFolder(parent) else { throw VaultError.refused("not a folder") }
         guard child(named: valid, in: parent) == nil else { throw VaultError.refused("already exists") }

@@ -38,6 +38,6 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
 /// Argon2id limits, as a message shows them.
 public struct KDFParametersDescription: Equatable, Sendable {
     public let passes: UInt32
-    public let mebibytes: UInt32
+    package let mebibytes: UInt32
     public var text: String { "\(passes) passes and \(mebibytes) MiB" }
 }
