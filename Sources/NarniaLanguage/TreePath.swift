@@ -167,6 +167,16 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
 
 /// Whether `a` sorts before `b` in the byte order of their UTF-8: the order of `ls` in the C
 /// locale, and of the vault's listings.
+///
+/// Compared as two byte buffers: listings sort thousands of names, and stepping through two
+/// `UTF8View`s one byte at a time was a quarter of an `ls` of 10,000 items.
+@inlinable
 public func utf8Order(_ a: String, _ b: String) -> Bool {
-    a.utf8.lexicographicallyPrecedes(b.utf8)
+    let bytewise = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in
+            for i in 0..<min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
+            return x.count < y.count
+        }
+    }
+    return (bytewise ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
 }
