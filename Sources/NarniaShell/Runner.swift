@@ -11,16 +11,7 @@ extension Session {
         // `!COMMAND` after a `;`: the words go to the host's shell (a line that starts with
         // `!` gives it the whole rest of the line instead, see `runBatchLine`).
         if first.text.hasPrefix("!") && first.quotedScalars.first != true {
-            let command = ([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " ")
-            do {
-                try HostShell.run(self, command: command)
-                return true
-            } catch let failure as CommandFailure {
-                error("!", failure.message, hint: failure.hint)
-            } catch {
-                self.error("!", describe(error))
-            }
-            return false
+            return runOnHost(([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " "))
         }
         guard let spec = CommandTable.find(first.text) else {
             if let near = CommandTable.nearest(to: first.text) {
@@ -57,6 +48,19 @@ extension Session {
         return false
     }
 
+    /// Runs `command` with the host's shell (`!`); prints why it failed. Returns success.
+    private func runOnHost(_ command: String) -> Bool {
+        do {
+            try HostShell.run(self, command: command)
+            return true
+        } catch let failure as CommandFailure {
+            error("!", failure.message, hint: failure.hint)
+        } catch {
+            self.error("!", describe(error))
+        }
+        return false
+    }
+
     /// Runs one line of batch input with sftp's rules: blank lines and `#` comments do nothing;
     /// a line starting with `-` may fail without counting. Returns false when a counted
     /// command failed; the rest of the line runs only with `keepGoing`.
@@ -71,15 +75,7 @@ extension Session {
         }
         // `!COMMAND`: the rest of the line goes to the host's shell as it is (';' included).
         if text.hasPrefix("!") {
-            do {
-                try HostShell.run(self, command: String(text.dropFirst()))
-                return true
-            } catch let failure as CommandFailure {
-                error("!", failure.message, hint: failure.hint)
-            } catch {
-                self.error("!", describe(error))
-            }
-            return mayFail
+            return runOnHost(String(text.dropFirst())) || mayFail
         }
         let commands: [[Word]]
         do {
