@@ -404,7 +404,7 @@ public final class Wardrobe {
     }
 
     static func help(_ w: Wardrobe, _ a: ParsedArguments) throws {
-        let width = w.console.isTerminal ? min(w.console.width, 100) : 80
+        let width = HelpText.width(terminalColumns: w.console.isTerminal ? w.console.width : nil)
         if let name = a.operandTexts.first {
             guard let c = WardrobeCommand.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
             for line in HelpText.page(c, width: width) { w.line(line) }

@@ -1,5 +1,10 @@
 /// The text of `help` and `help CMD`, for both shells: wrapped at word boundaries to `width`.
 public enum HelpText {
+    /// The width help is wrapped to: the terminal's, at most 100 columns; 80 off a terminal.
+    public static func width(terminalColumns: Int?) -> Int {
+        terminalColumns.map { min($0, 100) } ?? 80
+    }
+
     /// `help`: one line per command, its name and abstract.
     public static func overview(_ commands: [any CommandDescription], width: Int) -> [String] {
         let nameWidth = commands.map(\.name.count).max() ?? 0

@@ -69,8 +69,7 @@ enum Maintenance {
     }
 
     static func help(_ s: Session, _ a: ParsedArguments) throws {
-        // Wrapped at word boundaries to the terminal (at most 100 columns), else 80.
-        let width = s.out.isTerminal ? min(terminalWidth(), 100) : 80
+        let width = HelpText.width(terminalColumns: s.out.isTerminal ? terminalWidth() : nil)
         let lines: [String]
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
