@@ -200,18 +200,14 @@ final class Pipe {
 /// The reader of a pipe or viewer went away (EPIPE): not an error for a viewer the user closed.
 struct ReaderGone: Error {}
 
-/// Writes all of `count` bytes to `fd`, retrying on EINTR.
-/// - Throws: `ReaderGone` on EPIPE, `SystemError` otherwise.
+/// Writes all of `count` bytes to `fd` with `FileDescriptor.writeAll`'s loop (EINTR retried).
+/// - Throws: `ReaderGone` on EPIPE, else `SystemError` naming the call: the descriptor (a pipe,
+///   a memfd, the terminal) has no path worth showing.
 func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int) throws {
-    var done = 0
-    while done < count {
-        let n = Glibc.write(fd, p + done, count - done)
-        if n < 0 {
-            if errno == EINTR { continue }
-            if errno == EPIPE { throw ReaderGone() }
-            throw SystemError(code: errno, operation: "write")
-        }
-        done += n
+    do {
+        try FileDescriptor.borrowing(fd, name: "").writeAll(p, count: count)
+    } catch let e as SystemError {
+        throw e.code == EPIPE ? ReaderGone() : SystemError(code: e.code, operation: e.operation)
     }
 }
 
