@@ -654,13 +654,65 @@ def batch_section(args, table):
     shutil.rmtree(w)
 
 
+def inbox_section(args, table):
+    """The inbox (issue 15): `narnia drop` of 1 GiB against `age -r` + `sync -f` of the same file,
+    and what adopting 1,000 small drops adds to an unlock (`narnia -c pwd` of a vault holding
+    them minus the same of a copy without), whole binary, interleaved."""
+    w = f"{args.work}/inbox"
+    os.makedirs(w)
+    key = f"{args.work}/age-key.txt"
+    recipient = [l.split(": ")[1].strip() for l in open(key) if l.startswith("# public key:")][0]
+    big = f"{w}/big.bin"
+    log("inbox: a 1 GiB file, 1,000 small files and an empty vault")
+    sh(f"head -c {GIB} /dev/urandom > {q(big)}")
+    small = f"{w}/small"
+    os.makedirs(small)
+    docs = sorted(os.path.join(d, f) for d, _, fs in os.walk("/usr/share/doc") for f in fs
+                  if os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f)))[:1000]
+    for i, path in enumerate(docs):
+        shutil.copyfile(path, f"{small}/{i:04}-{os.path.basename(path)}")
+    template = f"{w}/template"
+    bench_json(args, "prepare", template, "moderate")
+    cli = lambda v: f"{q(args.narnia)} --vault {q(v)} --passphrase-file {q(args.passfile)}"
+    drop = lambda v: f"{q(args.narnia)} --vault {q(v)} drop -q"
+    t = {"drop": [], "age-r": [], "adopt": [], "plain": []}
+    for r in range(args.rounds):
+        log(f"inbox, round {r + 1} of {args.rounds}")
+        vault = f"{w}/v{r}"
+        sh(f"cp -a {q(template)} {q(vault)}")
+        for step in rotate(["drop", "age"], r):
+            settle()
+            if step == "drop":
+                t["drop"].append(timed(f"{drop(vault)} {q(big)}"))
+            else:
+                t["age-r"].append(timed(f"age -r {recipient} -o {q(w + '/big.age')} {q(big)} && sync -f {q(w + '/big.age')}"))
+                os.unlink(f"{w}/big.age")
+        shutil.rmtree(vault)
+        with_drops, without = f"{w}/drops{r}", f"{w}/plain{r}"
+        sh(f"cp -a {q(template)} {q(with_drops)} && cp -a {q(template)} {q(without)}")
+        sh(f"{drop(with_drops)} {q(small)}")
+        for step in rotate(["adopt", "plain"], r):
+            settle()
+            t[step].append(timed(f"{cli(with_drops if step == 'adopt' else without)} -c pwd >/dev/null 2>&1"))
+        if sh(f"{cli(with_drops)} -c 'ls /Inbox/small' 2>/dev/null").count("\n") != len(docs):
+            raise SystemExit("bench: not every drop was adopted")
+        shutil.rmtree(with_drops)
+        shutil.rmtree(without)
+    d, a = med(t["drop"]), med(t["age-r"])
+    table.ratio("drop 1 GiB vs age -r + sync -f", d / a, 1.00, f"{d:.2f} s / {a:.2f} s, whole binary")
+    added = med([x - y for x, y in zip(t["adopt"], t["plain"])])
+    table.below("adopting 1,000 small drops: added to the unlock", added, 1.0, "s",
+                f"{med(t['adopt']):.2f} s - {med(t['plain']):.2f} s, `narnia -c pwd`, MODERATE Argon2id")
+    shutil.rmtree(w)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
     p.add_argument("--narnia", required=True)
     p.add_argument("--bench", required=True)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--only", default="big,small,library,scale,batch,devices,sync,door")
+    p.add_argument("--only", default="big,small,library,scale,batch,devices,sync,door,inbox")
     args = p.parse_args()
     args.passfile = f"{args.work}/passphrase"
     with open(args.passfile, "w") as f:
@@ -671,7 +723,7 @@ def main():
     table = Table()
     started = time.monotonic()
     only = args.only.split(",")
-    if "big" in only or "small" in only or "library" in only:
+    if "big" in only or "small" in only or "library" in only or "inbox" in only:
         key = f"{args.work}/age-key.txt"
         if not os.path.exists(key):
             sh(f"age-keygen -o {q(key)} 2>/dev/null")
@@ -691,6 +743,8 @@ def main():
         sync_section(args, table)
     if "door" in only:
         door(args, table)
+    if "inbox" in only:
+        inbox_section(args, table)
     cores = os.cpu_count()
     table.notes.append(f"medians of {args.rounds} interleaved rounds (1 GiB, small files, camera roll, door), on {cores} cores; "
                        f"the whole run took {time.monotonic() - started:.0f} s.")

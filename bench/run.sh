@@ -7,7 +7,7 @@
 #   BENCH_ROUNDS      interleaved rounds per comparison (default 3, at least 3 for the table)
 #   BENCH_TMP         where to work (default: a fresh directory under /tmp); removed at the end.
 #                     The camera roll needs about 45 GB free there (its outputs stay to the end).
-#   BENCH_ONLY        a comma-separated subset of big,small,library,scale,batch,devices,sync,door
+#   BENCH_ONLY        a comma-separated subset of big,small,library,scale,batch,devices,sync,door,inbox
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

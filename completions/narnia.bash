@@ -39,6 +39,16 @@ _narnia()
     local i word mode= source= keep= vault= done= verbose=
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
+        if [[ $word == drop ]]; then
+            # `drop` takes host files (or - NAME) and its own flags; no passphrase.
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(IFS=' ' compgen -W "-v -q --show-key --help -" -- "$cur"))
+            else
+                compopt -o filenames 2>/dev/null
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi
+            return
+        fi
         case $word in
             --vault) vault=1; ((i++)) ;;
             --passphrase-file | --passphrase-fd) source=1; ((i++)) ;;
@@ -61,7 +71,7 @@ _narnia()
         ((COMP_CWORD == 1)) && opts+=" --version --help"
         COMPREPLY=($(IFS=' ' compgen -W "$opts" -- "$cur"))
     elif [[ -z $mode ]]; then
-        COMPREPLY=($(IFS=' ' compgen -W "init enter" -- "$cur"))
+        COMPREPLY=($(IFS=' ' compgen -W "init enter drop" -- "$cur"))
     fi
 }
 

@@ -17,7 +17,7 @@ function __narnia_needs_mode
         switch $t
             case --vault --passphrase-file --passphrase-fd
                 set skip 1
-            case init enter -c -b --version --help
+            case init enter drop -c -b --version --help
                 return 1
         end
     end
@@ -39,3 +39,9 @@ complete -c narnia -s b -r -F -a - -d 'Run a batch file (- for standard input)'
 
 complete -c narnia -n __narnia_needs_mode -a init -d 'Create a vault'
 complete -c narnia -n __narnia_needs_mode -a enter -d 'Passphrase, then the vault shell'
+complete -c narnia -n __narnia_needs_mode -a drop -d 'Add files to the inbox, no passphrase'
+
+# After `drop`: host files, - NAME, and the drop command's flags.
+complete -c narnia -n '__fish_seen_subcommand_from drop' -F
+complete -c narnia -n '__fish_seen_subcommand_from drop' -l show-key -d 'Print the key drops are sealed to'
+complete -c narnia -n '__fish_seen_subcommand_from drop' -s q -d 'No line per file and no summary'

@@ -221,6 +221,7 @@ KEY_FILE_RE = re.compile(r"[0-9a-f]{32}")
 DIR_RE = re.compile(r"[0-9a-f]{2}")
 OBJECT_RE = re.compile(r"[0-9a-f]{32}")
 KEY_FILE_SIZE = 98
+INBOX_KEY_SIZE = 72
 
 
 def padme(n: int) -> int:
@@ -261,8 +262,8 @@ class Store:
         return {self.rel(p): p.stat().st_size for p in self.files()}
 
     def layout_problems(self) -> list[str]:
-        """Deviations from the documented layout (format 2): one 98-byte key file named by 32
-        hex digits at the top, 2-hex directories holding files named by 32 hex digits that
+        """Deviations from the documented layout (format 2): one 98-byte key file and one
+        72-byte inbox public key file named by 32 hex digits at the top, 2-hex directories holding files named by 32 hex digits that
         begin with the directory's two, nothing else."""
         problems = []
         top_files = []
@@ -284,15 +285,20 @@ class Store:
                         problems.append(f"file not named by 32 hex chars in its shard: {entry.name}/{sub.name!r}")
             else:
                 problems.append(f"special file in the store: {entry.name!r}")
-        if len(top_files) != 1:
-            problems.append(f"expected exactly one top-level file (the key file), found {top_files!r}")
-        elif (self.root / top_files[0]).stat().st_size != KEY_FILE_SIZE:
-            problems.append(f"the key file has {(self.root / top_files[0]).stat().st_size} bytes, not {KEY_FILE_SIZE}")
+        sizes = sorted((self.root / name).stat().st_size for name in top_files)
+        if sizes != sorted([KEY_FILE_SIZE, INBOX_KEY_SIZE]):
+            problems.append(f"expected one key file of {KEY_FILE_SIZE} bytes and one inbox public key file of "
+                            f"{INBOX_KEY_SIZE} at the top, found {top_files!r} of {sizes} bytes")
         return problems
 
     def key_file(self) -> Path:
-        tops = [p for p in self.root.iterdir() if p.is_file()]
+        tops = [p for p in self.root.iterdir() if p.is_file() and p.stat().st_size != INBOX_KEY_SIZE]
         assert len(tops) == 1, f"expected exactly one key file at the top of the store, found {tops}"
+        return tops[0]
+
+    def inbox_key_file(self) -> Path:
+        tops = [p for p in self.root.iterdir() if p.is_file() and p.stat().st_size == INBOX_KEY_SIZE]
+        assert len(tops) == 1, f"expected exactly one inbox public key file at the top of the store, found {tops}"
         return tops[0]
 
 

@@ -152,7 +152,7 @@ def test_man_synopsis_has_every_invocation():
     synopsis = squeeze(section(render_man(), "SYNOPSIS"))
     for form in [
         "narnia [--vault DIR]",
-        "init", "enter",
+        "init", "enter", "drop",
         "-c 'CMD; CMD'",
         "-b FILE",
         "[--passphrase-file FILE | --passphrase-fd N]",
@@ -219,7 +219,12 @@ def test_bash_completes_long_option(host_tree):
 
 def test_bash_completes_subcommand(host_tree):
     assert bash_complete(["narnia", "e"], host_tree) == ["enter"]
-    assert sorted(bash_complete(["narnia", ""], host_tree)) == ["enter", "init"]
+    assert sorted(bash_complete(["narnia", ""], host_tree)) == ["drop", "enter", "init"]
+
+
+def test_bash_drop_completes_host_files_and_its_flags(host_tree):
+    assert "file.txt" in bash_complete(["narnia", "drop", ""], host_tree)
+    assert "--show-key" in bash_complete(["narnia", "--vault", "v", "drop", "--"], host_tree)
 
 
 def test_bash_completes_every_option(host_tree):
@@ -294,6 +299,11 @@ def test_zsh_tab_completes_long_option(host_tree):
 
 def test_zsh_tab_completes_subcommand(host_tree):
     assert "narnia enter " in zsh_tab("narnia e", "narnia enter ", host_tree)
+    assert "narnia drop " in zsh_tab("narnia dr", "narnia drop ", host_tree)
+
+
+def test_zsh_tab_drop_completes_host_files(host_tree):
+    assert "file.txt" in zsh_tab("narnia drop fi", "file\\.txt", host_tree)
 
 
 def test_zsh_tab_vault_lists_directories_only(host_tree):
@@ -326,7 +336,12 @@ def test_fish_completes_long_option(host_tree):
 
 def test_fish_completes_subcommand(host_tree):
     assert fish_complete("narnia e", host_tree) == ["enter"]
-    assert sorted(fish_complete("narnia ", host_tree)) == ["enter", "init"]
+    assert sorted(fish_complete("narnia ", host_tree)) == ["drop", "enter", "init"]
+
+
+def test_fish_drop_completes_host_files_and_its_flags(host_tree):
+    assert "file.txt" in fish_complete("narnia drop ", host_tree)
+    assert "--show-key" in fish_complete("narnia drop --", host_tree)
 
 
 def test_fish_completes_every_option(host_tree):

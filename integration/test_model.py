@@ -82,7 +82,7 @@ IMPORTED = re.compile(r"^imported (.*) -> (/.*)$")
 # tag 16) = 106 bytes, so a cut less than 106 bytes after a record starts ends inside it
 MIN_RECORD = 106
 
-DEFAULT_SETTINGS = {"remove-originals": "off", "viewer.photo": "", "viewer.video": "",
+DEFAULT_SETTINGS = {"remove-originals": "off", "inbox": "/Inbox", "viewer.photo": "", "viewer.video": "",
                     "viewer.document": "", "viewer.other": "", "hide-names": "off",
                     "grid": "off"}
 SETTING_CHOICES = [("hide-names", "on"), ("hide-names", "off"), ("grid", "on"),
@@ -145,6 +145,10 @@ def split_name(rel: str) -> tuple[str, str] | None:
     if len(parts) == 2 and HEX2.match(parts[0]) and m.group(1).startswith(parts[0]):
         return f"{parts[0]}/{m.group(1)}", m.group(2)
     return None
+
+
+# The inbox public key file at the top of the store is not a key file (FORMAT.md, "The inbox").
+INBOX_KEY_SIZE = 72
 
 
 def scan(root: Path) -> dict[str, int]:
@@ -264,7 +268,7 @@ class Scenario:
 
     def present_keys(self, d: Device, files=None) -> set[str]:
         files = scan(d.path) if files is None else files
-        return {split_name(rel)[0] for rel in files if "/" not in rel}
+        return {split_name(rel)[0] for rel, size in files.items() if "/" not in rel and size != INBOX_KEY_SIZE}
 
     def usable_passphrases(self, d: Device, view: mo.View | None = None) -> list[str]:
         view = view or self.view(d)
@@ -946,7 +950,7 @@ class Scenario:
         if r.rc != 0:
             self.fail("init failed" + r.describe())
         files = scan(d1.path)
-        keys = [f for f in files if "/" not in f]
+        keys = [f for f in files if "/" not in f and files[f] != INBOX_KEY_SIZE]
         shards = [f for f in files if "/" in f]
         if len(keys) != 1 or len(shards) != 1:
             self.fail(f"init should write one key file and one journal: {files}")

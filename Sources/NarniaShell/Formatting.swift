@@ -9,6 +9,11 @@ enum Formatting {
         format(nanoseconds, "%Y-%m-%d %H:%M", utc: false)
     }
 
+    /// `YYYY-MM-DD HH:MM:SS` in local time.
+    static func dateTime(_ nanoseconds: Int64) -> String {
+        format(nanoseconds, "%Y-%m-%d %H:%M:%S", utc: false)
+    }
+
     /// ISO 8601 in UTC: `2026-11-29T17:25:00Z`.
     static func isoDate(_ nanoseconds: Int64) -> String {
         format(nanoseconds, "%Y-%m-%dT%H:%M:%SZ", utc: true)
@@ -40,8 +45,9 @@ enum Formatting {
         return out + "\""
     }
 
-    /// One `ls --json` object; a file says whether its content is on this device (`here`).
-    static func jsonObject(_ item: Item, path: String, here: Bool) -> String {
+    /// One `ls --json` object; a file says whether its content is on this device (`here`), and
+    /// when it came through the inbox, when it was dropped.
+    static func jsonObject(_ item: Item, path: String, here: Bool, dropped: Int64? = nil) -> String {
         var fields = ["\"name\":\(json(item.name))", "\"path\":\(json(path))"]
         if let c = item.content {
             fields += ["\"type\":\"file\"", "\"kind\":\"\(c.kind.name)\"", "\"mime\":\(json(c.mime))", "\"size\":\(c.size)",
@@ -50,6 +56,7 @@ enum Formatting {
             fields += ["\"type\":\"folder\"", "\"kind\":\"folder\""]
         }
         fields.append("\"modified\":\"\(isoDate(item.modified))\"")
+        if let dropped { fields.append("\"dropped\":\"\(isoDate(dropped))\"") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 

@@ -1,3 +1,4 @@
+import NarniaStore
 import NarniaLanguage
 
 /// The settings `set` knows, with their values and defaults. Values live encrypted in the
@@ -17,6 +18,8 @@ public enum Settings {
     static let vaultSettings: [SettingSpec] = [
         SettingSpec(key: "remove-originals", values: ["on", "off"], defaultValue: "off",
                     help: "remove each imported original once its vault copy is committed (as import --move)"),
+        SettingSpec(key: "inbox", values: [], defaultValue: "/Inbox",
+                    help: "the vault folder that files dropped with 'narnia drop' are adopted into"),
     ]
 
     /// The setting `key`, including the per-MIME-type viewer keys (`viewer.image/png`).
@@ -51,6 +54,12 @@ extension Maintenance {
             guard let spec = Settings.find(key) else { throw unknownSetting(key) }
             guard spec.values.isEmpty || spec.values.contains(value) else {
                 throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
+            }
+            if key == "inbox" {
+                let names = value.split(separator: "/").map(String.init)
+                guard value.hasPrefix("/"), !names.isEmpty, names.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
+                    throw CommandFailure("inbox: '\(value)' is not an absolute vault path of a folder, such as /Inbox")
+                }
             }
             // remove-originals is stored even when off: its absence means "not asked yet".
             try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)

@@ -42,29 +42,11 @@ public struct Identifier: Hashable, Sendable, Comparable, CustomStringConvertibl
     }
 
     /// 32 lowercase hex digits.
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(32)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var hex: String { Hex.string(bytes) }
 
     /// Parses 32 lowercase hex digits.
     public init?(hex: Substring) {
-        guard hex.utf8.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        var pending: UInt8 = 0
-        for (i, c) in hex.utf8.enumerated() {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-            if i % 2 == 0 { pending = v << 4 } else { bytes.append(pending | v) }
-        }
+        guard hex.utf8.count == 32, let bytes = Hex.bytes(hex) else { return nil }
         self.init(bytes)
     }
 

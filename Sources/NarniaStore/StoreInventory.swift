@@ -18,6 +18,8 @@ struct StoreInventory {
 
     /// Key files at the top level, by identifier.
     var keyFiles: [Identifier: Entry] = [:]
+    /// Inbox public key files at the top level (their length tells them from key files).
+    var inboxKeys: [Identifier: Entry] = [:]
     /// Files in the shard folders: journals, content objects and packs, by identifier.
     var files: [Identifier: Entry] = [:]
     /// The shard folders present.
@@ -39,6 +41,8 @@ struct StoreInventory {
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
                 if st.isDirectory && !isCopy {
                     inventory.folders.append(id)
+                } else if st.isRegularFile && st.st_size == InboxPublicKeyFile.length {
+                    inventory.inboxKeys[id, default: Entry()].add(name, isCopy: isCopy)
                 } else {
                     // Links and special files are kept here too, so that reading refuses them.
                     inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)

@@ -95,7 +95,9 @@ final class NameTags {
         self.device = device
     }
 
-    private enum Domain: UInt8 { case journal = 0x6a, object = 0x6f, syncTemporary = 0x74, device = 0x64 }
+    private enum Domain: UInt8 {
+        case journal = 0x6a, object = 0x6f, syncTemporary = 0x74, device = 0x64, inboxPublicKey = 0x70, inboxItem = 0x69
+    }
 
     private func tag(_ domain: Domain, device: Identifier?, random: ArraySlice<UInt8>) -> [UInt8] {
         var input: [UInt8] = [domain.rawValue]
@@ -126,6 +128,19 @@ final class NameTags {
     func newSyncTemporary() -> Identifier { make(.syncTemporary, device: device) }
     /// True when this device made the folder `id` for a sync.
     func isOwnSyncTemporary(_ id: Identifier) -> Bool { check(id, .syncTemporary, device: device) }
+
+    /// The authenticator of an inbox public key file's first bytes (docs/FORMAT.md, "The
+    /// inbox"): only the vault can make one, so that it notices a replaced file.
+    func inboxKeyAuthenticator(file: Identifier, body: [UInt8]) -> [UInt8] {
+        key.keyedHash([Domain.inboxPublicKey.rawValue] + file.bytes + body, length: 32)
+    }
+
+    /// The identifier of an item that adopting drops makes (the inbox folder, a folder of a
+    /// folder drop, an adopted file): derived from the master key and what names it, so that
+    /// two devices adopting the same drops make the same items.
+    func inboxItemIdentifier(_ what: [UInt8]) -> Identifier {
+        Identifier(key.keyedHash([Domain.inboxItem.rawValue] + what, length: 16))
+    }
 
     /// Keeps the key readable for a run of checks (a scan of the whole store).
     func withKeyOpen<R>(_ body: () throws -> R) rethrows -> R {

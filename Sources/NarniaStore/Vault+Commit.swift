@@ -145,6 +145,11 @@ extension Vault {
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
                 if file.kind == .journal { journals[file.id] = nil }
             case .keyFile:
+                // An inbox public key file replaced by `inbox-key --rotate`.
+                if let entry = inventory.inboxKeys.removeValue(forKey: file.id) {
+                    for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
+                    continue
+                }
                 // Never the last key file that opens the vault here.
                 guard !liveKeyFiles.isEmpty, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
@@ -160,28 +165,10 @@ extension Vault {
     }
 
     /// Writes the key file `id` wrapping the master keys under `kek`. It appears whole or not
-    /// at all: written unnamed (`O_TMPFILE`), synced, then linked in; where the file system
-    /// has no unnamed files, written under its name with `O_EXCL` and removed on failure.
+    /// at all (`WholeFile`).
     func writeKeyFile(id: Identifier, kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
         let bytes = try KeyFile.seal(masters: masters, kek: kek, salt: salt, parameters: parameters, id: id)
-        let name = id.hex
-        let path = layout.keyFilePath(named: id)
-        do {
-            let file = try lockHandle.open(".", .writeOnly, options: .unnamedTemporary, permissions: 0o600)
-            try file.writeAll(bytes)
-            try file.sync()
-            try file.link(as: name, in: lockHandle, displayPath: path)
-        } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) && e.operation == "open" {
-            do {
-                let file = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive, .noFollow])
-                try file.writeAll(bytes)
-                try file.sync()
-            } catch {
-                try? FileSystem.unlink(path, missingOK: true)
-                throw error
-            }
-        }
-        try lockHandle.sync()
-        inventory.keyFiles[id] = StoreInventory.Entry(main: name)
+        try WholeFile.write(bytes, named: id.hex, in: lockHandle, path: layout.keyFilePath(named: id))
+        inventory.keyFiles[id] = StoreInventory.Entry(main: id.hex)
     }
 }

@@ -46,7 +46,7 @@ extension Vault {
 
     /// Bytes of a retired file present in this copy.
     private func retiredFileSize(_ file: RetiredFile) -> Int64 {
-        let entry = file.kind == .keyFile ? inventory.keyFiles[file.id] : inventory.files[file.id]
+        let entry = file.kind == .keyFile ? inventory.keyFiles[file.id] ?? inventory.inboxKeys[file.id] : inventory.files[file.id]
         return (entry?.all ?? []).reduce(0) { total, path in
             total + ((try? FileSystem.lstatIfExists(layout.root + "/" + path)).flatMap { $0.map { Int64($0.st_size) } } ?? 0)
         }

@@ -3,7 +3,7 @@ import NarniaSystem
 
 /// What a store file is, for `sync`.
 public enum SyncFileKind: Sendable, Equatable {
-    /// A key file: written once, copied where missing.
+    /// A key file or an inbox public key file: written once, copied where missing.
     case keyFile
     /// A journal: grows on its device only; copied only over a shorter copy it extends.
     case journal
@@ -76,6 +76,7 @@ extension Vault {
         var out: [(SyncFile, Int64)] = []
         var paths: [String] = []
         for entry in fresh.keyFiles.values { paths += entry.all }
+        for entry in fresh.inboxKeys.values { paths += entry.all }
         for entry in fresh.files.values { paths += entry.all }
         for path in paths {
             guard let file = syncFile(path), let st = try FileSystem.lstatIfExists(layout.root + "/" + path), st.isRegularFile else { continue }

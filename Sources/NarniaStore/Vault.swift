@@ -104,6 +104,7 @@ public final class Vault {
             let salt = randomBytes(PassphraseKey.saltLength)
             let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
             try vault.writeKeyFile(id: keyFileID, kek: kek, salt: salt, parameters: parameters)
+            try vault.ensureInboxKey()
         } catch {
             // Leave the folder empty again (a full disk, say), so that `init` can simply be rerun.
             vault.removeEverythingWritten()
@@ -159,13 +160,15 @@ public final class Vault {
         return NameTags.deviceIdentifier(key: key, machineID: machine, fileSystemDevice: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
-    /// After a failed `create`: removes the journal, key file and shard folders it made.
+    /// After a failed `create`: removes the journal, key file, inbox public key file and shard
+    /// folders it made.
     private func removeEverythingWritten() {
         if let journal {
             try? FileSystem.unlink(journal.path, missingOK: true)
             try? FileSystem.removeDirectory(layout.shardDirectory(for: journal.id))
         }
         try? FileSystem.unlink(layout.keyFilePath(named: keyFileID), missingOK: true)
+        for id in inventory.inboxKeys.keys { try? FileSystem.unlink(layout.keyFilePath(named: id), missingOK: true) }
     }
 
     // MARK: Opening
@@ -248,6 +251,14 @@ public final class Vault {
         }
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
+        vault.checkInboxPublicFiles()
+        if vault.isKnownDevice {
+            // A vault made before inboxes existed gets its key pair from the first device that
+            // writes anyway (opening a copy to look at it writes nothing).
+            do { try vault.ensureInboxKey() } catch {
+                vault.warnings.append("could not make the inbox key (\(error)); 'narnia drop' cannot add files to this vault yet")
+            }
+        }
         return vault
     }
 }

@@ -55,6 +55,8 @@ struct Launcher {
             return openAndRun(commands: .text(text))
         case .batchFile(let path):
             return openAndRun(commands: path == "-" ? .standardInput : .file(path))
+        case .drop(let arguments):
+            return DropCommand(store: storeDirectory).run(arguments)
         case .cover:
             if !stdinIsTerminal { return openAndRun(commands: .standardInput) }
             Signals.enablePanicKey()
@@ -313,6 +315,7 @@ struct Launcher {
         if TerminalPassphrase.available && interactive { session.passphraseQuestions = questions }
         session.commandsFromStandardInput = commands == .standardInput || interactive
         Signals.session = session
+        session.adoptDrops()
         switch commands {
         case .interactive:
             Signals.enablePanicKey()

@@ -6,6 +6,7 @@ struct Options {
         case enter                 // enter
         case commands(String)      // -c
         case batchFile(String)     // -b FILE (or -)
+        case drop([String])        // drop ARGS… (no passphrase)
     }
 
     var mode: Mode = .cover
@@ -33,7 +34,7 @@ struct Options {
             return arguments[i]
         }
         func setMode(_ m: Mode) throws {
-            if modeSet { throw UsageError(description: "choose one of init, enter, -c and -b") }
+            if modeSet { throw UsageError(description: "choose one of init, enter, drop, -c and -b") }
             modeSet = true
             o.mode = m
         }
@@ -60,6 +61,11 @@ struct Options {
             case "-b": try setMode(.batchFile(try value("-b")))
             case "init": try setMode(.initialize)
             case "enter": try setMode(.enter)
+            case "drop":
+                // Everything after `drop` is the drop command's own.
+                try setMode(.drop(Array(arguments[(i + 1)...])))
+                i = arguments.count
+                continue
             default:
                 throw UsageError(description: arg.hasPrefix("-") ? "unknown option \(arg)" : "unknown command \(arg)")
             }
@@ -77,6 +83,8 @@ struct Options {
            narnia [--vault DIR] enter                 open the vault shell
            narnia [--vault DIR] -c 'CMD; CMD'         run commands, then exit
            narnia [--vault DIR] -b FILE               run a batch file (FILE may be -)
+           narnia [--vault DIR] drop FILE...          add files to the inbox, no passphrase
+           narnia [--vault DIR] drop - NAME           the same, from standard input
     options:
       --vault DIR               the store (default: $NARNIA_VAULT, else $XDG_DATA_HOME/lining)
       --passphrase-file FILE    read the passphrase from the first line of FILE

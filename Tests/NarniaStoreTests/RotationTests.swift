@@ -12,11 +12,12 @@ extension MergeTests {
                        anotherPassphrase: another.map { p in { try? Self.secret(p) } })
     }
 
-    /// The key files of a store, by name.
+    /// The key files of a store, by name (not the inbox public key file, of 72 bytes).
     func keyFiles(_ dir: String) throws -> [String: Data] {
         var files: [String: Data] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: dir) where name.count == 32 {
-            files[name] = FileManager.default.contents(atPath: dir + "/" + name)
+            let data = FileManager.default.contents(atPath: dir + "/" + name)
+            if data?.count != InboxPublicKeyFile.length { files[name] = data }
         }
         return files
     }

@@ -68,11 +68,12 @@ enum Browse {
     private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
         if a.has("--json") {
             for (path, item) in entries {
-                s.out.line(Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item)))
+                s.out.line(Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item), dropped: s.vault.droppedTime(of: item)))
             }
         } else if a.has("-l") && s.out.isTerminal {
             let lines = TerminalListing.long(entries.map {
-                ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s), here: $0.1.isFolder || s.vault.isHere($0.1))
+                ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s), here: $0.1.isFolder || s.vault.isHere($0.1),
+                           dropped: s.vault.droppedTime(of: $0.1) != nil)
             }, now: TerminalListing.now(), style: .current())
             for line in lines { s.out.styledLine(line) }
         } else if a.has("-l") {
@@ -81,7 +82,7 @@ enum Browse {
             for ((_, item), size) in zip(entries, sizes) {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
                 let pad = String(repeating: " ", count: width - size.count)
-                let mark = item.isFolder || s.vault.isHere(item) ? "" : ListedItem.notHereMark
+                let mark = ListedItem.marks(here: item.isFolder || s.vault.isHere(item), dropped: s.vault.droppedTime(of: item) != nil)
                 s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(s.out.name(item.name))\(mark)")
             }
         } else if s.out.isTerminal && a.has("-1") {
@@ -230,6 +231,7 @@ enum Browse {
                 }
                 s.out.line("created: \(Formatting.isoDate(item.created))")
                 s.out.line("modified: \(Formatting.isoDate(item.modified))")
+                if let dropped = s.vault.droppedTime(of: item) { s.out.line("dropped: \(Formatting.isoDate(dropped))") }
             }
         }
     }
@@ -240,7 +242,7 @@ enum Browse {
         guard let item = s.vault.item(id) else {
             return "{\"path\":\"/\",\"kind\":\"folder\",\"items\":\(s.vault.children(of: .root).count)}"
         }
-        var object = Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item))
+        var object = Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item), dropped: s.vault.droppedTime(of: item))
         object.removeLast()
         object += item.isFolder ? ",\"items\":\(s.vault.children(of: id).count)}" : ",\"stored\":\(s.vault.storedSize(of: item))}"
         return object

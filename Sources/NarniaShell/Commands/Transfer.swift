@@ -17,7 +17,7 @@ enum Transfer {
     static func importCommand(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move] [--skip-existing] HOSTPATH... | import - NAME") }
         guard let folder = s.resolve(s.cwd) else { throw CommandFailure("the current folder no longer exists") }
-        let report = TransferReport(session: s, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q"))
+        let report = TransferReport(out: s.out, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q"))
         if a.operands[0].text == "-" && a.operands[0].quotedScalars.first != true {
             return try importStandardInput(s, a, into: folder, report: report)
         }
@@ -100,7 +100,7 @@ enum Transfer {
         let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base)
         let force = a.has("--force") || a.has("-f")
         let skipExisting = a.has("--skip-existing")
-        let report = TransferReport(session: s, verb: "exported", verbose: a.has("-v"), quiet: a.has("-q"))
+        let report = TransferReport(out: s.out, verb: "exported", verbose: a.has("-v"), quiet: a.has("-q"))
         // Plan every file first, so that a refusal changes nothing on the host.
         var plan: [(Item, [String])] = []
         var folders: [[String]] = []

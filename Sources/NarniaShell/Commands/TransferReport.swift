@@ -5,7 +5,7 @@ import NarniaSystem
 /// end (`imported 5,123 files (1.2 GiB) in 4.1 s`). `-q` silences both; errors are always
 /// printed.
 final class TransferReport {
-    private let session: Session
+    private let out: Output
     private let verb: String
     private let perFile: Bool
     private let summary: Bool
@@ -14,25 +14,28 @@ final class TransferReport {
     private(set) var bytes: UInt64 = 0
     private(set) var skipped = 0
 
-    init(session: Session, verb: String, verbose: Bool, quiet: Bool) {
-        self.session = session
+    init(out: Output, verb: String, verbose: Bool, quiet: Bool) {
+        self.out = out
         self.verb = verb
-        let terminal = session.out.isTerminal
+        let terminal = out.isTerminal
         perFile = verbose || (!terminal && !quiet)
         summary = terminal && !quiet
     }
+
+    /// `name` escaped for the output the report lines go to.
+    func outName(_ name: String) -> String { out.name(name) }
 
     /// A file done: `line` is its report line, printed when lines are.
     func done(bytes: UInt64, _ line: @autoclosure () -> String) {
         files += 1
         self.bytes += bytes
-        if perFile { session.out.line(line()) }
+        if perFile { out.line(line()) }
     }
 
     /// A file left alone because it was there already (`--skip-existing`).
     func skip(_ line: @autoclosure () -> String) {
         skipped += 1
-        if perFile { session.out.line(line()) }
+        if perFile { out.line(line()) }
     }
 
     /// The summary line, on a terminal, once anything was done or skipped.
@@ -41,7 +44,7 @@ final class TransferReport {
         let seconds = SystemClock.monotonicSeconds() - start
         var text = "\(verb) \(Self.grouped(files)) file\(files == 1 ? "" : "s") (\(Self.bytesForPeople(bytes))) in \(Self.oneDecimal(seconds)) s"
         if skipped > 0 { text += "; \(Self.grouped(skipped)) already there, skipped" }
-        session.out.line(text)
+        out.line(text)
     }
 
     /// 5123 → "5,123".

@@ -15,23 +15,33 @@ public struct ListedItem: Sendable, Equatable {
     public var modified: Int64
     /// False for a file whose content has not arrived on this device.
     public var here: Bool
+    /// True for a file that came through the inbox (`narnia drop`).
+    public var dropped: Bool
 
-    public init(name: String, kind: ItemKind, size: UInt64?, modified: Int64, here: Bool = true) {
+    public init(name: String, kind: ItemKind, size: UInt64?, modified: Int64, here: Bool = true, dropped: Bool = false) {
         self.name = name
         self.kind = kind
         self.size = size
         self.modified = modified
         self.here = here
+        self.dropped = dropped
     }
 
     /// `item` as listed, shown under `shownAs` (the `#N` of `hide-names`) when given.
-    init(_ item: Item, shownAs: String? = nil, here: Bool = true) {
+    init(_ item: Item, shownAs: String? = nil, here: Bool = true, dropped: Bool = false) {
         self.init(name: shownAs ?? item.name, kind: item.kind, size: item.isFolder ? nil : item.size, modified: item.modified,
-                  here: here)
+                  here: here, dropped: dropped)
     }
 
     /// What `ls -l` adds after the name of a file not on this device.
     public static let notHereMark = " (not on this device)"
+    /// What `ls -l` adds after the name of a file that came through the inbox.
+    public static let droppedMark = " (dropped)"
+
+    /// The marks `ls -l` adds after the name.
+    static func marks(here: Bool, dropped: Bool) -> String {
+        (dropped ? droppedMark : "") + (here ? "" : notHereMark)
+    }
 }
 
 /// The terminal forms of listings. Output that is not a terminal keeps the stable forms of
@@ -53,7 +63,7 @@ public enum TerminalListing {
             let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
             let pad = String(repeating: " ", count: width - size.count)
             return "\(kind) \(pad)\(size) \(coreutilsDate(item.modified, now: now)) \(style.paint(terminalSafe(item.name), item.kind))"
-                + (item.here ? "" : ListedItem.notHereMark)
+                + ListedItem.marks(here: item.here, dropped: item.dropped)
         }
     }
 

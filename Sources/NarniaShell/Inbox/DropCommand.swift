@@ -1,0 +1,222 @@
+import Glibc
+import NarniaLanguage
+import NarniaStore
+import NarniaSystem
+
+/// `narnia [--vault DIR] drop [-v|-q] FILE...` and `drop - NAME`: adds files to the vault's
+/// inbox without the passphrase (docs/FORMAT.md, "The inbox"). Messages and exit statuses are
+/// those of `import`: a line per file in scripts (`dropped FILE`), a summary on a terminal,
+/// every bad source reported and the others dropped (exit 1), usage errors exit 2, no vault 3.
+/// `drop --show-key` prints the key drops are sealed to, to compare with `inbox-key`.
+public struct DropCommand {
+    let store: String
+    let out = Output(fd: 1)
+    let err = Output(fd: 2)
+
+    public init(store: String) { self.store = store }
+
+    public static let usage = "usage: narnia [--vault DIR] drop [-v|-q] FILE... | drop - NAME | drop --show-key"
+
+    /// Runs the command with its arguments (those after `drop`) and returns the exit status.
+    public func run(_ arguments: [String]) -> Int32 {
+        var verbose = false, quiet = false, showKey = false
+        var operands: [String] = []
+        var flagsDone = false
+        for arg in arguments {
+            if !flagsDone && arg.hasPrefix("-") && arg != "-" {
+                switch arg {
+                case "--": flagsDone = true
+                case "-v", "--verbose": verbose = true
+                case "-q", "--quiet": quiet = true
+                case "--show-key": showKey = true
+                case "-h", "--help":
+                    out.line(Self.usage)
+                    out.flush()
+                    return 0
+                default: return usageError("unknown option \(arg)")
+                }
+            } else {
+                operands.append(arg)
+            }
+        }
+        let dropper: InboxDropper
+        do {
+            dropper = try InboxDropper(store: store)
+        } catch VaultError.noVault(let dir) {
+            return fail("no vault at \(out.name(dir))", status: 3)
+        } catch {
+            return fail(describe(error), status: 1)
+        }
+        if showKey {
+            guard operands.isEmpty else { return usageError("--show-key takes no files") }
+            InboxKeyLines.print(dropper.recipientKey, on: out)
+            out.flush()
+            return 0
+        }
+        guard !operands.isEmpty else { return usageError("missing file") }
+        let report = TransferReport(out: out, verb: "dropped", verbose: verbose, quiet: quiet)
+        var run = DropRun(dropper: dropper, report: report, err: err)
+        if operands[0] == "-" {
+            guard operands.count == 2 else { return usageError("drop - NAME takes one name") }
+            run.dropStandardInput(named: operands[1])
+        } else {
+            for path in operands {
+                if Session.interruptRequested != 0 { break }
+                run.drop(path)
+            }
+        }
+        report.finish()
+        out.flush()
+        if Session.interruptRequested != 0 { return 130 }
+        return run.failed ? 1 : 0
+    }
+
+    private func usageError(_ message: String) -> Int32 {
+        err.line("narnia: error: drop: \(message)")
+        err.line("narnia: hint: \(Self.usage)")
+        err.flush()
+        return 2
+    }
+
+    private func fail(_ message: String, status: Int32) -> Int32 {
+        err.line("narnia: error: drop: \(message)")
+        err.flush()
+        return status
+    }
+}
+
+/// One `drop` command's files: each host file is sealed as it is read; a folder is walked with
+/// directory descriptors, as `import` walks it (links and special files inside are skipped),
+/// and its files keep their paths relative to the folder's parent.
+struct DropRun {
+    let dropper: InboxDropper
+    let report: TransferReport
+    let err: Output
+    private(set) var failed = false
+
+    init(dropper: InboxDropper, report: TransferReport, err: Output) {
+        self.dropper = dropper
+        self.report = report
+        self.err = err
+    }
+
+    private mutating func fail(_ message: String) {
+        err.line("narnia: error: drop: \(message)")
+        err.flush()
+        failed = true
+    }
+
+    private func warn(_ message: String) {
+        err.line("narnia: warning: drop: \(message)")
+        err.flush()
+    }
+
+    private var observer: TransferObserver { TransferObserver(isCancelled: { Session.interruptRequested != 0 }) }
+
+    /// Drops the file or folder named on the command line (a link to one is followed there).
+    mutating func drop(_ path: String) {
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        do {
+            let name = try ItemName.validated(base)
+            guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): no such file or folder") }
+            if st.isDirectory {
+                dropFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, relative: name)
+            } else {
+                let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
+                dropFile(fd, display: path, relative: name)
+            }
+        } catch let e as NameError {
+            fail("\(err.name(path)): \(e.description)")
+        } catch {
+            fail(describe(error))
+        }
+    }
+
+    /// `drop - NAME`: standard input, to its end.
+    mutating func dropStandardInput(named name: String) {
+        do {
+            let valid = try ItemName.validated(name)
+            let input = FileDescriptor.borrowing(0, name: "standard input")
+            let size = try dropper.drop(path: valid, modified: SystemClock.nowNanoseconds(),
+                                        source: { try input.readFully(into: $0, count: $1) }, observer: observer)
+            report.done(bytes: size, "dropped - as \(report.outName(valid))")
+        } catch let e as NameError {
+            fail("\(err.name(name)): \(e.description)")
+        } catch is Cancelled {
+            return
+        } catch {
+            fail("-: \(describe(error))")
+        }
+    }
+
+    private mutating func dropFile(_ fd: FileDescriptor, display path: String, relative: String) {
+        do {
+            let st = try fd.status()
+            guard st.isRegularFile else { throw CommandFailure("\(err.name(path)): not a regular file") }
+            try fd.setBlocking()
+            fd.adviseSequential()
+            let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            let size = try dropper.drop(path: relative, modified: modified, source: { try fd.readFully(into: $0, count: $1) },
+                                        observer: observer)
+            report.done(bytes: size, "dropped \(report.outName(path))")
+        } catch is Cancelled {
+            return
+        } catch let e as SystemError where e.isDiskFull {
+            fail("\(err.name(path)): not dropped: the disk holding the vault is full")
+        } catch let e as SystemError where e.path != path {
+            fail("\(err.name(path)): \(SystemError.reason(for: e.code))")
+        } catch {
+            fail(describe(error))
+        }
+    }
+
+    /// A folder and everything under it, depth first, each folder opened relative to its parent
+    /// without following links.
+    private mutating func dropFolder(_ top: FileDescriptor, display: String, relative: String) {
+        var pending: [(folder: FileDescriptor, entry: String?, display: String, relative: String)] = [(top, nil, display, relative)]
+        while let (above, entry, path, relative) = pending.popLast() {
+            if Session.interruptRequested != 0 { return }
+            let fd: FileDescriptor
+            let listing: (names: [String], undecodable: [String])
+            do {
+                fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
+                listing = try fd.entryNames()
+            } catch let e as SystemError where e.code == ELOOP {
+                warn("\(err.name(path)): symbolic link skipped")
+                continue
+            } catch {
+                fail(describe(error))
+                continue
+            }
+            for bad in listing.undecodable {
+                fail("\(err.name(path + "/" + bad)): the name is not valid UTF-8; rename it to drop it")
+            }
+            var subfolders: [(FileDescriptor, String?, String, String)] = []
+            for name in listing.names.sorted(by: utf8Order) {
+                if Session.interruptRequested != 0 { return }
+                let child = path.hasSuffix("/") ? path + name : path + "/" + name
+                do {
+                    let valid = try ItemName.validated(name)
+                    guard let st = try fd.statusOfEntry(name) else { continue }
+                    if st.isSymbolicLink {
+                        warn("\(err.name(child)): symbolic link skipped")
+                    } else if st.isDirectory {
+                        subfolders.append((fd, name, child, relative + "/" + valid))
+                    } else if st.isRegularFile {
+                        let file = try fd.open(name, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
+                        dropFile(file, display: child, relative: relative + "/" + valid)
+                    } else {
+                        warn("\(err.name(child)): special file skipped")
+                    }
+                } catch let e as NameError {
+                    fail("\(err.name(child)): \(e.description)")
+                } catch let e as SystemError where e.code == ELOOP {
+                    warn("\(err.name(child)): symbolic link skipped")
+                } catch {
+                    fail(describe(error))
+                }
+            }
+            pending += subfolders.reversed()
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import NarniaCrypto
+import NarniaKinds
+import NarniaSystem
+
+/// What adopting the drops found at unlock did.
+public struct Adoption: Sendable {
+    /// The files adopted, now items of the vault.
+    public var items: [Item] = []
+    /// The inbox folder's path.
+    public var folder = Vault.defaultInboxFolder
+    /// Drops that were found damaged or incomplete and left as they are, one sentence each.
+    public var problems: [String] = []
+}
+
+/// Adopting drops (docs/FORMAT.md, "The inbox"): at unlock, the objects no record names are
+/// tried as drops; each one whose header opens under an inbox secret key, whose length is
+/// whole and whose every chunk authenticates becomes an ordinary item under the inbox folder,
+/// keeping the drop's content key (nothing is re-encrypted), in one journal record.
+extension Vault {
+    /// The inbox folder when the `inbox` setting does not name one.
+    public static let defaultInboxFolder = "/Inbox"
+    /// The attachment purpose that marks an item as having come through the inbox; its bytes
+    /// are the drop time (i64, little-endian nanoseconds).
+    static let inboxMark = "inbox"
+
+    /// The inbox folder's path (the `inbox` setting).
+    public var inboxFolder: String {
+        let path = settings["inbox"] ?? Self.defaultInboxFolder
+        return path.hasPrefix("/") ? path : Self.defaultInboxFolder
+    }
+
+    /// When `item` came through the inbox, the time it was dropped; nil for everything else.
+    public func droppedTime(of item: Item) -> Int64? {
+        guard let bytes = attachment(Self.inboxMark, of: item.id), bytes.count == 8 else { return nil }
+        return bytes.reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+
+    /// Finds the drops in this copy of the store and adopts every whole one. `classifyLater`
+    /// names each file's type from its first chunk, as for `import`. Damaged or incomplete
+    /// drops are reported in the result and left alone. Without an inbox key, or without
+    /// drops, nothing is written.
+    /// - Throws: what committing the record throws (a full disk, say); nothing is adopted then.
+    public func adoptDrops(classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> Adoption {
+        var adoption = Adoption(folder: inboxFolder)
+        let pairs = inboxKeyPairs
+        guard !pairs.isEmpty else { return adoption }
+        let hold = keys.holdOpen()
+        defer { withExtendedLifetime(hold) {} }
+        var found: [FoundDrop] = []
+        for (id, path) in dropCandidates() {
+            do {
+                guard let drop = try openDrop(id, path: path, pairs: pairs, classifyLater: classifyLater) else { continue }
+                found.append(drop)
+            } catch let problem as DropProblem {
+                adoption.problems.append("drop \(id.hex.prefix(8)) \(problem.why); it was left as it is")
+            } catch {
+                adoption.problems.append("drop \(id.hex.prefix(8)) could not be read (\(error)); it was left as it is")
+            }
+        }
+        guard !found.isEmpty else { return adoption }
+        found.sort { ($0.header.dropped, $0.id) < ($1.header.dropped, $1.id) }
+        var plan = AdoptionPlan(vault: self)
+        let inbox = plan.folder(path: adoption.folder)
+        var adopted: [Identifier] = []
+        for drop in found {
+            var components = drop.header.path.split(separator: "/").map(String.init)
+            let name = components.removeLast()
+            var parent = inbox
+            for (depth, folder) in components.enumerated() {
+                let relative = components[...depth].joined(separator: "/")
+                parent = plan.subfolder(named: folder, in: parent, key: drop.header.batch.bytes + Array(relative.utf8))
+            }
+            let id = tags.withKeyOpen { tags.inboxItemIdentifier(Array("drop".utf8) + drop.id.bytes) }
+            guard state.items[id] == nil, !state.tombstones.contains(id) else { keys.remove(drop.content.keySlot); continue }
+            var content = drop.content
+            (content.mime, content.kind) = drop.type()
+            let now = Vault.now()
+            var dropped = ByteWriter(capacity: 8)
+            dropped.i64(drop.header.dropped)
+            plan.ops.append(.createFile(id: id, place: Place(parent: parent, name: plan.claim(name, in: parent)), created: now,
+                                        modified: drop.header.modified, content: content))
+            plan.ops.append(.setAttachment(item: id, object: drop.id, purpose: Self.inboxMark, bytes: dropped.bytes))
+            adopted.append(id)
+        }
+        guard !adopted.isEmpty else { return adoption }
+        do {
+            try commit(plan.ops, view: .rebuild)
+        } catch {
+            for drop in found { keys.remove(drop.content.keySlot) }
+            throw error
+        }
+        adoption.items = adopted.compactMap { view.items[$0] }
+        return adoption
+    }
+
+    /// Objects in this copy that no record names and that are neither journals nor this
+    /// device's own: drops, or other devices' objects whose records have not arrived.
+    private func dropCandidates() -> [(Identifier, String)] {
+        let unnamed = inventory.files.filter { id, entry in
+            !entry.legacy && journals[id] == nil && !state.referencedObjects.contains(id) && !state.kept.contains(id)
+                && state.retired[RetiredFile(kind: .object, id: id)] == nil
+        }
+        return tags.withKeyOpen {
+            unnamed.compactMap { id, entry in
+                guard !tags.isJournal(id), !tags.isOwnObject(id), let path = entry.main ?? entry.copies.first else { return nil }
+                return (id, path)
+            }
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    /// A drop whose header opened, whose length is whole and whose content authenticates.
+    private struct FoundDrop {
+        let id: Identifier
+        let header: DropHeader
+        /// Its content, with the key in the key table; type not yet filled in.
+        let content: ContentInfo
+        let type: () -> ContentType
+    }
+
+    /// Why a recognised drop is not adopted.
+    private struct DropProblem: Error {
+        let why: String
+    }
+
+    /// Tries the file `path` as a drop: nil when no inbox key opens its header (not a drop,
+    /// or not one this vault can read); a problem when it is a drop but not a whole one.
+    private func openDrop(_ id: Identifier, path: String, pairs: [InboxKeyPair],
+                          classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop? {
+        let fullPath = layout.root + "/" + path
+        let fd = try JournalReader.openStoreFile(fullPath)
+        let length = try fd.size()
+        guard length >= Int64(DropFormat.headerLength) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: DropFormat.headerLength)
+        _ = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
+        let ephemeral = Array(bytes[0..<32]), nonce = Array(bytes[32..<56]), sealed = Array(bytes[56...])
+        for pair in pairs {
+            guard let key = try X25519.agreedKey(secret: pair.secret, publicKey: ephemeral, context: DropFormat.keyContext,
+                                                 binding: DropFormat.binding(ephemeral: ephemeral, recipient: pair.publicKey)),
+                  var plaintext = try? AEAD.open(sealed, additionalData: DropFormat.additionalData(drop: id, ephemeral: ephemeral, recipient: pair.publicKey),
+                                                 nonce: nonce, key: key) else { continue }
+            defer { plaintext.withUnsafeMutableBytes { wipe($0) } }
+            let contentKey = try Secret(zeroedCount: SymmetricKeyLength)
+            guard let header = contentKey.withUnsafeMutableBytes({ DropHeader.decode(plaintext, keyOut: $0) }) else {
+                throw DropProblem(why: "is of a version this program does not read")
+            }
+            return try check(id, header: header, contentKey: contentKey, path: fullPath, length: length, classifyLater: classifyLater)
+        }
+        return nil
+    }
+
+    /// Checks a drop whose header opened: its length, its path, and every chunk.
+    private func check(_ id: Identifier, header: DropHeader, contentKey: Secret, path: String, length: Int64,
+                       classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop {
+        let expected = DropFormat.length(size: header.size)
+        if length < expected { throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)") }
+        if length > expected { throw DropProblem(why: "has \(length) bytes instead of \(expected) (altered)") }
+        let components = header.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !components.isEmpty, components.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
+            throw DropProblem(why: "carries a name that is not allowed")
+        }
+        let slot = try contentKey.withUnsafeBytes { try keys.add($0) }
+        let content = ContentInfo(objectID: id, keySlot: slot, size: header.size, mime: "", kind: .other,
+                                  offset: UInt64(DropFormat.headerLength), objectLength: length)
+        var first: [UInt8] = []
+        do {
+            let reader = try ContentReader(path: path, content: content)
+            try keys.withKey(slot) { key in
+                try reader.stream(pipeline: pipeline, key: key, observer: .none) { p, n in
+                    if first.count < ContentFormat.chunkSize {
+                        first.append(contentsOf: UnsafeRawBufferPointer(start: p, count: min(n, ContentFormat.chunkSize - first.count)))
+                    }
+                }
+            }
+        } catch let e as ContentError {
+            keys.remove(slot)
+            throw DropProblem(why: "is damaged: \(e)")
+        } catch {
+            keys.remove(slot)
+            throw error
+        }
+        defer { first.withUnsafeMutableBytes { wipe($0) } }
+        let type = first.withUnsafeBytes { classifyLater($0) }
+        return FoundDrop(id: id, header: header, content: content, type: type)
+    }
+}
+
+/// The folders and names of one adoption: the inbox folder and the folders of folder drops,
+/// found by name or made with identifiers derived from the master key, so that two devices
+/// adopting the same drops make the same folders.
+private struct AdoptionPlan {
+    let vault: Vault
+    var ops: [Operation] = []
+    /// Folders this adoption makes, by parent and name.
+    var made: [Identifier: [String: Identifier]] = [:]
+    var claimed: [Identifier: Set<String>] = [:]
+
+    init(vault: Vault) { self.vault = vault }
+
+    /// The folder at `path` (absolute), made where missing.
+    mutating func folder(path: String) -> Identifier {
+        var parent = Identifier.root
+        var walked = ""
+        for name in path.split(separator: "/").map(String.init) {
+            walked += "/" + name
+            parent = subfolder(named: name, in: parent, key: Array("folder".utf8) + Array(walked.utf8))
+        }
+        return parent
+    }
+
+    /// The folder `name` in `parent`, made with an identifier derived from `key` when there is
+    /// none (under a numbered name when a file holds the name).
+    mutating func subfolder(named name: String, in parent: Identifier, key: [UInt8]) -> Identifier {
+        let clean = (try? ItemName.validated(name)) ?? "Inbox"
+        if let id = made[parent]?[clean] { return id }
+        if let existing = vault.child(named: clean, in: parent), existing.isFolder { return existing.id }
+        let id = freshIdentifier(key)
+        let now = Vault.now()
+        ops.append(.createFolder(id: id, place: Place(parent: parent, name: claim(clean, in: parent)), created: now, modified: now))
+        made[parent, default: [:]][clean] = id
+        return id
+    }
+
+    /// A name in `parent` that no item and no other adopted item holds.
+    mutating func claim(_ name: String, in parent: Identifier) -> String {
+        let unique = vault.availableName(name, in: parent, reserved: claimed[parent] ?? [])
+        claimed[parent, default: []].insert(unique)
+        return unique
+    }
+
+    /// The first identifier derived from `key` (and a counter) that no item has had.
+    private func freshIdentifier(_ key: [UInt8]) -> Identifier {
+        var n: UInt32 = 0
+        while true {
+            var input = key
+            withUnsafeBytes(of: n.littleEndian) { input += $0 }
+            let id = vault.tags.withKeyOpen { vault.tags.inboxItemIdentifier(input) }
+            if vault.state.items[id] == nil && !vault.state.tombstones.contains(id)
+                && !made.values.contains(where: { $0.values.contains(id) }) { return id }
+            n += 1
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import NarniaCrypto
+import NarniaSystem
+
+/// An inbox key pair as the metadata holds it: the secret half, the public half the vault
+/// expects its public file to hold, and that file's name and time.
+struct InboxKeyPair {
+    let file: Identifier
+    let secret: Secret
+    let publicKey: [UInt8]
+    let created: Int64
+}
+
+/// The inbox public key this vault hands droppers, as `inbox-key` shows it.
+public struct InboxKey: Sendable {
+    /// The X25519 public key drops are sealed to.
+    public let publicKey: [UInt8]
+    /// When the pair was made (nanoseconds since the epoch).
+    public let created: Int64
+
+    /// What a person compares between the vault (`inbox-key`) and a dropper (`drop
+    /// --show-key`): 32 hex digits of BLAKE2b over a label and the key, in groups of four.
+    public var fingerprint: String {
+        let digest = genericHash(Array("narnia inbox key".utf8) + publicKey, length: 16)
+        let hex = Hex.string(digest)
+        return stride(from: 0, to: hex.count, by: 4).map { i in
+            String(hex.dropFirst(i).prefix(4))
+        }.joined(separator: " ")
+    }
+
+    /// The key in hex.
+    public var hex: String { Hex.string(publicKey) }
+}
+
+/// The inbox's keys (docs/FORMAT.md, "The inbox"). Each pair is a setting named
+/// `inbox-key.<public file id>` whose value is the secret and public halves in hex and the time,
+/// encrypted in the journals like every setting; the public half is also a 72-byte file at the
+/// top of the store, which droppers read.
+extension Vault {
+    static let inboxKeySettingPrefix = "inbox-key."
+
+    /// Every inbox key pair the metadata holds, newest first.
+    var inboxKeyPairs: [InboxKeyPair] {
+        state.settingValues.compactMap { key, value -> InboxKeyPair? in
+            guard key.hasPrefix(Self.inboxKeySettingPrefix),
+                  let file = Identifier(hex: key.dropFirst(Self.inboxKeySettingPrefix.count)) else { return nil }
+            let parts = value.split(separator: " ")
+            guard parts.count == 3, let created = Int64(parts[2]), let publicKey = Hex.bytes(parts[1]), publicKey.count == 32,
+                  let secret = try? Hex.secret(parts[0]), secret.count == 32 else { return nil }
+            return InboxKeyPair(file: file, secret: secret, publicKey: publicKey, created: created)
+        }.sorted { ($0.created, $0.file) > ($1.created, $1.file) }
+    }
+
+    /// The inbox key droppers use now, made first when the vault has none.
+    public func inboxKey() throws -> InboxKey {
+        try ensureInboxKey()
+        let pair = inboxKeyPairs[0]
+        return InboxKey(publicKey: pair.publicKey, created: pair.created)
+    }
+
+    /// `inbox-key --rotate`: a new pair for droppers to use from now on. The old public files
+    /// are retired; the old secret halves stay, so drops made with them are still adopted.
+    public func rotateInboxKey() throws -> InboxKey {
+        let old = Array(inventory.inboxKeys.keys)
+        let pair = try makeInboxKeyPair(retiring: old)
+        return InboxKey(publicKey: pair.publicKey, created: pair.created)
+    }
+
+    /// Makes an inbox key pair when the vault has none (at `init`; at the first unlock of an
+    /// older vault, by a device that writes anyway), and writes the public file of the newest
+    /// pair when it is missing (a crash between the record and the file, or a file deleted).
+    func ensureInboxKey() throws {
+        guard let newest = inboxKeyPairs.first else {
+            _ = try makeInboxKeyPair(retiring: [])
+            return
+        }
+        if inventory.inboxKeys[newest.file] == nil && state.retired[RetiredFile(kind: .keyFile, id: newest.file)] == nil {
+            try writeInboxPublicFile(newest)
+        }
+    }
+
+    /// A new pair: the record holding it is durable before its public file exists, so no drop
+    /// is ever sealed to a key the vault could lose.
+    private func makeInboxKeyPair(retiring old: [Identifier]) throws -> InboxKeyPair {
+        let (secret, publicKey) = try X25519.generateKeyPair()
+        let pair = InboxKeyPair(file: .random(), secret: secret, publicKey: publicKey, created: SystemClock.nowNanoseconds())
+        let value = secret.withUnsafeBytes { Hex.string($0) } + " " + Hex.string(publicKey) + " " + String(pair.created)
+        let known = knowledgeOfNextRecord
+        var ops: [Operation] = [.setSetting(key: Self.inboxKeySettingPrefix + pair.file.hex, value: value)]
+        ops += old.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }
+        try commit(ops, view: .none)
+        try writeInboxPublicFile(pair)
+        return pair
+    }
+
+    private func writeInboxPublicFile(_ pair: InboxKeyPair) throws {
+        var file = InboxPublicKeyFile(id: pair.file, publicKey: pair.publicKey, created: pair.created, authenticator: [])
+        file = InboxPublicKeyFile(id: pair.file, publicKey: pair.publicKey, created: pair.created,
+                                  authenticator: tags.withKeyOpen { tags.inboxKeyAuthenticator(file: pair.file, body: file.body) })
+        try WholeFile.write(file.encoded, named: pair.file.hex, in: lockHandle, path: layout.keyFilePath(named: pair.file))
+        inventory.inboxKeys[pair.file] = StoreInventory.Entry(main: pair.file.hex)
+    }
+
+    /// At open: an inbox public file the vault did not make (its authenticator fails) was put
+    /// there by someone who can write the store, to read what is dropped later. It is deleted
+    /// (it provably is not the vault's), and the user is told.
+    func checkInboxPublicFiles() {
+        for (id, entry) in inventory.inboxKeys {
+            for path in entry.all {
+                guard let bytes = try? JournalReader.openStoreFile(layout.root + "/" + path).readToEnd(limit: 4096),
+                      let file = InboxPublicKeyFile.parse(id: id, bytes: bytes) else { continue }
+                let expected = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: id, body: file.body) }
+                let pair = inboxKeyPairs.first { $0.file == id }
+                guard file.authenticator != expected || (pair != nil && pair!.publicKey != file.publicKey) else { continue }
+                warnings.append("the inbox public key file \(id.hex.prefix(8)) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later; it was deleted. Files dropped with it cannot be adopted; check the fingerprint 'inbox-key' shows where you drop from")
+                try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
+                if path == entry.main { inventory.inboxKeys[id]?.main = nil }
+                inventory.inboxKeys[id]?.copies.removeAll { $0 == path }
+                if inventory.inboxKeys[id]?.all.isEmpty == true { inventory.inboxKeys[id] = nil }
+            }
+        }
+    }
+}

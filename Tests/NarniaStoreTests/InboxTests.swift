@@ -1,0 +1,94 @@
+import Foundation
+import XCTest
+import NarniaCrypto
+import NarniaSystem
+@testable import NarniaStore
+
+/// The inbox (docs/FORMAT.md, "The inbox"), on the devices of `MergeTests`: drops sealed
+/// without the passphrase and adopted at unlock, once, on any device.
+extension MergeTests {
+    func dropBytes(_ dir: String, _ path: String, _ bytes: [UInt8]) throws {
+        var offset = 0
+        try InboxDropper(store: dir).drop(path: path, modified: 1_000_000_000, source: { p, max in
+            let n = min(max, bytes.count - offset)
+            bytes.withUnsafeBytes { if n > 0 { p.copyMemory(from: $0.baseAddress! + offset, byteCount: n) } }
+            offset += n
+            return n
+        })
+    }
+
+    func adopt(_ vault: Vault) throws -> Adoption {
+        try vault.adoptDrops(classifyLater: { _ in { ("application/octet-stream", .other) } })
+    }
+
+    func testAgreedKeysMatchOnBothSides() throws {
+        let (a, publicA) = try X25519.generateKeyPair()
+        let (b, publicB) = try X25519.generateKeyPair()
+        let ka = try XCTUnwrap(try X25519.agreedKey(secret: a, publicKey: publicB, context: "t", binding: [1, 2]))
+        let kb = try XCTUnwrap(try X25519.agreedKey(secret: b, publicKey: publicA, context: "t", binding: [1, 2]))
+        XCTAssertTrue(ka.isEqual(to: kb))
+        let other = try XCTUnwrap(try X25519.agreedKey(secret: b, publicKey: publicA, context: "t", binding: [1, 3]))
+        XCTAssertFalse(ka.isEqual(to: other), "the binding is part of the key")
+        var flipped = publicB
+        flipped[31] |= 0x80
+        let kf = try XCTUnwrap(try X25519.agreedKey(secret: a, publicKey: flipped, context: "t", binding: [1, 2]))
+        XCTAssertTrue(ka.isEqual(to: kf), "X25519 ignores the top bit, which drops randomise")
+        XCTAssertNil(try X25519.agreedKey(secret: a, publicKey: [UInt8](repeating: 0, count: 32), context: "t", binding: []),
+                     "a low-order point agrees on nothing")
+    }
+
+    /// An age identity made by age-keygen 1.1.1 (a throwaway key): its X25519 public key is the
+    /// recipient age printed, so `inbox-key`'s `age1…` line names a key age can encrypt to.
+    func testThePublicKeyOfAnAgeIdentityIsItsRecipient() throws {
+        let identity = try XCTUnwrap(Bech32.decode("AGE-SECRET-KEY-1FKHJ56K79D04966C04Z4XHJDN8UUWW9S6LXQG5NT6MWDH9AGD0DQEEJWJT"))
+        let secret = try identity.data.withUnsafeBytes { try Secret(copying: $0) }
+        XCTAssertEqual(AgeRecipient.string(forX25519PublicKey: X25519.publicKey(of: secret)),
+                       "age1q6k5z5jvv88hw7y8edtqtkz5dwyrwuvpe2tgg36hr5yrqpz5ky6q5pna58")
+    }
+
+    func testDropsAreAdoptedOnceWithTheirBytes() throws {
+        let dirs = try devices(["A"])
+        var contents: [String: [UInt8]] = [:]
+        for i in 0..<12 { contents["f\(i).bin"] = randomBytes(i * 97_000 + 1) }
+        contents["empty"] = []
+        for (name, bytes) in contents { try dropBytes(dirs[0], "trip/\(name)", bytes) }
+        let vault = try open(dirs[0])
+        let adoption = try adopt(vault)
+        XCTAssertEqual(adoption.items.count, contents.count)
+        XCTAssertTrue(adoption.problems.isEmpty, "\(adoption.problems)")
+        for (name, bytes) in contents {
+            XCTAssertEqual(try read(vault, "Inbox/trip/\(name)"), bytes, name)
+            XCTAssertNotNil(vault.droppedTime(of: try XCTUnwrap(vault.child(named: name, in: folder(vault, "Inbox/trip")))))
+        }
+        XCTAssertEqual(try adopt(vault).items.count, 0, "adoption is idempotent")
+        let report = try vault.verify()
+        XCTAssertTrue(report.damaged.isEmpty)
+    }
+
+    func testTwoDevicesAdoptingOneDropMakeOneItem() throws {
+        let dirs = try devices(["A", "B"])
+        try dropBytes(dirs[0], "folder/x.bin", randomBytes(5000))
+        try deliver(dirs[0], dirs[1])
+        for dir in dirs {
+            let vault = try open(dir)
+            XCTAssertEqual(try adopt(vault).items.count, 1)
+        }
+        try syncAll(dirs)
+        let trees = try dirs.map { tree(try open($0)) }
+        XCTAssertEqual(trees[0], trees[1])
+        XCTAssertEqual(trees[0].filter { $0.hasPrefix("/Inbox") }, ["/Inbox folder 0", "/Inbox/folder folder 0", "/Inbox/folder/x.bin other 5000"])
+    }
+
+    func testTheDropperNeedsAnInboxKeyAndTheVaultWritesItBack() throws {
+        let dirs = try devices(["A"])
+        let keyFile = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dirs[0]).first { name in
+            (try? FileManager.default.attributesOfItem(atPath: dirs[0] + "/" + name)[.size] as? Int) == 72
+        })
+        try FileManager.default.removeItem(atPath: dirs[0] + "/" + keyFile)
+        XCTAssertThrowsError(try InboxDropper(store: dirs[0])) { error in
+            XCTAssertTrue("\(error)".contains("no inbox key"), "\(error)")
+        }
+        _ = try open(dirs[0])
+        XCTAssertNoThrow(try InboxDropper(store: dirs[0]), "opening writes the missing public key file back")
+    }
+}

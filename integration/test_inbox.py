@@ -1,0 +1,315 @@
+"""The inbox: `narnia drop` adds files without the passphrase; the next unlock, on any device,
+adopts them under /Inbox (docs/FORMAT.md, "The inbox").
+
+Drops while a session holds the vault, from a pipe, of folders; bytes and kinds after adoption
+equal import's; marks in ls -l and stat; damaged, truncated and forged drops and key files;
+kill -9 mid-drop and mid-adoption; two devices adopting one drop; a drop carried by `sync`;
+the opacity of drop files; `inbox-key --rotate`; `set inbox`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness import Narnia, padme, q
+from terminal import Terminal
+from test_opacity import STRONG_FORMATS, TEXT_FORMATS
+from test_devices import device, syncthing_merge
+
+HEADER = 4096
+
+
+def drop(n: Narnia, *args, input=None, rc=0):
+    """`narnia --vault V drop ARGS` (no passphrase), which must exit `rc`."""
+    r = n("drop", *args, input=input, passphrase=None)
+    assert r.rc == rc, f"expected exit {rc} from drop {args!r}" + r.describe()
+    return r
+
+
+def store_files(n: Narnia) -> dict[str, int]:
+    return n.store().sizes()
+
+
+def drop_files(n: Narnia, before: dict[str, int]) -> list[str]:
+    """Shard files that appeared since `before`."""
+    return sorted(p for p in store_files(n) if p not in before and "/" in p)
+
+
+def chunk_count(size: int) -> int:
+    return max(1, -(-padme(size) // (1 << 20)))
+
+
+def drop_length(size: int) -> int:
+    return HEADER + 24 + padme(size) + 16 * chunk_count(size)
+
+
+def inbox_json(n: Narnia, path="/Inbox") -> dict[str, dict]:
+    return {o["path"]: o for o in map(json.loads, n.ok(f"ls -aR --json {q(path)}").out_lines)}
+
+
+def test_drop_then_unlock_gives_the_bytes_and_kinds_import_gives(vault, corpus, tmp_path):
+    r = drop(vault, corpus.root)
+    assert len(r.out_lines) == len(corpus.files), "a line per dropped file in scripts" + r.describe()
+    assert all(l.startswith("dropped ") for l in r.out_lines)
+    first = vault.ok("pwd")
+    assert first.out == "/\n", "scripts get nothing extra on stdout" + first.describe()
+    vault.ok(f"mkdir /imported; cd /imported; import -q {q(str(corpus.root))}")
+    top = corpus.root.name
+    dropped = inbox_json(vault, f"/Inbox/{top}")
+    imported = inbox_json(vault, f"/imported/{top}")
+    assert len([o for o in dropped.values() if o["type"] == "file"]) == len(corpus.files)
+    for path, o in imported.items():
+        if o["type"] == "folder":
+            continue    # a drop carries files: an empty folder is not dropped
+        twin = dropped["/Inbox" + path[len("/imported"):]]
+        assert (twin["kind"], twin.get("mime"), twin.get("size")) == (o["kind"], o.get("mime"), o.get("size")), path
+        if o["type"] == "file":
+            assert "dropped" in twin and "dropped" not in o
+    for rel in random.Random(7).sample(sorted(corpus.files), 8):
+        got = vault.ok(f"cat --force {q('/Inbox/' + top + '/' + rel)}").outb
+        assert got == (corpus.root / rel).read_bytes(), rel
+    v = vault.c("verify")
+    assert v.rc == 0 and "all intact" in v.out, v.describe()
+
+
+def test_drop_from_a_pipe_and_the_marks(vault):
+    drop(vault, "-", "note.txt", input=b"from a pipe\n")
+    assert vault.ok("cat /Inbox/note.txt").outb == b"from a pipe\n"
+    long = vault.ok("ls -l /Inbox").out
+    assert "note.txt (dropped)" in long, long
+    stat = vault.ok("stat /Inbox/note.txt").out
+    assert "dropped: " in stat and "kind: document" in stat, stat
+    # Adopted once: a second unlock adds nothing.
+    assert vault.ok("ls /Inbox").out_lines == ["note.txt"]
+    drop(vault, "-", "note.txt", input=b"again\n")
+    assert sorted(vault.ok("ls /Inbox").out_lines) == ["note (2).txt", "note.txt"]
+
+
+def test_drop_works_while_a_session_holds_the_vault(vault, host):
+    (host / "a.bin").write_bytes(os.urandom(200_000))
+    session = vault.popen("-b", "-", stdin=subprocess.PIPE)
+    try:
+        session.stdin.write(b"pwd\n")
+        session.stdin.flush()
+        assert session.stdout.readline() == b"/\n"
+        locked = vault.c("ls")
+        assert locked.rc != 0 and "in use" in locked.err, "the session holds the lock" + locked.describe()
+        drop(vault, host / "a.bin")
+        session.stdin.write(b"ls /\n")
+        session.stdin.close()
+        assert session.wait(60) == 0
+    finally:
+        if session.poll() is None:
+            session.kill()
+    assert vault.ok("cat /Inbox/a.bin").outb == (host / "a.bin").read_bytes()
+
+
+def test_messages_and_exit_statuses_are_import_s(vault, narnia_bin, tmp_path, host):
+    (host / "good.txt").write_text("good\n")
+    r = drop(vault, host / "missing", host / "good.txt", rc=1)
+    assert r.out_lines == [f"dropped {host / 'good.txt'}"]
+    assert f"narnia: error: drop: {host / 'missing'}: no such file or folder" in r.err_lines
+    r = drop(vault, rc=2)
+    assert "missing file" in r.err
+    nobody = Narnia(narnia_bin, tmp_path / "nobody")
+    r = nobody("drop", host / "good.txt", passphrase=None)
+    assert r.rc == 3 and "no vault at" in r.err, r.describe()
+    assert vault.ok("ls /Inbox").out_lines == ["good.txt"]
+
+
+def test_an_interactive_session_says_how_many_files_arrived(vault, host):
+    for i in range(3):
+        (host / f"f{i}.txt").write_text(f"{i}\n")
+    drop(vault, *(host / f"f{i}.txt" for i in range(3)))
+    t = Terminal(vault.argv(["enter"]), vault.env, vault.workdir)
+    try:
+        t.expect("3 new files in /Inbox")
+        t.expect("> ")
+        t.send("bye\r")
+        assert t.wait() == 0
+    finally:
+        t.close()
+
+
+def test_a_damaged_drop_is_reported_and_left_alone(vault, host):
+    before = store_files(vault)
+    drop(vault, "-", "x.bin", input=os.urandom(50_000))
+    [path] = drop_files(vault, before)
+    f = vault.vault / path
+    data = bytearray(f.read_bytes())
+    data[HEADER + 24 + 100] ^= 1
+    f.write_bytes(bytes(data))
+    r = vault.c("ls /")
+    assert r.rc == 0 and "Inbox" not in r.out
+    assert f"drop {Path(path).name[:8]} is damaged" in r.err, r.describe()
+    assert f.exists(), "a damaged drop is left as it is"
+    data[HEADER + 24 + 100] ^= 1
+    f.write_bytes(bytes(data))
+    assert vault.ok("ls /Inbox").out_lines == ["x.bin"]
+
+
+def test_a_truncated_drop_waits_whole_for_the_rest(vault):
+    before = store_files(vault)
+    content = os.urandom(3 << 20)
+    drop(vault, "-", "big.bin", input=content)
+    [path] = drop_files(vault, before)
+    f = vault.vault / path
+    whole = f.read_bytes()
+    assert len(whole) == drop_length(len(content))
+    f.write_bytes(whole[:len(whole) // 2])
+    r = vault.c("ls /")
+    assert r.rc == 0 and "Inbox" not in r.out
+    assert "is incomplete" in r.err, r.describe()
+    assert f.stat().st_size == len(whole) // 2, "never cut, never deleted"
+    f.write_bytes(whole)
+    assert vault.ok("cat /Inbox/big.bin").outb == content
+
+
+def test_a_header_that_does_not_open_is_not_a_drop_and_is_never_deleted(vault):
+    before = store_files(vault)
+    drop(vault, "-", "y.bin", input=b"y" * 1000)
+    [path] = drop_files(vault, before)
+    f = vault.vault / path
+    data = bytearray(f.read_bytes())
+    data[40] ^= 1
+    f.write_bytes(bytes(data))
+    r = vault.ok("ls /")
+    assert "Inbox" not in r.out
+    assert f.exists(), "an object no record names is never deleted"
+
+
+def test_kill_9_mid_drop_leaves_nothing(vault):
+    before = store_files(vault)
+    feeder = subprocess.Popen(["sh", "-c", "head -c 4000000 /dev/urandom; sleep 30"], stdout=subprocess.PIPE)
+    p = vault.popen("drop", "-", "slow.bin", passphrase=None, stdin=feeder.stdout)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait(10)
+    feeder.kill()
+    feeder.wait(10)
+    assert drop_files(vault, before) == [], "a drop killed midway leaves no file behind (O_TMPFILE)"
+    r = vault.ok("ls /")
+    warnings = [l for l in r.err_lines if "insecure test key derivation" not in l]
+    assert r.out == "" and not warnings, r.describe()
+
+
+def test_kill_9_mid_adoption_adopts_each_drop_exactly_once(vault, host):
+    contents = {f"f{i:02}.bin": os.urandom(random.Random(i).randrange(1, 400_000)) for i in range(40)}
+    for name, data in contents.items():
+        (host / name).write_bytes(data)
+    drop(vault, *(host / name for name in contents))
+    rng = random.Random(11)
+    for attempt in range(6):
+        p = vault.popen("-c", "ls /")
+        time.sleep(rng.uniform(0.02, 0.4))
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+    listing = vault.ok("ls /Inbox").out_lines
+    assert sorted(listing) == sorted(contents), "every drop adopted once, none twice"
+    for name, data in contents.items():
+        assert vault.ok(f"cat /Inbox/{name}").outb == data
+    v = vault.c("verify")
+    assert v.rc == 0, v.describe()
+
+
+def test_two_devices_adopting_one_drop_make_one_item(narnia, host):
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    (host / "photo.bin").write_bytes(os.urandom(300_000))
+    drop(a, host / "photo.bin")
+    syncthing_merge(a.vault, b.vault)
+    # Both unlock (and adopt) before hearing of the other.
+    assert a.ok("ls /Inbox").out_lines == ["photo.bin"]
+    assert b.ok("ls /Inbox").out_lines == ["photo.bin"]
+    syncthing_merge(a.vault, b.vault)
+    for d in (a, b):
+        assert d.ok("ls /").out_lines == ["Inbox"]
+        assert d.ok("ls /Inbox").out_lines == ["photo.bin"], d.c("ls -l /Inbox").describe()
+        assert d.ok("cat /Inbox/photo.bin").outb == (host / "photo.bin").read_bytes()
+    assert a.ok("ls -lR --json /").out == b.ok("ls -lR --json /").out
+
+
+def test_a_drop_on_one_device_is_adopted_on_another_after_sync(narnia, host, tmp_path):
+    if shutil.which("rclone") is None:
+        pytest.skip("rclone is not installed")
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a.ok(f"sync {q(str(remote))}")
+    b.ok(f"sync {q(str(remote))}")
+    (host / "clip.bin").write_bytes(os.urandom(2_500_000))
+    drop(a, host / "clip.bin")
+    a.ok(f"sync {q(str(remote))}")     # a adopts at unlock, then sends
+    b.ok(f"sync {q(str(remote))}")
+    assert b.ok("cat /Inbox/clip.bin").outb == (host / "clip.bin").read_bytes()
+    assert b.ok("ls -l /Inbox").out.count("(dropped)") == 1
+
+
+def test_drop_files_are_opaque(vault, host):
+    before = store_files(vault)
+    names = []
+    for i in range(24):
+        name = f"holiday-{i}.txt"
+        (host / name).write_bytes(b"the lamppost in the snowy wood\n" * (i + 1))
+        names.append(name)
+    drop(vault, *(host / n for n in names))
+    paths = drop_files(vault, before)
+    assert len(paths) == len(names)
+    blobs = [(vault.vault / p).read_bytes() for p in paths]
+    for p, blob in zip(paths, blobs):
+        assert b"holiday" not in blob and b"lamppost" not in blob
+        assert len(blob) in {drop_length(len(b"the lamppost in the snowy wood\n") * (i + 1)) for i in range(24)}
+        shard, name = p.split("/")
+        assert len(name) == 32 and name.startswith(shard)
+    assert len({b[:16] for b in blobs}) == len(blobs), "no shared header"
+    top_bits = Counter(b[31] >> 7 for b in blobs)
+    assert set(top_bits) == {0, 1}, "the ephemeral key's top bit is random, as in random bytes"
+    out = subprocess.run(["file", "-b"] + [str(vault.vault / p) for p in paths], capture_output=True, text=True).stdout
+    found = [line for line in out.splitlines() if any(f in line for f in STRONG_FORMATS + TEXT_FORMATS)]
+    assert not found, f"file(1) recognises drops: {found}"
+
+
+def test_a_forged_public_key_file_is_reported_deleted_and_replaced(vault, host):
+    [key] = [p for p in vault.vault.iterdir() if p.is_file() and p.stat().st_size == 72]
+    shown = vault.ok("inbox-key").out
+    forged = bytearray(key.read_bytes())
+    forged[:32] = os.urandom(32)
+    key.write_bytes(bytes(forged))
+    r = vault.c("pwd")
+    assert r.rc == 0 and "was not made by this vault" in r.err, r.describe()
+    assert vault.ok("inbox-key").out == shown, "the vault's own key is written back"
+    assert drop(vault, "--show-key").out.split("\n")[0] == shown.split("\n")[0]
+    (host / "z.txt").write_text("z\n")
+    drop(vault, host / "z.txt")
+    assert vault.ok("cat /Inbox/z.txt").out == "z\n"
+
+
+def test_rotate_keeps_old_drops_adoptable_and_set_inbox_moves_the_folder(vault, host):
+    (host / "old.txt").write_text("old\n")
+    (host / "new.txt").write_text("new\n")
+    before_key = drop(vault, "--show-key").out
+    assert before_key == vault.ok("inbox-key").out
+    drop(vault, host / "old.txt")
+    session = vault.popen("-b", "-", stdin=subprocess.PIPE)
+    session.communicate(b"inbox-key --rotate\nset inbox /Arrivals/phone\n", timeout=60)
+    assert session.returncode == 0
+    after_key = drop(vault, "--show-key").out
+    assert after_key != before_key and after_key == vault.ok("inbox-key").out
+    drop(vault, host / "new.txt")
+    assert vault.ok("cat /Arrivals/phone/new.txt").out == "new\n"
+    assert vault.ok("cat /Inbox/old.txt").out == "old\n", "adopted into /Inbox by the session that rotated"
+    assert len([p for p in vault.vault.iterdir() if p.is_file() and p.stat().st_size == 72]) == 1, \
+        "the old public key file is retired (and, with one device, deleted)"
+    vault.fails("set inbox relative/path", "set")
