@@ -31,35 +31,53 @@ public enum X25519 {
     ///
     /// The top bit of the peer's key is ignored, as X25519 itself does (RFC 7748, 5).
     public static func agreedKey(secret: Secret, publicKey: [UInt8], context: String, binding: [UInt8]) throws -> Secret? {
-        Sodium.ensureInitialized()
-        precondition(publicKey.count == keyLength, "an X25519 public key has 32 bytes")
-        let shared = try Secret(zeroedCount: keyLength)
-        let rc: Int32 = shared.withUnsafeMutableBytes { out in
-            secret.withUnsafeBytes { s in
-                publicKey.withUnsafeBufferPointer { p in
-                    crypto_scalarmult(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                      s.baseAddress!.assumingMemoryBound(to: UInt8.self), p.baseAddress!)
-                }
-            }
-        }
-        guard rc == 0 else { return nil }
-        // The hash input holds the shared point: it is assembled in secret memory too.
-        let label = Array(context.utf8)
-        let input = try Secret(zeroedCount: label.count + keyLength + binding.count)
-        input.withUnsafeMutableBytes { buffer in
-            shared.withUnsafeBytes { point in
-                buffer.copyBytes(from: label)
-                UnsafeMutableRawBufferPointer(rebasing: buffer[label.count...]).copyMemory(from: point)
-                UnsafeMutableRawBufferPointer(rebasing: buffer[(label.count + keyLength)...]).copyBytes(from: binding)
-            }
-        }
+        let agreement = try Agreement(context: context, bindingLength: binding.count)
         let key = try Secret(zeroedCount: SymmetricKeyLength)
-        key.withUnsafeMutableBytes { out in
-            input.withUnsafeBytes { i in
-                _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
-                                       i.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(i.count), nil, 0)
+        return agreement.agree(secret: secret, publicKey: publicKey, binding: binding, into: key) ? key : nil
+    }
+
+    /// Key agreements of one shape (one label, bindings of one length) without an allocation
+    /// each: the shared point and the hash input live in one piece of secret memory, reused.
+    /// Unlocking a vault with a thousand drops waiting agrees a thousand keys.
+    public final class Agreement {
+        private let label: [UInt8]
+        private let bindingLength: Int
+        /// label || shared point || binding: the hash input.
+        private let input: Secret
+
+        public init(context: String, bindingLength: Int) throws {
+            label = Array(context.utf8)
+            self.bindingLength = bindingLength
+            input = try Secret(zeroedCount: label.count + keyLength + bindingLength)
+        }
+
+        /// Writes the key agreed between `secret` and `publicKey` (see `agreedKey`) into `key`
+        /// (32 bytes); false for a low-order peer key. Hold `secret`, `key` and this agreement
+        /// open (`beginAccess`) around a run of calls to keep their pages' protection still.
+        public func agree(secret: Secret, publicKey: [UInt8], binding: [UInt8], into key: Secret) -> Bool {
+            Sodium.ensureInitialized()
+            precondition(publicKey.count == keyLength && binding.count == bindingLength && key.count == SymmetricKeyLength)
+            return input.withUnsafeMutableBytes { buffer in
+                buffer.copyBytes(from: label)
+                let point = UnsafeMutableRawBufferPointer(rebasing: buffer[label.count..<(label.count + keyLength)])
+                let rc: Int32 = secret.withUnsafeBytes { s in
+                    publicKey.withUnsafeBufferPointer { p in
+                        crypto_scalarmult(point.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                          s.baseAddress!.assumingMemoryBound(to: UInt8.self), p.baseAddress!)
+                    }
+                }
+                guard rc == 0 else { return false }
+                UnsafeMutableRawBufferPointer(rebasing: buffer[(label.count + keyLength)...]).copyBytes(from: binding)
+                key.withUnsafeMutableBytes { out in
+                    _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                                           buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(buffer.count), nil, 0)
+                }
+                return true
             }
         }
-        return key
+
+        /// Keeps the agreement's memory open for a run of `agree` calls.
+        public func beginAccess() { input.beginAccess() }
+        public func endAccess() { input.endAccess() }
     }
 }

@@ -46,10 +46,13 @@ extension Vault {
         guard !pairs.isEmpty else { return adoption }
         let hold = keys.holdOpen()
         defer { withExtendedLifetime(hold) {} }
+        let opener = try DropOpener(pairs: pairs)
+        opener.beginAccess()
+        defer { opener.endAccess() }
         var found: [FoundDrop] = []
         for (id, path) in dropCandidates() {
             do {
-                guard let drop = try openDrop(id, path: path, pairs: pairs, classifyLater: classifyLater) else { continue }
+                guard let drop = try openDrop(id, path: path, opener: opener, classifyLater: classifyLater) else { continue }
                 found.append(drop)
             } catch let problem as DropProblem {
                 adoption.problems.append("drop \(id.hex.prefix(8)) \(problem.why); it was left as it is")
@@ -124,7 +127,7 @@ extension Vault {
 
     /// Tries the file `path` as a drop: nil when no inbox key opens its header (not a drop,
     /// or not one this vault can read); a problem when it is a drop but not a whole one.
-    private func openDrop(_ id: Identifier, path: String, pairs: [InboxKeyPair],
+    private func openDrop(_ id: Identifier, path: String, opener: DropOpener,
                           classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop? {
         let fullPath = layout.root + "/" + path
         let fd = try JournalReader.openStoreFile(fullPath)
@@ -132,20 +135,8 @@ extension Vault {
         guard length >= Int64(DropFormat.headerLength) else { return nil }
         var bytes = [UInt8](repeating: 0, count: DropFormat.headerLength)
         _ = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
-        let ephemeral = Array(bytes[0..<32]), nonce = Array(bytes[32..<56]), sealed = Array(bytes[56...])
-        for pair in pairs {
-            guard let key = try X25519.agreedKey(secret: pair.secret, publicKey: ephemeral, context: DropFormat.keyContext,
-                                                 binding: DropFormat.binding(ephemeral: ephemeral, recipient: pair.publicKey)),
-                  var plaintext = try? AEAD.open(sealed, additionalData: DropFormat.additionalData(drop: id, ephemeral: ephemeral, recipient: pair.publicKey),
-                                                 nonce: nonce, key: key) else { continue }
-            defer { plaintext.withUnsafeMutableBytes { wipe($0) } }
-            let contentKey = try Secret(zeroedCount: SymmetricKeyLength)
-            guard let header = contentKey.withUnsafeMutableBytes({ DropHeader.decode(plaintext, keyOut: $0) }) else {
-                throw DropProblem(why: "is of a version this program does not read")
-            }
-            return try check(id, header: header, contentKey: contentKey, path: fullPath, length: length, classifyLater: classifyLater)
-        }
-        return nil
+        guard let header = opener.open(bytes, drop: id) else { return nil }
+        return try check(id, header: header, contentKey: opener.contentKey, path: fullPath, length: length, classifyLater: classifyLater)
     }
 
     /// Checks a drop whose header opened: its length, its path, and every chunk.
@@ -181,6 +172,48 @@ extension Vault {
         defer { first.withUnsafeMutableBytes { wipe($0) } }
         let type = first.withUnsafeBytes { classifyLater($0) }
         return FoundDrop(id: id, header: header, content: content, type: type)
+    }
+}
+
+/// Opens drop headers with the inbox secret keys, reusing its secret memory from one drop to
+/// the next (an unlock may meet a thousand drops): the header key and the content key of the
+/// last header opened live here.
+private final class DropOpener {
+    let pairs: [InboxKeyPair]
+    let agreement: X25519.Agreement
+    let headerKey: Secret
+    let contentKey: Secret
+
+    init(pairs: [InboxKeyPair]) throws {
+        self.pairs = pairs
+        agreement = try X25519.Agreement(context: DropFormat.keyContext, bindingLength: 2 * X25519.keyLength)
+        headerKey = try Secret(zeroedCount: SymmetricKeyLength)
+        contentKey = try Secret(zeroedCount: SymmetricKeyLength)
+    }
+
+    func beginAccess() {
+        agreement.beginAccess()
+        for secret in [headerKey, contentKey] + pairs.map(\.secret) { secret.beginAccess() }
+    }
+
+    func endAccess() {
+        agreement.endAccess()
+        for secret in [headerKey, contentKey] + pairs.map(\.secret) { secret.endAccess() }
+    }
+
+    /// The header of the drop whose first 4,096 bytes are `bytes`, its content key put in
+    /// `contentKey`; nil when no inbox key opens it.
+    func open(_ bytes: [UInt8], drop id: Identifier) -> DropHeader? {
+        let ephemeral = Array(bytes[0..<32]), nonce = Array(bytes[32..<56]), sealed = Array(bytes[56...])
+        for pair in pairs {
+            guard agreement.agree(secret: pair.secret, publicKey: ephemeral,
+                                  binding: DropFormat.binding(ephemeral: ephemeral, recipient: pair.publicKey), into: headerKey),
+                  var plaintext = try? AEAD.open(sealed, additionalData: DropFormat.additionalData(drop: id, ephemeral: ephemeral, recipient: pair.publicKey),
+                                                 nonce: nonce, key: headerKey) else { continue }
+            defer { plaintext.withUnsafeMutableBytes { wipe($0) } }
+            return contentKey.withUnsafeMutableBytes { DropHeader.decode(plaintext, keyOut: $0) }
+        }
+        return nil
     }
 }
 
