@@ -67,7 +67,7 @@ enum KeyFileCandidates {
                 let bytes = try fd.readToEnd(limit: 4096)
                 guard let (salt, parameters, former) = KeyFile.header(of: bytes) else { continue }
                 candidates.append(Candidate(id: id, bytes: bytes, salt: salt, parameters: parameters, former: former,
-                                            modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)))
+                                            modified: st.modifiedNanoseconds))
             }
         }
         guard !candidates.isEmpty else {

@@ -116,6 +116,8 @@ extension stat {
     public var isRegularFile: Bool { (st_mode & S_IFMT) == S_IFREG }
     /// True for a symbolic link.
     public var isSymbolicLink: Bool { (st_mode & S_IFMT) == S_IFLNK }
+    /// The modification time in nanoseconds since the epoch.
+    public var modifiedNanoseconds: Int64 { Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec) }
 }
 
 extension FileSystem {

@@ -25,8 +25,9 @@ enum HostTree {
 /// each item only once committed, and removes originals (with `--move`) only after that.
 /// With `--skip-existing` (to finish an import cut short) a folder of the same name is merged
 /// into and a file of the same name and size is left alone, its original too.
-struct ImportRun {
+struct ImportRun: HostTreeVisitor {
     let session: Session
+    let verb = "import"
     let move: Bool
     let skipExisting: Bool
     let report: TransferReport
@@ -63,9 +64,13 @@ struct ImportRun {
         return true
     }
 
-    private mutating func fail(_ message: String) {
+    mutating func fail(_ message: String) {
         session.error("import", message)
         failed = true
+    }
+
+    func warn(_ message: String) {
+        session.warning("import", message)
     }
 
     private func itemName(_ hostPath: String) throws -> String {
@@ -84,7 +89,7 @@ struct ImportRun {
             let st = try FileSystem.statIfExists(path)
             if st?.isDirectory == true {
                 let fd = try FileDescriptor.open(path, .readOnly, options: .directory)
-                importFolder(fd, display: path, name: try itemName(path), into: folder)
+                walkFolder(fd, display: path, name: try itemName(path), in: folder)
             } else {
                 let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
                 importFile(fd, display: path, name: try itemName(path), original: nil, into: folder)
@@ -104,7 +109,7 @@ struct ImportRun {
             guard st.isRegularFile else { throw CommandFailure("\(path): not a regular file") }
             try fd.setBlocking()
             fd.adviseSequential()
-            let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            let modified = st.modifiedNanoseconds
             if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder, there.size == UInt64(st.st_size) {
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                 return
@@ -131,71 +136,18 @@ struct ImportRun {
         }
     }
 
-    /// Imports an opened host folder and everything under it, depth first without recursion.
-    /// Each folder is opened relative to the one above it, and each entry is opened without
-    /// following links (`openat` with `O_NOFOLLOW`): symbolic links and special files inside
-    /// are skipped with a warning, never followed, even if one replaces a file meanwhile.
-    private mutating func importFolder(_ top: FileDescriptor, display: String, name: String, into parent: Identifier) {
-        // Each pending folder is opened only when its turn comes, relative to its parent (kept
-        // open meanwhile), so only the folders above the one being read are open at once.
-        var pending: [(folder: FileDescriptor, entry: String?, display: String, name: String, parent: Identifier)] =
-            [(top, nil, display, name, parent)]
-        while let (above, entry, path, name, parent) = pending.popLast() {
-            if mustStop() { return }
-            let fd: FileDescriptor
-            let created: Item
-            let names: [String]
-            do {
-                fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
-                let st = try fd.status()
-                if skipExisting, let there = session.vault.child(named: name, in: parent), there.isFolder {
-                    created = there
-                } else {
-                    created = try batch.addFolder(named: name, in: parent, modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
-                }
-                let listing = try fd.entryNames()
-                names = listing.names.sorted(by: utf8Order)
-                for bad in listing.undecodable {
-                    fail("\(join(path, bad)): the name is not valid UTF-8; rename it to import it")
-                }
-            } catch let e as SystemError where e.code == ELOOP {
-                session.warning("import", "\(path): symbolic link skipped")
-                continue
-            } catch {
-                fail(describe(error))
-                continue
-            }
-            if move { movedFolders.append(path) }
-            var subfolders: [(FileDescriptor, String?, String, String, Identifier)] = []
-            for entry in names {
-                if mustStop() { return }
-                let child = join(path, entry)
-                do {
-                    guard let st = try fd.statusOfEntry(entry) else { continue }
-                    if st.isSymbolicLink {
-                        session.warning("import", "\(child): symbolic link skipped")
-                    } else if st.isDirectory {
-                        subfolders.append((fd, entry, child, try ItemName.validated(entry), created.id))
-                    } else if st.isRegularFile {
-                        let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
-                        importFile(file, display: child, name: try ItemName.validated(entry), original: (fd, entry), into: created.id)
-                    } else {
-                        session.warning("import", "\(child): special file skipped")
-                    }
-                } catch let e as NameError {
-                    fail("\(child): \(e.description)")
-                } catch let e as SystemError where e.code == ELOOP {
-                    session.warning("import", "\(child): symbolic link skipped")
-                } catch {
-                    fail(describe(error))
-                }
-            }
-            pending += subfolders.reversed()
-        }
+    /// A folder of the walk: a new vault folder of its name (with `--skip-existing`, the one
+    /// there), into which its entries go.
+    mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Identifier) throws -> Identifier {
+        let st = try fd.status()
+        if move { movedFolders.append(path) }
+        if skipExisting, let there = session.vault.child(named: name, in: parent), there.isFolder { return there.id }
+        let modified = st.modifiedNanoseconds
+        return try batch.addFolder(named: name, in: parent, modified: modified).id
     }
 
-    private func join(_ folder: String, _ name: String) -> String {
-        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    mutating func visitFile(_ fd: FileDescriptor, path: String, name: String, folder: FileDescriptor, entry: String, in place: Identifier) {
+        importFile(fd, display: path, name: name, original: (folder, entry), into: place)
     }
 
     /// Commits the batch, reports each file, then removes originals when moving.

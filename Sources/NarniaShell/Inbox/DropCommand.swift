@@ -85,10 +85,11 @@ public struct DropCommand {
     }
 }
 
-/// One `drop` command's files: each host file is sealed as it is read; a folder is walked with
-/// directory descriptors, as `import` walks it (links and special files inside are skipped),
-/// and its files keep their paths relative to the folder's parent.
-struct DropRun {
+/// One `drop` command's files: each host file is sealed as it is read; a folder is walked as
+/// `import` walks it (`HostTreeVisitor`), and its files keep their paths relative to the
+/// folder's parent.
+struct DropRun: HostTreeVisitor {
+    let verb = "drop"
     let dropper: InboxDropper
     let report: TransferReport
     let err: Output
@@ -100,13 +101,13 @@ struct DropRun {
         self.err = err
     }
 
-    private mutating func fail(_ message: String) {
+    mutating func fail(_ message: String) {
         err.line("narnia: error: drop: \(message)")
         err.flush()
         failed = true
     }
 
-    private func warn(_ message: String) {
+    func warn(_ message: String) {
         err.line("narnia: warning: drop: \(message)")
         err.flush()
     }
@@ -120,7 +121,7 @@ struct DropRun {
             let name = try ItemName.validated(base)
             guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): no such file or folder") }
             if st.isDirectory {
-                dropFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, relative: name)
+                walkFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, name: name, in: "")
             } else {
                 let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
                 dropFile(fd, display: path, relative: name)
@@ -155,7 +156,7 @@ struct DropRun {
             guard st.isRegularFile else { throw CommandFailure("\(err.name(path)): not a regular file") }
             try fd.setBlocking()
             fd.adviseSequential()
-            let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            let modified = st.modifiedNanoseconds
             let size = try dropper.drop(path: relative, modified: modified, source: { try fd.readFully(into: $0, count: $1) },
                                         observer: observer)
             report.done(bytes: size, "dropped \(report.outName(path))")
@@ -170,53 +171,15 @@ struct DropRun {
         }
     }
 
-    /// A folder and everything under it, depth first, each folder opened relative to its parent
-    /// without following links.
-    private mutating func dropFolder(_ top: FileDescriptor, display: String, relative: String) {
-        var pending: [(folder: FileDescriptor, entry: String?, display: String, relative: String)] = [(top, nil, display, relative)]
-        while let (above, entry, path, relative) = pending.popLast() {
-            if Session.interruptRequested != 0 { return }
-            let fd: FileDescriptor
-            let listing: (names: [String], undecodable: [String])
-            do {
-                fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
-                listing = try fd.entryNames()
-            } catch let e as SystemError where e.code == ELOOP {
-                warn("\(err.name(path)): symbolic link skipped")
-                continue
-            } catch {
-                fail(describe(error))
-                continue
-            }
-            for bad in listing.undecodable {
-                fail("\(err.name(path + "/" + bad)): the name is not valid UTF-8; rename it to drop it")
-            }
-            var subfolders: [(FileDescriptor, String?, String, String)] = []
-            for name in listing.names.sorted(by: utf8Order) {
-                if Session.interruptRequested != 0 { return }
-                let child = path.hasSuffix("/") ? path + name : path + "/" + name
-                do {
-                    let valid = try ItemName.validated(name)
-                    guard let st = try fd.statusOfEntry(name) else { continue }
-                    if st.isSymbolicLink {
-                        warn("\(err.name(child)): symbolic link skipped")
-                    } else if st.isDirectory {
-                        subfolders.append((fd, name, child, relative + "/" + valid))
-                    } else if st.isRegularFile {
-                        let file = try fd.open(name, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
-                        dropFile(file, display: child, relative: relative + "/" + valid)
-                    } else {
-                        warn("\(err.name(child)): special file skipped")
-                    }
-                } catch let e as NameError {
-                    fail("\(err.name(child)): \(e.description)")
-                } catch let e as SystemError where e.code == ELOOP {
-                    warn("\(err.name(child)): symbolic link skipped")
-                } catch {
-                    fail(describe(error))
-                }
-            }
-            pending += subfolders.reversed()
-        }
+    /// A folder of the walk: its entries' paths are its own followed by their names.
+    func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: String) throws -> String {
+        parent.isEmpty ? name : parent + "/" + name
     }
+
+    mutating func visitFile(_ fd: FileDescriptor, path: String, name: String, folder: FileDescriptor, entry: String, in place: String) {
+        dropFile(fd, display: path, relative: place + "/" + name)
+    }
+
+    /// Nothing stops a drop but Ctrl-C (a full disk fails each file on its own).
+    func mustStop() -> Bool { Session.interruptRequested != 0 }
 }

@@ -1,0 +1,87 @@
+import Glibc
+import NarniaLanguage
+import NarniaStore
+import NarniaSystem
+
+/// What walks a host folder for `import` and `drop` does with what it finds: a folder gives a
+/// place for what is inside it, a regular file is taken in, and problems are reported.
+protocol HostTreeVisitor {
+    /// Where the entries of a folder go: a vault folder for `import`, a relative path for `drop`.
+    associatedtype Place
+    /// The command's verb, for messages (`import`, `drop`).
+    var verb: String { get }
+    /// Called for each folder, the top one first, once it is open: the place for its entries.
+    mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Place) throws -> Place
+    /// Called for each regular file, opened without following links; `folder` and `entry` say
+    /// where it lies.
+    mutating func visitFile(_ fd: FileDescriptor, path: String, name: String, folder: FileDescriptor, entry: String, in place: Place)
+    /// An entry that cannot be taken in: reported, and the command fails.
+    mutating func fail(_ message: String)
+    /// An entry skipped on purpose (a link, a special file): reported only.
+    func warn(_ message: String)
+    /// True when the walk must stop (interrupted, out of space).
+    mutating func mustStop() -> Bool
+}
+
+extension HostTreeVisitor {
+    /// Walks the open folder `top` and everything under it, depth first without recursion.
+    /// Each folder is opened only when its turn comes, relative to its parent (kept open
+    /// meanwhile), and each entry without following links (`openat` with `O_NOFOLLOW`):
+    /// symbolic links and special files inside are skipped with a warning, never followed,
+    /// even if one replaces a file meanwhile. Entries go in name order; names that are not
+    /// UTF-8 or not legal item names are reported.
+    mutating func walkFolder(_ top: FileDescriptor, display: String, name: String, in parent: Place) {
+        var pending: [(folder: FileDescriptor, entry: String?, display: String, name: String, parent: Place)] =
+            [(top, nil, display, name, parent)]
+        while let (above, entry, path, name, parent) = pending.popLast() {
+            if mustStop() { return }
+            let fd: FileDescriptor
+            let place: Place
+            let names: [String]
+            do {
+                fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
+                place = try enterFolder(fd, path: path, name: name, in: parent)
+                let listing = try fd.entryNames()
+                names = listing.names.sorted(by: utf8Order)
+                for bad in listing.undecodable {
+                    fail("\(join(path, bad)): the name is not valid UTF-8; rename it to \(verb) it")
+                }
+            } catch let e as SystemError where e.code == ELOOP {
+                warn("\(path): symbolic link skipped")
+                continue
+            } catch {
+                fail(describe(error))
+                continue
+            }
+            var subfolders: [(FileDescriptor, String?, String, String, Place)] = []
+            for entry in names {
+                if mustStop() { return }
+                let child = join(path, entry)
+                do {
+                    guard let st = try fd.statusOfEntry(entry) else { continue }
+                    if st.isSymbolicLink {
+                        warn("\(child): symbolic link skipped")
+                    } else if st.isDirectory {
+                        subfolders.append((fd, entry, child, try ItemName.validated(entry), place))
+                    } else if st.isRegularFile {
+                        let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
+                        visitFile(file, path: child, name: try ItemName.validated(entry), folder: fd, entry: entry, in: place)
+                    } else {
+                        warn("\(child): special file skipped")
+                    }
+                } catch let e as NameError {
+                    fail("\(child): \(e.description)")
+                } catch let e as SystemError where e.code == ELOOP {
+                    warn("\(child): symbolic link skipped")
+                } catch {
+                    fail(describe(error))
+                }
+            }
+            pending += subfolders.reversed()
+        }
+    }
+
+    private func join(_ folder: String, _ name: String) -> String {
+        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+}
