@@ -313,3 +313,38 @@ def test_rotate_keeps_old_drops_adoptable_and_set_inbox_moves_the_folder(vault, 
     assert len([p for p in vault.vault.iterdir() if p.is_file() and p.stat().st_size == 72]) == 1, \
         "the old public key file is retired (and, with one device, deleted)"
     vault.fails("set inbox relative/path", "set")
+
+
+def test_import_decrypts_age_files_sent_to_the_inbox_recipient(vault, host, corpus):
+    """The stretch: any age implementation can send files (here the age binary itself)."""
+    age = shutil.which("age")
+    if age is None:
+        pytest.skip("age is not installed (make test installs it)")
+    [recipient] = [l.split()[1] for l in vault.ok("inbox-key").out_lines if l.startswith("age ")]
+    photo = next(corpus.root / rel for rel, kind in sorted(corpus.kinds.items()) if kind == "photo")
+    sources = {"photo" + photo.suffix: photo.read_bytes(), "four-chunks.bin": os.urandom(200_000),
+               "exact.bin": os.urandom(2 * 65536), "empty": b""}
+    for name, data in sources.items():
+        (host / name).write_bytes(data)
+        subprocess.run([age, "-r", recipient, "-o", str(host / (name + ".age")), str(host / name)], check=True)
+    other = host / "other.key"
+    subprocess.run(["age-keygen", "-o", str(other)], check=True, capture_output=True)
+    foreign = subprocess.run(["age-keygen", "-y", str(other)], check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run([age, "-r", foreign, "-o", str(host / "foreign.txt.age"), str(host / "empty")], check=True)
+    r = vault.ok(" ".join(["import"] + [q(str(host / (n + ".age"))) for n in sources] + [q(str(host / "foreign.txt.age"))]))
+    assert f"imported {host / 'four-chunks.bin.age'} -> /four-chunks.bin" in r.out_lines, r.describe()
+    for name, data in sources.items():
+        assert vault.ok(f"cat --force {q('/' + name)}").outb == data, name
+    assert vault.ok(f"stat {q('/photo' + photo.suffix)}").out.count("kind: photo") == 1
+    assert "foreign.txt.age" in vault.ok("ls /").out_lines, "an age file for someone else goes in as it is"
+    # Altered or cut: reported, nothing imported under either name.
+    whole = (host / "four-chunks.bin.age").read_bytes()
+    altered = bytearray(whole)
+    altered[-100] ^= 1
+    (host / "altered.bin.age").write_bytes(bytes(altered))
+    (host / "cut.bin.age").write_bytes(whole[:-20000])
+    for bad in ("altered.bin.age", "cut.bin.age"):
+        f = vault.fails(f"import {q(str(host / bad))}", "import")
+        assert "fails authentication" in f.err, f.describe()
+    names = vault.ok("ls /").out_lines
+    assert not any(n.startswith(("altered", "cut")) for n in names), names

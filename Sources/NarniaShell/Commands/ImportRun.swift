@@ -1,3 +1,4 @@
+import NarniaCrypto
 import NarniaLanguage
 import NarniaSystem
 import Glibc
@@ -110,13 +111,16 @@ struct ImportRun: HostTreeVisitor {
             try fd.setBlocking()
             fd.adviseSequential()
             let modified = st.modifiedNanoseconds
-            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder, there.size == UInt64(st.st_size) {
+            // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
+            let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
+            let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
+            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder, there.size == size {
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                 return
             }
             progress?.begin(item: name)
-            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: UInt64(st.st_size),
-                                         source: { try fd.readFully(into: $0, count: $1) },
+            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
+                                         source: { try age?.payload.read(into: $0, max: $1) ?? fd.readFully(into: $0, count: $1) },
                                          classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             pendingOriginals.append((item.id, path, original))
             if let original { retainedFolders.insert(ObjectIdentifier(original.folder)) }
@@ -125,6 +129,8 @@ struct ImportRun: HostTreeVisitor {
             if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems || retainedFolders.count >= 256 { commit() }
         } catch is Cancelled {
             stoppedEarly = true
+        } catch let e as AgeError {
+            fail("\(path): not imported: \(e)")
         } catch let e as SystemError where e.isDiskFull {
             diskFull = true
             fail("\(path): not imported: the disk holding the vault is full")

@@ -57,6 +57,16 @@ extension Vault {
         return InboxKey(publicKey: pair.publicKey, created: pair.created)
     }
 
+    /// The file key of an age file sent to this vault's inbox (`inbox-key`'s `age1…`
+    /// recipient, any inbox key made so far), or nil when none of its recipients is one.
+    /// - Throws: `AgeError.headerAuthentication` when its header was altered.
+    public func ageFileKey(_ header: AgeHeader) throws -> Secret? {
+        for pair in inboxKeyPairs {
+            if let key = try header.fileKey(identity: pair.secret, recipient: pair.publicKey) { return key }
+        }
+        return nil
+    }
+
     /// `inbox-key --rotate`: a new pair for droppers to use from now on. The old public files
     /// are retired; the old secret halves stay, so drops made with them are still adopted.
     public func rotateInboxKey() throws -> InboxKey {

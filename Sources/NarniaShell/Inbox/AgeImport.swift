@@ -1,0 +1,33 @@
+import NarniaCrypto
+import NarniaStore
+import NarniaSystem
+
+/// `import` of a file encrypted with age to the vault's inbox recipient (`inbox-key` prints it
+/// as `age1…`): a phone or another machine with any age implementation can send files. A host
+/// file named `NAME.age` whose header has an X25519 stanza for an inbox key is decrypted as it
+/// is read and imported as `NAME`; any other `.age` file is imported as it is.
+struct AgeImport {
+    /// The name without `.age`.
+    let name: String
+    /// The plaintext size.
+    let size: UInt64
+    let payload: AgePayloadReader
+
+    /// The decrypting reader of the open host file `fd` (of `size` bytes, called `name`), or nil
+    /// when it is not an age file sent to this vault.
+    /// - Throws: `AgeError` when it is one but its header or length is damaged.
+    static func open(_ fd: FileDescriptor, size: Int64, name: String, vault: Vault) throws -> AgeImport? {
+        guard name.hasSuffix(".age"), name.count > 4, size >= Int64(AgeHeader.magic.count) else { return nil }
+        var head = [UInt8](repeating: 0, count: Int(min(size, Int64(AgeHeader.maximumLength))))
+        let n = try head.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
+        head.removeLast(head.count - n)
+        guard head.starts(with: AgeHeader.magic), let header = try? AgeHeader(parsing: head),
+              let fileKey = try vault.ageFileKey(header) else { return nil }
+        guard let plain = AgePayloadReader.plaintextSize(payloadLength: size - Int64(header.length)) else {
+            throw AgeError.chunkFailed(0)
+        }
+        try fd.seek(to: Int64(header.length))
+        let payload = try AgePayloadReader(fileKey: fileKey, source: { try fd.readFully(into: $0, count: $1) })
+        return AgeImport(name: String(name.dropLast(4)), size: UInt64(plain), payload: payload)
+    }
+}
