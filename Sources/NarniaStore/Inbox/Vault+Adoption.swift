@@ -73,7 +73,7 @@ extension Vault {
                 let relative = components[...depth].joined(separator: "/")
                 parent = plan.subfolder(named: folder, in: parent, key: drop.header.batch.bytes + Array(relative.utf8))
             }
-            let id = tags.withKeyOpen { tags.inboxItemIdentifier(Array("drop".utf8) + drop.id.bytes) }
+            let id = inboxItemID(of: drop.id)
             guard state.items[id] == nil, !state.tombstones.contains(id) else { keys.remove(drop.content.keySlot); continue }
             var content = drop.content
             (content.mime, content.kind) = drop.type()
@@ -89,11 +89,16 @@ extension Vault {
         do {
             try commit(plan.ops, view: .rebuild)
         } catch {
-            for drop in found { keys.remove(drop.content.keySlot) }
+            for drop in found where adopted.contains(inboxItemID(of: drop.id)) { keys.remove(drop.content.keySlot) }
             throw error
         }
         adoption.items = adopted.compactMap { view.items[$0] }
         return adoption
+    }
+
+    /// The identifier of the item adopting drop `id`: the same on every device.
+    private func inboxItemID(of id: Identifier) -> Identifier {
+        tags.withKeyOpen { tags.inboxItemIdentifier(Array("drop".utf8) + id.bytes) }
     }
 
     /// Objects in this copy that no record names and that are neither journals nor this
