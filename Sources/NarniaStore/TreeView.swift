@@ -41,29 +41,47 @@ struct TreeView {
     static func build(_ state: MergeState, deviceName: (Identifier) -> String) -> TreeView {
         var view = TreeView()
         // Index the candidates: created, placed, and not a removed file.
+        // The registers each step needs, by index, read in one pass over the records (each
+        // record is a few hundred bytes: looking one up again copies it again). `shownItems`
+        // holds each candidate as an item, to be given its folder and shown name.
         var ids: [Identifier] = []
         var places: [Place] = []
-        ids.reserveCapacity(state.items.count)
+        var isFolder: [Bool] = []
+        var placeStamps: [Stamp] = []
+        var removed: [Bool] = []
+        var froms: [Place?] = []
+        var shownItems: [Item] = []
+        let capacity = state.items.count
+        ids.reserveCapacity(capacity)
+        places.reserveCapacity(capacity)
+        isFolder.reserveCapacity(capacity)
+        placeStamps.reserveCapacity(capacity)
+        removed.reserveCapacity(capacity)
+        froms.reserveCapacity(capacity)
+        shownItems.reserveCapacity(capacity)
         for (id, record) in state.items {
             guard let creation = record.creation, let place = record.place else { continue }
-            if !creation.isFolder && state.tombstones.contains(id) { continue }
+            let tombstoned = state.tombstones.contains(id)
+            if !creation.isFolder && tombstoned { continue }
             ids.append(id)
             places.append(place)
+            isFolder.append(creation.isFolder)
+            placeStamps.append(record.placeStamp)
+            removed.append(tombstoned)
+            froms.append(record.from)
+            shownItems.append(Item(id: id, parent: .root, name: "", created: creation.created,
+                                   modified: creation.isFolder ? creation.modified : record.contentModified,
+                                   content: creation.isFolder ? nil : record.content))
         }
         let count = ids.count
         var index: [Identifier: Int] = [:]
         index.reserveCapacity(count)
         for (i, id) in ids.enumerated() { index[id] = i }
-        // The registers each step needs, by index, read once.
-        var isFolder = [Bool](repeating: false, count: count)
-        var placeStamps: [Stamp] = []
-        placeStamps.reserveCapacity(count)
-        var removed = [Bool](repeating: false, count: count)
-        for (i, id) in ids.enumerated() {
-            let record = state.items[id]!
-            isFolder[i] = record.isFolder
-            placeStamps.append(record.placeStamp)
-            removed[i] = state.tombstones.contains(id)
+        func item(_ i: Int, parent: Identifier, name: String) -> Item {
+            var item = shownItems[i]
+            item.parent = parent
+            item.name = name
+            return item
         }
         let rootIndex = -1, missing = -2
         func parentIndex(_ place: Place) -> Int {
@@ -79,8 +97,7 @@ struct TreeView {
             if cycles.isEmpty { break }
             for cycle in cycles {
                 let latest = cycle.max { placeStamps[$0] < placeStamps[$1] }!
-                let record = state.items[ids[latest]]!
-                if fallbacks[latest] == 0, let from = record.from {
+                if fallbacks[latest] == 0, let from = froms[latest] {
                     places[latest] = from
                     fallbacks[latest] = 1
                 } else {
@@ -153,9 +170,13 @@ struct TreeView {
                 let sa = placeStamps[a], sb = placeStamps[b]
                 return sa != sb ? sa < sb : ids[a] < ids[b]
             }
+            if contested.isEmpty {
+                // The usual folder: the names as they are (mapValues keeps the hash table).
+                names = only.mapValues { ids[$0] }
+            }
             for (name, c) in only where contested.isEmpty || contested[name] == nil {
-                names[name] = ids[c]
-                view.items[ids[c]] = item(ids[c], state, parent: folder, name: name)
+                if !contested.isEmpty { names[name] = ids[c] }
+                view.items[ids[c]] = item(c, parent: folder, name: name)
                 if isFolder[c] { queue.append((ids[c], [c])) }
                 if resurrected[c] { view.irregular.formUnion([folder, ids[c]]) }
             }
@@ -166,14 +187,14 @@ struct TreeView {
                 let files = sorted.filter { !isFolder[$0] }
                 if let first = folders.first {
                     names[name] = ids[first]
-                    view.items[ids[first]] = item(ids[first], state, parent: folder, name: name)
+                    view.items[ids[first]] = item(first, parent: folder, name: name)
                     if folders.count > 1 { view.members[ids[first]] = folders.map { ids[$0] } }
                     if folders.contains(where: { resurrected[$0] }) { view.irregular.insert(ids[first]) }
                     queue.append((ids[first], folders))
                     conflicts += files.map { ($0, name) }
                 } else {
                     names[name] = ids[files[0]]
-                    view.items[ids[files[0]]] = item(ids[files[0]], state, parent: folder, name: name)
+                    view.items[ids[files[0]]] = item(files[0], parent: folder, name: name)
                     conflicts += files.dropFirst().map { ($0, name) }
                 }
             }
@@ -187,7 +208,7 @@ struct TreeView {
                     shownName = ItemName.numbered(shownName, n)
                 }
                 names[shownName] = ids[c]
-                view.items[ids[c]] = item(ids[c], state, parent: folder, name: shownName)
+                view.items[ids[c]] = item(c, parent: folder, name: shownName)
             }
             view.children[folder] = names
         }
@@ -213,14 +234,6 @@ struct TreeView {
             path.removeAll(keepingCapacity: true)
         }
         return cycles
-    }
-
-    private static func item(_ id: Identifier, _ state: MergeState, parent: Identifier, name: String) -> Item {
-        let record = state.items[id]!
-        let creation = record.creation!
-        return Item(id: id, parent: parent, name: name, created: creation.created,
-                    modified: creation.isFolder ? creation.modified : record.contentModified,
-                    content: creation.isFolder ? nil : record.content)
     }
 
     // MARK: Changes made here
