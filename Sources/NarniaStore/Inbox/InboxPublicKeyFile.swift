@@ -18,7 +18,8 @@ public struct InboxPublicKeyFile: Sendable {
     /// The X25519 public key drops are sealed to.
     public let publicKey: [UInt8]
     let created: Int64
-    let authenticator: [UInt8]
+    /// Made by the vault when it writes the file (see the layout above).
+    var authenticator: [UInt8]
 
     init(id: Identifier, publicKey: [UInt8], created: Int64, authenticator: [UInt8]) {
         (self.id, self.publicKey, self.created, self.authenticator) = (id, publicKey, created, authenticator)

@@ -104,8 +104,7 @@ extension Vault {
 
     private func writeInboxPublicFile(_ pair: InboxKeyPair) throws {
         var file = InboxPublicKeyFile(id: pair.file, publicKey: pair.publicKey, created: pair.created, authenticator: [])
-        file = InboxPublicKeyFile(id: pair.file, publicKey: pair.publicKey, created: pair.created,
-                                  authenticator: tags.withKeyOpen { tags.inboxKeyAuthenticator(file: pair.file, body: file.body) })
+        file.authenticator = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: pair.file, body: file.body) }
         try WholeFile.write(file.encoded, named: pair.file.hex, in: lockHandle, path: layout.keyFilePath(named: pair.file))
         inventory.inboxKeys[pair.file] = StoreInventory.Entry(main: pair.file.hex)
     }
