@@ -250,11 +250,21 @@ def test_a_drop_on_one_device_is_adopted_on_another_after_sync(narnia, host, tmp
     a.ok(f"sync {q(str(remote))}")
     b.ok(f"sync {q(str(remote))}")
     (host / "clip.bin").write_bytes(os.urandom(2_500_000))
+    before = store_files(a)
     drop(a, host / "clip.bin")
-    a.ok(f"sync {q(str(remote))}")     # a adopts at unlock, then sends
-    b.ok(f"sync {q(str(remote))}")
-    assert b.ok("cat /Inbox/clip.bin").outb == (host / "clip.bin").read_bytes()
-    assert b.ok("ls -l /Inbox").out.count("(dropped)") == 1
+    # The drop reaches the remote before anyone unlocks A (a sync engine, or the user's own
+    # `rclone copy`): B's sync brings it and adopts it in the same session.
+    [path] = drop_files(a, before)
+    (remote / path).parent.mkdir(exist_ok=True)
+    shutil.copy2(a.vault / path, remote / path)
+    r = b.ok(f"sync {q(str(remote))}; cat /Inbox/clip.bin")
+    assert r.outb.endswith((host / "clip.bin").read_bytes()), "adopted in the session whose sync brought it"
+    # A adopts the same drop at its own unlock; after both sync, one item.
+    for d in (a, b, a):
+        d.ok(f"sync {q(str(remote))}")
+    for d in (a, b):
+        assert d.ok("ls -l /Inbox").out.count("(dropped)") == 1, d.c("ls -l /Inbox").describe()
+        assert d.ok("cat /Inbox/clip.bin").outb == (host / "clip.bin").read_bytes()
 
 
 def test_drop_files_are_opaque(vault, host):

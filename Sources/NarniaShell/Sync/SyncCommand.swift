@@ -123,6 +123,8 @@ enum SyncCommand {
         for path in shown { s.out.line("new: \(s.out.name(path))") }
         if shown.count < added.count { s.out.line("… and \(added.count - shown.count) more new items") }
         if change.removed > 0 { s.out.line(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
+        // Drops the sync brought in are adopted now, as at unlock.
+        s.adoptDrops()
         if let failure { throw failure }
     }
 
