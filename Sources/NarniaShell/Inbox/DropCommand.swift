@@ -39,25 +39,25 @@ public struct DropCommand {
                 operands.append(arg)
             }
         }
+        if showKey && !operands.isEmpty { return usageError("--show-key takes no files") }
+        if !showKey && operands.isEmpty { return usageError("missing file") }
+        if operands.first == "-" && operands.count != 2 { return usageError("drop - NAME takes one name") }
         let dropper: InboxDropper
         do {
             dropper = try InboxDropper(store: store)
         } catch VaultError.noVault(let dir) {
-            return fail("no vault at \(out.name(dir))", status: 3)
+            return fail("no vault at \(err.name(dir))", status: 3)
         } catch {
             return fail(describe(error), status: 1)
         }
         if showKey {
-            guard operands.isEmpty else { return usageError("--show-key takes no files") }
             InboxKeyLines.print(dropper.recipientKey, on: out)
             out.flush()
             return 0
         }
-        guard !operands.isEmpty else { return usageError("missing file") }
         let report = TransferReport(out: out, verb: "dropped", verbose: verbose, quiet: quiet)
         var run = DropRun(dropper: dropper, report: report, err: err)
         if operands[0] == "-" {
-            guard operands.count == 2 else { return usageError("drop - NAME takes one name") }
             run.dropStandardInput(named: operands[1])
         } else {
             for path in operands {
