@@ -74,15 +74,7 @@ public struct AgeHeader {
     public func fileKey(identity secret: Secret, recipient: [UInt8]) throws -> Secret? {
         for stanza in stanzas {
             let shared = try Secret(zeroedCount: X25519.keyLength)
-            let rc: Int32 = shared.withUnsafeMutableBytes { out in
-                secret.withUnsafeBytes { s in
-                    stanza.share.withUnsafeBufferPointer { p in
-                        crypto_scalarmult(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                          s.baseAddress!.assumingMemoryBound(to: UInt8.self), p.baseAddress!)
-                    }
-                }
-            }
-            guard rc == 0 else { continue }
+            guard shared.withUnsafeMutableBytes({ X25519.sharedPoint(secret: secret, publicKey: stanza.share, into: $0) }) else { continue }
             let wrapKey = try shared.withUnsafeBytes {
                 try HKDF.sha256(key: $0, salt: stanza.share + recipient, info: Array("age-encryption.org/v1/X25519".utf8))
             }

@@ -24,6 +24,19 @@ public enum X25519 {
         return out
     }
 
+    /// Writes the X25519 shared point of `secret` and the peer's `publicKey` into `point` (32
+    /// bytes of secret memory); false for a low-order peer key (an all-zero point).
+    static func sharedPoint(secret: Secret, publicKey: [UInt8], into point: UnsafeMutableRawBufferPointer) -> Bool {
+        Sodium.ensureInitialized()
+        precondition(publicKey.count == keyLength && point.count == keyLength)
+        return secret.withUnsafeBytes { s in
+            publicKey.withUnsafeBufferPointer { p in
+                crypto_scalarmult(point.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                  s.baseAddress!.assumingMemoryBound(to: UInt8.self), p.baseAddress!)
+            }
+        } == 0
+    }
+
     /// A 32-byte symmetric key agreed between `secret` and the peer's `publicKey`: BLAKE2b-256
     /// of `context` (a label), the shared point, and `binding` (both public keys, so that the
     /// key belongs to this exchange only). Nil when the peer's key is a low-order point (the
@@ -60,13 +73,7 @@ public enum X25519 {
             return input.withUnsafeMutableBytes { buffer in
                 buffer.copyBytes(from: label)
                 let point = UnsafeMutableRawBufferPointer(rebasing: buffer[label.count..<(label.count + keyLength)])
-                let rc: Int32 = secret.withUnsafeBytes { s in
-                    publicKey.withUnsafeBufferPointer { p in
-                        crypto_scalarmult(point.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                          s.baseAddress!.assumingMemoryBound(to: UInt8.self), p.baseAddress!)
-                    }
-                }
-                guard rc == 0 else { return false }
+                guard sharedPoint(secret: secret, publicKey: publicKey, into: point) else { return false }
                 UnsafeMutableRawBufferPointer(rebasing: buffer[(label.count + keyLength)...]).copyBytes(from: binding)
                 key.withUnsafeMutableBytes { out in
                     _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,

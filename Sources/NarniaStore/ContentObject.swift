@@ -221,11 +221,18 @@ struct ContentReader {
     /// Opens the object of `content` at `path` (nil: not in this copy) and checks its length.
     init(path: String?, content: ContentInfo) throws {
         guard let path else { throw ContentError.missing }
+        let fd: FileDescriptor
         do {
             fd = try JournalReader.openStoreFile(path)
         } catch let e as SystemError where e.code == ENOENT {
             throw ContentError.missing
         }
+        try self.init(fd: fd, content: content)
+    }
+
+    /// As `init(path:content:)`, for an object already open (a drop being adopted).
+    init(fd: FileDescriptor, content: ContentInfo) throws {
+        self.fd = fd
         self.content = content
         let expected = content.objectLength
         let actual = try fd.size()

@@ -27,11 +27,13 @@ struct StoreInventory {
     /// Top-level folders named like an identifier (a sync's receiving folder, for instance).
     var folders: [Identifier] = []
 
-    /// Lists the store at `root`.
-    static func scan(_ root: String) throws -> StoreInventory {
+    /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
+    /// inbox public key files, folders), which is all a dropper needs.
+    static func scan(_ root: String, readingShards: Bool = true) throws -> StoreInventory {
         var inventory = StoreInventory()
         for name in try FileSystem.listDirectory(root) {
             if StoreName.isShardName(name) {
+                guard readingShards else { continue }
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
                 inventory.shards.insert(name)
                 for entry in try FileSystem.listDirectory(root + "/" + name) {

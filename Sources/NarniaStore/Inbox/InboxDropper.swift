@@ -1,4 +1,3 @@
-import Glibc
 import NarniaCrypto
 import NarniaSystem
 
@@ -27,19 +26,9 @@ public final class InboxDropper {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(root), st.isDirectory else { throw VaultError.noVault(root) }
         _ = try Vault.openStoreDirectory(root)
-        var keyFiles = 0
-        var inboxKeys: [Identifier: StoreInventory.Entry] = [:]
-        for name in try FileSystem.listDirectory(root) {
-            guard let (id, isCopy) = StoreName.identifier(in: name, digits: 32),
-                  let st = try FileSystem.lstatIfExists(root + "/" + name), !st.isDirectory else { continue }
-            if st.isRegularFile && st.st_size == InboxPublicKeyFile.length {
-                inboxKeys[id, default: StoreInventory.Entry()].add(name, isCopy: isCopy)
-            } else {
-                keyFiles += 1
-            }
-        }
-        guard keyFiles > 0 || !inboxKeys.isEmpty else { throw VaultError.noVault(root) }
-        guard let newest = InboxPublicKeyFile.newest(try InboxPublicKeyFile.all(inStore: root, names: inboxKeys)) else {
+        let top = try StoreInventory.scan(root, readingShards: false)
+        guard !top.keyFiles.isEmpty || !top.inboxKeys.isEmpty else { throw VaultError.noVault(root) }
+        guard let newest = InboxPublicKeyFile.newest(try InboxPublicKeyFile.all(inStore: root, names: top.inboxKeys)) else {
             throw VaultError.refused("this vault has no inbox key yet: unlock it once with this version of narnia, which makes one")
         }
         layout = StoreLayout(root: root)
@@ -47,8 +36,8 @@ public final class InboxDropper {
     }
 
     /// Seals what `source` yields as a drop whose path in the inbox folder is `path` (a name,
-    /// or names joined by `/`), durably: the file is written unnamed, synced, then linked into
-    /// its shard, so that it appears whole or not at all. Returns the content size.
+    /// or names joined by `/`), durably and whole or not at all (`WholeFile`). Returns the
+    /// content size.
     /// - Throws: `VaultError.refused` for a path too long, `Cancelled`, `SystemError`.
     @discardableResult
     public func drop(path: String, modified: Int64, source: (UnsafeMutableRawPointer, Int) throws -> Int,
@@ -58,36 +47,21 @@ public final class InboxDropper {
         }
         let id = Identifier.random()
         try layout.ensureShard(for: id)
-        let shardPath = layout.shardDirectory(for: id)
-        let shard = try FileDescriptor.open(shardPath, .readOnly, options: .directory)
-        let finalPath = layout.objectPath(for: id)
-        var named = false
-        let fd: FileDescriptor
-        do {
-            fd = try shard.open(".", .readWrite, options: .unnamedTemporary, permissions: 0o600)
-        } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) && e.operation == "open" {
-            fd = try FileDescriptor.open(finalPath, .readWrite, options: [.create, .exclusive, .noFollow], permissions: 0o600)
-            named = true
-        }
-        do {
+        let shard = try FileDescriptor.open(layout.shardDirectory(for: id), .readOnly, options: .directory)
+        var size: UInt64 = 0
+        try WholeFile.write(named: id.hex, in: shard, path: layout.objectPath(for: id)) { fd in
             let contentKey = try Secret.random(count: SymmetricKeyLength)
             try fd.seek(to: Int64(DropFormat.headerLength))
             let writer = ContentWriter(layout: layout, pipeline: pipeline)
-            let size = try contentKey.withUnsafeBytes { key in
+            size = try contentKey.withUnsafeBytes { key in
                 try writer.append(to: fd, at: Int64(DropFormat.headerLength), objectID: id, key: key, source: source,
                                   inspect: { _ in }, observer: observer)
             }
             let header = DropHeader(size: size, modified: modified, dropped: SystemClock.nowNanoseconds(), batch: batch, path: path)
             let sealed = try sealHeader(header, contentKey: contentKey, drop: id)
             try sealed.withUnsafeBytes { try fd.pwriteAll($0.baseAddress!, count: $0.count, offset: 0) }
-            try fd.sync()
-            if !named { try fd.link(as: id.hex, in: shard, displayPath: finalPath) }
-            try shard.sync()
-            return size
-        } catch {
-            if named { try? FileSystem.unlink(finalPath, missingOK: true) }
-            throw error
         }
+        return size
     }
 
     /// The first 4,096 bytes of a drop: the ephemeral public key (its top bit random, as X25519

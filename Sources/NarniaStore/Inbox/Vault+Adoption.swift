@@ -134,18 +134,17 @@ extension Vault {
     /// or not one this vault can read); a problem when it is a drop but not a whole one.
     private func openDrop(_ id: Identifier, path: String, opener: DropOpener,
                           classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop? {
-        let fullPath = layout.root + "/" + path
-        let fd = try JournalReader.openStoreFile(fullPath)
+        let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
         let length = try fd.size()
         guard length >= Int64(DropFormat.headerLength) else { return nil }
         var bytes = [UInt8](repeating: 0, count: DropFormat.headerLength)
         _ = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
         guard let header = opener.open(bytes, drop: id) else { return nil }
-        return try check(id, header: header, contentKey: opener.contentKey, path: fullPath, length: length, classifyLater: classifyLater)
+        return try check(id, header: header, contentKey: opener.contentKey, fd: fd, length: length, classifyLater: classifyLater)
     }
 
     /// Checks a drop whose header opened: its length, its path, and every chunk.
-    private func check(_ id: Identifier, header: DropHeader, contentKey: Secret, path: String, length: Int64,
+    private func check(_ id: Identifier, header: DropHeader, contentKey: Secret, fd: FileDescriptor, length: Int64,
                        classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop {
         let expected = DropFormat.length(size: header.size)
         if length < expected { throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)") }
@@ -159,7 +158,7 @@ extension Vault {
                                   offset: UInt64(DropFormat.headerLength), objectLength: length)
         var first: [UInt8] = []
         do {
-            let reader = try ContentReader(path: path, content: content)
+            let reader = try ContentReader(fd: fd, content: content)
             try keys.withKey(slot) { key in
                 try reader.stream(pipeline: pipeline, key: key, observer: .none) { p, n in
                     if first.count < ContentFormat.chunkSize {

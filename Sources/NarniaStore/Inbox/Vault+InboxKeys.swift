@@ -113,12 +113,14 @@ extension Vault {
     /// there by someone who can write the store, to read what is dropped later. It is deleted
     /// (it provably is not the vault's), and the user is told.
     func checkInboxPublicFiles() {
+        guard !inventory.inboxKeys.isEmpty else { return }
+        let pairs = inboxKeyPairs
         for (id, entry) in inventory.inboxKeys {
             for path in entry.all {
                 guard let bytes = try? JournalReader.openStoreFile(layout.root + "/" + path).readToEnd(limit: 4096),
                       let file = InboxPublicKeyFile.parse(id: id, bytes: bytes) else { continue }
                 let expected = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: id, body: file.body) }
-                let pair = inboxKeyPairs.first { $0.file == id }
+                let pair = pairs.first { $0.file == id }
                 guard file.authenticator != expected || (pair != nil && pair!.publicKey != file.publicKey) else { continue }
                 warnings.append("the inbox public key file \(id.hex.prefix(8)) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later; it was deleted. Files dropped with it cannot be adopted; check the fingerprint 'inbox-key' shows where you drop from")
                 try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
