@@ -50,13 +50,27 @@ public final class Classifier {
     /// entries are not in the order libmagic expects (OOXML or OpenDocument written by other
     /// tools) is named from its entries (`ContainerHints`).
     public func classify(_ bytes: UnsafeRawBufferPointer) -> (mime: String, kind: ItemKind) {
-        let head = UnsafeRawBufferPointer(rebasing: bytes.prefix(1 << 20))
-        var mime = mimeType(of: UnsafeRawBufferPointer(rebasing: head.prefix(64 << 10)))
-        if Self.mayBeMislabelledZip(mime), head.starts(with: [0x50, 0x4B, 0x03, 0x04]),
-           let inner = ContainerHints.mimeType(ofZip: head) {
+        let head = UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.zipHintWindow))
+        var mime = mimeType(of: UnsafeRawBufferPointer(rebasing: head.prefix(Self.magicWindow)))
+        if Self.mayBeMislabelledZip(mime), Self.startsLikeZip(head), let inner = ContainerHints.mimeType(ofZip: head) {
             mime = inner
         }
         return (mime, Self.kind(ofMIME: mime))
+    }
+
+    /// What libmagic is shown of a file.
+    static let magicWindow = 64 << 10
+    /// What the zip hints read of a file that starts like a zip.
+    static let zipHintWindow = 1 << 20
+
+    /// How many of the first bytes `bytes` of a file `classify` reads: 64 KiB, or 1 MiB when
+    /// they start like a zip (the hints may look for entries further in).
+    public static func bytesUsed(of bytes: UnsafeRawBufferPointer) -> Int {
+        min(bytes.count, startsLikeZip(bytes) ? zipHintWindow : magicWindow)
+    }
+
+    static func startsLikeZip(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.starts(with: [0x50, 0x4B, 0x03, 0x04])
     }
 
     /// MIME types libmagic gives zip-based documents whose entries it could not place.

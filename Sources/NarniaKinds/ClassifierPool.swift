@@ -1,15 +1,17 @@
 import Dispatch
 import Synchronization
 
-/// Classifies new items on a worker thread, so that libmagic (about half a millisecond a file,
-/// whatever its size) runs on the second core while the next file is read and written.
+/// Classifies new items on worker threads, so that libmagic (about half a millisecond a file,
+/// whatever its size) keeps both cores busy while the importing thread reads, seals and writes.
 ///
-/// Each worker uses its own libmagic handle (a `magic_t` is not thread-safe). At most eight
-/// classifications wait at once, so the copies of first chunks they hold stay bounded.
+/// Each worker uses its own libmagic handle (a `magic_t` is not thread-safe). Up to 128
+/// classifications may wait, each holding a copy of the bytes it needs (64 KiB at most, so
+/// 8 MiB in all): the queue is deep enough that the importing thread's pauses (a commit's
+/// `syncfs`, a file slow to open) do not leave the workers idle. Files that start like a zip
+/// keep 1 MiB for the container hints; at most eight of those wait at once.
 public final class ClassifierPool: Sendable {
-    static let maximumWaiting = 8
-    /// libmagic sees 64 KiB, the zip hints up to 1 MiB: copy what they can use.
-    static let bytesKept = 1 << 20
+    static let maximumWaiting = 128
+    static let maximumLargeWaiting = 8
     private let idle = Mutex<[Idle]>([])
 
     /// A handle no worker holds. Sendable: a handle is used by one worker at a time, taken
@@ -18,6 +20,7 @@ public final class ClassifierPool: Sendable {
         let classifier: Classifier
     }
     private let slots = DispatchSemaphore(value: ClassifierPool.maximumWaiting)
+    private let largeSlots = DispatchSemaphore(value: ClassifierPool.maximumLargeWaiting)
     private let workers = DispatchQueue(label: "narnia.classify", attributes: .concurrent)
 
     public init() {}
@@ -30,13 +33,19 @@ public final class ClassifierPool: Sendable {
 
     /// Starts classifying `bytes` (copied) and returns a function that waits for the answer.
     public func classifyLater(_ bytes: UnsafeRawBufferPointer) -> () -> ContentType {
-        let copy = Array(bytes.prefix(Self.bytesKept))
+        let copy = Array(bytes.prefix(Classifier.bytesUsed(of: bytes)))
+        let large = copy.count > Classifier.magicWindow
         let answer = Answer()
         let done = DispatchGroup()
         slots.wait()
+        if large { largeSlots.wait() }
         done.enter()
         workers.async {
-            defer { self.slots.signal(); done.leave() }
+            defer {
+                if large { self.largeSlots.signal() }
+                self.slots.signal()
+                done.leave()
+            }
             guard let classifier = self.take() else { return }
             answer.type = copy.withUnsafeBytes { classifier.classify($0) }
             self.giveBack(classifier)

@@ -208,6 +208,8 @@ public final class ImportBatch {
             return []
         }
         let lengths = try finishPacks()
+        // The objects are made durable while the last classifications finish on other threads.
+        if !stagedObjects.isEmpty { try vault.syncStore() }
         let types = resolveTypes()
         func finished(_ content: ContentInfo, of id: Identifier) -> ContentInfo {
             var c = content
@@ -235,7 +237,6 @@ public final class ImportBatch {
             }
         }
         ops += vault.retirements(freeing: releasedContents)
-        if !stagedObjects.isEmpty { try vault.syncStore() }
         let shown = done
         try vault.commit(ops, view: .change { view in
             for item in shown {

@@ -87,4 +87,19 @@ final class ClassifierTests: XCTestCase {
         // An ordinary zip stays an archive.
         XCTAssertEqual(kind(entry("notes.txt", Array("hello".utf8))).1, .other)
     }
+
+    func testThePoolKeepsWhatTheHintsRead() {
+        // A docx whose parts lie past the 64 KiB libmagic sees: the pool keeps 1 MiB of a
+        // file that starts like a zip, so the hints still find the parts.
+        let docx = entry("docProps/app.xml", [UInt8](repeating: 0x20, count: 100_000)) + entry("word/document.xml", Array("<w/>".utf8))
+            + entry("[Content_Types].xml", Array("<t/>".utf8))
+        XCTAssertEqual(docx.withUnsafeBytes { Classifier.bytesUsed(of: $0) }, docx.count)
+        let pool = ClassifierPool()
+        let answer = docx.withUnsafeBytes { pool.classifyLater($0) }
+        XCTAssertEqual(answer().mime, "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+        // Anything else keeps 64 KiB, all libmagic is shown.
+        let text = [UInt8](repeating: 0x41, count: 200_000)
+        XCTAssertEqual(text.withUnsafeBytes { Classifier.bytesUsed(of: $0) }, 64 << 10)
+        XCTAssertEqual(text.withUnsafeBytes { pool.classifyLater($0) }().kind, .document)
+    }
 }
