@@ -154,6 +154,7 @@ struct TreeView {
             // Most names have one candidate: they are found with one hash each, and only the
             // names with several (merged folders, conflicts) get a list.
             var only: [String: Int] = [:]
+            only.reserveCapacity(folderMembers.reduce(0) { $0 + (childrenOf[$1]?.count ?? 0) })
             var contested: [String: [Int]] = [:]
             for m in folderMembers {
                 for c in childrenOf[m] ?? [] {
@@ -164,7 +165,6 @@ struct TreeView {
                 }
             }
             var names: [String: Identifier] = [:]
-            names.reserveCapacity(only.count)
             var conflicts: [(index: Int, name: String)] = []
             func earlier(_ a: Int, _ b: Int) -> Bool {
                 let sa = placeStamps[a], sb = placeStamps[b]
@@ -173,6 +173,8 @@ struct TreeView {
             if contested.isEmpty {
                 // The usual folder: the names as they are (mapValues keeps the hash table).
                 names = only.mapValues { ids[$0] }
+            } else {
+                names.reserveCapacity(only.count)
             }
             for (name, c) in only where contested.isEmpty || contested[name] == nil {
                 if !contested.isEmpty { names[name] = ids[c] }
