@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import NarniaCrypto
+import NarniaSystem
 @testable import NarniaStore
 
 final class VaultTests: XCTestCase {
@@ -80,6 +81,30 @@ final class VaultTests: XCTestCase {
             let object = vault.objectPath(of: item.content!)!
             XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: object)[.size] as? Int64,
                            ContentFormat.objectLength(size: UInt64(size)))
+        }
+    }
+
+    /// `export` writes the content whole at every chunk boundary, and a damaged chunk in the
+    /// middle fails it by its index.
+    func testExportWritesEveryChunkInItsPlace() throws {
+        let vault = try create()
+        let chunk = ContentFormat.chunkSize
+        for size in [0, 1, chunk - 1, chunk, chunk + 1, 7 * chunk + 5] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ size) }
+            let item = try addFile(vault, "e\(size)", bytes)
+            let out = dir + "/export-\(size)"
+            let fd = try FileDescriptor.open(out, .writeOnly, options: [.create, .exclusive])
+            try vault.export(item, to: fd)
+            XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: out))), bytes, "size \(size)")
+        }
+        let item = try addFile(vault, "damaged", [UInt8](repeating: 9, count: 3 * chunk))
+        let object = vault.objectPath(of: item.content!)!
+        var sealed = try [UInt8](Data(contentsOf: URL(fileURLWithPath: object)))
+        sealed[Int(ContentFormat.offset(ofChunk: 1)) + 10] ^= 1
+        try Data(sealed).write(to: URL(fileURLWithPath: object))
+        let fd = try FileDescriptor.open(dir + "/export-damaged", .writeOnly, options: [.create, .exclusive])
+        XCTAssertThrowsError(try vault.export(item, to: fd)) { error in
+            guard case ContentError.chunkFailed(index: 1) = error else { return XCTFail("\(error)") }
         }
     }
 
