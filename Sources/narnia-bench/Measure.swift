@@ -16,6 +16,19 @@ enum Measure {
         return now() - start
     }
 
+    /// Runs `body` and returns the CPU time (user and system, every thread of the process)
+    /// it took, in core-seconds.
+    static func cpuTime(_ body: () throws -> Void) rethrows -> Double {
+        func used() -> Double {
+            var u = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &u)
+            return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+        }
+        let start = used()
+        try body()
+        return used() - start
+    }
+
     /// The median of `values` (the mean of the middle two for an even count).
     static func median(_ values: [Double]) -> Double {
         let s = values.sorted()
