@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Classifies new items on worker threads, so that libmagic (about half a millisecond a file,
@@ -11,6 +12,9 @@ import Synchronization
 /// keep 1 MiB for the container hints; at most eight of those wait at once.
 public final class ClassifierPool: Sendable {
     static let maximumWaiting = 128
+    /// A caller held back by a full queue goes on once it has drained to this: it wakes once
+    /// per 32 files classified, not once per file.
+    static let resumeWaiting = 96
     static let maximumLargeWaiting = 8
     private let idle = Mutex<[Idle]>([])
 
@@ -19,8 +23,7 @@ public final class ClassifierPool: Sendable {
     private struct Idle: @unchecked Sendable {
         let classifier: Classifier
     }
-    private let slots = DispatchSemaphore(value: ClassifierPool.maximumWaiting)
-    private let largeSlots = DispatchSemaphore(value: ClassifierPool.maximumLargeWaiting)
+    private let backlog = Backlog()
     private let workers = DispatchQueue(label: "narnia.classify", attributes: .concurrent)
 
     public init() {}
@@ -37,13 +40,11 @@ public final class ClassifierPool: Sendable {
         let large = copy.count > Classifier.magicWindow
         let answer = Answer()
         let done = DispatchGroup()
-        slots.wait()
-        if large { largeSlots.wait() }
+        backlog.enter(large: large)
         done.enter()
         workers.async {
             defer {
-                if large { self.largeSlots.signal() }
-                self.slots.signal()
+                self.backlog.leave(large: large)
                 done.leave()
             }
             guard let classifier = self.take() else { return }
@@ -63,5 +64,48 @@ public final class ClassifierPool: Sendable {
 
     private func giveBack(_ c: Classifier) {
         idle.withLock { $0.append(Idle(classifier: c)) }
+    }
+}
+
+/// The classifications waiting in a `ClassifierPool`, and the caller held back while there
+/// are too many.
+private final class Backlog: @unchecked Sendable {
+    // Sendable: `waiting`, `large` and `held` are only touched under `mutex`.
+    private var mutex = pthread_mutex_t()
+    private var drained = pthread_cond_t()
+    private var waiting = 0, large = 0, held = 0
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&drained, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&drained)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// Counts one more waiting classification; first, when the queue is full, sleeps until it
+    /// has drained to `resumeWaiting` (and, for a large copy, until fewer than the maximum wait).
+    func enter(large isLarge: Bool) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        held += 1
+        if waiting >= ClassifierPool.maximumWaiting {
+            while waiting > ClassifierPool.resumeWaiting { pthread_cond_wait(&drained, &mutex) }
+        }
+        while isLarge && large >= ClassifierPool.maximumLargeWaiting { pthread_cond_wait(&drained, &mutex) }
+        held -= 1
+        waiting += 1
+        if isLarge { large += 1 }
+    }
+
+    /// Counts one classification done, waking a held caller when its condition may now hold.
+    func leave(large isLarge: Bool) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        waiting -= 1
+        if isLarge { large -= 1 }
+        if held > 0 && (waiting == ClassifierPool.resumeWaiting || isLarge) { pthread_cond_broadcast(&drained) }
     }
 }

@@ -102,4 +102,20 @@ final class ClassifierTests: XCTestCase {
         XCTAssertEqual(text.withUnsafeBytes { Classifier.bytesUsed(of: $0) }, 64 << 10)
         XCTAssertEqual(text.withUnsafeBytes { pool.classifyLater($0) }().kind, .document)
     }
+
+    func testAFullQueueHoldsTheCallerAndLosesNothing() {
+        // More files than may wait, and more zip-like ones than may wait with 1 MiB each: the
+        // caller is held back and let go, and every answer comes back.
+        let pool = ClassifierPool()
+        let docx = entry("docProps/app.xml", [UInt8](repeating: 0x20, count: 100_000)) + entry("word/document.xml")
+        let text = Array("plain words\n".utf8)
+        var answers: [() -> ContentType] = []
+        for i in 0..<(ClassifierPool.maximumWaiting * 3) {
+            let bytes = i % 10 == 0 ? docx : text
+            answers.append(bytes.withUnsafeBytes { pool.classifyLater($0) })
+        }
+        for (i, answer) in answers.enumerated() {
+            XCTAssertEqual(answer().kind, .document, "file \(i)")
+        }
+    }
 }
