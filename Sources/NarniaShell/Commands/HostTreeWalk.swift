@@ -81,6 +81,17 @@ extension HostTreeVisitor {
         }
     }
 
+    /// Readies an opened host file for reading to its end and returns its status. It must be
+    /// a regular file: what was opened is checked (`fstat`), not the path, so a path swapped
+    /// for a FIFO or a device meanwhile is refused ("`shown`: not a regular file").
+    func readyToRead(_ fd: FileDescriptor, shown: String) throws -> stat {
+        let st = try fd.status()
+        guard st.isRegularFile else { throw CommandFailure("\(shown): not a regular file") }
+        try fd.setBlocking()
+        fd.adviseSequential()
+        return st
+    }
+
     private func join(_ folder: String, _ name: String) -> String {
         folder.hasSuffix("/") ? folder + name : folder + "/" + name
     }

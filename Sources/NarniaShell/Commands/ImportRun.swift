@@ -100,16 +100,12 @@ struct ImportRun: HostTreeVisitor {
         }
     }
 
-    /// Imports an opened host file. It must be a regular file: what was opened is checked
-    /// (`fstat`), not the path, so a path swapped for a FIFO or a device meanwhile is refused.
-    /// `original` is where it lies (its folder, opened, and its name there), for `--move`.
+    /// Imports an opened host file, which must be a regular file (`readyToRead`). `original`
+    /// is where it lies (its folder, opened, and its name there), for `--move`.
     private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
                                      original: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
         do {
-            let st = try fd.status()
-            guard st.isRegularFile else { throw CommandFailure("\(path): not a regular file") }
-            try fd.setBlocking()
-            fd.adviseSequential()
+            let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
             let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)

@@ -152,10 +152,7 @@ struct DropRun: HostTreeVisitor {
 
     private mutating func dropFile(_ fd: FileDescriptor, display path: String, relative: String) {
         do {
-            let st = try fd.status()
-            guard st.isRegularFile else { throw CommandFailure("\(err.name(path)): not a regular file") }
-            try fd.setBlocking()
-            fd.adviseSequential()
+            let st = try readyToRead(fd, shown: err.name(path))
             let modified = st.modifiedNanoseconds
             let size = try dropper.drop(path: relative, modified: modified, source: { try fd.readFully(into: $0, count: $1) },
                                         observer: observer)
