@@ -258,6 +258,21 @@ def test_import_move(vault, host):
     assert vault.ok("cat /movedir/sub/y.txt").outb == b"y"
 
 
+def test_import_move_of_many_files_reports_and_removes_each_once(vault, host):
+    """2,100 files: more than one commit's 2,000, and a commit in the middle of an import
+    leaves its last files for the next one. Each file is reported once and its original
+    removed."""
+    d = host / "many"
+    write_tree(d, {f"f{i:04d}.txt": f"file {i}\n".encode() for i in range(2100)})
+    r = vault.ok(f"import --move {q(str(d))}")
+    imported = [l.split(" -> ")[1] for l in r.out_lines if l.startswith("imported ")]
+    assert len(imported) == 2100 and len(set(imported)) == 2100, r.describe()
+    assert not d.exists(), "every original and then the folder are removed"
+    listed = vault.ok("ls /many").out_lines
+    assert sorted(listed) == sorted(p.rsplit("/", 1)[1] for p in imported)
+    assert vault.ok("cat /many/f1999.txt /many/f2099.txt").out == "file 1999\nfile 2099\n"
+
+
 def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
     d = host / "locked"
     d.mkdir()
