@@ -168,7 +168,7 @@ public final class ImportBatch {
             return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
                                      inspect: inspect, observer: observer)
         }
-        try vault.layout.ensureShard(for: objectID)
+        try vault.layout.ensureShard(for: objectID, durable: false)   // made durable by the commit's syncfs
         return try writer.write(objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
     }
 
@@ -282,6 +282,7 @@ public final class ImportBatch {
     public func abandon() {
         for resolve in pendingTypes.values { _ = resolve() }  // let running classifications finish
         for object in stagedObjects { vault.deleteUncommittedObject(object) }
+        try? vault.layout.syncUnsyncedShards()   // no commit will: a later journal may go there
         for slot in stagedSlots { vault.keys.remove(slot) }
         reset()
     }

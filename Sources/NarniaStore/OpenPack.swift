@@ -36,10 +36,11 @@ final class OpenPack {
         }
     }
 
-    /// Creates the (empty) object file of a new pack.
+    /// Creates the (empty) object file of a new pack; its shard's entry is made durable by the
+    /// batch's commit, with the pack.
     init(layout: StoreLayout, objectID: Identifier) throws {
         self.objectID = objectID
-        try layout.ensureShard(for: objectID)
+        try layout.ensureShard(for: objectID, durable: false)
         fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
     }
 }

@@ -17,6 +17,9 @@ final class StoreLayout: Sendable {
     let root: String
     /// The shard directories known to exist (made durable), so that each is checked once.
     private let knownShards = Mutex(Set<String>())
+    /// Shard directories this process made whose entries wait for the next `syncfs`
+    /// (`ensureShard(for:durable: false)`).
+    private let unsyncedShards = Mutex(Set<String>())
 
     init(root: String) { self.root = root }
 
@@ -32,15 +35,44 @@ final class StoreLayout: Sendable {
 
     func keyFilePath(named id: Identifier) -> String { root + "/" + id.hex }
 
-    /// Creates the shard directory of `id` if needed, making its entry durable.
-    func ensureShard(for id: Identifier) throws {
+    /// Creates the shard directory of `id` if needed, making its entry durable at once, or,
+    /// with `durable: false`, at the next `syncfs` of the store (`syncingShards`): for the
+    /// objects of an import batch, whose commit syncs the store before any record names them.
+    /// A new vault's first import otherwise paid one `fsync` of the store per shard, 256 in all.
+    func ensureShard(for id: Identifier, durable: Bool = true) throws {
         let dir = shardDirectory(for: id)
         if knownShards.withLock({ $0.contains(dir) }) { return }
+        if unsyncedShards.withLock({ $0.contains(dir) }) {
+            if durable { try syncUnsyncedShards() }
+            return
+        }
         if !FileSystem.isDirectory(dir) {
             try FileSystem.makeDirectory(dir, existingOK: true)
+            if !durable {
+                unsyncedShards.withLock { _ = $0.insert(dir) }
+                return
+            }
             try FileSystem.syncDirectory(root)
         }
         knownShards.withLock { _ = $0.insert(dir) }
+    }
+
+    /// The shard directories made without `durable` whose entries are not yet known durable.
+    var shardsAwaitingSync: Set<String> { unsyncedShards.withLock { $0 } }
+
+    /// Makes the entries of the shard directories made without `durable` durable now.
+    func syncUnsyncedShards() throws {
+        guard unsyncedShards.withLock({ !$0.isEmpty }) else { return }
+        try syncingShards { try FileSystem.syncDirectory(root) }
+    }
+
+    /// Runs `sync`, which makes the store's directory durable (its `fsync`, or a `syncfs`);
+    /// the shard directories made without `durable` before it began are durable after it.
+    func syncingShards(_ sync: () throws -> Void) throws {
+        let made = unsyncedShards.withLock { $0 }
+        try sync()
+        unsyncedShards.withLock { $0.subtract(made) }
+        knownShards.withLock { $0.formUnion(made) }
     }
 }
 

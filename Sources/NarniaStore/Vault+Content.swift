@@ -27,9 +27,10 @@ public struct VerifyReport: Sendable {
 }
 
 extension Vault {
-    /// Flushes every written object to the disk (`syncfs` on the store's file system).
+    /// Flushes every written object to the disk (`syncfs` on the store's file system), and with
+    /// them the entries of new shard directories.
     func syncStore() throws {
-        try lockHandle.syncFileSystem()
+        try layout.syncingShards { try lockHandle.syncFileSystem() }
     }
 
     /// The path of the object holding `content` in this copy of the store, or nil when it has

@@ -198,3 +198,61 @@ final class PackTests: XCTestCase {
         XCTAssertTrue(try vault.verify().damaged.isEmpty)
     }
 }
+
+/// New shard directories of an import are made durable by its commit's `syncfs`, not one
+/// `fsync` of the store each (docs/FORMAT.md, "Durability and ordering").
+final class ShardDurabilityTests: XCTestCase {
+    var dir: String!
+
+    override func setUp() { dir = NSTemporaryDirectory() + "narnia-shards-" + UUID().uuidString }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func create() throws -> Vault {
+        let pw = try Array("pw".utf8).withUnsafeBytes { try Secret(copying: $0) }
+        return try Vault.create(at: dir, passphrase: pw, parameters: .insecureTestOnly)
+    }
+
+    /// Stages 20 files with objects of their own (20 random shards, most of them new).
+    func stageObjects(_ batch: ImportBatch) throws -> [Item] {
+        let bytes = [UInt8](repeating: 7, count: ContentFormat.chunkSize + 1)
+        return try (0..<20).map { i in
+            var offset = 0
+            return try batch.addFile(named: "f\(i)", in: .root, sizeHint: UInt64(bytes.count), source: { p, max in
+                let n = min(max, bytes.count - offset)
+                bytes.withUnsafeBytes { p.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+                offset += n
+                return n
+            }, classify: { _ in ("application/octet-stream", .other) })
+        }
+    }
+
+    func testTheCommitsSyncMakesTheNewShardsDurable() throws {
+        let vault = try create()
+        let batch = ImportBatch.begin(in: vault)
+        let items = try stageObjects(batch)
+        XCTAssertFalse(vault.layout.shardsAwaitingSync.isEmpty, "new shards wait for the commit")
+        try batch.commit()
+        XCTAssertEqual(vault.layout.shardsAwaitingSync, [])
+        for item in items { XCTAssertTrue(FileSystem.isDirectory(vault.layout.shardDirectory(for: item.content!.objectID))) }
+    }
+
+    func testAbandonMakesTheNewShardsDurable() throws {
+        let vault = try create()
+        let batch = ImportBatch.begin(in: vault)
+        _ = try stageObjects(batch)
+        batch.abandon()
+        XCTAssertEqual(vault.layout.shardsAwaitingSync, [], "a journal may go into them later")
+    }
+
+    func testADurableUseOfAnUnsyncedShardSyncsIt() throws {
+        let vault = try create()
+        var id = Identifier.random()
+        while FileSystem.isDirectory(vault.layout.shardDirectory(for: id)) { id = .random() }
+        try vault.layout.ensureShard(for: id, durable: false)
+        let shard = vault.layout.shardDirectory(for: id)
+        XCTAssertTrue(FileSystem.isDirectory(shard))
+        XCTAssertEqual(vault.layout.shardsAwaitingSync, [shard])
+        try vault.layout.ensureShard(for: id)
+        XCTAssertEqual(vault.layout.shardsAwaitingSync, [])
+    }
+}
