@@ -56,7 +56,8 @@ struct StoreInventory {
 
     private mutating func addShardEntry(_ name: String, shard: String) {
         let path = shard + "/" + name
-        if let (id, isCopy) = StoreName.identifier(in: name, digits: 32), id.hex.hasPrefix(shard) {
+        // A name's hex digits are the identifier's own (lower case), so its shard is their start.
+        if let (id, isCopy) = StoreName.identifier(in: name, digits: 32), name.utf8.starts(with: shard.utf8) {
             files[id, default: Entry()].add(path, isCopy: isCopy)
         } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 30, prefix: shard) {
             var entry = files[id] ?? Entry()

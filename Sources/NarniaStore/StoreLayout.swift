@@ -100,7 +100,7 @@ enum StoreName {
         guard count == digits else { return nil }
         let hex = Substring(name.utf8.prefix(digits))
         let rest = Substring(name.utf8.dropFirst(digits))
-        guard rest.isEmpty || isConflictSuffix(rest), let id = Identifier(hex: Substring(prefix + hex)) else { return nil }
+        guard rest.isEmpty || isConflictSuffix(rest), let id = Identifier(hex: prefix.isEmpty ? hex : Substring(prefix + hex)) else { return nil }
         return (id, !rest.isEmpty)
     }
 

@@ -74,10 +74,15 @@ public enum FileSystem {
         var names: [String] = []
         var undecodable: [String] = []
         while let entry = readdir(dir) {
-            let bytes = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: UInt8.self, capacity: 256) { Array(UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)))) }
+            // The name is decoded straight from the entry (a store holds 100,000 of them).
+            let (name, bytes) = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: UInt8.self, capacity: 256) { p in
+                    let bytes = UnsafeBufferPointer(start: p, count: strlen(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self)))
+                    let name = String(validating: bytes, as: UTF8.self)
+                    return (name, name == nil ? Array(bytes) : [])
+                }
             }
-            guard let name = String(validating: bytes, as: UTF8.self) else {
+            guard let name else {
                 undecodable.append(bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
                 continue
             }
