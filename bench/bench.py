@@ -437,13 +437,18 @@ def scale(args, table):
     log("scale: building vaults of 100, 1,000 and 100,000 items and a folder of 10,000 (takes a while)")
     os.makedirs(f"{w}/scale")
     lines = bench_json(args, "scale", f"{w}/scale")
-    opens = {l["open_items"]: l for l in lines if "open_items" in l}
+    opens = {l["open_items"]: l for l in lines if "open_items" in l and not l.get("packed")}
+    packed = [l for l in lines if "open_items" in l and l.get("packed")][0]
     ops = {l["op"]: l for l in lines if "op" in l}
     wide = [l for l in lines if "wide_ls" in l][0]
-    builds = {l["build_items"]: l["build_s"] for l in lines if "build_items" in l}
+    builds = {l["build_items"]: l["build_s"] for l in lines if "build_items" in l and not l.get("packed")}
     a, b = opens[1_000], opens[100_000]
     table.ratio("open 100,000 items: per-item time vs at 1,000", b["open_us_per_item"] / a["open_us_per_item"], 2.00,
                 f"{b['open_ms']:.0f} ms = {b['open_us_per_item']:.1f} us/item; 1,000: {a['open_ms']:.1f} ms = {a['open_us_per_item']:.1f} us/item")
+    # Issue 14, item 4: an open of 100,000 items well under half a second, net of the key
+    # derivation, for a vault as imports make it (small files in packs).
+    table.below("open 100,000 items, small files packed as imports store them", packed["open_ms"], 500, "ms",
+                f"net of the key derivation; one object per file, as format 1 stored them: {b['open_ms']:.0f} ms")
     for op, label in [("mkdir", "mkdir"), ("mv", "mv (rename a folder)"), ("rm", "rm -r (an empty folder)"),
                       ("mv-file", "mv (a file into a folder)"), ("rm-file", "rm (a file)")]:
         o = ops[op]
