@@ -434,7 +434,7 @@ def library_section(args, table):
 
 def scale(args, table):
     w = args.work
-    log("scale: building vaults of 100, 1,000 and 100,000 items and a folder of 10,000 (takes a while)")
+    log("scale: building vaults of 100, 1,000 and 100,000 items (and 100,000 packed) and a folder of 10,000 (takes a while)")
     os.makedirs(f"{w}/scale")
     lines = bench_json(args, "scale", f"{w}/scale")
     opens = {l["open_items"]: l for l in lines if "open_items" in l and not l.get("packed")}

@@ -237,6 +237,12 @@ func format4(_ n: Int) -> String { let s = String(n); return String(repeating: "
 func format5(_ n: Int) -> String { let s = String(n); return String(repeating: "0", count: max(0, 5 - s.count)) + s }
 extension String { init(_ s: String, prefix: String) { self = prefix + s } }
 
+/// A vault whose open `scale` times: its size, and whether its small files share packs.
+struct TimedOpen: Hashable {
+    let items: Int
+    let packed: Bool
+}
+
 func scale(work: String) throws {
     let sizes = [100, 1_000, 100_000]
     var dirs: [Int: String] = [:]
@@ -247,51 +253,50 @@ func scale(work: String) throws {
         var r = Report(); r.add("build_items", n); r.add("build_s", t); r.print()
     }
     // The same 100,000 items with their small files in packs, as an import stores them (the
-    // vaults above give each file an object of its own, as format 1 did). Its key in `dirs`
-    // and `opens` is negative; reports say "packed" instead.
-    let packed = -100_000
-    dirs[packed] = work + "/vault-100000-packed"
-    let packedBuild = try Measure.time { try buildVault(dirs[packed]!, items: 100_000, packed: true) }
+    // vaults above give each file an object of its own, as format 1 did).
+    let packedDirectory = work + "/vault-100000-packed"
+    let packedBuild = try Measure.time { try buildVault(packedDirectory, items: 100_000, packed: true) }
     var built = Report(); built.add("build_items", 100_000); built.add("packed", 1); built.add("build_s", packedBuild); built.print()
 
     // Open, excluding the key derivation: time Vault.open, minus the median time of the same
     // Argon2id derivation measured alone (test limits, so the subtraction is tiny). The page
     // cache is warm from building. Three interleaved rounds; the 1,000-item vault opens three
     // times a round (it is cheap), and the last handle of each is kept for the next part.
+    let unpacked = TimedOpen(items: 100_000, packed: false)
+    let timed = [TimedOpen(items: 1_000, packed: false), unpacked, TimedOpen(items: 100_000, packed: true)]
     let salt = (0..<PassphraseKey.saltLength).map { _ in UInt8.random(in: 0...255) }
     var derive: [Double] = []
-    var opens: [Int: [Double]] = [1_000: [], 100_000: [], packed: []]
-    var handles: [Int: Vault] = [:]
+    var opens: [TimedOpen: [Double]] = [:]
+    var handles: [TimedOpen: Vault] = [:]
     for round in 0..<3 {
-        for n in (round % 2 == 0 ? [1_000, 100_000, packed] : [packed, 100_000, 1_000]) {
-            for _ in 0..<(n == 1_000 ? 3 : 1) {
+        for v in (round % 2 == 0 ? timed : timed.reversed()) {
+            let dir = v.packed ? packedDirectory : dirs[v.items]!
+            for _ in 0..<(v.items == 1_000 ? 3 : 1) {
                 derive.append(try Measure.time { _ = try PassphraseKey.derive(passphrase: passphrase(), salt: salt, parameters: .insecureTestOnly) })
-                handles[n] = nil
+                handles[v] = nil
                 var vault: Vault?
-                let t = try Measure.time { vault = try Vault.open(at: dirs[n]!, passphrase: passphrase()) }
-                guard vault!.itemCount == abs(n) else { fail("vault-\(n) holds \(vault!.itemCount) items") }
-                handles[n] = vault
-                opens[n]!.append(t)
+                let t = try Measure.time { vault = try Vault.open(at: dir, passphrase: passphrase()) }
+                guard vault!.itemCount == v.items else { fail("\(dir) holds \(vault!.itemCount) items") }
+                handles[v] = vault
+                opens[v, default: []].append(t)
             }
         }
     }
     let d = Measure.median(derive)
-    for n in [1_000, 100_000, packed] {
+    for v in timed {
         var r = Report()
-        r.add("open_items", abs(n))
-        if n == packed { r.add("packed", 1) }
-        r.add("open_ms", (Measure.median(opens[n]!) - d) * 1000)
-        r.add("open_us_per_item", (Measure.median(opens[n]!) - d) * 1e6 / Double(abs(n)))
+        r.add("open_items", v.items)
+        if v.packed { r.add("packed", 1) }
+        r.add("open_ms", (Measure.median(opens[v]!) - d) * 1000)
+        r.add("open_us_per_item", (Measure.median(opens[v]!) - d) * 1e6 / Double(v.items))
         r.add("derive_ms", d * 1000)
         r.print()
     }
-    handles[1_000] = nil
-    handles[packed] = nil
 
     // mkdir, mv, rm at 100 and 100,000 items, interleaved. Each is one journal commit.
+    let large = quietSession(handles[unpacked]!)
+    handles.removeAll()
     let small = quietSession(try Vault.open(at: dirs[100]!, passphrase: passphrase()))
-    let large = quietSession(handles[100_000]!)
-    handles[100_000] = nil
     var ops: [String: [Int: [Double]]] = [:]
     for op in ["mkdir", "mv", "rm", "mv-file", "rm-file"] { ops[op] = [100: [], 100_000: []] }
     for round in 0..<15 {
