@@ -47,4 +47,23 @@ extension Secret {
         }
         return out
     }
+
+    /// Keyed BLAKE2b of many inputs under one access to the secret: `body` is given a function
+    /// that writes the hash of its first argument, as long as its second (at most 64 bytes),
+    /// into the second. That function may be called from several threads at once, and only
+    /// while `body` runs.
+    public func withKeyedHashing<R>(
+        _ body: (_ hash: @Sendable (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) -> Void) throws -> R
+    ) rethrows -> R {
+        Sodium.ensureInitialized()
+        return try withUnsafeBytes { bytes in
+            // Read only, and only while the secret is open for `body`.
+            nonisolated(unsafe) let key = bytes
+            return try body { input, output in
+                _ = crypto_generichash(output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count,
+                                       input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+                                       key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+            }
+        }
+    }
 }

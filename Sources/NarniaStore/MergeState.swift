@@ -53,7 +53,7 @@ struct MergeState {
         var forgotten = false
     }
 
-    var items: [Identifier: ItemRecord] = [:]
+    var items = DenseTable<ItemRecord>()
     var tombstones = Set<Identifier>()
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
@@ -84,6 +84,14 @@ struct MergeState {
     init(keys: KeyTable, device: Identifier) {
         self.keys = keys
         self.device = device
+    }
+
+    /// Sizes the tables once for about `items` items and at most `objects` content objects,
+    /// rather than growing them step by step as records are read.
+    mutating func reserveCapacity(items: Int, objects: Int) {
+        self.items.reserveCapacity(items)
+        referencedObjects.reserveCapacity(objects)
+        objectUses.reserveCapacity(objects)
     }
 
     // MARK: Applying
@@ -209,7 +217,7 @@ struct MergeState {
         referencedObjects.insert(content.objectID)
         let tombstoned = tombstones.contains(id)
         let keys = self.keys
-        if tombstoned && items.index(forKey: id) == nil {
+        if tombstoned && !items.contains(id) {
             // Content for a file removed before its creation arrived: no record for it.
             if key == nil && content.keySlot >= 0 { keys.remove(content.keySlot) }
             return

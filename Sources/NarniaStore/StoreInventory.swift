@@ -1,5 +1,7 @@
+import Dispatch
 import Glibc
 import NarniaSystem
+import Synchronization
 
 /// The files of a store directory, by what their names say (docs/FORMAT.md, "Files"), read
 /// without opening any of them. Copies that sync engines made of a file are kept with it.
@@ -30,15 +32,17 @@ struct StoreInventory {
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
     static func scan(_ root: String, readingShards: Bool = true) throws -> StoreInventory {
+        var inventory = try scanTopLevel(root)
+        if readingShards { try inventory.scanShards(root) }
+        return inventory
+    }
+
+    /// Lists the top level of the store at `root`: key files, inbox public key files, folders.
+    static func scanTopLevel(_ root: String) throws -> StoreInventory {
         var inventory = StoreInventory()
         for name in try FileSystem.listDirectory(root) {
             if StoreName.isShardName(name) {
-                guard readingShards else { continue }
-                guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
-                inventory.shards.insert(name)
-                for entry in try FileSystem.listDirectory(root + "/" + name) {
-                    inventory.addShardEntry(entry, shard: name)
-                }
+                continue
             } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
                 if st.isDirectory && !isCopy {
@@ -52,6 +56,17 @@ struct StoreInventory {
             }
         }
         return inventory
+    }
+
+    /// Adds the shard folders of the store at `root` and the files in them.
+    mutating func scanShards(_ root: String) throws {
+        for name in try FileSystem.listDirectory(root) where StoreName.isShardName(name) {
+            guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
+            shards.insert(name)
+            for entry in try FileSystem.listDirectory(root + "/" + name) {
+                addShardEntry(entry, shard: name)
+            }
+        }
     }
 
     private mutating func addShardEntry(_ name: String, shard: String) {
@@ -71,5 +86,38 @@ struct StoreInventory {
 extension StoreInventory.Entry {
     mutating func add(_ path: String, isCopy: Bool) {
         if isCopy { copies.append(path) } else { main = path }
+    }
+}
+
+/// The shard folders of a store, listed on another thread: opening starts it before the key
+/// derivation, which keeps one core busy for a second or so, and the listing (a tenth of a
+/// second for 100,000 files, far more when the folders are not in the page cache yet) needs no key.
+final class ShardListing: Sendable {
+    private let result = Mutex<Result<StoreInventory, any Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts listing the shard folders of the store at `root`.
+    init(root: String) {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            var listed = StoreInventory()
+            let outcome = Result { try listed.scanShards(root); return listed }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+    }
+
+    /// Waits for the listing and adds it to `inventory`.
+    /// - Throws: what listing a folder threw.
+    func wait(addingTo inventory: inout StoreInventory) throws {
+        waitUntilDone()
+        let listed = try result.withLock { $0! }.get()
+        inventory.files = listed.files
+        inventory.shards = listed.shards
+    }
+
+    /// Waits for the listing to end; later calls return at once.
+    func waitUntilDone() {
+        done.wait()
+        done.signal()
     }
 }

@@ -17,7 +17,7 @@
 /// changes where that is simple, and rebuilds it otherwise.
 struct TreeView {
     /// Shown items by their identifier (for a merged folder: the first one's).
-    private(set) var items: [Identifier: Item] = [:]
+    private(set) var items = DenseTable<Item>()
     /// Each shown folder's children, by the name shown.
     private(set) var children: [Identifier: [String: Identifier]] = [Identifier.root: [:]]
     /// The items a merged folder stands for, by its shown identifier (only merged folders).

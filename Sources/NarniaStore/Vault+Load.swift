@@ -31,15 +31,14 @@ extension Vault {
         // twice per key (see `KeyTable`).
         let hold = keys.holdOpen()
         defer { withExtendedLifetime(hold) {} }
-        let journalFiles = tags.withKeyOpen {
-            inventory.files.filter { !$0.value.legacy && tags.isJournal($0.key) }
-        }
-        // About one item per 120 bytes of journal: size the table once.
-        let bytes = journalFiles.values.compactMap(\.main).reduce(0) { total, path in
+        let journalFiles = tags.journals(among: inventory.files.compactMap { $0.value.legacy ? nil : $0.key })
+            .map { ($0, inventory.files[$0]!) }
+        // About one item per 120 bytes of journal: size the tables once.
+        let bytes = journalFiles.compactMap(\.1.main).reduce(0) { total, path in
             let st = (try? FileSystem.lstatIfExists(layout.root + "/" + path)) ?? nil
             return total + Int(st?.st_size ?? 0)
         }
-        state.items.reserveCapacity(bytes / 120)
+        state.reserveCapacity(items: bytes / 120, objects: min(bytes / 120, inventory.files.count))
         // Every journal is read before a journal under an unknown master key is reported, so
         // that the report names them all.
         var unreadable: [Identifier] = []

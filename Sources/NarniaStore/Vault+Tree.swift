@@ -3,7 +3,7 @@ import NarniaSystem
 
 extension Vault {
     /// The items shown, by identifier.
-    var items: [Identifier: Item] { view.items }
+    var items: DenseTable<Item> { view.items }
 
     /// The number of items (files and folders) shown.
     public var itemCount: Int { view.items.count }

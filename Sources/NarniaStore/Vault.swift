@@ -190,8 +190,13 @@ public final class Vault {
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
-        let inventory = try StoreInventory.scan(directory)
+        // The shard folders are listed beside the key derivation, which needs only the top level.
+        var inventory = try StoreInventory.scanTopLevel(directory)
+        let shardListing = ShardListing(root: directory)
+        defer { shardListing.waitUntilDone() }
+        if inventory.keyFiles.isEmpty { try shardListing.wait(addingTo: &inventory) }
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, passphrase: passphrase, notice: notice)
+        try shardListing.wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         // Key files opened besides `unlocked` because a journal needed their keys.
