@@ -434,21 +434,28 @@ def library_section(args, table):
 
 def scale(args, table):
     w = args.work
-    log("scale: building vaults of 100, 1,000 and 100,000 items (and 100,000 packed) and a folder of 10,000 (takes a while)")
+    log("scale: building vaults of 100, 1,000 and 100,000 items (and two of 100,000 at the default key derivation "
+        "limits, one packed) and a folder of 10,000 (takes a while)")
     os.makedirs(f"{w}/scale")
     lines = bench_json(args, "scale", f"{w}/scale")
-    opens = {l["open_items"]: l for l in lines if "open_items" in l and not l.get("packed")}
-    packed = [l for l in lines if "open_items" in l and l.get("packed")][0]
+    opens = {l["open_items"]: l for l in lines if "open_items" in l and not l.get("default_kdf")}
+    unpacked_kdf = [l for l in lines if "open_items" in l and l.get("default_kdf") and not l.get("packed")][0]
+    packed_kdf = [l for l in lines if "open_items" in l and l.get("default_kdf") and l.get("packed")][0]
     ops = {l["op"]: l for l in lines if "op" in l}
     wide = [l for l in lines if "wide_ls" in l][0]
-    builds = {l["build_items"]: l["build_s"] for l in lines if "build_items" in l and not l.get("packed")}
+    builds = {l["build_items"]: l["build_s"] for l in lines if "build_items" in l and not l.get("default_kdf")}
     a, b = opens[1_000], opens[100_000]
     table.ratio("open 100,000 items: per-item time vs at 1,000", b["open_us_per_item"] / a["open_us_per_item"], 2.00,
                 f"{b['open_ms']:.0f} ms = {b['open_us_per_item']:.1f} us/item; 1,000: {a['open_ms']:.1f} ms = {a['open_us_per_item']:.1f} us/item")
-    # Issue 14, item 4: an open of 100,000 items well under half a second, net of the key
-    # derivation, for a vault as imports make it (small files in packs).
-    table.below("open 100,000 items, small files packed as imports store them", packed["open_ms"], 500, "ms",
-                f"net of the key derivation; one object per file, as format 1 stored them: {b['open_ms']:.0f} ms")
+    # Issue 14, item 4: an open of 100,000 items well under half a second after Argon2id, at
+    # the default limits (what runs beside the derivation counts as it does for a person), for
+    # the shape with the most store files: one object per file, as format 1 stored them and as
+    # files over 1 MiB get. Small files packed as imports store them beside it.
+    table.below("open 100,000 items (one object each), after Argon2id", unpacked_kdf["open_ms"], 500, "ms",
+                f"net of the derivation alone ({unpacked_kdf['derive_ms']:.0f} ms, default limits); "
+                f"small files packed: {packed_kdf['open_ms']:.0f} ms")
+    table.row("  (info) the same open with the test limits (nothing runs beside the derivation)",
+              f"{b['open_ms']:.0f} ms", "-", "-")
     for op, label in [("mkdir", "mkdir"), ("mv", "mv (rename a folder)"), ("rm", "rm -r (an empty folder)"),
                       ("mv-file", "mv (a file into a folder)"), ("rm-file", "rm (a file)")]:
         o = ops[op]
@@ -473,8 +480,9 @@ def scale(args, table):
     net = (med(ls_t) - med(pwd_t)) * 1000
     table.row("  (info) whole binary: ls of 10,000, net of open", f"{net:.1f} ms vs ls -1 {med(host_t) * 1000:.1f} ms",
               "-", "-")
-    table.notes.append("scale: vaults built in process (ImportBatch, tiny files, folders of 100, test KDF); open time is "
-                       "Vault.open minus the Argon2id derivation timed alone; build took "
+    table.notes.append("scale: vaults built in process (ImportBatch, tiny files, folders of 100, test KDF but for the two "
+                       "timed at the default limits); open time is Vault.open minus the same Argon2id derivation timed "
+                       "alone, medians of 5 interleaved rounds; build took "
                        + ", ".join(f"{n:,} items {s:.0f} s" for n, s in sorted(builds.items())) + ".")
     shutil.rmtree(f"{w}/scale")
 
