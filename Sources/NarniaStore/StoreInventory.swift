@@ -90,8 +90,9 @@ extension StoreInventory.Entry {
 }
 
 /// The shard folders of a store, listed on another thread: opening starts it before the key
-/// derivation, which keeps one core busy for a second or so, and the listing (a tenth of a
-/// second for 100,000 files, far more when the folders are not in the page cache yet) needs no key.
+/// derivation, which keeps one core busy (about half a second at the default limits), and the
+/// listing (a tenth of a second for 100,000 files, far more when the folders are not in the
+/// page cache yet) needs no key.
 final class ShardListing: Sendable {
     private let result = Mutex<Result<StoreInventory, any Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)

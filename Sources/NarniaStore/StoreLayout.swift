@@ -181,6 +181,7 @@ final class NameTags {
         }
         return ids.indices.lazy.filter { found[$0] }.map { ids[$0] }
     }
+
     /// A fresh identifier for a content object or pack written by this device.
     func newObject() -> Identifier { make(.object, device: device) }
     /// True when this device wrote the object `id`.

@@ -32,9 +32,9 @@ extension Vault {
         let hold = keys.holdOpen()
         defer { withExtendedLifetime(hold) {} }
         let journalFiles = tags.journals(among: inventory.files.compactMap { $0.value.legacy ? nil : $0.key })
-            .map { ($0, inventory.files[$0]!) }
+            .map { (id: $0, entry: inventory.files[$0]!) }
         // About one item per 120 bytes of journal: size the tables once.
-        let bytes = journalFiles.compactMap(\.1.main).reduce(0) { total, path in
+        let bytes = journalFiles.compactMap(\.entry.main).reduce(0) { total, path in
             let st = (try? FileSystem.lstatIfExists(layout.root + "/" + path)) ?? nil
             return total + Int(st?.st_size ?? 0)
         }
