@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import NarniaSystem
 import Synchronization
@@ -97,14 +98,15 @@ final class ShardListing: Sendable {
     private let result = Mutex<Result<StoreInventory, any Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts listing the shard folders of the store at `root`.
+    /// Starts listing the shard folders of the store at `root`, on a thread of its own (not a
+    /// queue's: a caller that waits on a busy pool must not wait for the pool).
     init(root: String) {
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
+        Thread { [self] in
             var listed = StoreInventory()
             let outcome = Result { try listed.scanShards(root); return listed }
             result.withLock { $0 = outcome }
             done.signal()
-        }
+        }.start()
     }
 
     /// Waits for the listing and adds it to `inventory`.
