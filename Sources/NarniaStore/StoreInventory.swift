@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Glibc
 import NarniaSystem
 import Synchronization
@@ -95,18 +94,43 @@ extension StoreInventory.Entry {
 /// listing (a tenth of a second for 100,000 files, far more when the folders are not in the
 /// page cache yet) needs no key.
 final class ShardListing: Sendable {
+    private let root: String
     private let result = Mutex<Result<StoreInventory, any Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts listing the shard folders of the store at `root`, on a thread of its own (not a
-    /// queue's: a caller that waits on a busy pool must not wait for the pool).
+    /// queue's: a caller that waits on a busy pool must not wait for the pool). When no thread
+    /// can be had, the listing is made at once, on the calling thread.
     init(root: String) {
-        Thread { [self] in
-            var listed = StoreInventory()
-            let outcome = Result { try listed.scanShards(root); return listed }
-            result.withLock { $0 = outcome }
-            done.signal()
-        }.start()
+        self.root = root
+        if !startThread() { list() }
+    }
+
+    /// Starts the listing thread with every signal blocked, so that signals keep reaching the
+    /// threads that handle them. False when `pthread_create` fails.
+    private func startThread() -> Bool {
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(self).toOpaque()
+        guard pthread_create(&thread, nil, { arg in
+            Unmanaged<ShardListing>.fromOpaque(arg!).takeRetainedValue().list()
+            return nil
+        }, box) == 0 else {
+            Unmanaged<ShardListing>.fromOpaque(box).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
+    }
+
+    private func list() {
+        var listed = StoreInventory()
+        let outcome = Result { try listed.scanShards(root); return listed }
+        result.withLock { $0 = outcome }
+        done.signal()
     }
 
     /// Waits for the listing and adds it to `inventory`.
