@@ -165,16 +165,14 @@ final class NameTags {
                 // Each part writes its own stretch of `found`.
                 nonisolated(unsafe) let flags = found
                 DispatchQueue.concurrentPerform(iterations: parts) { part in
-                    var input = [UInt8](repeating: Domain.journal.rawValue, count: 1 + Self.randomLength)
+                    // The tag's input and its place in the name, as `check` has them.
+                    var input = [Domain.journal.rawValue] + [UInt8](repeating: 0, count: Self.randomLength)
                     var tag = [UInt8](repeating: 0, count: Self.tagLength)
-                    let mask: UInt64 = (1 << (8 * UInt64(Self.tagLength))) - 1
                     for i in stride(from: ids.count * part / parts, to: ids.count * (part + 1) / parts, by: 1) {
-                        let id = ids[i]
-                        for k in 0..<8 { input[1 + k] = UInt8(truncatingIfNeeded: id.high >> (56 - 8 * UInt64(k))) }
-                        input[9] = UInt8(truncatingIfNeeded: id.low >> 56)
-                        input[10] = UInt8(truncatingIfNeeded: id.low >> 48)
+                        let bytes = ids[i].bytes
+                        input.replaceSubrange(1..., with: bytes[..<Self.randomLength])
                         input.withUnsafeBytes { i in tag.withUnsafeMutableBytes { hash(i, $0) } }
-                        flags[i] = tag.reduce(0) { $0 << 8 | UInt64($1) } == id.low & mask
+                        flags[i] = tag.elementsEqual(bytes[Self.randomLength...])
                     }
                 }
             }
