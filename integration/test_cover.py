@@ -96,6 +96,7 @@ def spawn(narnia):
         e = dict(narnia.env, TERM="xterm")
         if env:
             e.update(env)
+        e = {k: v for k, v in e.items() if v is not None}
         p = Pty(argv, e, narnia.workdir)
         started.append(p)
         return p
@@ -527,3 +528,17 @@ def test_scripts_are_never_asked_about_originals(vault, tmp_path):
     r = vault.ok(f"import {original}; set remove-originals")
     assert original.exists()
     assert r.out_lines[-1] == "off"
+
+
+@pytest.mark.parametrize("env, coloured", [
+    ({"NO_COLOR": None}, True),
+    ({"NO_COLOR": ""}, True),       # no-color.org: only a non-empty NO_COLOR turns colour off
+    ({"NO_COLOR": "1"}, False),
+    ({"NO_COLOR": None, "TERM": "dumb"}, False),
+])
+def test_the_wardrobe_prompt_follows_the_vault_prompts_colour_rule(vault, spawn, env, coloured):
+    make_closet(vault)
+    p = spawn(env=env)
+    p.expect(re.compile(r"wardrobe(\x1b\[0m)?> "))
+    shown = p.output.decode("utf-8", "replace")
+    assert ("\x1b[1;33mwardrobe\x1b[0m> " in shown) == coloured, shown[-200:]

@@ -13,10 +13,12 @@ final class CoverLoop {
 
     init(wardrobe: Wardrobe) { self.wardrobe = wardrobe }
 
-    /// `wardrobe> ` or `wardrobe:Tab> `, in a warm colour unless NO_COLOR is set.
+    /// `wardrobe> ` or `wardrobe:Tab> `, in a warm colour when the vault shell's prompt would be
+    /// coloured too (`InteractiveLoop.colourAllowed`: not under a non-empty NO_COLOR, not on a
+    /// `dumb` terminal), so the two prompts follow one rule.
     func prompt() -> String {
         let text = wardrobe.promptText
-        guard getenv("NO_COLOR") == nil, let end = text.lastIndex(of: ">") else { return text }
+        guard InteractiveLoop.colourAllowed, let end = text.lastIndex(of: ">") else { return text }
         return "\u{1}\u{1B}[1;33m\u{1}\(text[..<end])\u{1}\u{1B}[0m\u{1}" + text[end...]
     }
 
