@@ -35,6 +35,22 @@ def test_dash_prefix_may_fail(vault, tmp_path):
     assert r.rc == 0 and names(vault) == ["after", "after2"], "`-` prefix in -c after `;`" + r.describe()
 
 
+def test_dash_prefix_excuses_only_its_own_command(vault, tmp_path):
+    r = vault.c("-rmdir /nope; rmdir /nope2; mkdir /not-reached")
+    assert r.rc == 1, "the `-` of the first command does not excuse the next one" + r.describe()
+    assert names(vault) == [], "the run stopped at the unexcused failure" + r.describe()
+    r = vault.c("mkdir /a; -rmdir /nope; mkdir /b")
+    assert r.rc == 0 and names(vault) == ["a", "b"], "a `-` after `;` marks that command" + r.describe()
+    assert "unknown command" not in r.err, r.describe()
+    batch = tmp_path / "b"
+    batch.write_text("mkdir /c; -rmdir /nope\n-rmdir /nope; ls /nope\nmkdir /not-reached\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 1 and names(vault) == ["a", "b", "c"], "in a file too, `-` is per command" + r.describe()
+    assert any(l.startswith(f"narnia: error: {batch}:2: ls: /nope") for l in r.err_lines), r.describe()
+    r = vault.c("mkdir /d; '-rmdir' /nope")
+    assert r.rc == 1 and "unknown command" in r.err, "a quoted '-rmdir' is a command name, not a mark" + r.describe()
+
+
 def test_dash_prefix_on_success_runs_the_command(vault):
     r = vault.c("-mkdir /made")
     assert r.rc == 0 and names(vault) == ["made"], "a `-` command that succeeds has its effect" + r.describe()

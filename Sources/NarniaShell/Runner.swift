@@ -62,8 +62,9 @@ extension Session {
     }
 
     /// Runs one line of batch input with sftp's rules: blank lines and `#` comments do nothing;
-    /// a line starting with `-` may fail without counting. Returns false when a counted
-    /// command failed; the rest of the line runs only with `keepGoing`.
+    /// a command starting with a bare `-` (the line's first, or one after a `;`) may fail without
+    /// counting, and excuses only itself. Returns false when a counted command failed; the rest
+    /// of the line runs only with `keepGoing`.
     public func runBatchLine(_ line: String, keepGoing: Bool = false) -> Bool {
         var text = Substring(line)
         while let c = text.first, c == " " || c == "\t" { text = text.dropFirst() }
@@ -87,13 +88,22 @@ extension Session {
             return mayFail
         }
         var ok = true
-        for words in commands {
+        for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
-            if !run(words: words) && !mayFail {
+            let (words, excused) = index == 0 ? (typed, mayFail) : Self.withoutMayFailMark(typed)
+            if !run(words: words) && !excused {
                 ok = false
                 if !keepGoing { break }
             }
         }
         return ok
+    }
+
+    /// A command after a `;` with its own `-` mark taken off its first word, and whether it had
+    /// one. A quoted `'-x'` is no mark (it names a command `-x`, which does not exist).
+    private static func withoutMayFailMark(_ words: [Word]) -> (words: [Word], mayFail: Bool) {
+        guard let first = words.first, first.looksLikeFlag else { return (words, false) }
+        let rest = Word(text: String(first.text.unicodeScalars.dropFirst()), quotedScalars: Array(first.quotedScalars.dropFirst()))
+        return (rest.text.isEmpty ? Array(words.dropFirst()) : [rest] + words.dropFirst(), true)
     }
 }
