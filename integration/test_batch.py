@@ -164,3 +164,12 @@ def test_exit_status_never_0_after_a_failed_import(vault, host):
     r = vault.c(f"import {host / 'ok.txt'} {host / 'missing.txt'}")
     assert r.rc == 1, "an import with a missing source must not exit 0" + r.describe()
     assert any(l.startswith("narnia: error: import:") for l in r.err_lines), r.describe()
+
+
+def test_an_unreadable_batch_file_is_a_usage_error_named_before_the_passphrase_is_used(vault, tmp_path):
+    missing = tmp_path / "missing.narnia"
+    r = vault("-b", str(missing))
+    assert r.rc == 2, r.describe()
+    assert r.err_lines == [f"narnia: error: cannot read the batch file: {missing}: no such file or folder"], r.describe()
+    r = vault("--passphrase-file", str(tmp_path / "no-passphrase"), "-b", str(missing))
+    assert r.rc == 2 and "batch file" in r.err, "the batch file is opened before the passphrase is read" + r.describe()

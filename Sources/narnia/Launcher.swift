@@ -54,7 +54,13 @@ struct Launcher {
         case .commands(let text):
             return openAndRun(commands: .text(text))
         case .batchFile(let path):
-            return openAndRun(commands: path == "-" ? .standardInput : .file(path))
+            if path == "-" { return openAndRun(commands: .standardInput) }
+            // Opened before the key derivation, so a mistyped name costs no passphrase.
+            do {
+                return openAndRun(commands: .file(try FileDescriptor.open(path, .readOnly)))
+            } catch {
+                Launcher.fail("cannot read the batch file: \(describe(error))", status: 2)
+            }
         case .drop(let arguments):
             return DropCommand(store: storeDirectory).run(arguments)
         case .cover:
@@ -85,7 +91,7 @@ struct Launcher {
     /// A passphrase and commands never come from one stream: a passphrase too long, or a
     /// script written wrongly, would otherwise run its tail as commands.
     func refusePassphraseFromCommandStream(_ commands: CommandSource) {
-        guard commands == .standardInput else { return }
+        guard commands.isStandardInput else { return }
         var input = stat(), source = stat()
         guard fstat(0, &input) == 0 else { return }
         let same: Bool
@@ -270,7 +276,7 @@ struct Launcher {
         var tries = 1
         // After rotations of the master key on two devices at once, each with its own
         // passphrase, an interactive session asks for the other one (batch runs never prompt).
-        let askAnother: (() -> Secret?)? = commands == .interactive && TerminalPassphrase.available ? {
+        let askAnother: (() -> Secret?)? = commands.isInteractive && TerminalPassphrase.available ? {
             fputs("narnia: this vault's master key was also rotated elsewhere, under another passphrase\n", StandardStream.error)
             return try? TerminalPassphrase.ask("The other passphrase: ")
         } : nil
@@ -309,11 +315,11 @@ struct Launcher {
     }
 
     func shell(_ vault: Vault, commands: CommandSource) -> Int32 {
-        let interactive = commands == .interactive
+        let interactive = commands.isInteractive
         let session = Session(vault: vault, out: Output(fd: 1), err: Output(fd: 2), interactive: interactive)
         session.kdfParametersForNewPassphrase = kdfParameters
         if TerminalPassphrase.available && interactive { session.passphraseQuestions = questions }
-        session.commandsFromStandardInput = commands == .standardInput || interactive
+        session.commandsFromStandardInput = commands.isStandardInput || interactive
         Signals.session = session
         session.adoptDrops()
         switch commands {
@@ -328,9 +334,8 @@ struct Launcher {
         case .text(let text):
             return BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose)
                 .run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
-        case .file(let path):
-            guard let fd = try? FileDescriptor.open(path, .readOnly) else { Launcher.fail("cannot read the batch file \(path)", status: 2) }
-            return BatchRunner(session: session, keepGoing: options.keepGoing, file: path, echo: options.verbose)
+        case .file(let fd):
+            return BatchRunner(session: session, keepGoing: options.keepGoing, file: fd.path, echo: options.verbose)
                 .run(reader: LineReader(fd: fd.raw), keep: fd)
         case .standardInput:
             return BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose).run(reader: LineReader(fd: 0), keep: nil)
@@ -344,9 +349,13 @@ final class DoorState {
 }
 
 /// Where commands come from.
-enum CommandSource: Equatable {
+enum CommandSource {
     case interactive
     case text(String)
-    case file(String)
+    /// A batch file, opened before the vault.
+    case file(FileDescriptor)
     case standardInput
+
+    var isInteractive: Bool { if case .interactive = self { true } else { false } }
+    var isStandardInput: Bool { if case .standardInput = self { true } else { false } }
 }
