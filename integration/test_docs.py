@@ -344,6 +344,13 @@ def test_fish_drop_completes_host_files_and_its_flags(host_tree):
     assert "--show-key" in fish_complete("narnia drop --", host_tree)
 
 
+def test_fish_offers_after_drop_only_what_drop_takes(host_tree):
+    assert sorted(fish_complete("narnia drop -", host_tree)) == ["--help", "--show-key", "-q", "-v"]
+    offered = set(fish_complete("narnia init -", host_tree))
+    assert "-c" not in offered and "-b" not in offered, "a mode is chosen: -c and -b are usage errors now"
+    assert "--vault" in offered
+
+
 def test_fish_completes_every_option(host_tree):
     offered = set(fish_complete("narnia -", host_tree))
     assert {"--vault", "--passphrase-file", "--passphrase-fd", "--keep-going",

@@ -83,15 +83,17 @@ struct Options {
            narnia [--vault DIR] enter                 open the vault shell
            narnia [--vault DIR] -c 'CMD; CMD'         run commands, then exit
            narnia [--vault DIR] -b FILE               run a batch file (FILE may be -)
-           narnia [--vault DIR] drop FILE...          add files to the inbox, no passphrase
+           narnia [--vault DIR] drop [-v|-q] FILE...  add files to the inbox, no passphrase
            narnia [--vault DIR] drop - NAME           the same, from standard input
+           narnia [--vault DIR] drop --show-key       the key drops are sealed to
     options:
-      --vault DIR               the store (default: $NARNIA_VAULT, else $XDG_DATA_HOME/lining)
+      --vault DIR               the store (default: $NARNIA_VAULT, else
+                                ${XDG_DATA_HOME:-~/.local/share}/lining)
       --passphrase-file FILE    read the passphrase from the first line of FILE
       --passphrase-fd N         read the passphrase from the first line of descriptor N
       --keep-going              in -c/-b mode, go on after a failing command
       -v, --verbose             in -c/-b mode, echo each line before it runs (narnia> LINE)
-      --version, --help
+      --version, -h, --help
     Inside the vault, type 'help' for the commands. See narnia(1).
     """
 }
