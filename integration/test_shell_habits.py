@@ -288,3 +288,28 @@ def test_set_on_a_terminal_says_which_settings_are_unset(vault):
         assert "viewer.video (not set: narnia's own choice)" in out, out
     finally:
         s.close()
+
+
+# -- Several operands, one of them wrong ---------------------------------------------------------
+
+
+def test_reading_commands_and_mkdir_go_on_past_a_wrong_operand_as_coreutils(vault):
+    vault.ok("mkdir /a /b")
+    r = vault.c("ls /a /nope /b")
+    assert r.rc == 1 and r.out == "/a:\n\n/b:\n", "headers stay when an operand is missing" + r.describe()
+    assert r.err_lines == ["narnia: error: ls: /nope: no such file or folder"], r.describe()
+    r = vault.c("stat /nope /a")
+    assert r.rc == 1 and r.out_lines[0] == "path: /a", "stat prints the operands that exist" + r.describe()
+    r = vault.c("du /nope /b")
+    assert r.rc == 1 and r.out == "0\t/b\n", r.describe()
+    r = vault.c("mkdir /x /a /y")
+    assert r.rc == 1 and r.err_lines == ["narnia: error: mkdir: /a: already exists"], r.describe()
+    assert vault.ok("ls /").out_lines == ["a", "b", "x", "y"], "mkdir made the operands it could"
+
+
+def test_changing_commands_change_nothing_when_one_operand_is_wrong(vault):
+    vault.ok("mkdir /a /b /dest")
+    for line in ("rm -r /a /nope /b", "mv /a /nope /dest", "cp -r /a /nope /dest"):
+        r = vault.c(line)
+        assert r.rc == 1 and r.out == "", line + r.describe()
+        assert vault.ok("find /").out_lines == ["/a", "/b", "/dest"], line

@@ -27,21 +27,32 @@ enum Browse {
     /// is true), so the rest are still listed, as `ls` does.
     static func listingTargets(_ s: Session, _ a: ParsedArguments) throws
         -> (files: [(VaultPath, Item)], folders: [(VaultPath, Identifier)], failed: Bool) {
-        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
         var files: [(VaultPath, Item)] = []
         var folders: [(VaultPath, Identifier)] = []
+        let failed = forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
+            if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
+        }
+        return (files, folders, failed)
+    }
+
+    /// Hands every item the operands name to `body`, in operand order. An operand that names
+    /// nothing is reported and the others go on, as coreutils' `ls`, `stat` and `du` do; returns
+    /// whether one did (the command then fails once it has printed the rest).
+    static func forEachExisting(_ s: Session, _ a: ParsedArguments, _ words: [Word],
+                                _ body: (VaultPath, Identifier) -> Void) -> Bool {
         var failed = false
         for word in words {
             do {
-                for (path, id) in try s.existing(word) {
-                    if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
-                }
+                for (path, id) in try s.existing(word) { body(path, id) }
             } catch let e as CommandFailure {
-                s.error(a.command, e.message)
+                s.error(a.command, e.message, hint: e.hint)
+                failed = true
+            } catch {
+                s.error(a.command, describe(error))
                 failed = true
             }
         }
-        return (files, folders, failed)
+        return failed
     }
 
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
@@ -54,8 +65,10 @@ enum Browse {
             let byID = Dictionary(files.map { ($0.1.id, $0) }, uniquingKeysWith: { first, _ in first })
             printListing(s, a, order.compactMap { byID[$0] })
         }
+        // Headers whenever more than one operand was named, a missing one included (as coreutils).
+        let headers = folders.count + files.count + (failed ? 1 : 0) > 1 && !a.has("--json")
         for (i, (path, id)) in folders.enumerated() {
-            if folders.count + files.count > 1 && !a.has("--json") {
+            if headers {
                 if i > 0 || !files.isEmpty { s.out.line("") }
                 s.out.line("\(s.shown(path, on: s.out)):")
             }
@@ -207,33 +220,32 @@ enum Browse {
     static func stat(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: stat PATH...") }
         var first = true
-        for word in a.operands {
-            for (path, id) in try s.existing(word) {
-                if !first && !a.has("--json") { s.out.line("") }
-                first = false
-                if a.has("--json") {
-                    s.out.line(statJSON(s, path: path, id: id))
-                    continue
-                }
-                guard let item = s.vault.item(id) else {
-                    s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
-                    continue
-                }
-                s.out.line("path: \(s.shown(path, on: s.out))")
-                s.out.line("type: \(item.isFolder ? "folder" : "file")")
-                s.out.line("kind: \(item.kind.name)")
-                if let c = item.content {
-                    s.out.line("mime: \(c.mime)")
-                    s.out.line("size: \(c.size)")
-                    s.out.line("stored: \(s.vault.storedSize(of: item))")
-                } else {
-                    s.out.line("items: \(s.vault.children(of: id).count)")
-                }
-                s.out.line("created: \(Formatting.isoDate(item.created))")
-                s.out.line("modified: \(Formatting.isoDate(item.modified))")
-                if let dropped = s.vault.droppedTime(of: item) { s.out.line("dropped: \(Formatting.isoDate(dropped))") }
+        let failed = forEachExisting(s, a, a.operands) { path, id in
+            if !first && !a.has("--json") { s.out.line("") }
+            first = false
+            if a.has("--json") {
+                s.out.line(statJSON(s, path: path, id: id))
+                return
             }
+            guard let item = s.vault.item(id) else {
+                s.out.line("path: /\ntype: folder\nkind: folder\nitems: \(s.vault.children(of: .root).count)")
+                return
+            }
+            s.out.line("path: \(s.shown(path, on: s.out))")
+            s.out.line("type: \(item.isFolder ? "folder" : "file")")
+            s.out.line("kind: \(item.kind.name)")
+            if let c = item.content {
+                s.out.line("mime: \(c.mime)")
+                s.out.line("size: \(c.size)")
+                s.out.line("stored: \(s.vault.storedSize(of: item))")
+            } else {
+                s.out.line("items: \(s.vault.children(of: id).count)")
+            }
+            s.out.line("created: \(Formatting.isoDate(item.created))")
+            s.out.line("modified: \(Formatting.isoDate(item.modified))")
+            if let dropped = s.vault.droppedTime(of: item) { s.out.line("dropped: \(Formatting.isoDate(dropped))") }
         }
+        if failed { throw Reported() }
     }
 
     /// `stat --json`: the fields of `ls --json`, with `stored` (bytes in the store) for a file
@@ -249,18 +261,16 @@ enum Browse {
     }
 
     static func du(_ s: Session, _ a: ParsedArguments) throws {
-        let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
-        for word in words {
-            for (path, id) in try s.existing(word) {
-                let total: UInt64
-                if s.vault.isFolder(id) {
-                    total = s.vault.descendants(of: id).reduce(0) { $0 + $1.size }
-                } else {
-                    total = s.vault.item(id)!.size
-                }
-                s.out.line("\(Formatting.size(total, human: s.out.isTerminal || a.has("-h")))\t\(s.shown(path, on: s.out))")
+        let failed = forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
+            let total: UInt64
+            if s.vault.isFolder(id) {
+                total = s.vault.descendants(of: id).reduce(0) { $0 + $1.size }
+            } else {
+                total = s.vault.item(id)!.size
             }
+            s.out.line("\(Formatting.size(total, human: s.out.isTerminal || a.has("-h")))\t\(s.shown(path, on: s.out))")
         }
+        if failed { throw Reported() }
     }
 }
 

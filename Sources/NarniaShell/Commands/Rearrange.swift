@@ -3,37 +3,49 @@ import NarniaStore
 
 /// `mkdir`, `rm`, `rmdir`, `mv`, `cp`: changing the tree.
 enum Rearrange {
+    /// Makes each folder named; an operand that cannot be made is reported and the others go
+    /// on, as coreutils' `mkdir` does (a failure of the store itself stops the command).
     static func mkdir(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: mkdir [-p] PATH...") }
-        let parents = a.has("-p")
+        var failed = false
         for word in a.operands {
-            guard !word.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
-            let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
-            for name in path.components { _ = try validName(name) }
-            guard !path.isRoot else {
-                if parents { continue }
-                throw CommandFailure("/: already exists")
+            do {
+                try makeFolder(s, word, parents: a.has("-p"))
+            } catch let e as CommandFailure {
+                s.error(a.command, e.message, hint: e.hint)
+                failed = true
             }
-            // The folders that exist, then the rest made in one journal record.
-            var current = Identifier.root
-            var depth = 0
-            for name in path.components {
-                guard let existing = s.vault.child(named: name, in: current) else { break }
-                guard existing.isFolder else {
-                    throw CommandFailure("\(s.inMessage(VaultPath(components: Array(path.components[...depth])))): not a folder")
-                }
-                current = existing.id
-                depth += 1
-            }
-            if depth == path.components.count {
-                if !parents { throw CommandFailure("\(s.inMessage(path)): already exists") }
-                continue
-            }
-            guard depth == path.components.count - 1 || parents else {
-                throw CommandFailure("\(s.inMessage(path.parent)): no such folder", hint: "use mkdir -p to create the parents too")
-            }
-            try s.vault.makeFolders(Array(path.components[depth...]), in: current)
         }
+        if failed { throw Reported() }
+    }
+
+    /// One operand of `mkdir`: the folders that exist, then the rest made in one journal record.
+    private static func makeFolder(_ s: Session, _ word: Word, parents: Bool) throws {
+        guard !word.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
+        let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
+        for name in path.components { _ = try validName(name) }
+        guard !path.isRoot else {
+            if parents { return }
+            throw CommandFailure("/: already exists")
+        }
+        var current = Identifier.root
+        var depth = 0
+        for name in path.components {
+            guard let existing = s.vault.child(named: name, in: current) else { break }
+            guard existing.isFolder else {
+                throw CommandFailure("\(s.inMessage(VaultPath(components: Array(path.components[...depth])))): not a folder")
+            }
+            current = existing.id
+            depth += 1
+        }
+        if depth == path.components.count {
+            if !parents { throw CommandFailure("\(s.inMessage(path)): already exists") }
+            return
+        }
+        guard depth == path.components.count - 1 || parents else {
+            throw CommandFailure("\(s.inMessage(path.parent)): no such folder", hint: "use mkdir -p to create the parents too")
+        }
+        try s.vault.makeFolders(Array(path.components[depth...]), in: current)
     }
 
     static func rm(_ s: Session, _ a: ParsedArguments) throws {
