@@ -313,3 +313,30 @@ def test_changing_commands_change_nothing_when_one_operand_is_wrong(vault):
         r = vault.c(line)
         assert r.rc == 1 and r.out == "", line + r.describe()
         assert vault.ok("find /").out_lines == ["/a", "/b", "/dest"], line
+
+
+def test_export_of_a_folder_prints_its_lines_in_path_order(vault, host):
+    src = host / "tree"
+    make_files(src, [f"f{i:02}.bin" for i in range(12)])
+    make_files(src / "sub", ["a.bin", "z.bin"])
+    vault.ok(f"import {q(str(src))}")
+    outs = []
+    for n in range(3):
+        dest = host / f"out{n}"
+        dest.mkdir()
+        outs.append([l.split(" -> ")[0] for l in vault.ok(f"export /tree {q(str(dest))}").out_lines])
+    expected = [f"exported /tree/f{i:02}.bin" for i in range(12)] + ["exported /tree/sub/a.bin", "exported /tree/sub/z.bin"]
+    assert outs == [expected] * 3
+
+
+def test_export_names_every_file_in_the_way_and_writes_none(vault, host):
+    src = host / "three"
+    make_files(src, ["a.bin", "b.bin", "c.bin"])
+    vault.ok(f"import {q(str(src))}")
+    dest = host / "dest"
+    make_files(dest / "three", ["a.bin", "c.bin"], size=5)
+    r = vault.c(f"export /three {q(str(dest))}")
+    assert r.rc == 1 and r.out == "", r.describe()
+    assert r.errors == [f"narnia: error: export: {dest}/three/{n}: already exists" for n in ("a.bin", "c.bin")], r.describe()
+    assert any("--skip-existing" in l for l in r.err_lines), r.describe()
+    assert sorted(p.name for p in (dest / "three").iterdir()) == ["a.bin", "c.bin"], "nothing was written"

@@ -60,7 +60,7 @@ final class HostFolder {
         guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
         if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
-        if !force { throw CommandFailure("\(shown): already exists", hint: "use export --force to replace it") }
+        if !force { throw CommandFailure("\(shown): already exists", hint: "nothing was exported; --force replaces what is there, --skip-existing leaves it and exports the rest") }
     }
 
     /// Writes a file at `components` with what `fill` writes into the descriptor it is given.

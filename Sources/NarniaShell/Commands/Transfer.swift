@@ -110,8 +110,11 @@ enum Transfer {
             if s.vault.isFolder(id) {
                 folders.append([top])
                 let depth = s.vault.pathComponents(of: id).count
-                for item in s.vault.descendants(of: id) {
-                    let relative = [top] + s.vault.pathComponents(of: item.id).dropFirst(depth)
+                // In path order, so that the lines a script reads come the same way every time.
+                let below = s.vault.descendants(of: id)
+                    .map { ($0, [top] + s.vault.pathComponents(of: $0.id).dropFirst(depth)) }
+                    .sorted { $0.1.lexicographicallyPrecedes($1.1) }
+                for (item, relative) in below {
                     if item.isFolder { folders.append(relative) } else { plan.append((item, relative)) }
                 }
             } else {
@@ -126,7 +129,17 @@ enum Transfer {
                 return false
             }
         }
-        for (_, components) in plan { try host.checkWritable(components, force: force) }
+        // Every file in the way is named, not only the first; then nothing is written.
+        var blocked: [CommandFailure] = []
+        for (_, components) in plan {
+            do {
+                try host.checkWritable(components, force: force)
+            } catch let e as CommandFailure {
+                blocked.append(e)
+            }
+        }
+        for (i, e) in blocked.enumerated() { s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint : nil) }
+        if !blocked.isEmpty { throw Reported() }
         for folder in folders { _ = try host.folder(folder, create: true) }
         let progress = ProgressMeter(session: s, label: "export", totalBytes: plan.reduce(0) { $0 + $1.0.size })
         defer {
