@@ -71,6 +71,26 @@ def test_no_vault_exits_3(narnia):
     assert list(empty.iterdir()) == [], "opening an empty directory must not write into it"
 
 
+def test_no_vault_is_said_before_any_passphrase_with_a_hint_that_fits(narnia):
+    missing = narnia.workdir / "nothing-here"
+    # No passphrase source at all, and no terminal: still "no vault" (3), not "no passphrase" (2).
+    r = narnia("enter", input="", vault=missing, passphrase=None)
+    assert r.rc == 3 and r.err_lines == [f"narnia: error: no vault at {missing}",
+                                         f"narnia: hint: create one with: narnia --vault {missing} init"], r.describe()
+    other = narnia.workdir / "holds-other-files"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    r = narnia.c("ls", vault=other)
+    assert r.rc == 3 and "holds other files" in r.err and "init" not in r.err.split("hint:")[1].split("give")[0], r.describe()
+    r = narnia("init", vault=other)
+    assert r.rc == 1 and f"{other} is not an empty folder" in r.err, r.describe()
+    a_file = other / "notes.txt"
+    r = narnia.c("ls", vault=a_file)
+    assert r.rc == 3 and f"{a_file} is not a folder" in r.err, r.describe()
+    r = narnia("init", vault=a_file)
+    assert r.rc == 1 and r.errors == [f"narnia: error: {a_file} is not a folder"], r.describe()
+
+
 def test_vault_from_environment(vault):
     env = dict(vault.env, NARNIA_VAULT=str(vault.vault))
     r = vault("-c", "mkdir /via-env", with_vault=False, env=env)

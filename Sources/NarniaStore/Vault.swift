@@ -115,17 +115,28 @@ public final class Vault {
 
     /// Checks that a vault can be created in `directory`: it must be missing or an empty folder.
     /// Returns true when the folder must be created.
-    /// - Throws: `VaultError.alreadyExists` when it holds a store, `.notEmpty` for anything else.
+    /// - Throws: `VaultError.alreadyExists` when it holds a store, `.notAFolder` for a file,
+    ///   `.notEmpty` for a folder holding anything else.
     @discardableResult
     public static func checkCanCreate(at directory: String) throws -> Bool {
         guard let st = try FileSystem.statIfExists(directory) else { return true }
-        guard st.isDirectory else { throw VaultError.notEmpty(directory) }
+        guard st.isDirectory else { throw VaultError.notAFolder(directory) }
         let names = try FileSystem.listDirectoryCountingUndecodable(directory)
         guard names.names.isEmpty && names.undecodable.isEmpty else {
             let hasKeyFile = names.names.contains { StoreName.identifier(in: $0, digits: 32) != nil }
             throw hasKeyFile ? VaultError.alreadyExists(directory) : VaultError.notEmpty(directory)
         }
         return false
+    }
+
+    /// Whether `directory` certainly holds no store, which `open` would report as
+    /// `VaultError.noVault` whatever the passphrase: it is missing, not a folder, or its top level
+    /// has no key file, inbox key or shard folder. Read without the lock and without a key, so a
+    /// shell can say so before asking for a passphrase; `open` decides everything else.
+    public static func isAbsent(at directory: String) -> Bool {
+        guard let st = try? FileSystem.statIfExists(directory), st.isDirectory else { return true }
+        guard let names = try? FileSystem.listDirectory(directory) else { return false }
+        return !names.contains { StoreName.isShardName($0) || StoreName.identifier(in: $0, digits: 32) != nil }
     }
 
     /// Opens the store directory itself, refusing one that another user owns or may write to.

@@ -13,6 +13,8 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     case alreadyExists(String)
     /// `init` at a path that is not an empty folder and holds no store.
     case notEmpty(String)
+    /// `init` at a path that is a file (or anything else but a folder).
+    case notAFolder(String)
     /// The store folder belongs to another user, or others may write to it.
     case unsafeDirectory(String, String)
     /// The key file is unreadable or there is more than one.
@@ -28,6 +30,7 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"
         case .notEmpty(let dir): return "\(dir) is not an empty folder, and holds no store"
+        case .notAFolder(let path): return "\(path) is not a folder"
         case .unsafeDirectory(let dir, let why): return "\(dir): \(why)"
         case .damagedKeyFile(let why): return "the store's key file is damaged (\(why))"
         case .refused(let why): return why

@@ -11,10 +11,14 @@ struct Launcher {
     static let version = "0.1.0"
     let options: Options
 
-    /// Prints `narnia: error: …` and exits with `status`.
+    /// Prints `narnia: error: …` and exits with `status`. The text goes out as every line on
+    /// standard error does (`Output.line`): a path the user gave cannot drive the terminal.
     static func fail(_ message: String, hint: String? = nil, status: Int32) -> Never {
-        fputs("narnia: error: \(message)\n", StandardStream.error)
-        if let hint { fputs("narnia: hint: \(hint)\n", StandardStream.error) }
+        fflush(StandardStream.error)
+        let err = Output(fd: 2)
+        err.line("narnia: error: \(message)")
+        if let hint { err.line("narnia: hint: \(hint)") }
+        err.flush()
         exit(status)
     }
 
@@ -271,6 +275,8 @@ struct Launcher {
 
     func openAndRun(commands: CommandSource) -> Int32 {
         refusePassphraseFromCommandStream(commands)
+        // No passphrase is asked for, nor read, where no store can be.
+        if Vault.isAbsent(at: storeDirectory) { failNoVault(storeDirectory) }
         var secret = passphrase(confirm: false)
         let asked = options.passphraseFile == nil && options.passphraseFD == nil
         var tries = 1
@@ -287,7 +293,7 @@ struct Launcher {
                     fputs("narnia: note: \(notice)\n", StandardStream.error)
                 }, anotherPassphrase: askAnother)
             } catch VaultError.noVault(let dir) {
-                Launcher.fail("no vault at \(dir)", hint: "create one with: narnia --vault \(dir) init", status: 3)
+                failNoVault(dir)
             } catch VaultError.wrongPassphrase {
                 // On a terminal, two more tries, as sudo gives, each costing the whole derivation.
                 guard asked && tries < PassphraseQuestions.tries else { Launcher.fail("wrong passphrase", status: 3) }
@@ -306,6 +312,21 @@ struct Launcher {
         let vault = opened!
         warnAtOpen(vault)
         return shell(vault, commands: commands)
+    }
+
+    /// "no vault" (exit 3), with a hint that fits what is at `dir`: `init` makes a vault only
+    /// in a new or empty folder.
+    func failNoVault(_ dir: String) -> Never {
+        let shown = Output(fd: 2).name(dir)
+        let hint: String
+        if let st = try? FileSystem.statIfExists(dir), !st.isDirectory {
+            hint = "\(shown) is not a folder; give --vault the store's folder"
+        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty {
+            hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
+        } else {
+            hint = "create one with: narnia --vault \(shellQuote(dir)) init"
+        }
+        Launcher.fail("no vault at \(shown)", hint: hint, status: 3)
     }
 
     /// What opening found that the user should know, and the test-KDF warning.
