@@ -340,3 +340,18 @@ def test_export_names_every_file_in_the_way_and_writes_none(vault, host):
     assert r.errors == [f"narnia: error: export: {dest}/three/{n}: already exists" for n in ("a.bin", "c.bin")], r.describe()
     assert any("--skip-existing" in l for l in r.err_lines), r.describe()
     assert sorted(p.name for p in (dest / "three").iterdir()) == ["a.bin", "c.bin"], "nothing was written"
+
+
+def test_help_names_values_as_the_usage_line_and_set_lists_its_keys(vault):
+    assert "  -L DEPTH  descend at most DEPTH levels" in vault.ok("help tree").out_lines
+    assert any(l.startswith("  -name GLOB ") for l in vault.ok("help find").out_lines)
+    page = " ".join(vault.ok("help set").out.split())
+    assert "remove-originals (on|off)" in page and "hide-names (on|off)" in page and "viewer.TYPE/SUBTYPE" in page
+    r = vault.c("set bogus")
+    assert r.rc == 1 and "viewer.TYPE/SUBTYPE" in r.err, r.describe()
+
+
+def test_a_one_letter_flag_takes_its_value_attached(vault):
+    vault.ok("mkdir -p /a/b/c")
+    assert vault.ok("tree -L1 /").out == vault.ok("tree -L 1 /").out
+    assert "c/" not in vault.ok("tree -L2 /").out

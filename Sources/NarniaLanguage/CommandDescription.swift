@@ -112,6 +112,12 @@ extension CommandDescription {
                 for flag in combined { parsed.flags[flag!.spelling] = "" }
                 continue
             }
+            // `-L2`: a one-letter flag with its value attached, as getopt reads it.
+            if !text.hasPrefix("--"), letters.count > 1, let first = letters.first,
+               let flag = flag("-\(first)"), flag.takesValue {
+                parsed.flags[flag.spelling] = String(letters.dropFirst())
+                continue
+            }
             throw CommandFailure("unknown option \(text)", hint: "see 'help \(name)'")
         }
         return parsed

@@ -40,8 +40,13 @@ public struct CommandSpec: CommandDescription, Sendable {
 }
 
 extension FlagSpec {
-    /// A vault-shell flag: one spelling; a value, when it takes one, shown as VALUE in help.
-    static func flag(_ spelling: String, _ help: String, value: Bool = false) -> Self {
-        Self([spelling], value: value ? "VALUE" : nil, help)
+    /// A vault-shell flag without a value: one spelling.
+    static func flag(_ spelling: String, _ help: String) -> Self {
+        Self([spelling], help)
+    }
+
+    /// A flag taking a value, named in help as the usage line names it (`DEPTH`, `GLOB`).
+    static func flag(_ spelling: String, value name: String, _ help: String) -> Self {
+        Self([spelling], value: name, help)
     }
 }

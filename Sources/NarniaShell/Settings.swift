@@ -22,6 +22,13 @@ public enum Settings {
                     help: "the vault folder that files dropped with 'narnia drop' are adopted into"),
     ]
 
+    /// Every key, with its values where they are few, for `help set` and the hint after an
+    /// unknown key: `remove-originals (on|off), inbox, …, viewer.TYPE/SUBTYPE`.
+    public static var keyList: String {
+        (all.map { $0.values.isEmpty ? $0.key : "\($0.key) (\($0.values.joined(separator: "|")))" }
+            + ["viewer.TYPE/SUBTYPE"]).joined(separator: ", ")
+    }
+
     /// The setting `key`, including the per-MIME-type viewer keys (`viewer.image/png`).
     public static func find(_ key: String) -> SettingSpec? { all.first { $0.key == key } ?? viewerSetting(forKey: key) }
 }
@@ -69,6 +76,6 @@ extension Maintenance {
     }
 
     private static func unknownSetting(_ key: String) -> CommandFailure {
-        CommandFailure("no setting '\(key)'", hint: "settings: " + Settings.all.map(\.key).joined(separator: ", "))
+        CommandFailure("no setting '\(key)'", hint: "settings: " + Settings.keyList)
     }
 }

@@ -23,6 +23,9 @@ final class CommandDescriptionTests: XCTestCase {
         XCTAssertEqual(a.flags["-c"], "blue")
         XCTAssertEqual(a.operandTexts, ["x y", "-"])
         XCTAssertEqual(try parse("add --colour red x").flags["-c"], "red")
+        let attached = try parse("add -cblue x")
+        XCTAssertEqual(attached.flags["-c"], "blue", "a one-letter flag's value may follow it at once, as getopt reads it")
+        XCTAssertEqual(attached.operandTexts, ["x"])
     }
 
     func testDoubleDashAndQuotesMakeOperands() throws {
