@@ -156,6 +156,21 @@ def test_devices_lists_every_device_that_wrote(narnia, host):
     assert any(json.loads(l)["forgotten"] for l in a.ok("devices --json").out_lines)
 
 
+def test_a_copy_not_yet_written_to_lists_this_device_first(narnia, host):
+    narnia.init()
+    narnia.ok("mkdir /a")
+    path = host / "copy"
+    shutil.copytree(narnia.vault, path, symlinks=True)
+    os.chmod(path, 0o700)
+    copy = Narnia(narnia.binary, host / "copy-work")
+    copy.vault = path
+    text = copy.ok("devices").out_lines
+    assert len(text) == 2 and text[0].endswith("(this device; not written yet)"), text
+    assert "  -  holds 0" in text[0], text
+    rows = [json.loads(l) for l in copy.ok("devices --json").out_lines]
+    assert rows[0]["this_device"] and rows[0]["last_wrote"] is None, rows
+
+
 # -- The second loss: a journal cut short --------------------------------------------------
 
 

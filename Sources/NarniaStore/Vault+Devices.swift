@@ -20,7 +20,8 @@ public struct DeviceInfo: Sendable {
 }
 
 extension Vault {
-    /// Every device that wrote this store, this one included once it has written.
+    /// Every device that wrote this store, and this one first, even before it has written
+    /// (a copy just opened on this machine: its `lastWrote` is then 0).
     public var devices: [DeviceInfo] {
         var held: [Identifier: Int64] = [:]
         for (file, list) in state.retired where !state.mayDelete(file) {
@@ -30,10 +31,14 @@ extension Vault {
                 held[id, default: 0] += size
             }
         }
-        return state.devices.filter { $0.value.lastSeq > 0 || $0.key == device && isKnownDevice }.map { id, record in
+        var listed = state.devices.filter { $0.value.lastSeq > 0 || $0.key == device && isKnownDevice }.map { id, record in
             DeviceInfo(id: id, name: deviceName(id), lastWrote: record.lastWall, heldBytes: held[id] ?? 0,
                        isThisDevice: id == device, isForgotten: record.forgotten)
-        }.sorted { ($0.isThisDevice ? 0 : 1, $0.name, $0.id) < ($1.isThisDevice ? 0 : 1, $1.name, $1.id) }
+        }
+        if !listed.contains(where: \.isThisDevice) {
+            listed.append(DeviceInfo(id: device, name: thisDeviceName, lastWrote: 0, heldBytes: 0, isThisDevice: true, isForgotten: false))
+        }
+        return listed.sorted { ($0.isThisDevice ? 0 : 1, $0.name, $0.id) < ($1.isThisDevice ? 0 : 1, $1.name, $1.id) }
     }
 
     /// The name of a device: the latest it gave itself.

@@ -39,11 +39,10 @@ enum Devices {
             let pad = String(repeating: " ", count: width - displayWidth(name))
             let when = d.lastWrote > 0 ? Formatting.shortDate(d.lastWrote) : "-"
             var line = "\(d.shortID)  \(name)\(pad)  \(when)  holds \(Formatting.size(UInt64(d.heldBytes), human: human))"
-            if d.isThisDevice { line += "  (this device)" }
+            if d.isThisDevice { line += d.lastWrote > 0 ? "  (this device)" : "  (this device; not written yet)" }
             if d.isForgotten { line += "  (forgotten)" }
             s.out.line(line)
         }
-        if devices.isEmpty { s.out.line("no device has written yet; this one will be \(s.out.name(s.vault.thisDeviceName))") }
     }
 
     private static func find(_ s: Session, _ word: String) throws -> DeviceInfo {
