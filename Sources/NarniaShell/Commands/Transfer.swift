@@ -17,9 +17,9 @@ enum Transfer {
     static func importCommand(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move] [--skip-existing] HOSTPATH... | import - NAME") }
         guard let folder = s.resolve(s.cwd) else { throw CommandFailure("the current folder no longer exists") }
-        let report = TransferReport(out: s.out, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q"))
+        func report() -> TransferReport { TransferReport(out: s.out, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q")) }
         if a.operands[0].text == "-" && a.operands[0].quotedScalars.first != true {
-            return try importStandardInput(s, a, into: folder, report: report)
+            return try importStandardInput(s, a, into: folder, report: report())
         }
         var sources: [String] = []
         var badSource = false
@@ -37,6 +37,8 @@ enum Transfer {
         }
         guard !sources.isEmpty else { throw Reported() }
         let move = try a.has("--move") || s.removeOriginalsAskedOnce()
+        // Made after the question, whose answer takes no part of the time the summary gives.
+        let report = report()
         var run = ImportRun(session: s, move: move, skipExisting: a.has("--skip-existing"), report: report,
                             progress: ProgressMeter(session: s, label: "import", totalBytes: sources.reduce(0) { $0 + HostTree.size(of: $1) }))
         for path in sources {
