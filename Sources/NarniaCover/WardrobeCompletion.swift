@@ -2,7 +2,8 @@ import NarniaLanguage
 
 /// Tab completion in the Wardrobe, through the shell's pure `complete(line:cursor:source:)`:
 /// command names, flags, season values, tabs and garments (tabs behave as folders, so
-/// `cd Out<Tab>` gives `cd Outerwear/`).
+/// `cd Out<Tab>` gives `cd Outerwear/`; at the top a garment only one tab holds is offered by
+/// its name alone, as `Wardrobe.place` finds it).
 public struct WardrobeCompletionSource: CompletionSource {
     let wardrobe: Wardrobe
 
@@ -34,7 +35,11 @@ public struct WardrobeCompletionSource: CompletionSource {
         let path = TreePath.resolve(folder, relativeTo: wardrobe.cwdPath)
         switch path.components.count {
         case 0:
-            return Tab.allCases.map { CompletionEntry(name: $0.name, isFolder: true) }
+            // The tabs, and the garments a bare name finds at the top: those only one tab holds.
+            let tabs = Tab.allCases.map { CompletionEntry(name: $0.name, isFolder: true) }
+            let names = Tab.allCases.flatMap { wardrobe.closet.garments(in: $0).map(\.name) }
+            let unique = Set(names.filter { wardrobe.closet.tabs(holding: $0).count == 1 })
+            return tabs + unique.sorted().map { CompletionEntry(name: $0, isFolder: false) }
         case 1:
             guard let tab = Tab(typed: path.components[0]) else { return [] }
             return wardrobe.closet.listing(of: tab).map { CompletionEntry(name: $0, isFolder: false) }

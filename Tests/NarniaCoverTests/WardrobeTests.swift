@@ -175,6 +175,14 @@ final class WardrobeTests: XCTestCase {
         XCTAssertEqual(w.complete(line: "add --", cursor: 6).candidates, ["--color", "--colour", "--notes", "--season"])
         XCTAssertEqual(w.complete(line: "", cursor: 0).candidates, ["add", "cd", "exit", "help", "hold", "list", "ls", "mv", "open", "quit", "rm"])
         XCTAssertEqual(w.complete(line: "cd ", cursor: 3).candidates, ["Accessories/", "Bottoms/", "Outerwear/", "Shoes/", "Tops/"])
+        // At the top a garment only one tab holds is offered by its name alone, as `open` finds it.
+        XCTAssertEqual(w.complete(line: "open ra", cursor: 7).insertText, "in\\ coat ")
+        XCTAssertTrue(w.complete(line: "open ", cursor: 5).candidates.contains("rain coat"))
+        var twice = closet
+        try twice.add(Garment(name: "scarf"), to: .tops)
+        try twice.add(Garment(name: "scarf"), to: .accessories)
+        let (w3, _) = wardrobe(twice)
+        XCTAssertFalse(w3.complete(line: "open ", cursor: 5).candidates.contains("scarf"), "in two tabs: the name alone finds neither")
         _ = w.run(line: "cd Outerwear")
         XCTAssertEqual(w.complete(line: "hold ", cursor: 5).candidates, ["back-panel", "rain coat"])
         XCTAssertEqual(w.complete(line: "mv rain\\ coat ../Sh", cursor: 19).insertText, "oes/")
