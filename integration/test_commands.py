@@ -296,6 +296,44 @@ def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
     assert vault.ok("cat /stuck.txt").outb == b"stuck"
 
 
+def test_import_move_keeps_an_original_another_program_still_writes(vault, host):
+    f = host / "download.part"
+    with open(f, "wb") as writer:          # a download in progress: open for writing, paused
+        writer.write(b"first half ")
+        writer.flush()
+        r = vault.c(f"import --move {q(str(f))}")
+        writer.write(b"second half")
+    assert r.rc == 0 and f.read_bytes() == b"first half second half", "the original is kept whole" + r.describe()
+    assert any(l.startswith(f"narnia: warning: import: {f}: another program has it open for writing; the original is kept")
+               for l in r.err_lines), r.describe()
+    assert vault.ok("cat /download.part").outb == b"first half "
+
+
+def test_import_move_never_takes_in_the_vaults_own_store(narnia, host):
+    """A store kept in a synced folder (~/Sync/lining): moving ~/Sync into the vault must not
+    take in, nor remove, the store's own files."""
+    sync = host / "Sync"
+    (sync / "photos").mkdir(parents=True)
+    (sync / "photos" / "p1.jpg").write_bytes(b"p1")
+    narnia.vault = sync / "lining"
+    narnia.init()
+    narnia.ok(f"import {q(str(host / 'Sync' / 'photos'))}")
+    before = sorted(p.relative_to(narnia.vault) for p in narnia.vault.rglob("*"))
+    r = narnia.c(f"import --move {q(str(sync))}")
+    assert r.rc == 0, r.describe()
+    assert f"narnia: warning: import: {sync / 'lining'}: the vault's own store skipped" in r.err_lines, r.describe()
+    assert not (sync / "photos" / "p1.jpg").exists(), "the rest was moved"
+    assert set(before) <= set(p.relative_to(narnia.vault) for p in narnia.vault.rglob("*")), "the store lost nothing"
+    assert narnia.ok("find /").out_lines == ["/Sync", "/Sync/photos", "/Sync/photos/p1.jpg", "/photos", "/photos/p1.jpg"]
+    assert narnia.ok("verify").rc == 0
+    for inside in (narnia.vault, next(p for p in narnia.vault.iterdir() if p.is_dir())):
+        r = narnia.c(f"import --move {q(str(inside))}")
+        assert r.rc == 1 and f"{inside}: not imported: it is the vault's own store, or inside it" in r.err, r.describe()
+    r = narnia("drop", str(sync), with_vault=True, passphrase=None)
+    assert r.rc == 0 and f"narnia: warning: drop: {sync / 'lining'}: the vault's own store skipped" in r.err_lines, r.describe()
+    assert narnia.ok("verify").rc == 0
+
+
 def test_set_remove_originals(vault, host):
     f = host / "r.txt"
     f.write_bytes(b"remove me")

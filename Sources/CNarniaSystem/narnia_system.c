@@ -15,6 +15,10 @@ int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
 int narnia_syncfs(int fd) { return syncfs(fd); }
 
+int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
+
+int narnia_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
+
 int narnia_start_writeback(int fd, int64_t offset, int64_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }

@@ -161,6 +161,22 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = posix_fadvise(raw, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
 
+    /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
+    /// only while no process has it open for writing. Returns false, without running `body`,
+    /// when one has; where leases cannot be taken (a file system without them, a file of
+    /// another user) `body` runs without one. Lease breaks are signalled with SIGIO, which the
+    /// program ignores: an opener for writing meanwhile waits until `body` returns.
+    public func whileNoOneWrites(_ body: () throws -> Void) throws -> Bool {
+        guard narnia_take_read_lease(raw) == 0 else {
+            if errno == EAGAIN { return false }
+            try body()
+            return true
+        }
+        defer { _ = narnia_release_lease(raw) }
+        try body()
+        return true
+    }
+
     /// Takes an exclusive, non-blocking `flock`. Returns false when another process holds it.
     public func tryLockExclusive() throws -> Bool {
         if narnia_flock(raw, LOCK_EX | LOCK_NB) == 0 { return true }

@@ -20,7 +20,8 @@ import NarniaShell
 ///   thread cannot unwind within a second (blocked in a question), the watcher wipes every
 ///   secret and exits itself. Viewers run in the shell's own process group (see `Job`), so the
 ///   key reaches the shell at its prompts and while any viewer runs.
-/// - SIGPIPE is ignored so that a closed pipe becomes an ordinary write error.
+/// - SIGPIPE is ignored so that a closed pipe becomes an ordinary write error; SIGIO, which
+///   signals a lease break, is ignored too.
 ///
 /// The handlers only store integers and `write(2)` one byte: nothing that is not
 /// async-signal-safe runs in them.
@@ -58,6 +59,7 @@ enum Signals {
 
     static func install() {
         signal(SIGPIPE, SIG_IGN)
+        signal(SIGIO, SIG_IGN)   // a lease break (import --move, `whileNoOneWrites`) must not end the program
         // Touch every global a handler uses, so that none is lazily initialised inside one.
         Session.interruptRequested = 0
         Session.panicRequested = 0

@@ -10,6 +10,11 @@
 
 /// flock(2).
 int narnia_flock(int fd, int operation);
+/// fcntl(F_SETLEASE, F_RDLCK): granted only while no process has the file open for writing
+/// (EAGAIN otherwise). fd must be open read-only.
+int narnia_take_read_lease(int fd);
+/// fcntl(F_SETLEASE, F_UNLCK).
+int narnia_release_lease(int fd);
 /// syncfs(2): flushes the file system holding fd.
 int narnia_syncfs(int fd);
 /// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback, does not wait.

@@ -3,6 +3,23 @@ import NarniaLanguage
 import NarniaStore
 import NarniaSystem
 
+/// A host file or folder's identity: its device and inode.
+struct HostFileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+    }
+
+    /// The identity of what `path` names (links followed), or nil when it cannot be read.
+    init?(of path: String) {
+        guard let st = try? FileSystem.statIfExists(path) else { return nil }
+        self.init(st)
+    }
+}
+
 /// What walks a host folder for `import` and `drop` does with what it finds: a folder gives a
 /// place for what is inside it, a regular file is taken in, and problems are reported.
 protocol HostTreeVisitor {
@@ -10,6 +27,9 @@ protocol HostTreeVisitor {
     associatedtype Place
     /// The command's verb, for messages (`import`, `drop`).
     var verb: String { get }
+    /// The vault's own store folder. The walk never enters it: taking in the store's own files
+    /// (and, with `--move`, removing them as originals) would destroy the vault.
+    var storeFolder: HostFileIdentity? { get }
     /// Called for each folder, the top one first, once it is open: the place for its entries.
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Place) throws -> Place
     /// Called for each regular file, opened without following links; `folder` and `entry` say
@@ -40,6 +60,10 @@ extension HostTreeVisitor {
             let names: [String]
             do {
                 fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
+                if let store = storeFolder, HostFileIdentity(try fd.status()) == store {
+                    warn("\(path): the vault's own store skipped")
+                    continue
+                }
                 place = try enterFolder(fd, path: path, name: name, in: parent)
                 let listing = try fd.entryNames()
                 names = listing.names.sorted(by: utf8Order)
@@ -78,6 +102,20 @@ extension HostTreeVisitor {
                 }
             }
             pending += subfolders.reversed()
+        }
+    }
+
+    /// Whether `path` (a path named on the command line) is the vault's store folder or lies
+    /// inside it: each folder of its real path is compared with the store by identity, so no
+    /// spelling, link or bind mount hides it. Such a path is refused (`refuseInsideStore`).
+    func liesInStore(_ path: String) -> Bool {
+        guard let store = storeFolder, let real = realpath(path, nil) else { return false }
+        var current = String(cString: real)
+        free(real)
+        while true {
+            if HostFileIdentity(of: current) == store { return true }
+            if current == "/" || current.isEmpty { return false }
+            current = FileSystem.parentDirectory(of: current)
         }
     }
 

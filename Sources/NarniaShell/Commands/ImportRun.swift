@@ -33,10 +33,11 @@ struct ImportRun: HostTreeVisitor {
     let skipExisting: Bool
     let report: TransferReport
     let progress: ProgressMeter?
+    let storeFolder: HostFileIdentity?
     private let batch: ImportBatch
     /// Staged files, by item id: their host path for the report, and where they lie (their
     /// folder, opened, and their name there) for `--move`.
-    private var pendingOriginals: [(Identifier, String, (folder: FileDescriptor, name: String)?)] = []
+    private var pendingOriginals: [(Identifier, String, Original?)] = []
     /// The folders `pendingOriginals` keep open.
     private var retainedFolders = Set<ObjectIdentifier>()
     private var movedFolders: [String] = []
@@ -55,6 +56,7 @@ struct ImportRun: HostTreeVisitor {
         self.skipExisting = skipExisting
         self.report = report
         self.progress = progress
+        storeFolder = HostFileIdentity(of: session.vault.directory)
         batch = ImportBatch.begin(in: session.vault)
     }
 
@@ -87,6 +89,9 @@ struct ImportRun: HostTreeVisitor {
     /// link to one is followed there, as `cp` does, and nowhere below).
     mutating func importPath(_ path: String, into folder: Identifier) {
         do {
+            if liesInStore(path) {
+                throw CommandFailure("\(path): not imported: it is the vault's own store, or inside it")
+            }
             let st = try FileSystem.statIfExists(path)
             if st?.isDirectory == true {
                 let fd = try FileDescriptor.open(path, .readOnly, options: .directory)
@@ -103,7 +108,7 @@ struct ImportRun: HostTreeVisitor {
     /// Imports an opened host file, which must be a regular file (`readyToRead`). `original`
     /// is where it lies (its folder, opened, and its name there), for `--move`.
     private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
-                                     original: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
+                                     original place: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
         do {
             let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
@@ -118,8 +123,9 @@ struct ImportRun: HostTreeVisitor {
             let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
                                          source: { try age?.payload.read(into: $0, max: $1) ?? fd.readFully(into: $0, count: $1) },
                                          classifyLater: session.classifyLater, observer: session.observer(progress: progress))
+            let original = Original(place: place, path: path, read: st, after: try fd.status(), bytesRead: age == nil ? item.size : nil)
             pendingOriginals.append((item.id, path, original))
-            if let original { retainedFolders.insert(ObjectIdentifier(original.folder)) }
+            if let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
             // many are (descriptors are limited).
             if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems || retainedFolders.count >= 256 { commit() }
@@ -168,10 +174,11 @@ struct ImportRun: HostTreeVisitor {
         }
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
-            if move {
-                // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
+            if move, let original {
                 do {
-                    if let original { try original.folder.unlink(original.name) } else { try FileSystem.unlink(host) }
+                    try original.removeIfUnchanged()
+                } catch let e as CommandFailure {
+                    session.warning("import", e.message)
                 } catch {
                     session.warning("import", "\(host): could not remove the original: \(describe(error))")
                 }
@@ -185,5 +192,49 @@ struct ImportRun: HostTreeVisitor {
     /// With `--move`, removes the now-empty host folders, deepest first; non-empty ones stay.
     func removeMovedFolders() {
         for folder in movedFolders.reversed() { _ = Glibc.rmdir(folder) }
+    }
+}
+
+/// An imported file's original, for `--move`: where it lies and what it was when read. It is
+/// removed only if it is still that file, unchanged — not one still being written (a
+/// download), grown or rewritten since, nor a new version renamed over it (an editor's save):
+/// those are kept, with a warning, since the vault holds only what was read.
+struct Original {
+    /// Its folder, opened, and its name there; nil for a path named on the command line.
+    let place: (folder: FileDescriptor, name: String)?
+    /// The path shown in messages (and removed when `place` is nil).
+    let path: String
+    /// Its status when opened, and once read to its end.
+    let read: stat
+    let after: stat
+    /// The bytes taken from it, when they are its own bytes (not an age file's payload).
+    let bytesRead: UInt64?
+
+    /// Removes the original if it is unchanged and no program has it open for writing; throws
+    /// `CommandFailure` (a warning) if not.
+    func removeIfUnchanged() throws {
+        // A link named on the command line is the link removed (its target is kept): what it
+        // points to is what is compared.
+        let options: OpenOptions = [.nonBlocking, .noControllingTerminal]
+        let file = try place.map { try $0.folder.open($0.name, .readOnly, options: options.union(.noFollow), displayPath: path) }
+            ?? FileDescriptor.open(path, .readOnly, options: options)
+        let now = try file.status()
+        guard Self.same(read, after), Self.same(read, now), bytesRead.map({ $0 == UInt64(read.st_size) }) ?? true else {
+            throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+        }
+        // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
+        let removed = try file.whileNoOneWrites {
+            if let place { try place.folder.unlink(place.name) } else { try FileSystem.unlink(path) }
+        }
+        guard removed else {
+            throw CommandFailure("\(path): another program has it open for writing; the original is kept (the vault holds the version read)")
+        }
+    }
+
+    /// The same file, with the same size and times.
+    private static func same(_ a: stat, _ b: stat) -> Bool {
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size
+            && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
+            && a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec
     }
 }

@@ -91,12 +91,14 @@ public struct DropCommand {
 struct DropRun: HostTreeVisitor {
     let verb = "drop"
     let dropper: InboxDropper
+    let storeFolder: HostFileIdentity?
     let report: TransferReport
     let err: Output
     private(set) var failed = false
 
     init(dropper: InboxDropper, report: TransferReport, err: Output) {
         self.dropper = dropper
+        storeFolder = HostFileIdentity(of: dropper.store)
         self.report = report
         self.err = err
     }
@@ -120,6 +122,7 @@ struct DropRun: HostTreeVisitor {
         do {
             let name = try ItemName.validated(base)
             guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): no such file or folder") }
+            if liesInStore(path) { throw CommandFailure("\(err.name(path)): not dropped: it is the vault's own store, or inside it") }
             if st.isDirectory {
                 walkFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, name: name, in: "")
             } else {

@@ -15,6 +15,9 @@ public final class InboxDropper {
     /// The longest relative path a drop can carry, in bytes.
     public static let maximumPathBytes = DropFormat.maximumPathBytes
 
+    /// The store folder drops go into.
+    public var store: String { layout.root }
+
     /// The key drops are sealed to (to compare with what `inbox-key` shows in the vault).
     public var recipientKey: InboxKey { InboxKey(publicKey: recipient.publicKey, created: recipient.created) }
 
