@@ -5,9 +5,15 @@ output, and the exit codes 0/1/2/3."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
 
-from harness import Narnia
+from harness import DEFAULT_PASSPHRASE, Narnia
 
 
 def names(n: Narnia, path="/") -> list[str]:
@@ -173,3 +179,27 @@ def test_an_unreadable_batch_file_is_a_usage_error_named_before_the_passphrase_i
     assert r.err_lines == [f"narnia: error: cannot read the batch file: {missing}: no such file or folder"], r.describe()
     r = vault("--passphrase-file", str(tmp_path / "no-passphrase"), "-b", str(missing))
     assert r.rc == 2 and "batch file" in r.err, "the batch file is opened before the passphrase is read" + r.describe()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_before_the_commands_run_ends_the_run_with_128_plus_n(vault, sig):
+    """A signal while the passphrase is read (or the key derived) leaves every command unrun: the
+    run must not exit 0 (a cron job or `timeout` would record success)."""
+    read_end, write_end = os.pipe()
+    argv = [str(vault.binary), "--vault", str(vault.vault), "--passphrase-fd", str(read_end), "-c", "mkdir /after"]
+    p = subprocess.Popen(argv, pass_fds=(read_end,), env=vault.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(read_end)
+    try:
+        for _ in range(500):            # until it waits for the passphrase (its handlers are in place)
+            state = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            waiting_in = Path(f"/proc/{p.pid}/wchan").read_text()
+            if state == "S" and ("poll" in waiting_in or "pipe" in waiting_in):
+                break
+            time.sleep(0.01)
+        p.send_signal(sig)
+        os.write(write_end, (DEFAULT_PASSPHRASE + "\n").encode())
+    finally:
+        os.close(write_end)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, (p.returncode, err)
+    assert vault.c("ls /after").rc == 1, "no command ran"

@@ -76,7 +76,9 @@ struct BatchRunner {
     private func run(_ next: () -> BatchLine?) -> Int32 {
         var failed = false
         var number = 0
-        while let batchLine = next() {
+        // A Ctrl-C, SIGTERM or SIGHUP (during the key derivation, say) stops the run before
+        // the next line, and the run ends as `stopStatus` says.
+        while Session.interruptRequested == 0 && Signals.terminationSignal == 0, let batchLine = next() {
             number += 1
             guard case .text(let line) = batchLine else {
                 if case .tooLong(let bytes) = batchLine {
@@ -100,8 +102,15 @@ struct BatchRunner {
             if session.exitRequested || Signals.terminationSignal != 0 { break }
         }
         session.out.flush()
+        if let stopped = Self.stopStatus() { return stopped }
         // Damage is never quiet: content that failed authentication fails the run, even when
         // a `-` line let its command fail without stopping.
         return failed || session.vault.damageFound > 0 ? 1 : 0
+    }
+
+    /// The status of a run a signal stopped: 128 + N for SIGTERM or SIGHUP, 130 for Ctrl-C
+    /// (sh's convention); nil when none did. Never 0: commands were left unrun.
+    static func stopStatus() -> Int32? {
+        Signals.terminationStatus() ?? (Session.interruptRequested != 0 ? 128 + SIGINT : nil)
     }
 }
