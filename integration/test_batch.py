@@ -179,6 +179,8 @@ def test_an_unreadable_batch_file_is_a_usage_error_named_before_the_passphrase_i
     assert r.err_lines == [f"narnia: error: cannot read the batch file: {missing}: no such file or folder"], r.describe()
     r = vault("--passphrase-file", str(tmp_path / "no-passphrase"), "-b", str(missing))
     assert r.rc == 2 and "batch file" in r.err, "the batch file is opened before the passphrase is read" + r.describe()
+    r = vault("-b", str(tmp_path))
+    assert r.rc == 2 and r.err_lines == [f"narnia: error: cannot read the batch file: {tmp_path}: is a folder"], r.describe()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])

@@ -12,6 +12,8 @@ final class LineReader {
     private var eof = false
     /// The number of the line `next()` returned last, for messages.
     private(set) var lineNumber = 0
+    /// The error that ended the input early, if one did (`next()` then returned nil).
+    private(set) var failure: SystemError?
 
     init(fd: Int32) { self.fd = fd }
 
@@ -39,6 +41,7 @@ final class LineReader {
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 { failure = SystemError.current("read", "the commands' input") }
             if n <= 0 { eof = true } else { buffer.append(contentsOf: chunk[0..<n]) }
         }
     }
@@ -69,8 +72,13 @@ struct BatchRunner {
         return run { iterator.next().map(BatchLine.init) }
     }
 
+    /// Runs the lines `reader` yields; input that cannot be read to its end fails the run.
     func run(reader: LineReader, keep: FileDescriptor?) -> Int32 {
-        withExtendedLifetime(keep) { run { reader.next() } }
+        let status = withExtendedLifetime(keep) { run { reader.next() } }
+        guard let failure = reader.failure else { return status }
+        session.err.line("narnia: error: cannot read \(file.map { session.err.name($0) } ?? "the commands") to its end: \(SystemError.reason(for: failure.code))")
+        session.err.flush()
+        return status == 0 ? 1 : status
     }
 
     private func run(_ next: () -> BatchLine?) -> Int32 {

@@ -61,7 +61,9 @@ struct Launcher {
             if path == "-" { return openAndRun(commands: .standardInput) }
             // Opened before the key derivation, so a mistyped name costs no passphrase.
             do {
-                return openAndRun(commands: .file(try FileDescriptor.open(path, .readOnly)))
+                let file = try FileDescriptor.open(path, .readOnly)
+                if try file.status().isDirectory { throw SystemError(code: EISDIR, operation: "read", path: path) }
+                return openAndRun(commands: .file(file))
             } catch {
                 Launcher.fail("cannot read the batch file: \(describe(error))", status: 2)
             }
