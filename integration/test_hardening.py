@@ -94,6 +94,26 @@ def test_a_store_others_may_write_to_is_refused(narnia):
     narnia.ok("ls /")
 
 
+def test_hints_and_messages_about_the_store_path_are_safe_to_paste_and_to_show(narnia, tmp_path):
+    """A store path with a quote and shell text in it: the chmod hint, pasted into sh, makes that
+    folder private and runs nothing else; a path with ESC is shown escaped, never raw."""
+    narnia.vault = tmp_path / "q'; touch INJECTED; '"
+    narnia.init()
+    os.chmod(narnia.vault, 0o777)
+    r = narnia.c("ls /")
+    hint = next(l for l in r.errors if "chmod 700" in l).split("make it private with: ", 1)[1]
+    subprocess.run(["sh", "-c", hint], cwd=tmp_path, check=True)
+    assert not (tmp_path / "INJECTED").exists(), hint
+    assert stat.S_IMODE(narnia.vault.stat().st_mode) == 0o700
+    narnia.vault = tmp_path / "esc\x1b[31mRED"
+    r = narnia.init()
+    assert r.out == f"created a vault at {tmp_path}/esc\\x1b[31mRED\n", r.describe()
+    r = narnia("init")
+    assert "\x1b" not in r.err and f"{tmp_path}/esc\\x1b[31mRED" in r.err, r.describe()
+    r = narnia.c("ls", vault=tmp_path / "none\x1b[2J")
+    assert r.rc == 3 and "\x1b" not in r.err, r.describe()
+
+
 # -- 2. Cost parameters as a weapon -------------------------------------------------------
 
 

@@ -151,7 +151,9 @@ public final class Vault {
             st = try fd.status()
         }
         guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw VaultError.unsafeDirectory(directory, "other users may write to the folder; make it private with: chmod 700 '\(directory)'")
+            // Quoted for sh, a `'` in the path as `'\''`: the hint can be pasted as it is.
+            let quoted = "'" + directory.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+            throw VaultError.unsafeDirectory(directory, "other users may write to the folder; make it private with: chmod 700 \(quoted)")
         }
         return fd
     }

@@ -11,14 +11,20 @@ struct Launcher {
     static let version = "0.1.0"
     let options: Options
 
+    /// Writes a line on standard error as every line there goes (`Output.line`): what the
+    /// store or the user's paths put in it cannot drive the terminal.
+    static func say(_ line: String) {
+        fflush(StandardStream.error)
+        let err = Output(fd: 2)
+        err.line(line)
+        err.flush()
+    }
+
     /// Prints `narnia: error: …` and exits with `status`. The text goes out as every line on
     /// standard error does (`Output.line`): a path the user gave cannot drive the terminal.
     static func fail(_ message: String, hint: String? = nil, status: Int32) -> Never {
-        fflush(StandardStream.error)
-        let err = Output(fd: 2)
-        err.line("narnia: error: \(message)")
-        if let hint { err.line("narnia: hint: \(hint)") }
-        err.flush()
+        say("narnia: error: \(message)")
+        if let hint { say("narnia: hint: \(hint)") }
         exit(status)
     }
 
@@ -132,7 +138,7 @@ struct Launcher {
 
     /// The questions asked on the terminal, warnings on standard error.
     var questions: PassphraseQuestions {
-        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { fputs("narnia: warning: \($0)\n", StandardStream.error) })
+        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { Launcher.say("narnia: warning: \($0)") })
     }
 
     /// Asks on the terminal: a new passphrase twice (`confirm`), else the passphrase once.
@@ -166,7 +172,9 @@ struct Launcher {
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
             warnIfTestKDF(vault.kdfParameters)
-            print("created a vault at \(terminalSafe(vault.directory))")
+            let out = Output(fd: 1)
+            out.line("created a vault at \(out.name(vault.directory))")
+            out.flush()
             return 0
         } catch {
             Launcher.fail("cannot create a vault at \(storeDirectory): \(describe(error))", status: 1)
@@ -292,7 +300,7 @@ struct Launcher {
         while opened == nil {
             do {
                 opened = try Vault.open(at: storeDirectory, passphrase: secret, notice: { notice in
-                    fputs("narnia: note: \(notice)\n", StandardStream.error)
+                    Launcher.say("narnia: note: \(notice)")
                 }, anotherPassphrase: askAnother)
             } catch VaultError.noVault(let dir) {
                 failNoVault(dir)
@@ -333,7 +341,7 @@ struct Launcher {
 
     /// What opening found that the user should know, and the test-KDF warning.
     func warnAtOpen(_ vault: Vault) {
-        for warning in vault.warnings { fputs("narnia: warning: \(warning)\n", StandardStream.error) }
+        for warning in vault.warnings { Launcher.say("narnia: warning: \(warning)") }
         warnIfTestKDF(vault.kdfParameters)
     }
 
