@@ -171,6 +171,31 @@ def test_a_copy_not_yet_written_to_lists_this_device_first(narnia, host):
     assert rows[0]["this_device"] and rows[0]["last_wrote"] is None, rows
 
 
+def test_another_devices_records_this_device_read_are_never_lost_in_silence(narnia, host):
+    """B's changes reach A, A reads them and writes; then B's journal in A's store is cut at a
+    record boundary, or removed (a sync engine's revert, a restore). A must say so (at open,
+    and `verify` fails), not show the older vault with exit 0."""
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    b_journal, _ = own_journal(b, "mkdir /fromB")
+    sizes = [b_journal.stat().st_size]
+    b.ok("mkdir /fromB/second")
+    sizes.append(b_journal.stat().st_size)
+    syncthing_merge(a.vault, b.vault)
+    a.ok("mkdir /fromA")                     # A's record: it has read B's
+    copy = a.vault / b_journal.relative_to(b.vault)
+    for cut in ("boundary", "removed"):
+        if cut == "boundary":
+            os.truncate(copy, sizes[0])
+        else:
+            copy.unlink()
+        r = a.c("ls /")
+        assert any("which this device has read here, are missing from this copy" in l for l in r.err_lines), cut + r.describe()
+        r = a.c("verify")
+        assert r.rc == 1 and any("are missing from this copy" in l for l in r.errors), cut + r.describe()
+
+
 # -- The second loss: a journal cut short --------------------------------------------------
 
 

@@ -136,6 +136,23 @@ extension Vault {
             ownRecordsMayBeLost = true
             warnings.append("records \(knowledge[device] + 1)–\(lastSeq) of this device are missing from this copy of the store; objects they may name are kept")
         }
+        noteOthersRecordsMissing()
+    }
+
+    /// Another device's records that this device has read here (its own latest record says
+    /// so) but that this copy no longer holds: that device's journal was cut or removed (a
+    /// sync engine's revert, a restore, a hand), or its newer journal has not arrived yet. The
+    /// vault is then shown without them: said at open, and `verify` fails, never an older vault
+    /// in silence. (Another device's acknowledgements are no witness here: what it read may
+    /// simply not have reached this copy yet.)
+    private func noteOthersRecordsMissing() {
+        guard let read = state.devices[device]?.lastKnowledge else { return }
+        othersRecordsMissing = read.seen.filter { $0.key != device && knowledge[$0.key] < $0.value }
+            .sorted { $0.key < $1.key }
+            .map { other, seq in
+                "records \(knowledge[other] + 1)–\(seq) of device \(deviceName(other)), which this device has read here, are missing from this copy of the store (its journal was cut or removed, or its newer journal has not arrived); the vault is shown without them"
+            }
+        warnings += othersRecordsMissing
     }
 
     /// Appends go to this device's newest journal when it is whole and holds its latest

@@ -49,6 +49,8 @@ public final class Vault {
     /// Set when records of this device may have been lost: its objects that no record names
     /// are then kept (`keep`) at its next write instead of being deleted.
     var ownRecordsMayBeLost = false
+    /// What is known lost of other devices' records this device has read (`verify` fails on it).
+    var othersRecordsMissing: [String] = []
     /// Set when this device cannot write at open (it has no journal yet): the next record
     /// keeps the objects that `ownRecordsMayBeLost` protects.
     var keepOwnObjectsAtNextWrite = false
