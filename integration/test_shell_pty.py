@@ -310,3 +310,29 @@ def test_listings_on_a_terminal(vault, shell, tmp_path):
     assert re.search(r"^folder +- .* folder$", long, re.M), long
     tree = s.run("tree")
     assert "├── folder/\n│   └── inner/\n└── notes.txt" in tree, tree
+
+
+def test_cat_on_a_terminal_cannot_drive_it_with_the_files_escape_sequences(vault, tmp_path):
+    """A text file (libmagic: text/plain) holding terminal sequences — a title, a screen clear,
+    colour — reaches the terminal with its control characters as `.`, as `open` shows text
+    without a pager; `--force` writes the bytes as they are."""
+    evil = tmp_path / "evil.txt"
+    evil.write_bytes(b"hello \x1b]0;PWNED\x07 world \x1b[2J\x1b[31mred\tend\n")
+    vault.ok(f"import {evil}")
+    s = Shell(vault)
+    try:
+        s.login()
+        s.send("cat /evil.txt\r")
+        s.expect("\r\n")
+        s.expect(PROMPT)
+        shown = s.skipped
+        assert b"\x1b]0;" not in shown and b"\x1b[2J" not in shown and b"\x07" not in shown, shown
+        assert b"hello .]0;PWNED. world .[2J.[31mred\tend" in shown, shown
+        s.send("cat --force /evil.txt\r")
+        s.expect("\r\n")
+        s.expect(PROMPT)
+        assert b"\x1b]0;PWNED\x07" in s.skipped, s.skipped
+        s.send("exit\r")
+        assert s.wait() == 0
+    finally:
+        s.close()

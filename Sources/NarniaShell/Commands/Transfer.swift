@@ -185,11 +185,21 @@ enum Transfer {
             }
         }
         s.out.flush()
-        // Content goes straight to the descriptor, after the buffered text flushed above.
+        // Content goes straight to the descriptor, after the buffered text flushed above; on a
+        // terminal (without --force) with its control characters made harmless, as `open` shows
+        // text without a pager, so a text file's escape sequences cannot drive the terminal.
         let out = FileDescriptor.borrowing(s.out.descriptor, name: "standard output")
+        let sanitising = s.out.isTerminal && !a.has("--force")
+        var shown: [UInt8] = []
         for item in items {
             do {
-                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in try out.writeAll(p, count: n) }
+                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in
+                    guard sanitising else { return try out.writeAll(p, count: n) }
+                    shown.removeAll(keepingCapacity: true)
+                    shown.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n))
+                    SanitisingSink.sanitise(&shown, count: n)
+                    try shown.withUnsafeBytes { try out.writeAll($0.baseAddress!, count: n) }
+                }
             } catch let e as ContentError {
                 throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }

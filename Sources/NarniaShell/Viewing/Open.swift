@@ -358,7 +358,7 @@ final class SanitisingSink: @unchecked Sendable {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(pipe.readEnd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
-            for i in 0..<n where Self.isControl(buffer[i]) { buffer[i] = UInt8(ascii: ".") }
+            Self.sanitise(&buffer, count: n)
             if (try? buffer.withUnsafeBytes({ try writeAll(target, $0.baseAddress!, n) })) == nil { break }
         }
         pipe.closeRead()
@@ -366,5 +366,11 @@ final class SanitisingSink: @unchecked Sendable {
 
     static func isControl(_ b: UInt8) -> Bool {
         (b < 0x20 && b != 0x0A && b != 0x09) || b == 0x7F
+    }
+
+    /// Turns each control character (`isControl`) of the first `count` bytes into `.`: content
+    /// shown on a terminal this way (the no-pager `open`, `cat`) cannot drive it.
+    static func sanitise(_ buffer: inout [UInt8], count: Int) {
+        for i in 0..<count where isControl(buffer[i]) { buffer[i] = UInt8(ascii: ".") }
     }
 }
