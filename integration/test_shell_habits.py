@@ -355,3 +355,18 @@ def test_a_one_letter_flag_takes_its_value_attached(vault):
     vault.ok("mkdir -p /a/b/c")
     assert vault.ok("tree -L1 /").out == vault.ok("tree -L 1 /").out
     assert "c/" not in vault.ok("tree -L2 /").out
+
+
+def test_rm_rmdir_mv_and_cp_refuse_dot_and_dot_dot(vault):
+    """`rm -r ..` once removed a whole folder without a word (the shell issue); GNU rm, rmdir
+    and mv refuse a path ending in `.` or `..`."""
+    vault.ok("mkdir -p /p/q/r")
+    for line, verb in (("rm -r ..", "remove"), ("rm -rf .", "remove"), ("rmdir ../q", None),
+                       ("rmdir .", "remove"), ("mv .. /x", "move"), ("mv /p/. /x", "move"), ("cp -r .. /x", "copy")):
+        r = vault.c(f"cd /p/q/r; {line}")
+        assert r.rc == 1, line + r.describe()
+        if verb:
+            assert f"refusing to {verb} '.' or '..'" in r.err, line + r.describe()
+        assert vault.ok("find /").out_lines == ["/p", "/p/q", "/p/q/r"], line
+    r = vault.c("cd /p/q/r; rm -r /p/q; pwd")
+    assert r.rc == 0 and r.out_lines[-1] == "/p", "the shell moves to the nearest folder left" + r.describe()

@@ -85,8 +85,7 @@ public func describe(_ error: Error) -> String {
     case let e as VaultError: return e.description
     case let e as ContentError: return e.description
     case let e as MetadataError: return e.description
-    case let e as SystemError:
-        return e.isDiskFull ? "\(e.description) (the disk is full)" : e.description
+    case let e as SystemError: return e.description
     case let e as Cancelled: return e.description
     case let e as CustomStringConvertible: return e.description
     default: return "unexpected error"

@@ -78,10 +78,12 @@ enum Rearrange {
 
     /// As GNU `rm`: a path whose last part is `.` or `..` is refused, so that `rm -r ..` never
     /// removes the folder above without a word.
-    private static func refuseDotOrDotDot(_ word: Word) throws {
+    /// `rm`, `rmdir`, `mv` and `cp` refuse a path ending in `.` or `..` (as coreutils): it
+    /// names the current folder or one above it only by accident of where one stands.
+    private static func refuseDotOrDotDot(_ word: Word, verb: String = "remove") throws {
         let last = word.text.split(separator: "/", omittingEmptySubsequences: true).last
         if last == "." || last == ".." {
-            throw CommandFailure("refusing to remove '.' or '..': skipping '\(word.text)'")
+            throw CommandFailure("refusing to \(verb) '.' or '..': skipping '\(word.text)'")
         }
     }
 
@@ -107,7 +109,10 @@ enum Rearrange {
         guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: "usage: \(verb) SRC... DEST") }
         let force = a.has("-f")
         var sources: [(VaultPath, Identifier)] = []
-        for word in a.operands.dropLast() { sources += try s.existing(word) }
+        for word in a.operands.dropLast() {
+            try refuseDotOrDotDot(word, verb: verb == "mv" ? "move" : "copy")
+            sources += try s.existing(word)
+        }
         let destWord = a.operands.last!
         let destPaths = try s.expand(destWord)
         guard destPaths.count == 1 else { throw CommandFailure("\(destWord.text): names more than one item") }
