@@ -370,3 +370,23 @@ def test_rm_rmdir_mv_and_cp_refuse_dot_and_dot_dot(vault):
         assert vault.ok("find /").out_lines == ["/p", "/p/q", "/p/q/r"], line
     r = vault.c("cd /p/q/r; rm -r /p/q; pwd")
     assert r.rc == 0 and r.out_lines[-1] == "/p", "the shell moves to the nearest folder left" + r.describe()
+
+
+def test_export_refuses_two_items_bound_for_one_host_path(vault, host):
+    for folder, data in (("f1", b"one"), ("f2", b"two")):
+        (host / folder).mkdir()
+        (host / folder / "same.txt").write_bytes(data)
+        vault.ok(f"mkdir /{folder}; cd /{folder}; import {q(str(host / folder / 'same.txt'))}")
+    out = host / "out"
+    out.mkdir()
+    r = vault.c(f"export -f /f1/same.txt /f2/same.txt {q(str(out))}")
+    assert r.rc == 1 and "more than one item would be exported there" in r.err, r.describe()
+    assert list(out.iterdir()) == [], "nothing was written"
+
+
+def test_set_inbox_refuses_a_file(vault, host):
+    (host / "h.txt").write_text("h")
+    vault.ok(f"import {q(str(host / 'h.txt'))}")
+    r = vault.c("set inbox /h.txt")
+    assert r.rc == 1 and "/h.txt is a file, not a folder" in r.err, r.describe()
+    assert vault.ok("set inbox").out == "/Inbox\n"

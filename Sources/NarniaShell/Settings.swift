@@ -67,6 +67,10 @@ extension Maintenance {
                 guard value.hasPrefix("/"), !names.isEmpty, names.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
                     throw CommandFailure("inbox: '\(value)' is not an absolute vault path of a folder, such as /Inbox")
                 }
+                // A file there would make every adoption start a new numbered folder beside it.
+                if let id = s.resolve(VaultPath(components: names)), !s.vault.isFolder(id) {
+                    throw CommandFailure("inbox: \(s.inMessage(VaultPath(components: names))) is a file, not a folder")
+                }
             }
             // remove-originals is stored even when off: its absence means "not asked yet".
             try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)

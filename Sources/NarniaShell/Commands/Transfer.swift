@@ -123,6 +123,12 @@ enum Transfer {
                 plan.append((s.vault.item(id)!, [top]))
             }
         }
+        // Two items bound for one host path (`export -f /a/x /b/x DIR`): the second would
+        // replace the file the first just wrote, as cp refuses to.
+        var destinations = Set<[String]>()
+        for (item, components) in plan where !destinations.insert(components).inserted {
+            throw CommandFailure("\(s.out.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
+        }
         for folder in folders { _ = try host.folder(folder, create: false) }
         if skipExisting {
             plan = try plan.filter { item, components in
