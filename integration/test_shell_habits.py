@@ -390,3 +390,12 @@ def test_set_inbox_refuses_a_file(vault, host):
     r = vault.c("set inbox /h.txt")
     assert r.rc == 1 and "/h.txt is a file, not a folder" in r.err, r.describe()
     assert vault.ok("set inbox").out == "/Inbox\n"
+
+
+def test_mkdir_over_a_file_says_it_already_exists(vault, host):
+    (host / "notes.txt").write_text("n")
+    vault.ok(f"import {q(str(host / 'notes.txt'))}")
+    r = vault.c("mkdir /notes.txt")
+    assert r.rc == 1 and r.err_lines == ["narnia: error: mkdir: /notes.txt: already exists"], r.describe()
+    r = vault.c("mkdir -p /notes.txt/sub")
+    assert r.rc == 1 and r.err_lines == ["narnia: error: mkdir: /notes.txt: not a folder"], r.describe()

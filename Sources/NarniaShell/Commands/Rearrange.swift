@@ -33,7 +33,8 @@ enum Rearrange {
         for name in path.components {
             guard let existing = s.vault.child(named: name, in: current) else { break }
             guard existing.isFolder else {
-                throw CommandFailure("\(s.inMessage(VaultPath(components: Array(path.components[...depth])))): not a folder")
+                let there = VaultPath(components: Array(path.components[...depth]))
+                throw CommandFailure("\(s.inMessage(there)): \(depth == path.components.count - 1 ? "already exists" : "not a folder")")
             }
             current = existing.id
             depth += 1
