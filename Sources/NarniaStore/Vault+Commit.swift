@@ -73,8 +73,35 @@ extension Vault {
         case .change(let change): change(&view)
         case .rebuild: rebuildView()
         }
+        markCommitted(Self.objectsGivenAsContent(by: ops))
         if !retiring.isEmpty { deleteRetiredFiles(retiring) }
         if !startsSnapshot && journal?.recordCount ?? 0 > 1 { compactIfWorthIt() }
+    }
+
+    /// The content objects a record's operations name.
+    static func objectsGivenAsContent(by ops: [Operation]) -> Set<Identifier> {
+        var ids = Set<Identifier>()
+        for op in ops {
+            switch op {
+            case .createFile(_, _, _, _, let content), .setContent(_, _, let content): ids.insert(content.objectID)
+            default: break
+            }
+        }
+        return ids
+    }
+
+    /// The mode of an object no record has named yet, and of one a durable record of this
+    /// device named (docs/FORMAT.md, "Leftovers"): only an object still `uncommittedMode` is
+    /// ever deleted as a leftover, so one whose records were lost later is kept.
+    static let uncommittedMode: mode_t = 0o600
+    static let committedMode: mode_t = 0o400
+
+    /// Marks this device's objects that a durable record now names as committed. Failures
+    /// are ignored: an unmarked object is only deleted if no record names it, as before.
+    func markCommitted(_ ids: Set<Identifier>) {
+        guard !ids.isEmpty else { return }
+        let own = tags.withKeyOpen { ids.filter { tags.isOwnObject($0) } }
+        for id in own { _ = Glibc.chmod(layout.objectPath(for: id), Self.committedMode) }
     }
 
     /// What this device's next record will say it has read (its own record included), for a

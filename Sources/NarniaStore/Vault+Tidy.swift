@@ -27,7 +27,7 @@ extension Vault {
     /// its records are whole. At open (not while a sync runs), also the receiving folders of
     /// this device's interrupted syncs.
     func tidy(atOpen: Bool = true) throws {
-        var unnamed = ownUnnamedObjects
+        let unnamed = ownUnnamedObjects
         if !isKnownDevice && !unnamed.isEmpty {
             ownRecordsMayBeLost = true
             warnings.append("\(unnamed.count) objects this device wrote are present but none of its records are; they are kept")
@@ -39,6 +39,14 @@ extension Vault {
                 if let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) {
                     ops.append(.tailNoted(journal: file.id, offset: end.offset, bytes: end.cutBytes))
                 }
+            }
+        } else if isKnownDevice {
+            // An object a record named once (its mode says so) has lost its records: this
+            // device's journal cut at a record boundary, or restored older. It is kept.
+            let named = splitByCommitMark(unnamed).named
+            if !named.isEmpty {
+                warnings.append("\(named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, or restored older); they are kept")
+                ops.append(.keep(named))
             }
         }
         let known = knowledgeOfNextRecord
@@ -55,14 +63,31 @@ extension Vault {
         }
         deleteRetiredFiles()
         if isKnownDevice && !ownRecordsMayBeLost {
-            unnamed = ownUnnamedObjects
-            for id in unnamed {
+            // Only what no record ever named: leftovers of a batch that never committed.
+            for id in splitByCommitMark(ownUnnamedObjects).neverNamed {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
                     try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 }
             }
         }
         if atOpen { removeOwnSyncFolders() }
+    }
+
+    /// This device's unnamed objects split by their mode: those still `uncommittedMode`,
+    /// which no record ever named (a batch that never committed), and the rest, which a
+    /// record named once (marked `committedMode`) or whose mode says nothing sure (a file
+    /// system without modes): those are kept.
+    private func splitByCommitMark(_ ids: [Identifier]) -> (neverNamed: [Identifier], named: [Identifier]) {
+        var neverNamed: [Identifier] = [], named: [Identifier] = []
+        for id in ids {
+            let paths = inventory.files[id]?.all ?? []
+            let unmarked = !paths.isEmpty && paths.allSatisfy { path in
+                guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + path) else { return false }
+                return st.st_mode & 0o7777 == Self.uncommittedMode
+            }
+            if unmarked { neverNamed.append(id) } else { named.append(id) }
+        }
+        return (neverNamed, named)
     }
 
     /// Removes the receiving folders of this device's interrupted syncs.
