@@ -231,3 +231,13 @@ def test_host_name_that_is_not_utf8(base, tmp_path):
             "the error should name the file whose name is not UTF-8" + r.describe()
         assert os.path.exists(bad), "--move removed an original that was not imported"
     assert names.count("good.txt") == 1, "the well-named file is imported either way"
+
+
+def test_an_argument_that_is_not_utf8_is_refused_not_repaired(base, tmp_path):
+    """Swift decodes arguments lossily: `drop - $'bad\\xff'` would have made an item named
+    `bad\\u{FFFD}`, and a path would have named another file. Such an argument is a usage error."""
+    import subprocess
+    argv = [os.fsencode(str(base.binary)), b"--vault", os.fsencode(str(base.vault)), b"drop", b"-", b"bad\xff"]
+    p = subprocess.run(argv, input=b"x", capture_output=True, env=base.env)
+    assert p.returncode == 2 and b"argument 5 is not valid UTF-8" in p.stderr, p
+    assert base.ok("ls -R /").out.count("bad") == 0

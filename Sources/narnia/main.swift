@@ -10,6 +10,12 @@ Hardening.apply()
 setlocale(LC_CTYPE, "")
 Signals.install()
 
+// Swift decodes arguments lossily: a byte that is not UTF-8 would silently become U+FFFD and
+// name another file, or another item. Narnia's names are UTF-8, so such an argument is refused.
+for index in 1..<Int(CommandLine.argc) where CommandLine.unsafeArgv[index].map({ String(validatingCString: $0) == nil }) ?? false {
+    Launcher.fail("argument \(index) is not valid UTF-8 (names and paths are given in UTF-8)", status: 2)
+}
+
 let options: Options
 do {
     options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
