@@ -241,3 +241,14 @@ def test_an_argument_that_is_not_utf8_is_refused_not_repaired(base, tmp_path):
     p = subprocess.run(argv, input=b"x", capture_output=True, env=base.env)
     assert p.returncode == 2 and b"argument 5 is not valid UTF-8" in p.stderr, p
     assert base.ok("ls -R /").out.count("bad") == 0
+
+
+def test_lls_says_which_names_it_cannot_show(base, tmp_path):
+    folder = tmp_path / "latin1"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"x")
+    (folder / "good.txt").write_text("g")
+    r = base.ok(f"lls {q(str(folder))}")
+    assert r.out_lines == ["good.txt"], r.describe()
+    assert f"narnia: warning: lls: {folder}/caf\\xe9.txt: the name is not valid UTF-8; not listed (rename it to import it)" in r.err_lines, r.describe()

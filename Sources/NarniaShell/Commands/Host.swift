@@ -53,8 +53,14 @@ enum Host {
             var entries: [(String, stat)] = []
             if st.isDirectory {
                 if paths.count > 1 { if i > 0 { s.out.line("") }; s.out.line("\(s.out.name(path)):") }
-                for name in try FileSystem.listDirectory(path).sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
+                let listing = try FileSystem.listDirectoryCountingUndecodable(path)
+                for name in listing.names.sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
                     if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
+                }
+                // Names that are not UTF-8 cannot be shown as they are, nor imported: said, not hidden.
+                for name in listing.undecodable.sorted() {
+                    // `name` already shows each byte that is not UTF-8 as \xHH (err.line escapes the rest).
+                    s.warning("lls", "\(s.hostJoin(path, name)): the name is not valid UTF-8; not listed (rename it to import it)")
                 }
             } else {
                 entries.append((path, st))
