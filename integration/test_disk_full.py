@@ -90,3 +90,26 @@ def test_many_imports_until_full_lose_nothing(small_vault, tmp_path):
         else:
             assert name in left_on_host, f"{name} is neither in the vault nor on the host: lost"
             assert (src / name).read_bytes() == data
+
+
+def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narnia_bin, tmp_path):
+    n = Narnia(narnia_bin, tmp_path)
+    n.init()
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(4):
+        (src / f"f{i}.bin").write_bytes(os.urandom(5 << 20))
+    n.ok(f"import {q(str(src))}")
+    mount = tmp_path / "small-out"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        r = n.c(f"export /src {q(str(mount))}")
+        assert r.rc == 1, r.describe()
+        assert len(r.errors) == 1 and "the disk is full; the files after it were not exported either" in r.errors[0], r.describe()
+        left = sorted(p.name for p in (mount / "src").iterdir())
+        assert left == ["f0.bin"] and (mount / "src" / "f0.bin").read_bytes() == (src / "f0.bin").read_bytes(), left
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)

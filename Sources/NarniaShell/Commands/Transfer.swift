@@ -165,6 +165,11 @@ enum Transfer {
                 report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components)))")
             } catch is Cancelled {
                 throw Cancelled()
+            } catch let e as SystemError where e.isDiskFull {
+                // Every file after it would fail the same way: stop, as import does.
+                s.error("export", "\(s.shown(item.id, on: s.err)): not exported: the disk is full; the files after it were not exported either")
+                failed = true
+                break
             } catch {
                 s.error("export", "\(s.shown(item.id, on: s.err)): \(describe(error))")
                 failed = true
