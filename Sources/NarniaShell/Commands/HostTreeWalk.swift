@@ -107,7 +107,7 @@ extension HostTreeVisitor {
 
     /// Whether `path` (a path named on the command line) is the vault's store folder or lies
     /// inside it: each folder of its real path is compared with the store by identity, so no
-    /// spelling, link or bind mount hides it. Such a path is refused (`refuseInsideStore`).
+    /// spelling, link or bind mount hides it. `import` and `drop` refuse such a path.
     func liesInStore(_ path: String) -> Bool {
         guard let store = storeFolder, let real = realpath(path, nil) else { return false }
         var current = String(cString: real)

@@ -35,9 +35,9 @@ struct ImportRun: HostTreeVisitor {
     let progress: ProgressMeter?
     let storeFolder: HostFileIdentity?
     private let batch: ImportBatch
-    /// Staged files, by item id: their host path for the report, and where they lie (their
-    /// folder, opened, and their name there) for `--move`.
-    private var pendingOriginals: [(Identifier, String, Original?)] = []
+    /// Staged files, by item id: their host path for the report, and their original (where it
+    /// lies and what it was when read) for `--move`.
+    private var pendingOriginals: [(Identifier, String, Original)] = []
     /// The folders `pendingOriginals` keep open.
     private var retainedFolders = Set<ObjectIdentifier>()
     private var movedFolders: [String] = []
@@ -174,7 +174,7 @@ struct ImportRun: HostTreeVisitor {
         }
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
-            if move, let original {
+            if move {
                 do {
                     try original.removeIfUnchanged()
                 } catch let e as CommandFailure {

@@ -77,10 +77,8 @@ enum Rearrange {
         for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
     }
 
-    /// As GNU `rm`: a path whose last part is `.` or `..` is refused, so that `rm -r ..` never
-    /// removes the folder above without a word.
-    /// `rm`, `rmdir`, `mv` and `cp` refuse a path ending in `.` or `..` (as coreutils): it
-    /// names the current folder or one above it only by accident of where one stands.
+    /// As GNU `rm` and `mv`: `rm`, `rmdir`, `mv` and `cp` refuse a path whose last part is `.`
+    /// or `..`, so that `rm -r ..` never removes the folder above without a word.
     private static func refuseDotOrDotDot(_ word: Word, verb: String = "remove") throws {
         let last = word.text.split(separator: "/", omittingEmptySubsequences: true).last
         if last == "." || last == ".." {

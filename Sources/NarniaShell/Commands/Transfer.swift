@@ -127,7 +127,7 @@ enum Transfer {
         // replace the file the first just wrote, as cp refuses to.
         var destinations = Set<[String]>()
         for (item, components) in plan where !destinations.insert(components).inserted {
-            throw CommandFailure("\(s.out.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
+            throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
         }
         for folder in folders { _ = try host.folder(folder, create: false) }
         if skipExisting {
