@@ -874,3 +874,21 @@ def test_ls_json_escapes_every_name(vault, host):
             pytest.fail(f"ls --json line is not valid JSON: {raw!r}" + j.describe())
     assert sorted(o["name"] for o in objs) == sorted(names), \
         "ls --json gives one object per item, with the exact name" + j.describe()
+
+
+def test_a_relative_vault_path_stays_put_when_lcd_moves(narnia, host, tmp_path):
+    """`--vault store` is resolved once: after `lcd` into a folder holding another `store`, new
+    objects must still go to this vault (they went to the other folder's, and with --move the
+    original was gone and the vault could not read its copy)."""
+    here, there = tmp_path / "a", tmp_path / "b"
+    for d in (here, there):
+        d.mkdir()
+        r = narnia("init", cwd=d, vault="store")
+        assert r.rc == 0, r.describe()
+    photo = host / "photo.bin"
+    data = os.urandom(100_000)
+    photo.write_bytes(data)
+    r = narnia.c(f"lcd {q(str(there))}; import --move {q(str(photo))}; verify", cwd=here, vault="store")
+    assert r.rc == 0 and "verified 1 items, all intact" in r.out, r.describe()
+    assert narnia.ok("cat /photo.bin", cwd=here, vault="store").outb == data
+    assert narnia.ok("ls /", cwd=there, vault="store").out == ""

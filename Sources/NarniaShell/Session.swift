@@ -177,11 +177,7 @@ public final class Session: @unchecked Sendable {
     }
 
     /// The process's working directory (the host side's current folder).
-    func currentHostDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return "/" }
-        return String(nulTerminated: buffer)
-    }
+    func currentHostDirectory() -> String { FileSystem.currentDirectory() ?? "/" }
 
     /// Joins a host path for messages.
     func hostJoin(_ dir: String, _ name: String) -> String {

@@ -21,6 +21,20 @@ public enum FileSystem {
         }
     }
 
+    /// The process's working directory, or nil when it cannot be read (removed, say).
+    public static func currentDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return nil }
+        return String(nulTerminated: buffer)
+    }
+
+    /// `path` made absolute against the working directory as it is now (a path kept for
+    /// later must not move when the working directory does).
+    public static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let cwd = currentDirectory() else { return path }
+        return cwd == "/" ? "/" + path : cwd + "/" + path
+    }
+
     /// The folder holding `path`: `.` for a bare name, `/` for a top-level path.
     public static func parentDirectory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

@@ -28,14 +28,22 @@ struct Launcher {
         exit(status)
     }
 
-    /// The store directory: --vault, else $NARNIA_VAULT, else $XDG_DATA_HOME/lining.
+    /// The store directory: --vault, else $NARNIA_VAULT, else $XDG_DATA_HOME/lining, made
+    /// absolute at once: `lcd` changes the working directory, and the store must not move with
+    /// it (a relative store path once sent new objects into whatever folder `lcd` chose).
     var storeDirectory: String {
-        if let v = options.vault { return v }
-        if let v = getenv("NARNIA_VAULT"), v.pointee != 0 { return String(cString: v) }
-        let data: String
-        if let x = getenv("XDG_DATA_HOME"), x.pointee != 0 { data = String(cString: x) }
-        else { data = (getenv("HOME").map { String(cString: $0) } ?? ".") + "/.local/share" }
-        return data + "/lining"
+        if let v = options.vault { return FileSystem.absolute(v) }
+        if let v = Self.environment("NARNIA_VAULT") { return FileSystem.absolute(v) }
+        let data = Self.environment("XDG_DATA_HOME") ?? ((Self.environment("HOME") ?? ".") + "/.local/share")
+        return FileSystem.absolute(data + "/lining")
+    }
+
+    /// An environment variable's value when set and not empty; one that is not UTF-8 is a
+    /// usage error (decoded lossily, it would name another folder).
+    static func environment(_ name: String) -> String? {
+        guard let raw = getenv(name), raw.pointee != 0 else { return nil }
+        guard let value = String(validatingCString: raw) else { fail("$\(name) is not valid UTF-8", status: 2) }
+        return value
     }
 
     /// Argon2id limits for a new wrapping: MODERATE, or the test limits when
