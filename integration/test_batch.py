@@ -205,3 +205,16 @@ def test_a_signal_before_the_commands_run_ends_the_run_with_128_plus_n(vault, si
     out, err = p.communicate(timeout=60)
     assert p.returncode == 128 + sig, (p.returncode, err)
     assert vault.c("ls /after").rc == 1, "no command ran"
+
+
+def test_a_line_that_is_not_utf8_is_refused_not_repaired(vault, tmp_path):
+    """Decoded lossily, `rm -r /keep\\xff` named the item `keep\\u{FFFD}` and removed it."""
+    vault.ok("mkdir /keep\ufffd")
+    batch = tmp_path / "b"
+    batch.write_bytes(b"rm -r /keep\xff\nls /\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 1 and r.err_lines[-1] == f"narnia: error: {batch}:1: line is not valid UTF-8; not run", r.describe()
+    assert vault.ok("ls /").out_lines == ["keep\ufffd"], "nothing was removed"
+    r = vault(input=b"rm -r /keep\xff\n")
+    assert r.rc == 1 and "line 1 is not valid UTF-8; not run" in r.err, r.describe()
+    assert vault.ok("ls /").out_lines == ["keep\ufffd"]

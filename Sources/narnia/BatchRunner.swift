@@ -25,14 +25,14 @@ final class LineReader {
                 lineNumber += 1
                 defer { buffer.removeSubrange(...nl) }
                 if skipped > 0 { return .tooLong(skipped + nl) }
-                return .text(String(decoding: buffer[..<nl], as: UTF8.self))
+                return BatchLine(bytes: buffer[..<nl])
             }
             if eof {
                 guard !buffer.isEmpty || skipped > 0 else { return nil }
                 lineNumber += 1
                 defer { buffer.removeAll() }
                 if skipped > 0 { return .tooLong(skipped + buffer.count) }
-                return .text(String(decoding: buffer, as: UTF8.self))
+                return BatchLine(bytes: buffer[...])
             }
             if buffer.count > Session.maximumLineBytes {
                 skipped += buffer.count
@@ -47,13 +47,19 @@ final class LineReader {
     }
 }
 
-/// One line of batch input: its text, or that it was too long to run (with its length).
+/// One line of batch input: its text, or that it was too long to run (with its length), or
+/// not UTF-8 (decoded lossily, `rm NAME\xff` would name another item).
 enum BatchLine {
     case text(String)
     case tooLong(Int)
+    case notUTF8
 
     init(_ text: String) {
         self = text.utf8.count > Session.maximumLineBytes ? .tooLong(text.utf8.count) : .text(text)
+    }
+
+    init(bytes: ArraySlice<UInt8>) {
+        self = String(validating: bytes, as: UTF8.self).map { .text($0) } ?? .notUTF8
     }
 }
 
@@ -89,11 +95,16 @@ struct BatchRunner {
         while Session.interruptRequested == 0 && Signals.terminationSignal == 0, let batchLine = next() {
             number += 1
             guard case .text(let line) = batchLine else {
-                if case .tooLong(let bytes) = batchLine {
-                    session.out.flush()
-                    session.err.line("narnia: error: \(file.map { "\($0):\(number): line" } ?? "line \(number)") has \(bytes) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
-                    session.err.flush()
+                let place = file.map { "\(session.err.name($0)):\(number): line" } ?? "line \(number)"
+                session.out.flush()
+                switch batchLine {
+                case .tooLong(let bytes):
+                    session.err.line("narnia: error: \(place) has \(bytes) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
+                case .notUTF8:
+                    session.err.line("narnia: error: \(place) is not valid UTF-8; not run")
+                case .text: break
                 }
+                session.err.flush()
                 failed = true
                 if !keepGoing { break }
                 continue

@@ -90,7 +90,11 @@ final class LineEditor {
             fputs("\n", StandardStream.output)
             return .end
         }
-        var line = String(cString: raw)
+        // Decoded lossily, a byte that is not UTF-8 would name another item: refused.
+        guard var line = String(validatingCString: raw) else {
+            fputs("narnia: error: the line is not valid UTF-8; not run\n", StandardStream.error)
+            return .again
+        }
         if line.hasSuffix("\n") { line.removeLast() }
         guard !line.allSatisfy({ $0 == " " || $0 == "\t" }) else { return .again }
         narnia_el_history_add(el, line)
