@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import random
 import re
 import subprocess
@@ -329,6 +330,13 @@ def test_import_move_never_takes_in_the_vaults_own_store(narnia, host):
     for inside in (narnia.vault, next(p for p in narnia.vault.iterdir() if p.is_dir())):
         r = narnia.c(f"import --move {q(str(inside))}")
         assert r.rc == 1 and f"{inside}: not imported: it is the vault's own store, or inside it" in r.err, r.describe()
+    # The store seen another way (an overlay or network mount gives it another device number),
+    # or a copy of it: found by its key file's name.
+    elsewhere = host / "elsewhere"
+    shutil.copytree(narnia.vault, elsewhere / "copy-of-store", symlinks=True)
+    r = narnia.c(f"import --move {q(str(elsewhere))}")
+    assert r.rc == 0 and f"narnia: warning: import: {elsewhere / 'copy-of-store'}: the vault's own store (another view of it, or a copy) skipped" in r.err_lines, r.describe()
+    assert sorted(p.name for p in (elsewhere / "copy-of-store").iterdir()) == sorted(p.name for p in narnia.vault.iterdir())
     r = narnia("drop", str(sync), with_vault=True, passphrase=None)
     assert r.rc == 0 and f"narnia: warning: drop: {sync / 'lining'}: the vault's own store skipped" in r.err_lines, r.describe()
     assert narnia.ok("verify").rc == 0

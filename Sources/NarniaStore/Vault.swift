@@ -46,6 +46,9 @@ public final class Vault {
     var journal: JournalWriter?
     /// The key file this session was unlocked with.
     var keyFileID: Identifier
+    /// The name of that key file at the store's top level: a folder holding it is this store,
+    /// however it is reached (another mount's view of it, say), or a copy of it.
+    public var keyFileName: String { keyFileID.hex }
     /// Set when records of this device may have been lost: its objects that no record names
     /// are then kept (`keep`) at its next write instead of being deleted.
     var ownRecordsMayBeLost = false

@@ -30,6 +30,10 @@ protocol HostTreeVisitor {
     /// The vault's own store folder. The walk never enters it: taking in the store's own files
     /// (and, with `--move`, removing them as originals) would destroy the vault.
     var storeFolder: HostFileIdentity? { get }
+    /// The name of the vault's key file, when known: a folder holding a file of that name is
+    /// the store seen another way (an overlay or network mount gives it another device number)
+    /// or a copy of it, and is not entered either.
+    var storeMarker: String? { get }
     /// Called for each folder, the top one first, once it is open: the place for its entries.
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Place) throws -> Place
     /// Called for each regular file, opened without following links; `folder` and `entry` say
@@ -62,6 +66,10 @@ extension HostTreeVisitor {
                 fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
                 if let store = storeFolder, HostFileIdentity(try fd.status()) == store {
                     warn("\(path): the vault's own store skipped")
+                    continue
+                }
+                if let marker = storeMarker, try fd.statusOfEntry(marker) != nil {
+                    warn("\(path): the vault's own store (another view of it, or a copy) skipped")
                     continue
                 }
                 place = try enterFolder(fd, path: path, name: name, in: parent)
@@ -114,6 +122,7 @@ extension HostTreeVisitor {
         free(real)
         while true {
             if HostFileIdentity(of: current) == store { return true }
+            if let marker = storeMarker, (try? FileSystem.lstatIfExists(current + "/" + marker)) ?? nil != nil { return true }
             if current == "/" || current.isEmpty { return false }
             current = FileSystem.parentDirectory(of: current)
         }

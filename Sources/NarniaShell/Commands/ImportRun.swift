@@ -34,6 +34,7 @@ struct ImportRun: HostTreeVisitor {
     let report: TransferReport
     let progress: ProgressMeter?
     let storeFolder: HostFileIdentity?
+    let storeMarker: String?
     private let batch: ImportBatch
     /// Staged files, by item id: their host path for the report, and their original (where it
     /// lies and what it was when read) for `--move`.
@@ -57,6 +58,7 @@ struct ImportRun: HostTreeVisitor {
         self.report = report
         self.progress = progress
         storeFolder = HostFileIdentity(of: session.vault.directory)
+        storeMarker = session.vault.keyFileName
         batch = ImportBatch.begin(in: session.vault)
     }
 

@@ -92,6 +92,8 @@ struct DropRun: HostTreeVisitor {
     let verb = "drop"
     let dropper: InboxDropper
     let storeFolder: HostFileIdentity?
+    /// `drop` knows no key file (it only adds files; nothing of the host is removed).
+    let storeMarker: String? = nil
     let report: TransferReport
     let err: Output
     private(set) var failed = false
