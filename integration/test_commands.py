@@ -900,3 +900,14 @@ def test_a_relative_vault_path_stays_put_when_lcd_moves(narnia, host, tmp_path):
     assert r.rc == 0 and "verified 1 items, all intact" in r.out, r.describe()
     assert narnia.ok("cat /photo.bin", cwd=here, vault="store").outb == data
     assert narnia.ok("ls /", cwd=there, vault="store").out == ""
+
+
+def test_import_move_of_two_hard_links_removes_both(vault, host):
+    d = host / "links"
+    d.mkdir()
+    (d / "a.txt").write_bytes(b"same inode")
+    os.link(d / "a.txt", d / "b.txt")
+    r = vault.ok(f"import --move {q(str(d))}")
+    assert not any("changed while it was imported" in l for l in r.err_lines), r.describe()
+    assert not d.exists(), "both links and then the folder were removed"
+    assert vault.ok("cat /links/a.txt /links/b.txt").outb == b"same inodesame inode"

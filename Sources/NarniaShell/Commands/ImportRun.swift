@@ -233,10 +233,12 @@ struct Original {
         }
     }
 
-    /// The same file, with the same size and times.
+    /// The same file, with the same size and times. The change time counts only while the
+    /// number of links is the same: removing another link to the file (two hard links imported
+    /// together) changes it, not the content.
     private static func same(_ a: stat, _ b: stat) -> Bool {
         a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size
             && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
-            && a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec
+            && (a.st_nlink != b.st_nlink || (a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec))
     }
 }
