@@ -36,7 +36,7 @@ public enum CommandTable {
                   .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
           operands: [.vaultPath], lastOperandIsHost: true, run: Transfer.export),
         CommandSpec("cat", usage: "[--force] PATH...", abstract: "write items' content to standard output",
-          details: "On a terminal, writes only text, with control characters other than tab and newline shown as '.', so a file's escape sequences cannot drive the terminal; into a pipe or file, the bytes as they are.",
+          details: "On a terminal, writes only text, with control characters other than tab and newline (C1 and bidirectional marks too) shown as '.', so a file's escape sequences cannot drive the terminal; into a pipe or file, the bytes as they are.",
           flags: [.flag("--force", "write to a terminal anyway, every byte as it is")], operands: [.vaultPath], run: Transfer.cat),
         CommandSpec("rm", usage: "[-r] [-f] [-i] PATH...", abstract: "remove items",
           flags: [.flag("-r", "remove folders and everything in them"), .flag("-f", "ignore missing items"),

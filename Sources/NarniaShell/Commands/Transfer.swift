@@ -201,16 +201,19 @@ enum Transfer {
         // text without a pager, so a text file's escape sequences cannot drive the terminal.
         let out = FileDescriptor.borrowing(s.out.descriptor, name: "standard output")
         let sanitising = s.out.isTerminal && !a.has("--force")
-        var shown: [UInt8] = []
         for item in items {
+            var filter = TerminalTextFilter()
+            func write(_ bytes: [UInt8]) throws {
+                try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> Void in
+                    if let base = raw.baseAddress { try out.writeAll(base, count: raw.count) }
+                }
+            }
             do {
                 try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in
                     guard sanitising else { return try out.writeAll(p, count: n) }
-                    shown.removeAll(keepingCapacity: true)
-                    shown.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n))
-                    SanitisingSink.sanitise(&shown, count: n)
-                    try shown.withUnsafeBytes { try out.writeAll($0.baseAddress!, count: n) }
+                    try write(filter.filter(UnsafeRawBufferPointer(start: p, count: n)))
                 }
+                try write(filter.finish())
             } catch let e as ContentError {
                 throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }

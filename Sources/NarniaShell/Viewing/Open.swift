@@ -320,8 +320,8 @@ extension String {
     }
 }
 
-/// Writing to a terminal without a pager: a thread copies a pipe into the terminal with
-/// control characters other than tab and newline turned into `.`, so content cannot drive it.
+/// Writing to a terminal without a pager: a thread copies a pipe into the terminal through a
+/// `TerminalTextFilter`, so content cannot drive it.
 final class SanitisingSink: @unchecked Sendable {
     // Sendable: the copying thread reads only `pipe.readEnd` and `target`, both set before it
     // starts; `thread` is written and joined by the thread that made the sink.
@@ -354,23 +354,23 @@ final class SanitisingSink: @unchecked Sendable {
 
     private func copy() {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var filter = TerminalTextFilter()
+        func write(_ bytes: [UInt8]) -> Bool {
+            do {
+                try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> Void in
+                    if let base = raw.baseAddress { try writeAll(target, base, raw.count) }
+                }
+                return true
+            } catch {
+                return false
+            }
+        }
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(pipe.readEnd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            Self.sanitise(&buffer, count: n)
-            if (try? buffer.withUnsafeBytes({ try writeAll(target, $0.baseAddress!, n) })) == nil { break }
+            if n <= 0 { _ = write(filter.finish()); break }
+            if !buffer.withUnsafeBytes({ write(filter.filter(UnsafeRawBufferPointer(rebasing: $0[..<n]))) }) { break }
         }
         pipe.closeRead()
-    }
-
-    static func isControl(_ b: UInt8) -> Bool {
-        (b < 0x20 && b != 0x0A && b != 0x09) || b == 0x7F
-    }
-
-    /// Turns each control character (`isControl`) of the first `count` bytes into `.`: content
-    /// shown on a terminal this way (the no-pager `open`, `cat`) cannot drive it.
-    static func sanitise(_ buffer: inout [UInt8], count: Int) {
-        for i in 0..<count where isControl(buffer[i]) { buffer[i] = UInt8(ascii: ".") }
     }
 }
