@@ -203,17 +203,12 @@ enum Transfer {
         let sanitising = s.out.isTerminal && !a.has("--force")
         for item in items {
             var filter = TerminalTextFilter()
-            func write(_ bytes: [UInt8]) throws {
-                try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> Void in
-                    if let base = raw.baseAddress { try out.writeAll(base, count: raw.count) }
-                }
-            }
             do {
                 try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in
                     guard sanitising else { return try out.writeAll(p, count: n) }
-                    try write(filter.filter(UnsafeRawBufferPointer(start: p, count: n)))
+                    try out.writeAll(filter.filter(UnsafeRawBufferPointer(start: p, count: n)))
                 }
-                try write(filter.finish())
+                try out.writeAll(filter.finish())
             } catch let e as ContentError {
                 throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }

@@ -355,21 +355,13 @@ final class SanitisingSink: @unchecked Sendable {
     private func copy() {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var filter = TerminalTextFilter()
-        func write(_ bytes: [UInt8]) -> Bool {
-            do {
-                try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> Void in
-                    if let base = raw.baseAddress { try writeAll(target, base, raw.count) }
-                }
-                return true
-            } catch {
-                return false
-            }
-        }
+        let out = FileDescriptor.borrowing(target, name: "the terminal")
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(pipe.readEnd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { _ = write(filter.finish()); break }
-            if !buffer.withUnsafeBytes({ write(filter.filter(UnsafeRawBufferPointer(rebasing: $0[..<n]))) }) { break }
+            if n <= 0 { try? out.writeAll(filter.finish()); break }
+            // A write that fails (the terminal gone) ends the copy.
+            guard (try? out.writeAll(buffer.withUnsafeBytes { filter.filter(UnsafeRawBufferPointer(rebasing: $0[..<n])) })) != nil else { break }
         }
         pipe.closeRead()
     }
