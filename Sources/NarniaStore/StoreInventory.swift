@@ -28,12 +28,15 @@ struct StoreInventory {
     var shards = Set<String>()
     /// Top-level folders named like an identifier (a sync's receiving folder, for instance).
     var folders: [Identifier] = []
+    /// Top-level names shaped like a shard folder's, as `scanTopLevel` found them: what
+    /// `scanShards` looks into, so the top level is listed once.
+    var shardNames: [String] = []
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
     static func scan(_ root: String, readingShards: Bool = true) throws -> StoreInventory {
         var inventory = try scanTopLevel(root)
-        if readingShards { try inventory.scanShards(root) }
+        if readingShards { try inventory.scanShards(root, names: inventory.shardNames) }
         return inventory
     }
 
@@ -42,7 +45,7 @@ struct StoreInventory {
         var inventory = StoreInventory()
         for name in try FileSystem.listDirectory(root) {
             if StoreName.isShardName(name) {
-                continue
+                inventory.shardNames.append(name)
             } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
                 if st.isDirectory && !isCopy {
@@ -58,9 +61,10 @@ struct StoreInventory {
         return inventory
     }
 
-    /// Adds the shard folders of the store at `root` and the files in them.
-    mutating func scanShards(_ root: String) throws {
-        for name in try FileSystem.listDirectory(root) where StoreName.isShardName(name) {
+    /// Adds the shard folders among `names` (top-level names of the store at `root`) and the
+    /// files in them.
+    mutating func scanShards(_ root: String, names: [String]) throws {
+        for name in names {
             guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
             shards.insert(name)
             for entry in try FileSystem.listDirectory(root + "/" + name) {
@@ -95,14 +99,17 @@ extension StoreInventory.Entry {
 /// page cache yet) needs no key.
 final class ShardListing: Sendable {
     private let root: String
+    private let names: [String]
     private let result = Mutex<Result<StoreInventory, any Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts listing the shard folders of the store at `root`, on a thread of its own (not a
-    /// queue's: a caller that waits on a busy pool must not wait for the pool). When no thread
-    /// can be had, the listing is made at once, on the calling thread.
-    init(root: String) {
+    /// Starts listing the shard folders `names` of the store at `root` (its top level's
+    /// `shardNames`), on a thread of its own (not a queue's: a caller that waits on a busy pool
+    /// must not wait for the pool). When no thread can be had, the listing is made at once, on
+    /// the calling thread.
+    init(root: String, names: [String]) {
         self.root = root
+        self.names = names
         if !startThread() { list() }
     }
 
@@ -128,7 +135,7 @@ final class ShardListing: Sendable {
 
     private func list() {
         var listed = StoreInventory()
-        let outcome = Result { try listed.scanShards(root); return listed }
+        let outcome = Result { try listed.scanShards(root, names: names); return listed }
         result.withLock { $0 = outcome }
         done.signal()
     }

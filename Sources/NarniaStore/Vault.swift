@@ -210,7 +210,7 @@ public final class Vault {
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
         // The shard folders are listed beside the key derivation, which needs only the top level.
         var inventory = try StoreInventory.scanTopLevel(directory)
-        let shardListing = ShardListing(root: directory)
+        let shardListing = ShardListing(root: directory, names: inventory.shardNames)
         defer { shardListing.waitUntilDone() }
         if inventory.keyFiles.isEmpty { try shardListing.wait(addingTo: &inventory) }
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, passphrase: passphrase, notice: notice)
