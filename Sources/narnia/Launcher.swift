@@ -29,12 +29,19 @@ struct Launcher {
     }
 
     /// The store directory: --vault, else $NARNIA_VAULT, else $XDG_DATA_HOME/lining, made
-    /// absolute at once: `lcd` changes the working directory, and the store must not move with
-    /// it (a relative store path once sent new objects into whatever folder `lcd` chose).
-    var storeDirectory: String {
+    /// absolute once, at launch: `lcd` changes the working directory, and the store must not
+    /// move with it (a relative store path once sent new objects into whatever folder `lcd` chose).
+    let storeDirectory: String
+
+    init(options: Options) {
+        self.options = options
+        storeDirectory = Self.storeDirectory(options)
+    }
+
+    private static func storeDirectory(_ options: Options) -> String {
         if let v = options.vault { return FileSystem.absolute(v) }
-        if let v = Self.environment("NARNIA_VAULT") { return FileSystem.absolute(v) }
-        let data = Self.environment("XDG_DATA_HOME") ?? ((Self.environment("HOME") ?? ".") + "/.local/share")
+        if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(v) }
+        let data = environment("XDG_DATA_HOME") ?? ((environment("HOME") ?? ".") + "/.local/share")
         return FileSystem.absolute(data + "/lining")
     }
 
