@@ -58,6 +58,23 @@ public final class Session: @unchecked Sendable {
 
     // MARK: Messages
 
+    /// Runs `body` for each operand of `command`; one that fails with `CommandFailure` is
+    /// reported (with its hint) and the others go on, as coreutils and `cp` do. Returns
+    /// whether one failed (the command then fails once it has done the rest). Any other error
+    /// (the store's own) stops and is thrown.
+    func forEachOperand<T>(_ operands: [T], of command: String, _ body: (T) throws -> Void) throws -> Bool {
+        var failed = false
+        for operand in operands {
+            do {
+                try body(operand)
+            } catch let failure as CommandFailure {
+                error(command, failure.message, hint: failure.hint)
+                failed = true
+            }
+        }
+        return failed
+    }
+
     /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
     public func error(_ command: String, _ message: String, hint: String? = nil) {
         out.flush()

@@ -29,7 +29,7 @@ enum Browse {
         -> (files: [(VaultPath, Item)], folders: [(VaultPath, Identifier)], failed: Bool) {
         var files: [(VaultPath, Item)] = []
         var folders: [(VaultPath, Identifier)] = []
-        let failed = forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
+        let failed = try forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
             if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
         }
         return (files, folders, failed)
@@ -39,20 +39,10 @@ enum Browse {
     /// nothing is reported and the others go on, as coreutils' `ls`, `stat` and `du` do; returns
     /// whether one did (the command then fails once it has printed the rest).
     static func forEachExisting(_ s: Session, _ a: ParsedArguments, _ words: [Word],
-                                _ body: (VaultPath, Identifier) -> Void) -> Bool {
-        var failed = false
-        for word in words {
-            do {
-                for (path, id) in try s.existing(word) { body(path, id) }
-            } catch let e as CommandFailure {
-                s.error(a.command, e.message, hint: e.hint)
-                failed = true
-            } catch {
-                s.error(a.command, describe(error))
-                failed = true
-            }
+                                _ body: (VaultPath, Identifier) -> Void) throws -> Bool {
+        try s.forEachOperand(words, of: a.command) { word in
+            for (path, id) in try s.existing(word) { body(path, id) }
         }
-        return failed
     }
 
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
@@ -220,7 +210,7 @@ enum Browse {
     static func stat(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: stat PATH...") }
         var first = true
-        let failed = forEachExisting(s, a, a.operands) { path, id in
+        let failed = try forEachExisting(s, a, a.operands) { path, id in
             if !first && !a.has("--json") { s.out.line("") }
             first = false
             if a.has("--json") {
@@ -261,7 +251,7 @@ enum Browse {
     }
 
     static func du(_ s: Session, _ a: ParsedArguments) throws {
-        let failed = forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
+        let failed = try forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
             let total: UInt64
             if s.vault.isFolder(id) {
                 total = s.vault.descendants(of: id).reduce(0) { $0 + $1.size }

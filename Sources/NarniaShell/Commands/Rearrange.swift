@@ -7,15 +7,7 @@ enum Rearrange {
     /// on, as coreutils' `mkdir` does (a failure of the store itself stops the command).
     static func mkdir(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: mkdir [-p] PATH...") }
-        var failed = false
-        for word in a.operands {
-            do {
-                try makeFolder(s, word, parents: a.has("-p"))
-            } catch let e as CommandFailure {
-                s.error(a.command, e.message, hint: e.hint)
-                failed = true
-            }
-        }
+        let failed = try s.forEachOperand(a.operands, of: a.command) { try makeFolder(s, $0, parents: a.has("-p")) }
         if failed { throw Reported() }
     }
 

@@ -22,17 +22,11 @@ enum Transfer {
             return try importStandardInput(s, a, into: folder, report: report())
         }
         var sources: [String] = []
-        var badSource = false
-        for word in a.operands {
-            do {
-                for path in try s.expandHost(word) {
-                    guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
-                    guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
-                    sources.append(path)
-                }
-            } catch let failure as CommandFailure {
-                s.error("import", failure.message, hint: failure.hint)
-                badSource = true
+        let badSource = try s.forEachOperand(a.operands, of: "import") { word in
+            for path in try s.expandHost(word) {
+                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+                guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
+                sources.append(path)
             }
         }
         guard !sources.isEmpty else { throw Reported() }
