@@ -206,7 +206,8 @@ def small_files(args, table):
     sh(f"chmod -R u+rwX {q(docs)}")
     key = f"{w}/age-key.txt"
     recipient = [l.split(": ")[1].strip() for l in open(key) if l.startswith("# public key:")][0]
-    t = {"tar": [], "narnia": [], "cp -r": [], "libmagic": [], "file(1)": [], "narnia cpu": [], "libmagic cpu": []}
+    t = {"tar": [], "narnia": [], "cp -r": [], "libmagic": [], "file(1)": [], "narnia cpu": [], "libmagic cpu": [],
+         "narnia idle": [], "narnia busy": []}
     last = None
     # Outputs stay until the end of the section: deleting 20,000 inodes just before creating
     # 20,000 more makes ext4's inode allocator slow (recently_deleted), which would be our doing.
@@ -235,6 +236,8 @@ def small_files(args, table):
                 last = bench_json(args, "small", vault, docs)[0]
                 t["narnia"].append(last["import_s"])
                 t["narnia cpu"].append(last["import_cpu_s"])
+                t["narnia idle"].append(last["import_machine_idle_s"])
+                t["narnia busy"].append(last["import_machine_busy_s"])
                 leftovers.append(vault)
     for path in leftovers:
         shutil.rmtree(path)
@@ -251,6 +254,10 @@ def small_files(args, table):
     ncpu, mcpu = med(t["narnia cpu"]), med(t["libmagic cpu"])
     table.row("  (info) CPU of the import vs libmagic alone (the ratio's floor)", f"{ncpu / mcpu:.2f}x ({ncpu:.1f} / {mcpu:.1f} core-s)",
               "-", "-")
+    # Wall time = (what the machine did + what it left idle) / cores: the idle cores are the
+    # import's waits for the disk that classification did not cover.
+    table.row("  (info) the machine during the import: busy, idle", f"{med(t['narnia busy']):.1f} core-s ({med(t['narnia busy']) - ncpu:.1f} "
+              f"outside the process), {med(t['narnia idle']):.2f} core-s idle", "-", "-")
     table.row("  (info) vs tar | age -r + sync -f alone", f"{n / tar:.2f}x ({tar:.2f} s)", "-", "-")
     cpr = med(t["cp -r"])
     table.row("  (info) the same files: cp -r + sync -f", f"{cpr:.2f} s = {cpr / tar:.2f}x tar | age; narnia = {n / cpr:.2f}x cp -r",

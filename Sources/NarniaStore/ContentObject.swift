@@ -99,7 +99,18 @@ struct ContentWriter {
                          inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
         let chunk = ContentFormat.chunkSize
         let base = randomBytes(AEAD.nonceLength)
-        try fd.writeAll(base)
+        // The base nonce starts the object. It is written before the pipeline's writer gets a
+        // chunk, or together with a file's only chunk (one write for most files).
+        var baseWritten = false
+        func writeBase(followedBy buffer: UnsafeRawPointer? = nil, count: Int = 0) throws {
+            defer { baseWritten = true }
+            switch (baseWritten, buffer) {
+            case (false, let buffer?): try fd.writeAll(prefix: base, buffer, count: count)
+            case (false, nil): try fd.writeAll(base)
+            case (true, let buffer?): try fd.writeAll(buffer, count: count)
+            case (true, nil): break
+            }
+        }
         // Sealing runs on the pipeline's workers, two chunks at once; `key` stays valid because
         // every submitted chunk is drained before this function returns.
         nonisolated(unsafe) let keyPointer = key
@@ -159,6 +170,7 @@ struct ContentWriter {
         while currentLength == chunk {
             if observer.isCancelled() { throw Cancelled() }
             if let error = pipeline.pendingError { throw error }
+            try writeBase()
             let current = held!
             held = pipeline.acquire()
             let nextLength: Int
@@ -183,11 +195,12 @@ struct ContentWriter {
             let buffer = pipeline.buffer(held!)
             if remaining > currentLength { (buffer + currentLength).initializeMemory(as: UInt8.self, repeating: 0, count: remaining - currentLength) }
             sealer(buffer, remaining, 0, true)()
-            try fd.writeAll(buffer, count: remaining + AEAD.tagLength)
+            try writeBase(followedBy: buffer, count: remaining + AEAD.tagLength)
             observer.progress(total)
             return total
         }
         while true {
+            try writeBase()
             let current = held!
             let length = min(chunk, remaining)
             let buffer = pipeline.buffer(current)

@@ -75,6 +75,22 @@ public final class FileDescriptor: @unchecked Sendable {
         }
     }
 
+    /// Writes all of `prefix`, then all `count` bytes of `buffer`, in one `writev` when the
+    /// kernel takes them whole.
+    public func writeAll(prefix: [UInt8], _ buffer: UnsafeRawPointer, count: Int) throws {
+        let written = try prefix.withUnsafeBytes { p in
+            var parts = [iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: p.count),
+                         iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer), iov_len: count)]
+            return try retryingInterrupts("write", path) { Glibc.writev(raw, &parts, 2) }
+        }
+        if written < prefix.count {
+            try prefix.withUnsafeBytes { try writeAll($0.baseAddress! + written, count: prefix.count - written) }
+            try writeAll(buffer, count: count)
+        } else if written < prefix.count + count {
+            try writeAll(buffer + (written - prefix.count), count: count - (written - prefix.count))
+        }
+    }
+
     /// Writes all of `bytes`.
     public func writeAll(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { (b: UnsafeRawBufferPointer) throws in
@@ -156,6 +172,13 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try retryingInterrupts("fcntl", path) { fcntl(raw, F_SETFL, flags & ~O_NONBLOCK) }
     }
 
+    /// Clears `O_NONBLOCK` with one `fcntl` where `setBlocking()` needs two: for a descriptor
+    /// this program opened for reading without any other flag `F_SETFL` sets (`O_APPEND`,
+    /// `O_ASYNC`, `O_DIRECT`, `O_NOATIME`), whose status flags are then all clear.
+    public func setBlockingReader() throws {
+        _ = try retryingInterrupts("fcntl", path) { fcntl(raw, F_SETFL, 0) }
+    }
+
     /// Hints sequential access (`posix_fadvise`); failures are ignored.
     public func adviseSequential() {
         _ = posix_fadvise(raw, 0, 0, POSIX_FADV_SEQUENTIAL)
@@ -221,6 +244,22 @@ public final class FileDescriptor: @unchecked Sendable {
     /// The names in this directory (without `.` and `..`), and, apart, those that are not valid
     /// UTF-8, spelled with each invalid byte as `\xHH` (`fdopendir` on a duplicate).
     public func entryNames() throws -> (names: [String], undecodable: [String]) {
+        try withDirectoryStream { FileSystem.readEntries($0) }
+    }
+
+    /// As `entryNames()`, with each name's `d_type` (`DT_REG`, `DT_DIR`, …, or `DT_UNKNOWN`
+    /// where the file system does not say): what the directory said when read, which a
+    /// later `fstat` of what is opened must confirm.
+    public func typedEntries() throws -> (entries: [(name: String, type: UInt8)], undecodable: [String]) {
+        try withDirectoryStream { dir in
+            var entries: [(name: String, type: UInt8)] = []
+            let undecodable = FileSystem.readEntries(dir) { entries.append(($0, $1)) }
+            return (entries, undecodable)
+        }
+    }
+
+    /// Runs `body` on a directory stream over a duplicate of this descriptor, from the start.
+    private func withDirectoryStream<T>(_ body: (OpaquePointer) -> T) throws -> T {
         let copy = try retryingInterrupts("dup", path) { dup(raw) }
         guard let dir = fdopendir(copy) else {
             close(copy)
@@ -228,7 +267,7 @@ public final class FileDescriptor: @unchecked Sendable {
         }
         defer { closedir(dir) }
         rewinddir(dir)
-        return FileSystem.readEntries(dir)
+        return body(dir)
     }
 
     /// Sets the access and modification times (`futimens`); failures are ignored.

@@ -86,6 +86,14 @@ public enum FileSystem {
     /// Reads an open directory stream to its end (see `listDirectoryCountingUndecodable`).
     static func readEntries(_ dir: OpaquePointer) -> (names: [String], undecodable: [String]) {
         var names: [String] = []
+        let undecodable = readEntries(dir) { name, _ in names.append(name) }
+        return (names, undecodable)
+    }
+
+    /// Reads an open directory stream to its end, giving `body` each name that is valid UTF-8
+    /// with its `d_type` (`DT_REG`, `DT_DIR`, …; `DT_UNKNOWN` where the file system does not
+    /// say). Returns the names that are not valid UTF-8, spelled with each invalid byte as `\xHH`.
+    static func readEntries(_ dir: OpaquePointer, _ body: (String, UInt8) -> Void) -> [String] {
         var undecodable: [String] = []
         while let entry = readdir(dir) {
             // The name is decoded straight from the entry (a store holds 100,000 of them).
@@ -100,9 +108,9 @@ public enum FileSystem {
                 undecodable.append(bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
                 continue
             }
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != ".." { body(name, entry.pointee.d_type) }
         }
-        return (names, undecodable)
+        return undecodable
     }
 
     /// `lstat(2)`, or nil when the path does not exist.

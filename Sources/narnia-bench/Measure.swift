@@ -29,6 +29,27 @@ enum Measure {
         return used() - start
     }
 
+    /// Core-seconds the whole machine spent busy and idle (iowait included) while `body` ran,
+    /// from /proc/stat: what the process's own CPU time leaves out (kernel threads writing
+    /// back, cores left waiting).
+    static func machineTime(_ body: () throws -> Void) rethrows -> (busy: Double, idle: Double) {
+        func sample() -> (busy: Double, idle: Double) {
+            guard let f = fopen("/proc/stat", "r") else { return (.nan, .nan) }
+            defer { fclose(f) }
+            var line = [CChar](repeating: 0, count: 512)
+            guard fgets(&line, Int32(line.count), f) != nil else { return (.nan, .nan) }
+            let ticks = String(nulTerminated: line).split(separator: " ").dropFirst().compactMap { Double($0) }
+            guard ticks.count >= 5 else { return (.nan, .nan) }
+            let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+            let idle = ticks[3] + ticks[4]
+            return ((ticks.prefix(8).reduce(0, +) - idle) / hz, idle / hz)
+        }
+        let start = sample()
+        try body()
+        let end = sample()
+        return (end.busy - start.busy, end.idle - start.idle)
+    }
+
     /// The median of `values` (the mean of the middle two for an even count).
     static func median(_ values: [Double]) -> Double {
         let s = values.sorted()

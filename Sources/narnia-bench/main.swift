@@ -103,8 +103,11 @@ func small(vaultDirectory: String, source: String) throws {
     let session = quietSession(vault)
     var r = Report()
     var cpu = 0.0
-    r.add("import_s", Measure.time { cpu = Measure.cpuTime { run(session, "import \(quoted(source))") } })
+    var machine = (busy: 0.0, idle: 0.0)
+    r.add("import_s", Measure.time { machine = Measure.machineTime { cpu = Measure.cpuTime { run(session, "import \(quoted(source))") } } })
     r.add("import_cpu_s", cpu)
+    r.add("import_machine_busy_s", machine.busy)
+    r.add("import_machine_idle_s", machine.idle)
     let content = treeBytes(source)
     let store = treeBytes(vaultDirectory)
     r.add("items", vault.itemCount)
@@ -153,7 +156,8 @@ func classifyAlone(source: String) throws {
     r.add("files", heads.count)
     r.add("cores", cores)
     var cpu = 0.0
-    r.add("classify_s", Measure.time { cpu = Measure.cpuTime {
+    var machine = (busy: 0.0, idle: 0.0)
+    r.add("classify_s", Measure.time { machine = Measure.machineTime { cpu = Measure.cpuTime {
         DispatchQueue.concurrentPerform(iterations: cores) { _ in
             guard let classifier = try? Classifier() else { fail("libmagic did not load") }
             while true {
@@ -162,8 +166,10 @@ func classifyAlone(source: String) throws {
                 _ = heads[i].withUnsafeBytes { classifier.classify($0) }
             }
         }
-    } })
+    } } })
     r.add("classify_cpu_s", cpu)
+    r.add("classify_machine_busy_s", machine.busy)
+    r.add("classify_machine_idle_s", machine.idle)
     r.print()
 }
 

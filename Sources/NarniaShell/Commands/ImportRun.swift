@@ -122,10 +122,19 @@ struct ImportRun: HostTreeVisitor {
                 return
             }
             progress?.begin(item: name)
-            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size,
-                                         source: { try age?.payload.read(into: $0, max: $1) ?? fd.readFully(into: $0, count: $1) },
-                                         classifyLater: session.classifyLater, observer: session.observer(progress: progress))
-            let original = Original(place: place, path: path, read: st, after: try fd.status(), bytesRead: age == nil ? item.size : nil)
+            // A short `readFully` has met the end: asking again would cost another read(2). A
+            // file that grows after that is imported as read (and, moved, kept as changed).
+            var atEnd = false
+            let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size, source: { buffer, count in
+                if let age { return try age.payload.read(into: buffer, max: count) }
+                if atEnd { return 0 }
+                let n = try fd.readFully(into: buffer, count: count)
+                atEnd = n < count
+                return n
+            }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
+            // Only `--move` compares the file after the read with the file before.
+            let original = Original(place: place, path: path, read: st, after: move ? try fd.status() : st,
+                                    bytesRead: age == nil ? item.size : nil)
             pendingOriginals.append((item.id, path, original))
             if let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
