@@ -13,8 +13,8 @@ The rules modelled (FORMAT.md section in brackets):
   stamp here is a global sequence number, with the UTC date of the command and the device that
   wrote it (for conflict names).
 - Registers ["Merging", the table]: an item exists from its `create`; its place (folder, name)
-  is the `create`/`move` with the greatest stamp; a file's content is the `create file`/`set
-  content` with the greatest stamp; removed items are the union of every `remove`; a setting is
+  is the `create`/`move` with the greatest stamp; a file's content is the `set content` with the
+  greatest stamp, else the `create file` with the greatest stamp; removed items are the union of every `remove`; a setting is
   the `set` with the greatest stamp; a device's name its `device name` with the greatest stamp;
   retired key files a union.
 - Cycles [rule 2]: while the places form cycles, the latest move in each cycle is skipped: the
@@ -229,7 +229,8 @@ def merge(records) -> View:
     """The vault that a device holding exactly `records` shows (FORMAT.md "Merging")."""
     created: dict[int, tuple[Stamp, str]] = {}
     place: dict[int, Place] = {}
-    content: dict[int, tuple[Stamp, Content]] = {}
+    # (is a `set content`, stamp): a change of a file wins over the content its creation gave.
+    content: dict[int, tuple[tuple[bool, Stamp], Content]] = {}
     removed: set[int] = set()
     settings: dict[str, tuple[Stamp, str]] = {}
     retired_keys: set[str] = set()
@@ -249,15 +250,15 @@ def merge(records) -> View:
                     created[i] = (s, "folder" if kind == "mkdir" else "file")
                 set_place(i, Place(s, parent, name, None, None))
                 if kind == "mkfile":
-                    if i not in content or content[i][0] < s:
-                        content[i] = (s, op[4])
+                    if i not in content or content[i][0] < (False, s):
+                        content[i] = ((False, s), op[4])
             elif kind == "move":
                 _, i, parent, name, fp, fn = op
                 set_place(i, Place(s, parent, name, fp, fn))
             elif kind == "setcontent":
                 _, i, c = op
-                if i not in content or content[i][0] < s:
-                    content[i] = (s, c)
+                if i not in content or content[i][0] < (True, s):
+                    content[i] = ((True, s), c)
             elif kind == "remove":
                 removed |= set(op[1])
             elif kind == "set":

@@ -16,12 +16,13 @@ public final class ImportBatch {
     private enum Staged {
         case folder(Item)
         case file(Item)
-        /// `cp -f` and repacking: the file keeps its identity, name and place.
-        case content(of: Item, ContentInfo, modified: Int64)
+        /// `cp -f` and repacking: the file keeps its identity, name and place. A repack's new
+        /// content keeps the stamp of the content it re-encrypts (`keeping`).
+        case content(of: Item, ContentInfo, modified: Int64, keeping: Stamp?)
 
         var id: Identifier {
             switch self {
-            case .folder(let item), .file(let item), .content(of: let item, _, _): return item.id
+            case .folder(let item), .file(let item), .content(of: let item, _, _, _): return item.id
             }
         }
     }
@@ -42,6 +43,9 @@ public final class ImportBatch {
     private var pendingTypes: [Identifier: () -> ContentType] = [:]
     /// Content bytes written since the batch began.
     public private(set) var stagedBytes: UInt64 = 0
+    /// For a repack: every object the batch writes gets an identifier greater than this one's
+    /// (see `rewriteContent`).
+    var objectsAfter: Identifier?
 
     init(vault: Vault) { self.vault = vault }
 
@@ -112,11 +116,27 @@ public final class ImportBatch {
     /// Stages the existing file `item` with the content `source` yields (its own, read back)
     /// re-encrypted under a fresh key, into a pack when small; name, place, times and type stay.
     /// For rewriting sparse packs (`Vault.repack`).
-    func rewriteContent(of item: Item, source: (UnsafeMutableRawPointer, Int) throws -> Int) throws {
+    ///
+    /// The new content keeps the stamp of the old (`stamp`), so that a change another device
+    /// made meanwhile, stamped later, still wins over this housekeeping; at that equal stamp
+    /// the merge keeps the value whose object identifier is greater (docs/FORMAT.md,
+    /// "Merging"), which `objectsAfter` makes the new one.
+    func rewriteContent(of item: Item, stamp: Stamp, source: (UnsafeMutableRawPointer, Int) throws -> Int) throws {
         guard let old = item.content else { return }
         let content = try seal(item.id, sizeHint: old.size, source: source, classifyLater: { _ in { (old.mime, old.kind) } }, observer: .none)
-        staged.append(.content(of: item, content, modified: item.modified))
+        staged.append(.content(of: item, content, modified: item.modified, keeping: stamp))
         releasedContents.append(old)
+    }
+
+    /// A fresh identifier for an object this batch writes, greater than `objectsAfter` when
+    /// set (the random part comes first: a few draws find one).
+    private func newObjectID() throws -> Identifier {
+        guard let floor = objectsAfter else { return vault.tags.newObject() }
+        for _ in 0..<256 {
+            let id = vault.tags.newObject()
+            if id.hex > floor.hex { return id }
+        }
+        throw VaultError.refused("no object identifier orders after \(floor.hex)")
     }
 
     /// Encrypts what `source` yields as the content of item `id` (into a pack when `sizeHint`
@@ -131,7 +151,7 @@ public final class ImportBatch {
         let offset: Int64, size: UInt64
         do {
             pack = try sizeHint.map { $0 <= OpenPack.largestMember } == true ? packForNextFile() : nil
-            (objectID, offset) = (pack?.objectID ?? vault.tags.newObject(), pack?.length ?? 0)
+            (objectID, offset) = (try pack?.objectID ?? newObjectID(), pack?.length ?? 0)
             slot = try vault.keys.addRandom()
             size = try vault.keys.withKey(slot!) { key in
                 try writeContent(into: pack, objectID: objectID, at: offset, key: key, source: source,
@@ -175,7 +195,7 @@ public final class ImportBatch {
     /// The pack the next small file goes into: the batch's current one, or a new one.
     private func packForNextFile() throws -> OpenPack {
         if let pack = packs.last, pack.accepting { return pack }
-        let pack = try OpenPack(layout: vault.layout, objectID: vault.tags.newObject())
+        let pack = try OpenPack(layout: vault.layout, objectID: try newObjectID())
         packs.append(pack)
         stagedObjects.append(pack.objectID)
         vault.inventory.files[pack.objectID] = StoreInventory.Entry(main: vault.layout.shardName(for: pack.objectID) + "/" + pack.objectID.hex)
@@ -192,7 +212,7 @@ public final class ImportBatch {
               item.parent == old.parent, let content = item.content else {
             throw VaultError.refused("nothing staged to take the name")
         }
-        staged[index] = .content(of: old, content, modified: item.modified)
+        staged[index] = .content(of: old, content, modified: item.modified, keeping: nil)
         reservedNames[item.parent]?.remove(item.name)
         if let type = pendingTypes.removeValue(forKey: id) { pendingTypes[victim] = type }
         if let oldContent = old.content { releasedContents.append(oldContent) }
@@ -218,6 +238,9 @@ public final class ImportBatch {
             return c
         }
         var ops: [Operation] = []
+        /// Content values under stamps of their own, which go last (a `stamp` operation sets the
+        /// stamp of every operation after it in the record).
+        var stampedOps: [Operation] = []
         var done: [Item] = []
         for change in staged {
             switch change {
@@ -229,14 +252,15 @@ public final class ImportBatch {
                 ops.append(.createFile(id: item.id, place: Place(parent: item.parent, name: item.name), created: item.created,
                                        modified: item.modified, content: item.content!))
                 done.append(item)
-            case .content(of: var item, let content, let modified):
+            case .content(of: var item, let content, let modified, let stamp):
                 item.content = finished(content, of: item.id)
                 item.modified = modified
-                ops.append(.setContent(id: item.id, modified: modified, content: item.content!))
+                let op = Operation.setContent(id: item.id, modified: modified, content: item.content!)
+                if let stamp { stampedOps += [.stamp(stamp), op] } else { ops.append(op) }
                 done.append(item)
             }
         }
-        ops += vault.retirements(freeing: releasedContents)
+        ops += vault.retirements(freeing: releasedContents) + stampedOps
         let shown = done
         try vault.commit(ops, view: .change { view in
             for item in shown {
@@ -298,6 +322,7 @@ public final class ImportBatch {
         keyHold = nil
         pendingTypes.removeAll()
         stagedBytes = 0
+        objectsAfter = nil
     }
 }
 

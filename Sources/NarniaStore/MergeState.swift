@@ -27,6 +27,8 @@ struct MergeState {
         var content: ContentInfo?
         var contentModified: Int64 = 0
         var contentStamp = Stamp(wall: .min, counter: 0, device: .root)
+        /// True while the content is the one a `create file` gave, which any `set content` beats.
+        var contentIsInitial = false
         /// Which of the values this device's own journals hold (what its compaction keeps).
         var creationIsOwn = false, placeIsOwn = false, contentIsOwn = false
 
@@ -107,11 +109,11 @@ struct MergeState {
         case .createFile(let id, let place, let created, let modified, let content):
             create(id, Creation(isFolder: false, created: created, modified: modified, stamp: stamp), own: own)
             setPlace(id, place, from: nil, stamp: stamp, own: own)
-            try setContent(id, content, modified: modified, stamp: stamp, key: key, own: own)
+            try setContent(id, content, modified: modified, stamp: stamp, initial: true, key: key, own: own)
         case .move(let id, let place, let from):
             setPlace(id, place, from: from, stamp: stamp, own: own)
         case .setContent(let id, let modified, let content):
-            try setContent(id, content, modified: modified, stamp: stamp, key: key, own: own)
+            try setContent(id, content, modified: modified, stamp: stamp, initial: false, key: key, own: own)
         case .remove(let ids):
             for id in ids { remove(id) }
             if own { ownTombstones.formUnion(ids) }
@@ -212,8 +214,13 @@ struct MergeState {
     /// Sets a content register. A replayed value brings its key (`key`), copied in only when
     /// it wins; a value this device just wrote brings the slot it holds, which the state takes
     /// over, or wipes when the value does not win.
+    ///
+    /// A `set content` (`initial` false) wins over the content a `create file` gave whatever
+    /// their stamps: only items with derived identifiers (adopted drops) are created twice, and
+    /// a change made after one creation must not lose to the other. Otherwise the greater
+    /// stamp wins.
     private mutating func setContent(_ id: Identifier, _ content: ContentInfo, modified: Int64, stamp: Stamp,
-                                     key: ArraySlice<UInt8>?, own: Bool) throws {
+                                     initial: Bool, key: ArraySlice<UInt8>?, own: Bool) throws {
         referencedObjects.insert(content.objectID)
         let tombstoned = tombstones.contains(id)
         let keys = self.keys
@@ -230,15 +237,21 @@ struct MergeState {
             if let old = record.content {
                 if old.objectID == content.objectID && record.contentStamp == stamp {
                     if own { record.contentIsOwn = true }
+                    if !initial { record.contentIsInitial = false }
                     return .none
                 }
-                guard Self.wins(stamp, content.objectID.hex, over: record.contentStamp, old.objectID.hex) else { return .none }
+                if initial != record.contentIsInitial {
+                    guard !initial else { return .none }
+                } else {
+                    guard Self.wins(stamp, content.objectID.hex, over: record.contentStamp, old.objectID.hex) else { return .none }
+                }
             }
             if let key { content.keySlot = try key.withUnsafeBytes { try keys.add($0) } }
             let replaced = record.content
             record.content = content
             record.contentModified = modified
             record.contentStamp = stamp
+            record.contentIsInitial = initial
             record.contentIsOwn = own
             return .some(replaced)
         }
@@ -315,9 +328,22 @@ struct MergeState {
         waitingDevices.allSatisfy { $0.value.lastKnowledge.covers(knowledge) }
     }
 
-    /// True when `file` is retired and every device has acknowledged one of its retirements.
+    /// True when `file` is retired and no item's content is in it (see `isInUse`).
+    func isRetired(_ file: RetiredFile) -> Bool {
+        retired[file] != nil && !isInUse(file)
+    }
+
+    /// True when `file` is retired, no item's content is in it, and every device has
+    /// acknowledged one of its retirements.
     func mayDelete(_ file: RetiredFile) -> Bool {
-        retired[file]?.contains { everyDeviceHasRead($0) } ?? false
+        !isInUse(file) && (retired[file]?.contains { everyDeviceHasRead($0) } ?? false)
+    }
+
+    /// True for an object that holds an item's content after the merge, retired or not: a
+    /// device that retired it may not have known every record that names it again (two
+    /// devices adopting one drop, one of them replacing it at once), and it is needed.
+    func isInUse(_ file: RetiredFile) -> Bool {
+        file.kind == .object && objectUses[file.id] != nil
     }
 }
 

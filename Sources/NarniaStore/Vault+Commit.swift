@@ -177,8 +177,7 @@ extension Vault {
                     for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
                     continue
                 }
-                // Never the last key file that opens the vault here.
-                guard !liveKeyFiles.isEmpty, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
+                guard mayDeleteKeyFiles, let entry = inventory.keyFiles.removeValue(forKey: file.id) else { continue }
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
             }
         }
@@ -186,10 +185,30 @@ extension Vault {
 
     // MARK: Key files
 
-    /// The key files present that are not retired.
+    /// The key files present that are not retired and have a key file's length, under their
+    /// name or a sync engine's copy of it: one still arriving in place, or cut short, is not
+    /// counted, since it may never open anything.
     var liveKeyFiles: [Identifier] {
-        inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }
+        inventory.keyFiles.compactMap { id, entry in
+            guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, wholeKeyFilePath(entry) != nil else { return nil }
+            return id
+        }
     }
+
+    /// The first of a key file's paths (its name, then its copies) that holds a regular file of
+    /// a key file's length.
+    func wholeKeyFilePath(_ entry: StoreInventory.Entry) -> String? {
+        entry.all.first { name in
+            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile else { return false }
+            return KeyFile.masterCount(ofLength: Int(st.st_size)) != nil
+        }
+    }
+
+    /// True when a retired key file may go from this copy: never the last one that opens the
+    /// vault, so only while a live key file is present (docs/FORMAT.md, "Key files"). A
+    /// `passwd` cut short after its retirement, or a retirement that arrived before the key
+    /// file replacing it, leaves the retired one as the only way in.
+    var mayDeleteKeyFiles: Bool { !liveKeyFiles.isEmpty }
 
     /// Writes the key file `id` wrapping the master keys under `kek`. It appears whole or not
     /// at all (`WholeFile`).

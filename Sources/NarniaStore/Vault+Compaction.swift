@@ -67,7 +67,8 @@ extension MergeState {
             if record.placeIsOwn && !(record.creationIsOwn && record.placeStamp == creation.stamp) {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
-            if record.contentIsOwn, let content = record.content, !(record.creationIsOwn && record.contentStamp == creation.stamp) {
+            if record.contentIsOwn, let content = record.content,
+               !(record.creationIsOwn && record.contentStamp == creation.stamp && record.contentIsInitial) {
                 add(.setContent(id: id, modified: record.contentModified, content: content), record.contentStamp,
                     size: 120 + content.mime.utf8.count)
             }

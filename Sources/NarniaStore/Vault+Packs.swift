@@ -19,17 +19,20 @@ extension Vault {
     }
 
     /// Re-encrypts the items still in `packs`, each under a fresh key, into new packs in one
-    /// batch (durable, then one journal record that gives each item its new content and
-    /// retires the old packs). The items keep their identity, names, places, times and types;
+    /// batch (durable, then one journal record that gives each item its new content, under the
+    /// stamp of the content it replaces, and retires the old packs): housekeeping that never
+    /// wins over a change made elsewhere meanwhile. The items keep their identity, names, places, times and types;
     /// their cached thumbnails go (they are made again when next shown). On failure nothing
     /// changes but leftovers that the next open removes.
     func repack(_ packs: Set<Identifier>) throws {
         let live = view.items.values.filter { $0.content.map { packs.contains($0.objectID) } ?? false }
         let batch = ImportBatch.begin(in: self)
+        batch.objectsAfter = packs.max { $0.hex < $1.hex }
         do {
             for item in live {
+                guard let stamp = state.items[item.id]?.contentStamp else { continue }
                 let plaintext = try PlaintextSource(path: objectPath(of: item.content!), content: item.content!, keys: keys)
-                try batch.rewriteContent(of: item) { try plaintext.read(into: $0, max: $1) }
+                try batch.rewriteContent(of: item, stamp: stamp) { try plaintext.read(into: $0, max: $1) }
             }
             try batch.commit()
         } catch {

@@ -50,14 +50,27 @@ extension Vault {
         file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
-    /// True when the file is retired: it must not be copied to a side that lacks it.
+    /// True when the file is retired: it must not be copied to a side that lacks it. A retired
+    /// key file is still copied while no live one is present here: it is the only way in.
     public func isRetired(_ file: SyncFile) -> Bool {
-        state.retired[retiredFile(file)] != nil
+        state.isRetired(retiredFile(file)) && (file.kind != .keyFile || mayDeleteKeyFiles)
     }
 
-    /// True when the file is retired and every device has heard: it is deleted on both sides.
+    /// True when the file is retired and every device has heard: it is deleted here (and on
+    /// the remote, where a key file also needs `remoteKeepsAKeyFile`). A key file only while a
+    /// live one is present here.
     public func mayDelete(_ file: SyncFile) -> Bool {
-        state.mayDelete(retiredFile(file))
+        state.mayDelete(retiredFile(file)) && (file.kind != .keyFile || mayDeleteKeyFiles)
+    }
+
+    /// True when the remote, whose files and sizes are `there`, holds a live key file of this
+    /// copy whole (or will, once `sending` is sent): only then may a retired key file go there.
+    public func remoteKeepsAKeyFile(_ there: [String: Int64], sending: [SyncFile]) -> Bool {
+        liveKeyFiles.contains { id in
+            guard let entry = inventory.keyFiles[id], let path = wholeKeyFilePath(entry),
+                  let st = try? FileSystem.lstatIfExists(layout.root + "/" + path) else { return false }
+            return entry.all.contains { name in there[name] == Int64(st.st_size) || sending.contains { $0.path == name } }
+        }
     }
 
     private func retiredFile(_ file: SyncFile) -> RetiredFile {

@@ -262,7 +262,13 @@ public final class Vault {
                 vault.deleteRetiredFiles()
                 throw VaultError.wrongPassphrase
             }
-            vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
+            // Only this device retired key files: the one missing is the one its passwd never wrote.
+            let retiredKeyFiles = vault.state.retired.keys.filter { $0.kind == .keyFile }
+            if retiredKeyFiles.allSatisfy({ vault.state.ownRetired[$0] != nil }) {
+                vault.warnings.append("a change of passphrase on this device did not finish (interrupted, or the disk was full): its new key file was never written, and the old passphrase still opens the vault; run 'passwd' again")
+            } else {
+                vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
+            }
         }
         if !opened.contains(where: { $0.contents.masters.holds(all: masters) }) {
             if adopted.allSatisfy(\.samePassphrase) {

@@ -52,6 +52,11 @@ struct SyncPlan {
             if vault.mayDelete(file) { plan.deleteThere.append(file); continue }
             if !vault.isRetired(file) { plan.fetch(file, size) }
         }
+        // The last key file is never deleted (docs/FORMAT.md, "Key files"): on the remote, a
+        // retired one goes only once a live one is there whole, or is being sent before it.
+        if !vault.remoteKeepsAKeyFile(there, sending: plan.sendFirst) {
+            plan.deleteThere.removeAll { $0.kind == .keyFile }
+        }
         // Objects and key files before the journals that name them, both ways.
         plan.fetch.sort { ($0.kind == .journal ? 1 : 0, $0.path) < ($1.kind == .journal ? 1 : 0, $1.path) }
         return plan

@@ -1,0 +1,140 @@
+"""Housekeeping never costs a device its change, and a vault always keeps a way in.
+
+Three losses an independent review found (2026-12-02), as regression tests:
+
+1. A `passwd` cut short after its retirement record (or a retirement that arrived before the key
+   file replacing it) left the retired key file as the only way in, and the next `sync` deleted
+   it here and on the remote: nothing could open the vault again, exit 0.
+2. Two devices adopted one drop; one replaced it at once (`cp -f`). The other's later adoption
+   won the merge, the drop object was deleted anyway (it was retired) and the replacement too
+   (it had lost): neither version survived.
+3. A repack (housekeeping after an `rm` of other files in a pack) stamped the content it
+   re-encrypted anew, so it beat another device's earlier `cp -f` of a file in that pack, whose
+   new content was then deleted everywhere, `verify` "all intact".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from harness import Narnia, q
+from test_devices import device
+
+
+def carry(src: Path, dst: Path, only=lambda rel: True):
+    """A grow-only sync engine: copies every file `dst` lacks, or holds shorter, from `src`."""
+    for p in sorted(src.rglob("*")):
+        rel = p.relative_to(src)
+        if p.is_file() and only(rel):
+            target = dst / rel
+            if not target.exists() or target.stat().st_size < p.stat().st_size:
+                target.parent.mkdir(exist_ok=True)
+                shutil.copy2(p, target)
+
+
+def key_files(store: Path) -> set[str]:
+    """The store's top-level key-file names that are not the inbox key (72 bytes)."""
+    return {p.name for p in store.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size != 72}
+
+
+def test_sync_never_deletes_the_last_key_file_of_a_passphrase_change_not_here_yet(narnia, host, tmp_path):
+    narnia.init()
+    (host / "a.txt").write_text("kept\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}")
+    other = device(narnia, tmp_path / "laptop")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    old_keys = key_files(other.vault)
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('a new passphrase')))}")
+    # The laptop gets the retirement (the journals), not yet the new key file.
+    carry(narnia.vault, other.vault, only=lambda rel: len(rel.parts) == 2)
+    r = other.ok(f"sync {q(str(remote))}")
+    assert "the new key file is not here" in r.err, r.describe()
+    assert key_files(other.vault) == old_keys, "the only key file here was deleted" + r.describe()
+    assert key_files(remote) == old_keys, "the remote's only key file was deleted" + r.describe()
+    assert other.ok("cat /a.txt").out == "kept\n"
+    assert other.ok("cat /a.txt", vault=remote).out == "kept\n"
+    # Once the new key file is here, the old one goes on both sides, after the new one is sent.
+    carry(narnia.vault, other.vault)
+    other.ok(f"sync {q(str(remote))}", passphrase="a new passphrase")
+    assert other.ok("cat /a.txt", vault=remote, passphrase="a new passphrase").out == "kept\n"
+    assert not key_files(remote) & old_keys
+    assert other.c("ls", vault=remote).rc == 3
+
+
+def test_a_passwd_cut_short_keeps_the_old_passphrase_and_says_to_run_it_again(narnia, host, tmp_path):
+    """The state a kill between passwd's two steps leaves, made by hand: the retirement of the
+    old key file recorded, the new key file never written."""
+    narnia.init()
+    (host / "a.txt").write_text("kept\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}")
+    saved = tmp_path / "saved-keys"
+    saved.mkdir()
+    for name in key_files(narnia.vault):
+        shutil.copy2(narnia.vault / name, saved / name)
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('never written')))}")
+    for name in key_files(narnia.vault):
+        os.unlink(narnia.vault / name)
+    for p in saved.iterdir():
+        shutil.copy2(p, narnia.vault / p.name)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert "did not finish" in r.err and "run 'passwd' again" in r.err, r.describe()
+    assert key_files(narnia.vault) == {p.name for p in saved.iterdir()}, "the only key file was deleted" + r.describe()
+    assert narnia.ok("cat /a.txt", vault=remote).out == "kept\n"
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('second try')))}")
+    assert narnia.ok("cat /a.txt", passphrase="second try").out == "kept\n"
+    assert narnia.c("ls").rc == 3
+
+
+def test_a_drop_two_devices_adopt_keeps_the_replacement_made_on_one(narnia, host, tmp_path):
+    narnia.init()
+    other = device(narnia, tmp_path / "laptop")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    carry(narnia.vault, other.vault)
+    (host / "d.txt").write_text("dropped content\n")
+    (host / "new.txt").write_text("the replacement\n")
+    r = narnia("drop", host / "d.txt", passphrase=None)
+    assert r.rc == 0, r.describe()
+    carry(narnia.vault, other.vault)
+    narnia.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /Inbox/d.txt")
+    time.sleep(0.05)
+    assert other.ok("cat /Inbox/d.txt").out == "dropped content\n"   # adopted later, on the laptop
+    for _ in range(2):
+        carry(narnia.vault, other.vault)
+        carry(other.vault, narnia.vault)
+        narnia.ok("ls")
+        other.ok("ls")
+    for d in (narnia, other):
+        assert d.ok("cat /Inbox/d.txt").out == "the replacement\n"
+        d.ok("verify")
+
+
+def test_a_repack_never_wins_over_a_change_made_elsewhere(narnia, host, tmp_path):
+    narnia.init()
+    folder = host / "s"
+    folder.mkdir()
+    for i in range(1, 5):
+        (folder / f"x{i}").write_bytes(os.urandom(600_000))
+    narnia.ok(f"import {q(str(folder))}")       # one pack of 2.4 MB
+    other = device(narnia, tmp_path / "laptop")
+    (host / "new.txt").write_text("the laptop's version of x1\n")
+    other.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /s/x1; rm /new.txt")
+    time.sleep(0.05)
+    narnia.ok("rm /s/x2 /s/x3 /s/x4")           # the pack is mostly dead now: x1 is repacked
+    for _ in range(2):
+        carry(narnia.vault, other.vault)
+        carry(other.vault, narnia.vault)
+        narnia.ok("ls")
+        other.ok("ls")
+    for d in (narnia, other):
+        assert d.ok("cat /s/x1").out == "the laptop's version of x1\n"
+        assert d.ok("ls /s").out == "x1\n"
+        d.ok("verify")
