@@ -542,3 +542,21 @@ def test_the_wardrobe_prompt_follows_the_vault_prompts_colour_rule(vault, spawn,
     p.expect(re.compile(r"wardrobe(\x1b\[0m)?> "))
     shown = p.output.decode("utf-8", "replace")
     assert ("\x1b[1;33mwardrobe\x1b[0m> " in shown) == coloured, shown[-200:]
+
+
+def test_a_closet_files_fields_never_drive_the_terminal(narnia, spawn):
+    """The closet file is the user's, but what it holds is shown through the one escaping
+    function all the same: a season, a date, a typed name."""
+    path = closet_path(narnia)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    garment = {"name": "shirt", "colour": "blue", "season": "summer\x1b]0;PWNED\x07",
+               "notes": "", "added": "2024-01-01\x1b[2J"}
+    path.write_text(json.dumps({"version": 1, "tabs": {"Tops": [garment]}}))
+    p = spawn()
+    p.expect(PROMPT)
+    p.command("ls -l Tops")
+    p.command("open Tops/shirt")
+    p.command("open nosuch\x16\x1b[35mM")
+    p.sendline("exit")
+    p.wait()
+    assert b"\x1b]0;PWNED" not in p.output and b"2024-01-01\x1b[2J" not in p.output and b"\x1b[35mM" not in p.output

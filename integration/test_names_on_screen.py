@@ -116,3 +116,33 @@ def test_json_stays_exact(narnia, host):
     assert set(HOSTILE) <= names
     raw = narnia.ok("ls --json /evil").outb
     assert RAW.search(raw) is None, "JSON escapes every control and bidirectional character"
+
+
+def test_a_name_with_a_line_feed_cannot_forge_a_message_line(narnia, host):
+    """Diagnostics are one line: a line feed in a name put into one raw (here `lcd` and
+    `mv … into itself`, and the launcher's "a store already exists") shows as `\\x0a`."""
+    narnia.init()
+    forged = "fold\nnarnia: note: all items verified"
+    (host / forged).mkdir()
+    (host / forged / "f").write_text("x\n")
+    narnia.ok(f"mkdir /h; cd /h; import {q(str(host))}/fold*; cd /h/fold*; mkdir inner")
+    for command in (f"lcd {q(str(host))}/fold*/f", "mv /h/fold* /h/fold*/inner"):
+        r = narnia.c(command)
+        assert r.rc == 1, r.describe()
+        assert not any(l.startswith("narnia: note: all items verified") for l in r.err_lines), r.describe()
+        assert sum("\\x0a" in l for l in r.err_lines) == 1, r.describe()
+    store = host / "vault\nnarnia: note: ok"
+    narnia("init", vault=store)
+    r = narnia("init", vault=store)
+    assert r.rc != 0 and len(r.err_lines) == 1 and "\\x0a" in r.err, r.describe()
+
+
+def test_the_first_run_screen_never_shows_the_store_path_raw(narnia, host):
+    env = dict(narnia.env, TERM="xterm")
+    t = Terminal([str(narnia.binary), "--vault", str(host / "fr\x1b]0;PWNED\x07\x1b[31mRED")], env, narnia.workdir)
+    try:
+        t.expect("New passphrase: ", timeout=15)
+        assert b"\x1b]0;PWNED" not in t.output and b"\x1b[31mRED" not in t.output, t.output
+        assert b"fr?]0;PWNED??[31mRED" in t.output, t.output
+    finally:
+        t.close()

@@ -324,14 +324,15 @@ def test_pager_is_less_hardened_and_fed_on_stdin(vault, media, tmp_path):
     bindir, rec = tmp_path / "fakebin", tmp_path / "rec"
     rec.mkdir()
     fake_bin(bindir, "less", 'n=$(ls "$FAKE_DIR" | wc -l)\n'
-             'printf "%s|%s|%s|%s\\n" "$*" "$LESSSECURE" "$LESSHISTFILE" "${LESSOPEN-unset}" > "$FAKE_DIR/$n.args"\n'
+             'printf "%s|%s|%s|%s|%s\\n" "$*" "$LESSSECURE" "$LESSHISTFILE" "${LESSOPEN-unset}" "${LESS-unset}" > "$FAKE_DIR/$n.args"\n'
              'cat > "$FAKE_DIR/$n.in"\n')
-    env = colour_env(vault, PATH=f"{bindir}:{vault.env['PATH']}", FAKE_DIR=str(rec), LESSOPEN="|cat %s")
+    env = colour_env(vault, PATH=f"{bindir}:{vault.env['PATH']}", FAKE_DIR=str(rec), LESSOPEN="|cat %s", LESS="-R")
     run = PtyRun(vault, ["-c", "open notes.txt; open paper.pdf"], env)
     assert run.finish() == 0, run.text
-    assert (rec / "0.args").read_text().strip() == "-R|1|-|unset"
+    # No -R, and the user's LESS dropped: less shows a file's escape sequences as text.
+    assert (rec / "0.args").read_text().strip() == "|1|-|unset|unset"
     assert (rec / "0.in").read_bytes() == (media / "notes.txt").read_bytes()
-    assert (rec / "2.args").read_text().strip() == "-R|1|-|unset"
+    assert (rec / "2.args").read_text().strip() == "|1|-|unset|unset"
     assert "Quarterly report of the lamp-post" in (rec / "2.in").read_text()
 
 

@@ -95,12 +95,14 @@ public final class Wardrobe {
         return ok
     }
 
+    /// Every line the Wardrobe writes goes through `shownText`: a garment's fields, what was
+    /// typed and the closet file's path cannot drive the terminal.
     private func fail(_ command: String, _ e: CommandFailure) {
-        console.writeError("wardrobe: error: \(command): \(e.message)\n")
-        if let hint = e.hint { console.writeError("wardrobe: hint: \(hint)\n") }
+        console.writeError(shownText("wardrobe: error: \(command): \(e.message)", onTerminal: console.isTerminal, allowingLineBreaks: false) + "\n")
+        if let hint = e.hint { console.writeError(shownText("wardrobe: hint: \(hint)", onTerminal: console.isTerminal, allowingLineBreaks: false) + "\n") }
     }
 
-    func line(_ text: String) { console.write(text + "\n") }
+    func line(_ text: String) { console.write(shownText(text, onTerminal: console.isTerminal, allowingLineBreaks: true) + "\n") }
 
     private func save() throws {
         try file?.save(closet)

@@ -57,6 +57,25 @@ public func shownName(_ text: String, onTerminal: Bool) -> String {
     onTerminal ? terminalSafe(text) : scriptSafe(text)
 }
 
+/// A line of text (a message, a listing) as it may be written: no character that could drive a
+/// terminal goes out as it is — on a terminal it shows as `?` (`terminalSafe`), elsewhere as
+/// `\xHH` (`escapingUnsafe`, backslashes not doubled). Line feeds and tabs are kept only when
+/// `allowingLineBreaks` (a listing of several lines); a diagnostic is one line, so that a name
+/// put into it raw cannot start a line that imitates another message.
+public func shownText(_ text: String, onTerminal: Bool, allowingLineBreaks: Bool) -> String {
+    guard mayHoldUnsafe(text, orBackslash: false, allowingLineBreaks: allowingLineBreaks),
+          text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && !(allowingLineBreaks && ($0 == "\n" || $0 == "\t")) }) else {
+        return text
+    }
+    func safe(_ part: Substring) -> String {
+        onTerminal ? terminalSafe(String(part)) : escapingUnsafe(String(part), doublingBackslashes: false)
+    }
+    guard allowingLineBreaks else { return safe(text[...]) }
+    return text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+        line.split(separator: "\t", omittingEmptySubsequences: false).map(safe).joined(separator: "\t")
+    }.joined(separator: "\n")
+}
+
 /// False when `text` is printable ASCII with no character `isUnsafeOnTerminal` names (and no
 /// backslash, with `orBackslash`; line feeds and tabs pass with `allowingLineBreaks`): the
 /// common case, decided on the UTF-8 bytes without decoding. True means "look closer".

@@ -30,17 +30,15 @@ public final class Output {
     /// Names in it should already be in `name(_:)`'s form. Text that carries this program's own
     /// terminal styling goes through `styledLine` instead.
     public func line(_ text: String) {
-        if mayHoldUnsafe(text, orBackslash: false, allowingLineBreaks: true),
-           text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && $0 != "\n" && $0 != "\t" }) {
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-                line.split(separator: "\t", omittingEmptySubsequences: false)
-                    .map { isTerminal ? terminalSafe(String($0)) : escapingUnsafe(String($0), doublingBackslashes: false) }
-                    .joined(separator: "\t")
-            }
-            write(lines.joined(separator: "\n"))
-        } else {
-            write(text)
-        }
+        write(shownText(text, onTerminal: isTerminal, allowingLineBreaks: true))
+        write("\n")
+    }
+
+    /// Appends a diagnostic (an error, warning, note or hint): one line, so a line feed or tab
+    /// in it — from a name put in raw — is shown like any other control character (`?` on a
+    /// terminal, `\xHH` elsewhere) and cannot start a line that imitates another message.
+    public func messageLine(_ text: String) {
+        write(shownText(text, onTerminal: isTerminal, allowingLineBreaks: false))
         write("\n")
     }
 

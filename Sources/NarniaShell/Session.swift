@@ -78,8 +78,8 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
     public func error(_ command: String, _ message: String, hint: String? = nil) {
         out.flush()
-        err.line("narnia: error: \(located)\(command): \(message)")
-        if let hint { err.line("narnia: hint: \(hint)") }
+        err.messageLine("narnia: error: \(located)\(command): \(message)")
+        if let hint { err.messageLine("narnia: hint: \(hint)") }
         err.flush()
     }
 
@@ -91,14 +91,14 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: warning: CMD: MESSAGE` on stderr.
     public func warning(_ command: String, _ message: String) {
         out.flush()
-        err.line("narnia: warning: \(located)\(command): \(message)")
+        err.messageLine("narnia: warning: \(located)\(command): \(message)")
         err.flush()
     }
 
     /// Prints `narnia: note: CMD: MESSAGE` on stderr: worth knowing, not a fault.
     public func note(_ command: String, _ message: String) {
         out.flush()
-        err.line("narnia: note: \(located)\(command): \(message)")
+        err.messageLine("narnia: note: \(located)\(command): \(message)")
         err.flush()
     }
 

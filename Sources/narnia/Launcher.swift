@@ -11,12 +11,12 @@ struct Launcher {
     static let version = "0.1.0"
     let options: Options
 
-    /// Writes a line on standard error as every line there goes (`Output.line`): what the
-    /// store or the user's paths put in it cannot drive the terminal.
+    /// Writes a message on standard error as every message there goes (`Output.messageLine`):
+    /// what the store or the user's paths put in it cannot drive the terminal or break the line.
     static func say(_ line: String) {
         fflush(StandardStream.error)
         let err = Output(fd: 2)
-        err.line(line)
+        err.messageLine(line)
         err.flush()
     }
 
@@ -200,7 +200,9 @@ struct Launcher {
     /// straight into the vault shell. An empty answer skips set-up and opens the Wardrobe.
     /// Either way the closet file is created, so that every later start shows the Wardrobe.
     func firstRun() -> Int32 {
-        print("Nothing is stored here yet. Set up a private store at \(storeDirectory)?")
+        let out = Output(fd: 1)
+        out.line("Nothing is stored here yet. Set up a private store at \(out.name(storeDirectory))?")
+        out.flush()
         print("Choose a passphrase: it is the only way in, and it cannot be recovered.")
         print("(Press Enter without typing anything to skip; 'narnia init' sets up later.)")
         let secret: Secret
@@ -243,7 +245,9 @@ struct Launcher {
         var closet = Closet()
         do { closet = try file.load() } catch let e as CommandFailure {
             let aside = file.setAside()
-            fputs("wardrobe: warning: \(e.message); starting with an empty closet" + (aside.map { " (the old file is kept as \($0))" } ?? "") + "\n", StandardStream.error)
+            let err = Output(fd: 2)
+            err.messageLine("wardrobe: warning: \(e.message); starting with an empty closet" + (aside.map { " (the old file is kept as \(err.name($0)))" } ?? ""))
+            err.flush()
         } catch {}
         let wardrobe = Wardrobe(closet: closet, file: file, console: TerminalConsole())
         let door = DoorState()

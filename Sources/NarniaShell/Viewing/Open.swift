@@ -118,9 +118,10 @@ enum Viewing {
 
     // MARK: The pager
 
-    /// Runs `produce` into the pager (`less -R`, hardened) on a terminal, or straight into
-    /// standard output otherwise. Without `less` on a terminal, control characters are
-    /// neutralised before they reach it.
+    /// Runs `produce` into the pager (`less`, hardened, without `-R`: it shows a file's escape
+    /// sequences, colours and hyperlinks included, as `^[` text rather than passing them to the
+    /// terminal) on a terminal, or straight into standard output otherwise. Without `less` on a
+    /// terminal, control characters are neutralised before they reach it.
     static func page(_ s: Session, produce: (Int32) throws -> Void) throws {
         s.out.flush()
         guard s.out.isTerminal else {
@@ -129,7 +130,7 @@ enum Viewing {
         }
         let pipe = try Pipe()
         let job = Job()
-        var pager = ChildCommand(["less", "-R"])
+        var pager = ChildCommand(["less"])
         pager.environment = pagerEnvironment
         pager.standardInput = pipe.readEnd
         do {
@@ -147,10 +148,11 @@ enum Viewing {
         try ignoringReaderGone { try produce(pipe.writeEnd) }
     }
 
-    /// `LESSSECURE=1` (no shell escapes, no editing, no log files), no history file, and no
-    /// input preprocessor that could write a temporary copy.
+    /// `LESSSECURE=1` (no shell escapes, no editing, no log files), no history file, no input
+    /// preprocessor that could write a temporary copy, and no `LESS` options (a `-R` there
+    /// would pass the file's escape sequences to the terminal).
     static let pagerEnvironment: [String: String?] = [
-        "LESSSECURE": "1", "LESSHISTFILE": "-", "LESSOPEN": nil, "LESSCLOSE": nil, "LESSKEYIN": nil,
+        "LESSSECURE": "1", "LESSHISTFILE": "-", "LESSOPEN": nil, "LESSCLOSE": nil, "LESSKEYIN": nil, "LESS": nil,
         "LESSKEY": nil, "LESSEDIT": nil, "VISUAL": nil, "EDITOR": nil,
     ]
 
