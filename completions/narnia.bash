@@ -42,7 +42,7 @@ _narnia()
         if [[ $word == drop ]]; then
             # `drop` takes host files (or - NAME) and its own flags; no passphrase.
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(IFS=' ' compgen -W "-v -q --show-key --help -" -- "$cur"))
+                COMPREPLY=($(IFS=' ' compgen -W "-v -q --show-key -h --help -" -- "$cur"))
             else
                 compopt -o filenames 2>/dev/null
                 COMPREPLY=($(compgen -f -- "$cur"))
@@ -55,7 +55,7 @@ _narnia()
             -c | -b) mode=1; ((i++)) ;;
             --keep-going) keep=1 ;;
             -v | --verbose) verbose=1 ;;
-            --version | --help) done=1 ;;
+            --version | --help | -h) done=1 ;;
             init | enter) mode=1 ;;
         esac
     done
@@ -68,7 +68,7 @@ _narnia()
         [[ -z $keep ]] && opts+=" --keep-going"
         [[ -z $verbose ]] && opts+=" -v --verbose"
         [[ -z $mode ]] && opts+=" -c -b"
-        ((COMP_CWORD == 1)) && opts+=" --version --help"
+        ((COMP_CWORD == 1)) && opts+=" --version --help -h"
         COMPREPLY=($(IFS=' ' compgen -W "$opts" -- "$cur"))
     elif [[ -z $mode ]]; then
         COMPREPLY=($(IFS=' ' compgen -W "init enter drop" -- "$cur"))
