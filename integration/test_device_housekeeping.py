@@ -35,6 +35,15 @@ def carry(src: Path, dst: Path, only=lambda rel: True):
                 shutil.copy2(p, target)
 
 
+def exchange(a: Narnia, b: Narnia):
+    """Two rounds of carrying each device's files to the other, each device opening after."""
+    for _ in range(2):
+        carry(a.vault, b.vault)
+        carry(b.vault, a.vault)
+        a.ok("ls")
+        b.ok("ls")
+
+
 def key_files(store: Path) -> set[str]:
     """The store's top-level key-file names that are not the inbox key (72 bytes)."""
     return {p.name for p in store.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size != 72}
@@ -107,11 +116,7 @@ def test_a_drop_two_devices_adopt_keeps_the_replacement_made_on_one(narnia, host
     narnia.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /Inbox/d.txt")
     time.sleep(0.05)
     assert other.ok("cat /Inbox/d.txt").out == "dropped content\n"   # adopted later, on the laptop
-    for _ in range(2):
-        carry(narnia.vault, other.vault)
-        carry(other.vault, narnia.vault)
-        narnia.ok("ls")
-        other.ok("ls")
+    exchange(narnia, other)
     for d in (narnia, other):
         assert d.ok("cat /Inbox/d.txt").out == "the replacement\n"
         d.ok("verify")
@@ -129,11 +134,7 @@ def test_a_repack_never_wins_over_a_change_made_elsewhere(narnia, host, tmp_path
     other.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /s/x1; rm /new.txt")
     time.sleep(0.05)
     narnia.ok("rm /s/x2 /s/x3 /s/x4")           # the pack is mostly dead now: x1 is repacked
-    for _ in range(2):
-        carry(narnia.vault, other.vault)
-        carry(other.vault, narnia.vault)
-        narnia.ok("ls")
-        other.ok("ls")
+    exchange(narnia, other)
     for d in (narnia, other):
         assert d.ok("cat /s/x1").out == "the laptop's version of x1\n"
         assert d.ok("ls /s").out == "x1\n"
