@@ -20,7 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-from harness import Narnia, q
+from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_devices import device
 
 
@@ -139,3 +139,61 @@ def test_a_repack_never_wins_over_a_change_made_elsewhere(narnia, host, tmp_path
         assert d.ok("cat /s/x1").out == "the laptop's version of x1\n"
         assert d.ok("ls /s").out == "x1\n"
         d.ok("verify")
+
+
+def test_a_compaction_keeps_a_double_adoption_a_creation(narnia, host, tmp_path):
+    """Compaction rewrote this device's adoption of a drop another device adopted first as a
+    `set content`, which then beat the other device's `cp -f` of it everywhere."""
+    narnia.init()
+    other = device(narnia, tmp_path / "laptop")
+    (host / "edit.txt").write_text("the laptop's edit\n")
+    other.ok(f"import {q(str(host / 'edit.txt'))}")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    carry(narnia.vault, other.vault)
+    (host / "drop.txt").write_text("dropped\n")
+    assert narnia("drop", host / "drop.txt", passphrase=None).rc == 0
+    carry(narnia.vault, other.vault)
+    other.ok("ls /Inbox")                                   # the laptop adopts it first
+    before_edit = tmp_path / "laptop-before-edit"
+    shutil.copytree(other.vault, before_edit)
+    time.sleep(0.05)
+    other.ok("cp -f /edit.txt /Inbox/drop.txt; rm /edit.txt")
+    time.sleep(0.05)
+    narnia.ok("ls /Inbox")                                  # this device adopts it too, later
+    carry(before_edit, narnia.vault)                        # the laptop's records before its edit
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")  # compacts
+    other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file('rotated')))}")
+    for _ in range(2):
+        carry(other.vault, narnia.vault)
+        carry(narnia.vault, other.vault)
+    for d in (narnia, other):
+        assert d.ok("cat /Inbox/drop.txt", passphrase="rotated").out == "the laptop's edit\n"
+        d.ok("verify", passphrase="rotated")
+
+
+def test_a_cut_key_file_of_another_key_files_length_is_not_taken_for_a_whole_one(narnia, host, tmp_path):
+    """After a rotation key files are 131 bytes; a copy of one cut at 98 bytes (a one-key
+    file's length) was taken for a live key file: the old passphrase's key file, the only
+    whole one, was deleted, and neither passphrase opened the copy."""
+    narnia.init()
+    (host / "a.txt").write_text("kept\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(DEFAULT_PASSPHRASE)))}")
+    other = device(narnia, tmp_path / "laptop")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    old = key_files(narnia.vault)
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('new one')))}")
+    (new,) = key_files(narnia.vault) - old
+    carry(narnia.vault, other.vault, only=lambda rel: rel.name != new)
+    other.ok("mkdir /fromLaptop")                            # the old passphrase, with a warning
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls", passphrase="new one")
+    (other.vault / new).write_bytes((narnia.vault / new).read_bytes()[:98])   # arriving in place
+    r = other.ok("cat /a.txt")
+    assert r.out == "kept\n" and "the new key file is not here" in r.err, r.describe()
+    assert old <= key_files(other.vault)
+    shutil.copy2(narnia.vault / new, other.vault / new)      # the rest arrives
+    assert other.ok("cat /a.txt", passphrase="new one").out == "kept\n"
+    assert other.c("ls").rc == 3

@@ -129,14 +129,13 @@ public final class ImportBatch {
     }
 
     /// A fresh identifier for an object this batch writes, greater than `objectsAfter` when
-    /// set (the random part comes first: a few draws find one).
+    /// set.
     private func newObjectID() throws -> Identifier {
         guard let floor = objectsAfter else { return vault.tags.newObject() }
-        for _ in 0..<256 {
-            let id = vault.tags.newObject()
-            if id.hex > floor.hex { return id }
+        guard let id = vault.tags.newObject(after: floor) else {
+            throw VaultError.refused("no object identifier orders after \(floor.hex)")
         }
-        throw VaultError.refused("no object identifier orders after \(floor.hex)")
+        return id
     }
 
     /// Encrypts what `source` yields as the content of item `id` (into a pack when `sizeHint`

@@ -140,9 +140,26 @@ final class NameTags {
         return key.keyedHash(input, length: Self.tagLength)
     }
 
-    private func make(_ domain: Domain, device: Identifier?) -> Identifier {
-        let random = randomBytes(Self.randomLength)
-        return Identifier(random + tag(domain, device: device, random: random[...]))
+    private func make(_ domain: Domain, device: Identifier?, random: [UInt8] = randomBytes(randomLength)) -> Identifier {
+        Identifier(random + tag(domain, device: device, random: random[...]))
+    }
+
+    /// A fresh identifier for a content object of this device that orders after `floor`
+    /// (hex digits, as the merge compares them): its random part drawn uniformly from those
+    /// greater than `floor`'s. Nil when none is (a pack repacked some fifty times in a row).
+    func newObject(after floor: Identifier) -> Identifier? {
+        let bits = UInt128(8 * Self.randomLength)
+        let top = (UInt128(1) << bits) - 1
+        let low = floor.bytes.prefix(Self.randomLength).reduce(UInt128(0)) { $0 << 8 | UInt128($1) }
+        guard low < top else { return nil }
+        let draw = randomBytes(16).reduce(UInt128(0)) { $0 << 8 | UInt128($1) }
+        var value = low + 1 + draw % (top - low)
+        var random = [UInt8](repeating: 0, count: Self.randomLength)
+        for i in stride(from: Self.randomLength - 1, through: 0, by: -1) {
+            random[i] = UInt8(truncatingIfNeeded: value)
+            value >>= 8
+        }
+        return make(.object, device: device, random: random)
     }
 
     private func check(_ id: Identifier, _ domain: Domain, device: Identifier?) -> Bool {

@@ -185,30 +185,35 @@ extension Vault {
 
     // MARK: Key files
 
-    /// The key files present that are not retired and have a key file's length, under their
-    /// name or a sync engine's copy of it: one still arriving in place, or cut short, is not
-    /// counted, since it may never open anything.
+    /// The key files present that are not retired and whole as far as their length tells,
+    /// under their name or a sync engine's copy of it: of a key file's length, holding at least
+    /// as many master keys as this device knows (a key file written after a rotation is longer,
+    /// and a prefix of it may have a shorter key file's length). One still arriving in place, or
+    /// cut short, is not counted, since it may never open anything.
     var liveKeyFiles: [Identifier] {
         inventory.keyFiles.compactMap { id, entry in
-            guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, wholeKeyFilePath(entry) != nil else { return nil }
+            guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, wholeKeyFile(entry) != nil else { return nil }
             return id
         }
     }
 
     /// The first of a key file's paths (its name, then its copies) that holds a regular file of
-    /// a key file's length.
-    func wholeKeyFilePath(_ entry: StoreInventory.Entry) -> String? {
-        entry.all.first { name in
-            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile else { return false }
-            return KeyFile.masterCount(ofLength: Int(st.st_size)) != nil
+    /// a key file's length, with that length.
+    func wholeKeyFile(_ entry: StoreInventory.Entry) -> (path: String, length: Int64)? {
+        for name in entry.all {
+            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile,
+                  let count = KeyFile.masterCount(ofLength: Int(st.st_size)), count >= max(1, masters.all.count) else { continue }
+            return (name, Int64(st.st_size))
         }
+        return nil
     }
 
     /// True when a retired key file may go from this copy: never the last one that opens the
-    /// vault, so only while a live key file is present (docs/FORMAT.md, "Key files"). A
-    /// `passwd` cut short after its retirement, or a retirement that arrived before the key
-    /// file replacing it, leaves the retired one as the only way in.
-    var mayDeleteKeyFiles: Bool { !liveKeyFiles.isEmpty }
+    /// vault, so only while the key file this session opened with (or wrote) is live — one
+    /// known to open, not merely of the right length (docs/FORMAT.md, "Key files"). A `passwd`
+    /// cut short after its retirement, or a retirement that arrived before the key file
+    /// replacing it, leaves the retired one as the only way in.
+    var mayDeleteKeyFiles: Bool { liveKeyFiles.contains(keyFileID) }
 
     /// Writes the key file `id` wrapping the master keys under `kek`. It appears whole or not
     /// at all (`WholeFile`).

@@ -63,12 +63,16 @@ extension MergeState {
                     add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
                         creation.stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
                 }
+            } else if record.contentIsOwn && record.contentIsInitial, let content = record.content {
+                // This device's creation of an item another device created first (two adoptions
+                // of one drop) gave the content: it stays a creation's, which any change beats.
+                add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
+                    record.contentStamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
             }
             if record.placeIsOwn && !(record.creationIsOwn && record.placeStamp == creation.stamp) {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
-            if record.contentIsOwn, let content = record.content,
-               !(record.creationIsOwn && record.contentStamp == creation.stamp && record.contentIsInitial) {
+            if record.contentIsOwn && !record.contentIsInitial, let content = record.content {
                 add(.setContent(id: id, modified: record.contentModified, content: content), record.contentStamp,
                     size: 120 + content.mime.utf8.count)
             }

@@ -63,14 +63,12 @@ extension Vault {
         state.mayDelete(retiredFile(file)) && (file.kind != .keyFile || mayDeleteKeyFiles)
     }
 
-    /// True when the remote, whose files and sizes are `there`, holds a live key file of this
-    /// copy whole (or will, once `sending` is sent): only then may a retired key file go there.
+    /// True when the remote, whose files and sizes are `there`, holds the key file this session
+    /// opened with, whole (or will, once `sending` is sent): only then may a retired key file
+    /// go there.
     public func remoteKeepsAKeyFile(_ there: [String: Int64], sending: [SyncFile]) -> Bool {
-        liveKeyFiles.contains { id in
-            guard let entry = inventory.keyFiles[id], let path = wholeKeyFilePath(entry),
-                  let st = try? FileSystem.lstatIfExists(layout.root + "/" + path) else { return false }
-            return entry.all.contains { name in there[name] == Int64(st.st_size) || sending.contains { $0.path == name } }
-        }
+        guard mayDeleteKeyFiles, let entry = inventory.keyFiles[keyFileID], let whole = wholeKeyFile(entry) else { return false }
+        return entry.all.contains { name in there[name] == whole.length || sending.contains { $0.path == name } }
     }
 
     private func retiredFile(_ file: SyncFile) -> RetiredFile {

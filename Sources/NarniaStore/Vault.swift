@@ -258,10 +258,9 @@ public final class Vault {
             // old passphrase must not let anyone in while the key file that replaced it is here.
             // Until that one arrives (a sync in progress) the old passphrase still opens this
             // copy, with a warning.
-            guard vault.liveKeyFiles.isEmpty else {
-                vault.deleteRetiredFiles()
-                throw VaultError.wrongPassphrase
-            }
+            // It is refused, not deleted: only a session opened with a live key file, which is
+            // then known to open, deletes retired ones.
+            guard vault.liveKeyFiles.isEmpty else { throw VaultError.wrongPassphrase }
             // Only this device retired key files: the one missing is the one its passwd never wrote.
             let retiredKeyFiles = vault.state.retired.keys.filter { $0.kind == .keyFile }
             if retiredKeyFiles.allSatisfy({ vault.state.ownRetired[$0] != nil }) {

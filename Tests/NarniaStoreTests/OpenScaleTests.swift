@@ -54,6 +54,21 @@ final class OpenScaleTests: XCTestCase {
 
     /// With no key file at the top level, opening waits for the shard listing before it says
     /// what is wrong: a store of journals and objects without its key file is damaged, not absent.
+    /// A repack's pack identifiers: this device's objects, each after the floor, down to the
+    /// highest floor there is.
+    func testObjectIdentifiersAfterAFloorOrderAfterIt() throws {
+        let tags = NameTags(key: try Secret.random(count: 32), device: .random())
+        var floor = tags.newObject()
+        for _ in 0..<25 {
+            let next = try XCTUnwrap(tags.newObject(after: floor))
+            XCTAssertGreaterThan(next.hex, floor.hex)
+            XCTAssertTrue(tags.isOwnObject(next))
+            floor = next
+        }
+        let top = Identifier([UInt8](repeating: 0xff, count: 10) + [UInt8](repeating: 0, count: 6))
+        XCTAssertNil(tags.newObject(after: top))
+    }
+
     func testAStoreWithoutItsKeyFileIsDamagedNotAbsent() throws {
         let dir = NSTemporaryDirectory() + "narnia-open-scale-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -182,10 +182,16 @@ final class PackTests: XCTestCase {
             let vault = try reopen()
             try vault.remove(items[4].id)
             XCTAssertTrue(FileManager.default.fileExists(atPath: oldPack), "half dead: kept")
+            let oldID = vault.item(items[6].id)!.content!.objectID
+            let stampsBefore = items[6...].map { vault.state.items[$0.id]!.contentStamp }
             try vault.remove(items[5].id)   // 6 of 10 dead, over 1 MiB, after a reopen: rewritten
             XCTAssertFalse(FileManager.default.fileExists(atPath: oldPack))
             let survivors = items[6...].map { vault.item($0.id)! }
             XCTAssertEqual(Set(survivors.map { $0.content!.objectID }).count, 1)
+            // Housekeeping never wins over a change made elsewhere: the stamps stay, and the new
+            // pack wins the tie with the old by ordering after it.
+            XCTAssertEqual(items[6...].map { vault.state.items[$0.id]!.contentStamp }, stampsBefore)
+            XCTAssertGreaterThan(survivors[0].content!.objectID.hex, oldID.hex)
             XCTAssertEqual(survivors.map(\.name), ["f6", "f7", "f8", "f9"])
             XCTAssertEqual(survivors.map(\.modified), items[6...].map(\.modified))
             XCTAssertTrue(survivors.allSatisfy { $0.content!.mime == "application/octet-stream" })
