@@ -241,25 +241,12 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try retryingInterrupts("rename", path + "/" + newName) { renameat(raw, name, raw, newName) }
     }
 
-    /// The names in this directory (without `.` and `..`), and, apart, those that are not valid
-    /// UTF-8, spelled with each invalid byte as `\xHH` (`fdopendir` on a duplicate).
-    public func entryNames() throws -> (names: [String], undecodable: [String]) {
-        try withDirectoryStream { FileSystem.readEntries($0) }
-    }
-
-    /// As `entryNames()`, with each name's `d_type` (`DT_REG`, `DT_DIR`, …, or `DT_UNKNOWN`
-    /// where the file system does not say): what the directory said when read, which a
-    /// later `fstat` of what is opened must confirm.
+    /// The names in this directory (without `.` and `..`), each with its `d_type` (`DT_REG`,
+    /// `DT_DIR`, …, or `DT_UNKNOWN` where the file system does not say: what the directory said
+    /// when read, which a later `fstat` of what is opened must confirm), and, apart, the names
+    /// that are not valid UTF-8, spelled with each invalid byte as `\xHH` (`fdopendir` on a
+    /// duplicate).
     public func typedEntries() throws -> (entries: [(name: String, type: UInt8)], undecodable: [String]) {
-        try withDirectoryStream { dir in
-            var entries: [(name: String, type: UInt8)] = []
-            let undecodable = FileSystem.readEntries(dir) { entries.append(($0, $1)) }
-            return (entries, undecodable)
-        }
-    }
-
-    /// Runs `body` on a directory stream over a duplicate of this descriptor, from the start.
-    private func withDirectoryStream<T>(_ body: (OpaquePointer) -> T) throws -> T {
         let copy = try retryingInterrupts("dup", path) { dup(raw) }
         guard let dir = fdopendir(copy) else {
             close(copy)
@@ -267,7 +254,9 @@ public final class FileDescriptor: @unchecked Sendable {
         }
         defer { closedir(dir) }
         rewinddir(dir)
-        return body(dir)
+        var entries: [(name: String, type: UInt8)] = []
+        let undecodable = FileSystem.readEntries(dir) { entries.append(($0, $1)) }
+        return (entries, undecodable)
     }
 
     /// Sets the access and modification times (`futimens`); failures are ignored.
