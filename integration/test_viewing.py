@@ -550,3 +550,17 @@ def test_panic_while_a_video_plays(vault, media, tmp_path):
 def test_panic_after_the_grid(vault, media, tmp_path):
     vault.ok(f"mkdir /g; cd /g; import {media / 'photo.png'} {media / 'notes.txt'}")
     panic_during(vault, vault.env, "grid /g; cd /g", "g> ", tmp_path)
+
+
+def test_the_pager_gets_text_through_the_filter_cat_uses(vault, tmp_path):
+    """less without -R shows escape sequences as text but passes a bidirectional override; what
+    reaches it goes through cat's filter first."""
+    src = tmp_path / "evil.txt"
+    src.write_bytes("left \u202eright \x1b]8;;http://evil.example/\x1b\\click \u009b2J end\n".encode())
+    vault.ok(f"import {q(str(src))}")
+    bindir, rec = tmp_path / "fakebin", tmp_path / "rec"
+    rec.mkdir()
+    fake_bin(bindir, "less", 'cat > "$FAKE_DIR/in"\n')
+    run = PtyRun(vault, ["-c", "open evil.txt"], colour_env(vault, PATH=f"{bindir}:{vault.env['PATH']}", FAKE_DIR=str(rec)))
+    assert run.finish() == 0, run.text
+    assert (rec / "in").read_bytes() == b"left .right .]8;;http://evil.example/.\\click .2J end\n"

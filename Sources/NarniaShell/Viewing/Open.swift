@@ -118,10 +118,10 @@ enum Viewing {
 
     // MARK: The pager
 
-    /// Runs `produce` into the pager (`less`, hardened, without `-R`: it shows a file's escape
-    /// sequences, colours and hyperlinks included, as `^[` text rather than passing them to the
-    /// terminal) on a terminal, or straight into standard output otherwise. Without `less` on a
-    /// terminal, control characters are neutralised before they reach it.
+    /// Runs `produce` into the pager (`less`, hardened, without `-R`) on a terminal, or straight
+    /// into standard output otherwise. On a terminal, with or without `less`, what is shown
+    /// passes `cat`'s filter (`SanitisingSink`): control characters, bidirectional overrides
+    /// and escape sequences, colours and hyperlinks included, show as `.`.
     static func page(_ s: Session, produce: (Int32) throws -> Void) throws {
         s.out.flush()
         guard s.out.isTerminal else {
@@ -145,7 +145,11 @@ enum Viewing {
         pipe.closeRead()
         defer { job.wait() }
         defer { pipe.closeWrite() }
-        try ignoringReaderGone { try produce(pipe.writeEnd) }
+        // less shows escape sequences and C1 controls as text, but passes a bidirectional
+        // override as it is: what reaches it goes through `cat`'s filter first.
+        let sink = try SanitisingSink(target: pipe.writeEnd)
+        defer { sink.finish() }
+        try ignoringReaderGone { try produce(sink.descriptor) }
     }
 
     /// `LESSSECURE=1` (no shell escapes, no editing, no log files), no history file, no input
