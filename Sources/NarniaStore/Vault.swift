@@ -261,9 +261,10 @@ public final class Vault {
             // It is refused, not deleted: only a session opened with a live key file, which is
             // then known to open, deletes retired ones.
             guard vault.liveKeyFiles.isEmpty else { throw VaultError.wrongPassphrase }
-            // Only this device retired key files: the one missing is the one its passwd never wrote.
-            let retiredKeyFiles = vault.state.retired.keys.filter { $0.kind == .keyFile }
-            if retiredKeyFiles.allSatisfy({ vault.state.ownRetired[$0] != nil }) {
+            // Only this device retired the key files here: the one missing is the one its passwd
+            // never wrote. (Inbox key files, which `inbox-key --rotate` retires, are not counted.)
+            let retiredHere = vault.inventory.keyFiles.keys.map { RetiredFile(kind: .keyFile, id: $0) }
+            if retiredHere.allSatisfy({ vault.state.ownRetired[$0] != nil }) {
                 vault.warnings.append("a change of passphrase on this device did not finish (interrupted, or the disk was full): its new key file was never written, and the old passphrase still opens the vault; run 'passwd' again")
             } else {
                 vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
