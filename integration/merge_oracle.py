@@ -236,9 +236,13 @@ def merge(records) -> View:
     retired_keys: set[str] = set()
     devnames: dict[str, tuple[Stamp, str]] = {}
 
-    def set_place(i, p: Place):
-        if i not in place or place[i].stamp < p.stamp:
+    # (is a `move`, stamp): a move wins over the place a creation gave.
+    place_key: dict[int, tuple[bool, Stamp]] = {}
+
+    def set_place(i, p: Place, is_move: bool):
+        if i not in place or place_key[i] < (is_move, p.stamp):
             place[i] = p
+            place_key[i] = (is_move, p.stamp)
 
     for r in records:
         s = r.stamp
@@ -248,13 +252,13 @@ def merge(records) -> View:
                 _, i, parent, name = op[:4]
                 if i not in created or s < created[i][0]:
                     created[i] = (s, "folder" if kind == "mkdir" else "file")
-                set_place(i, Place(s, parent, name, None, None))
+                set_place(i, Place(s, parent, name, None, None), False)
                 if kind == "mkfile":
                     if i not in content or content[i][0] < (False, s):
                         content[i] = ((False, s), op[4])
             elif kind == "move":
                 _, i, parent, name, fp, fn = op
-                set_place(i, Place(s, parent, name, fp, fn))
+                set_place(i, Place(s, parent, name, fp, fn), True)
             elif kind == "setcontent":
                 _, i, c = op
                 if i not in content or content[i][0] < (True, s):

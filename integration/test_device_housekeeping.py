@@ -197,3 +197,31 @@ def test_a_cut_key_file_of_another_key_files_length_is_not_taken_for_a_whole_one
     shutil.copy2(narnia.vault / new, other.vault / new)      # the rest arrives
     assert other.ok("cat /a.txt", passphrase="new one").out == "kept\n"
     assert other.c("ls").rc == 3
+
+
+def test_a_second_adoption_of_a_drop_never_undoes_a_move_made_after_the_first(narnia, host, tmp_path):
+    """The later of two adoptions of one drop won the item's place: a file the first device
+    had filed away (`mv`, a new name) came back to the inbox on every device, in silence."""
+    narnia.init()
+    narnia.ok("mkdir /Docs")
+    other = device(narnia, tmp_path / "laptop")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    carry(narnia.vault, other.vault)
+    (host / "rep.txt").write_text("report\n")
+    assert narnia("drop", host / "rep.txt", passphrase=None).rc == 0
+    carry(narnia.vault, other.vault)
+    narnia.ok("mv /Inbox/rep.txt /Docs/rep-2026.txt")       # adopted here, and filed away
+    time.sleep(0.05)
+    other.ok("ls /Inbox")                                   # adopted there too, later
+    for _ in range(2):
+        carry(narnia.vault, other.vault)
+        carry(other.vault, narnia.vault)
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")  # compacts
+    other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file('rotated')))}")
+    for _ in range(2):
+        carry(narnia.vault, other.vault)
+        carry(other.vault, narnia.vault)
+    for d in (narnia, other):
+        assert d.ok("cat /Docs/rep-2026.txt", passphrase="rotated").out == "report\n"
+        assert d.ok("ls /Inbox", passphrase="rotated").out == ""

@@ -22,6 +22,8 @@ struct MergeState {
         var creation: Creation?
         var place: Place?
         var placeStamp = Stamp(wall: .min, counter: 0, device: .root)
+        /// True while the place is the one a `create` gave, which any `move` beats.
+        var placeIsInitial = false
         /// Where the device that moved it saw it (nil for the place it was created in).
         var from: Place?
         var content: ContentInfo?
@@ -105,13 +107,13 @@ struct MergeState {
         switch op {
         case .createFolder(let id, let place, let created, let modified):
             create(id, Creation(isFolder: true, created: created, modified: modified, stamp: stamp), own: own)
-            setPlace(id, place, from: nil, stamp: stamp, own: own)
+            setPlace(id, place, from: nil, stamp: stamp, initial: true, own: own)
         case .createFile(let id, let place, let created, let modified, let content):
             create(id, Creation(isFolder: false, created: created, modified: modified, stamp: stamp), own: own)
-            setPlace(id, place, from: nil, stamp: stamp, own: own)
+            setPlace(id, place, from: nil, stamp: stamp, initial: true, own: own)
             try setContent(id, content, modified: modified, stamp: stamp, initial: true, key: key, own: own)
         case .move(let id, let place, let from):
-            setPlace(id, place, from: from, stamp: stamp, own: own)
+            setPlace(id, place, from: from, stamp: stamp, initial: false, own: own)
         case .setContent(let id, let modified, let content):
             try setContent(id, content, modified: modified, stamp: stamp, initial: false, key: key, own: own)
         case .remove(let ids):
@@ -192,19 +194,29 @@ struct MergeState {
         if let released { releaseContent(released) }
     }
 
-    private mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, own: Bool) {
+    /// Sets a place register: a `move` (`initial` false) wins over the place a `create` gave
+    /// whatever their stamps (as for content: only derived identifiers, adopted drops, are
+    /// created twice, and a move made after one creation must not lose to the other);
+    /// otherwise the greater stamp wins.
+    private mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, initial: Bool, own: Bool) {
         func update(_ record: inout ItemRecord) {
             if record.place == place && record.placeStamp == stamp {
                 if own { record.placeIsOwn = true }
+                if !initial { record.placeIsInitial = false }
                 return
             }
             if let current = record.place {
-                let newKey = place.parent.hex + "/" + place.name
-                let oldKey = current.parent.hex + "/" + current.name
-                guard Self.wins(stamp, newKey, over: record.placeStamp, oldKey) else { return }
+                if initial != record.placeIsInitial {
+                    guard !initial else { return }
+                } else {
+                    let newKey = place.parent.hex + "/" + place.name
+                    let oldKey = current.parent.hex + "/" + current.name
+                    guard Self.wins(stamp, newKey, over: record.placeStamp, oldKey) else { return }
+                }
             }
             record.place = place
             record.placeStamp = stamp
+            record.placeIsInitial = initial
             record.from = from
             record.placeIsOwn = own
         }

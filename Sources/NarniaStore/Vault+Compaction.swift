@@ -63,13 +63,20 @@ extension MergeState {
                     add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
                         creation.stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
                 }
-            } else if record.contentIsOwn && record.contentIsInitial, let content = record.content {
+            } else if (record.contentIsOwn && record.contentIsInitial) || (record.placeIsOwn && record.placeIsInitial) {
                 // This device's creation of an item another device created first (two adoptions
-                // of one drop) gave the content: it stays a creation's, which any change beats.
-                add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
-                    record.contentStamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
+                // of one drop) gave the content or the place: it stays a creation, which any
+                // change or move beats. (A value it did not give loses to the one in force.)
+                let stamp = record.placeIsOwn && record.placeIsInitial ? record.placeStamp : record.contentStamp
+                if creation.isFolder {
+                    add(.createFolder(id: id, place: place, created: creation.created, modified: creation.modified), stamp,
+                        size: 64 + place.name.utf8.count)
+                } else if let content = record.content {
+                    add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
+                        stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
+                }
             }
-            if record.placeIsOwn && !(record.creationIsOwn && record.placeStamp == creation.stamp) {
+            if record.placeIsOwn && !record.placeIsInitial {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
             if record.contentIsOwn && !record.contentIsInitial, let content = record.content {
