@@ -218,3 +218,16 @@ def test_a_line_that_is_not_utf8_is_refused_not_repaired(vault, tmp_path):
     r = vault(input=b"rm -r /keep\xff\n")
     assert r.rc == 1 and "line 1 is not valid UTF-8; not run" in r.err, r.describe()
     assert vault.ok("ls /").out_lines == ["keep\ufffd"]
+
+
+def test_output_that_cannot_be_written_fails_the_run(narnia):
+    """`> /dev/full`: the commands ran, but what they printed was lost, which is said, exit 1
+    (a reader gone, `| head`, is not a failure)."""
+    narnia.init()
+    for args in (narnia.argv(["-c", "ls; pwd"]), narnia.argv(["drop", "--show-key"], passphrase=None)):
+        with open("/dev/full", "wb") as full:
+            p = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, env=narnia.env, cwd=narnia.workdir, timeout=60)
+        assert p.returncode == 1, (args, p.stderr)
+        assert b"narnia: error: standard output: the disk is full" in p.stderr, p.stderr
+    r = narnia.c("ls")
+    assert r.rc == 0

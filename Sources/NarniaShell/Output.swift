@@ -2,6 +2,7 @@ import NarniaLanguage
 import NarniaSystem
 import Glibc
 import NarniaStore
+import Synchronization
 
 /// Buffered text output to a file descriptor; raw bytes bypass the buffer after a flush.
 public final class Output {
@@ -50,7 +51,9 @@ public final class Output {
     /// A name as this stream shows it: `terminalSafe` on a terminal, `scriptSafe` otherwise.
     public func name(_ text: String) -> String { shownName(text, onTerminal: isTerminal) }
 
-    /// Writes buffered text now. Errors (a closed pipe) are ignored: there is nobody to tell.
+    /// Writes buffered text now. A reader gone (`EPIPE`: `narnia -c ls | head`) is not an
+    /// error; any other failure to write standard output (a full disk, `> /dev/full`) is noted
+    /// in `standardOutputFailure`, which makes the run fail at its end.
     public func flush() {
         guard !buffer.isEmpty else { return }
         if isTerminal { Output.beforeTerminalWrite() }
@@ -58,11 +61,24 @@ public final class Output {
         buffer.withUnsafeBytes { b in
             while done < b.count {
                 let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
-                if n < 0 { if errno == EINTR { continue }; break }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if fd == 1 && errno != EPIPE { _ = Output.failure.compareExchange(expected: 0, desired: errno, ordering: .relaxed) }
+                    break
+                }
                 done += n
             }
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+
+    private static let failure = Atomic<Int32>(0)
+
+    /// The error number of the first failed write to standard output (other than a reader
+    /// gone), if any: the launcher then says so and exits 1 rather than 0.
+    public static var standardOutputFailure: Int32? {
+        let code = failure.load(ordering: .relaxed)
+        return code == 0 ? nil : code
     }
 
     /// Writes raw bytes (for `cat`), after any buffered text.

@@ -2,6 +2,7 @@ import Glibc
 import NarniaCrypto
 import NarniaShell
 import NarniaStore
+import NarniaSystem
 
 // narnia: parse the command line, harden the process, unlock the vault, and hand the
 // commands to the shell. Exit status: 0 ok, 1 a command failed, 2 usage, 3 auth / no vault.
@@ -25,4 +26,11 @@ do {
 if options.showHelp { print(Options.usage); exit(0) }
 if options.showVersion { print("narnia \(Launcher.version)"); exit(0) }
 
-exit(Launcher(options: options).run())
+var status = Launcher(options: options).run()
+// Output that could not be written (a full disk, `> /dev/full`) fails the run; a reader gone
+// (`| head`) does not.
+if let code = Output.standardOutputFailure, status == 0 {
+    Launcher.say("narnia: error: standard output: \(SystemError.reason(for: code))")
+    status = 1
+}
+exit(status)
