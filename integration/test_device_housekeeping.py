@@ -225,3 +225,22 @@ def test_a_second_adoption_of_a_drop_never_undoes_a_move_made_after_the_first(na
     for d in (narnia, other):
         assert d.ok("cat /Docs/rep-2026.txt", passphrase="rotated").out == "report\n"
         assert d.ok("ls /Inbox", passphrase="rotated").out == ""
+
+
+def test_sync_carries_a_rotated_inbox_key_so_drops_go_on(narnia, host, tmp_path):
+    """`sync` threw away every inbox public key file it received (not a key file's length) and
+    deleted the retired one: after `inbox-key --rotate` elsewhere, drops failed on this copy."""
+    narnia.init()
+    other = device(narnia, tmp_path / "laptop")
+    carry(other.vault, narnia.vault)
+    narnia.ok("ls")
+    carry(narnia.vault, other.vault)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"inbox-key --rotate; sync {q(str(remote))}")
+    other.ok(f"sync {q(str(remote))}")
+    (host / "a.txt").write_text("dropped after the rotation\n")
+    r = other("drop", host / "a.txt", passphrase=None)
+    assert r.rc == 0, r.describe()
+    assert other.ok("cat /Inbox/a.txt").out == "dropped after the rotation\n"

@@ -133,7 +133,11 @@ extension Vault {
         guard let st = try FileSystem.lstatIfExists(received), st.isRegularFile else { return .incomplete }
         let size = Int64(st.st_size)
         if let expected = expectedLength(of: file), size != expected { return .incomplete }
-        if file.kind == .keyFile && KeyFile.masterCount(ofLength: Int(size)) == nil { return .incomplete }
+        // A top-level file is a key file or an inbox public key file (72 bytes, which opening
+        // checks against the authenticator only the vault can make).
+        if file.kind == .keyFile && KeyFile.masterCount(ofLength: Int(size)) == nil && size != Int64(InboxPublicKeyFile.length) {
+            return .incomplete
+        }
         let target = layout.root + "/" + file.path
         if file.kind != .keyFile {
             let shard = String(file.path.split(separator: "/").first ?? "")
