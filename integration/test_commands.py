@@ -773,6 +773,10 @@ def test_exit_and_quit_stop_the_run(vault):
     assert vault.ok("ls /").out_lines == ["before"], "exit ends the run" + r.describe()
     vault.ok("quit; mkdir /after")
     assert vault.ok("ls /").out_lines == ["before"], "quit ends the run"
+    # exit takes no status: `exit 3` must not pass for a choice of exit status (nor end in 0).
+    vault.fails("exit 3", "exit")
+    vault.fails("quit x", "exit")
+    vault.fails("help ls cd", "help")
 
 
 def test_unknown_command_and_flag(vault):

@@ -71,6 +71,7 @@ enum Maintenance {
     static func help(_ s: Session, _ a: ParsedArguments) throws {
         let width = HelpText.width(terminalColumns: s.out.isTerminal ? terminalWidth() : nil)
         let lines: [String]
+        guard a.operands.count <= 1 else { throw CommandFailure("takes at most one command name", hint: "usage: help [COMMAND]") }
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
             lines = HelpText.page(spec, width: width)
@@ -80,7 +81,10 @@ enum Maintenance {
         for line in lines { s.out.line(line) }
     }
 
+    /// Leaves the vault. It takes no status (`exit 3` would let a script believe it chose its
+    /// exit status): the run's status says whether every command succeeded.
     static func exit(_ s: Session, _ a: ParsedArguments) throws {
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "the exit status says whether every command succeeded") }
         s.exitRequested = true
     }
 }
