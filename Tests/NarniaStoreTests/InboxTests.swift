@@ -79,6 +79,24 @@ extension MergeTests {
         XCTAssertEqual(trees[0].filter { $0.hasPrefix("/Inbox") }, ["/Inbox folder 0", "/Inbox/folder folder 0", "/Inbox/folder/x.bin other 5000"])
     }
 
+    /// A pair made while a clock ran ahead sorted as the newest after its rotation: `inbox-key`
+    /// showed the retired key. The pair in force is the one not retired, whatever the clocks.
+    func testTheInboxKeyInForceIsTheOneNotRetiredWhateverTheClocks() throws {
+        let dirs = try devices(["A"])
+        let rotated: InboxKey
+        do {
+            let vault = try open(dirs[0])
+            let first = try XCTUnwrap(vault.inboxKeyPairs.first)
+            let key = Vault.inboxKeySettingPrefix + first.file.hex
+            let value = try XCTUnwrap(vault.state.settingValues[key]).split(separator: " ")
+            let ahead = Vault.now() + 3_600_000_000_000 * 24 * 365   // made a year in the future
+            try vault.commit([.setSetting(key: key, value: "\(value[0]) \(value[1]) \(ahead)")], view: .none)
+            rotated = try vault.rotateInboxKey()
+            XCTAssertEqual(try vault.inboxKey().publicKey, rotated.publicKey)
+        }
+        XCTAssertEqual(try open(dirs[0]).inboxKey().publicKey, rotated.publicKey)
+    }
+
     func testTheDropperNeedsAnInboxKeyAndTheVaultWritesItBack() throws {
         let dirs = try devices(["A"])
         let keyFile = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dirs[0]).first { name in

@@ -38,7 +38,9 @@ public struct InboxKey: Sendable {
 extension Vault {
     static let inboxKeySettingPrefix = "inbox-key."
 
-    /// Every inbox key pair the metadata holds, newest first.
+    /// Every inbox key pair the metadata holds, the one in force first: those whose public
+    /// file `inbox-key --rotate` retired come after the others whatever their clocks said, then
+    /// newest first (a pair made while a clock ran ahead must not outlive its rotation).
     var inboxKeyPairs: [InboxKeyPair] {
         state.settingValues.compactMap { key, value -> InboxKeyPair? in
             guard key.hasPrefix(Self.inboxKeySettingPrefix),
@@ -47,7 +49,11 @@ extension Vault {
             guard parts.count == 3, let created = Int64(parts[2]), let publicKey = Hex.bytes(parts[1]), publicKey.count == 32,
                   let secret = try? Hex.secret(parts[0]), secret.count == 32 else { return nil }
             return InboxKeyPair(file: file, secret: secret, publicKey: publicKey, created: created)
-        }.sorted { ($0.created, $0.file) > ($1.created, $1.file) }
+        }.sorted { (isLive($0), $0.created, $0.file) > (isLive($1), $1.created, $1.file) }
+    }
+
+    private func isLive(_ pair: InboxKeyPair) -> Int {
+        state.retired[RetiredFile(kind: .keyFile, id: pair.file)] == nil ? 1 : 0
     }
 
     /// The inbox key droppers use now, made first when the vault has none.
