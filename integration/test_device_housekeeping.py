@@ -44,6 +44,30 @@ def exchange(a: Narnia, b: Narnia):
         b.ok("ls")
 
 
+def know_each_other(a: Narnia, b: Narnia):
+    """`b`'s first record reaches `a`, and `a`'s acknowledgement reaches `b`."""
+    carry(b.vault, a.vault)
+    a.ok("ls")
+    carry(a.vault, b.vault)
+
+
+def drop_to_both(a: Narnia, b: Narnia, path: Path):
+    """`narnia drop` into `a`'s copy, carried to `b`'s."""
+    r = a("drop", path, passphrase=None)
+    assert r.rc == 0, r.describe()
+    carry(a.vault, b.vault)
+
+
+def compact_and_exchange(a: Narnia, b: Narnia):
+    """`a` compacts its journals (`passwd --rotate`), `b` takes the passphrase 'rotated' too,
+    then two rounds of carrying files both ways."""
+    a.ok(f"passwd --rotate --new-passphrase-file {q(str(a.passphrase_file('rotated')))}")
+    b.ok(f"passwd --new-passphrase-file {q(str(b.passphrase_file('rotated')))}")
+    for _ in range(2):
+        carry(a.vault, b.vault)
+        carry(b.vault, a.vault)
+
+
 def key_files(store: Path) -> set[str]:
     """The store's top-level key-file names that are not the inbox key (72 bytes)."""
     return {p.name for p in store.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size != 72}
@@ -105,14 +129,10 @@ def test_a_passwd_cut_short_keeps_the_old_passphrase_and_says_to_run_it_again(na
 def test_a_drop_two_devices_adopt_keeps_the_replacement_made_on_one(narnia, host, tmp_path):
     narnia.init()
     other = device(narnia, tmp_path / "laptop")
-    carry(other.vault, narnia.vault)
-    narnia.ok("ls")
-    carry(narnia.vault, other.vault)
+    know_each_other(narnia, other)
     (host / "d.txt").write_text("dropped content\n")
     (host / "new.txt").write_text("the replacement\n")
-    r = narnia("drop", host / "d.txt", passphrase=None)
-    assert r.rc == 0, r.describe()
-    carry(narnia.vault, other.vault)
+    drop_to_both(narnia, other, host / "d.txt")
     narnia.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /Inbox/d.txt")
     time.sleep(0.05)
     assert other.ok("cat /Inbox/d.txt").out == "dropped content\n"   # adopted later, on the laptop
@@ -148,12 +168,9 @@ def test_a_compaction_keeps_a_double_adoption_a_creation(narnia, host, tmp_path)
     other = device(narnia, tmp_path / "laptop")
     (host / "edit.txt").write_text("the laptop's edit\n")
     other.ok(f"import {q(str(host / 'edit.txt'))}")
-    carry(other.vault, narnia.vault)
-    narnia.ok("ls")
-    carry(narnia.vault, other.vault)
+    know_each_other(narnia, other)
     (host / "drop.txt").write_text("dropped\n")
-    assert narnia("drop", host / "drop.txt", passphrase=None).rc == 0
-    carry(narnia.vault, other.vault)
+    drop_to_both(narnia, other, host / "drop.txt")
     other.ok("ls /Inbox")                                   # the laptop adopts it first
     before_edit = tmp_path / "laptop-before-edit"
     shutil.copytree(other.vault, before_edit)
@@ -162,11 +179,7 @@ def test_a_compaction_keeps_a_double_adoption_a_creation(narnia, host, tmp_path)
     time.sleep(0.05)
     narnia.ok("ls /Inbox")                                  # this device adopts it too, later
     carry(before_edit, narnia.vault)                        # the laptop's records before its edit
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")  # compacts
-    other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file('rotated')))}")
-    for _ in range(2):
-        carry(other.vault, narnia.vault)
-        carry(narnia.vault, other.vault)
+    compact_and_exchange(narnia, other)
     for d in (narnia, other):
         assert d.ok("cat /Inbox/drop.txt", passphrase="rotated").out == "the laptop's edit\n"
         d.ok("verify", passphrase="rotated")
@@ -205,23 +218,16 @@ def test_a_second_adoption_of_a_drop_never_undoes_a_move_made_after_the_first(na
     narnia.init()
     narnia.ok("mkdir /Docs")
     other = device(narnia, tmp_path / "laptop")
-    carry(other.vault, narnia.vault)
-    narnia.ok("ls")
-    carry(narnia.vault, other.vault)
+    know_each_other(narnia, other)
     (host / "rep.txt").write_text("report\n")
-    assert narnia("drop", host / "rep.txt", passphrase=None).rc == 0
-    carry(narnia.vault, other.vault)
+    drop_to_both(narnia, other, host / "rep.txt")
     narnia.ok("mv /Inbox/rep.txt /Docs/rep-2026.txt")       # adopted here, and filed away
     time.sleep(0.05)
     other.ok("ls /Inbox")                                   # adopted there too, later
     for _ in range(2):
         carry(narnia.vault, other.vault)
         carry(other.vault, narnia.vault)
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")  # compacts
-    other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file('rotated')))}")
-    for _ in range(2):
-        carry(narnia.vault, other.vault)
-        carry(other.vault, narnia.vault)
+    compact_and_exchange(narnia, other)
     for d in (narnia, other):
         assert d.ok("cat /Docs/rep-2026.txt", passphrase="rotated").out == "report\n"
         assert d.ok("ls /Inbox", passphrase="rotated").out == ""
@@ -232,9 +238,7 @@ def test_sync_carries_a_rotated_inbox_key_so_drops_go_on(narnia, host, tmp_path)
     deleted the retired one: after `inbox-key --rotate` elsewhere, drops failed on this copy."""
     narnia.init()
     other = device(narnia, tmp_path / "laptop")
-    carry(other.vault, narnia.vault)
-    narnia.ok("ls")
-    carry(narnia.vault, other.vault)
+    know_each_other(narnia, other)
     remote = tmp_path / "remote"
     remote.mkdir()
     narnia.ok(f"sync {q(str(remote))}")
