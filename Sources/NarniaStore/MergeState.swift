@@ -163,12 +163,22 @@ struct MergeState {
         }
     }
 
-    /// True when a value with `stamp` replaces one with `old`. Equal stamps (only format-1
-    /// records, which share one, or a forged journal) are ordered by the values themselves,
-    /// so that every device keeps the same one.
+    /// True when a value with `stamp` replaces one with `old`. Equal stamps (format-1 records,
+    /// which share one, a repack, which keeps the stamp of what it re-encrypts, or a forged
+    /// journal) are ordered by the values themselves, so that every device keeps the same one.
     private static func wins(_ stamp: Stamp, _ value: String, over old: Stamp, _ oldValue: String) -> Bool {
         if stamp != old { return stamp > old }
         return value.utf8.lexicographicallyPrecedes(oldValue.utf8) == false && value != oldValue
+    }
+
+    /// True when an item's place or content (`initial` when a `create` gave it) replaces the
+    /// one in force: a change (`move`, `set content`) wins over a creation's value whatever
+    /// their stamps — only items with derived identifiers (adopted drops) are created twice,
+    /// and a change made after one creation must not lose to the other — otherwise `wins`.
+    private static func replaces(initial: Bool, _ stamp: Stamp, _ value: @autoclosure () -> String,
+                                 over oldInitial: Bool, _ old: Stamp, _ oldValue: @autoclosure () -> String) -> Bool {
+        if initial != oldInitial { return !initial }
+        return wins(stamp, value(), over: old, oldValue())
     }
 
     // The registers change in place (`items[id, default:]`): an item record is a few hundred
@@ -194,10 +204,7 @@ struct MergeState {
         if let released { releaseContent(released) }
     }
 
-    /// Sets a place register: a `move` (`initial` false) wins over the place a `create` gave
-    /// whatever their stamps (as for content: only derived identifiers, adopted drops, are
-    /// created twice, and a move made after one creation must not lose to the other);
-    /// otherwise the greater stamp wins.
+    /// Sets a place register (`initial` for a `create`'s place; see `replaces`).
     private mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, initial: Bool, own: Bool) {
         func update(_ record: inout ItemRecord) {
             if record.place == place && record.placeStamp == stamp {
@@ -206,13 +213,8 @@ struct MergeState {
                 return
             }
             if let current = record.place {
-                if initial != record.placeIsInitial {
-                    guard !initial else { return }
-                } else {
-                    let newKey = place.parent.hex + "/" + place.name
-                    let oldKey = current.parent.hex + "/" + current.name
-                    guard Self.wins(stamp, newKey, over: record.placeStamp, oldKey) else { return }
-                }
+                guard Self.replaces(initial: initial, stamp, place.parent.hex + "/" + place.name,
+                                    over: record.placeIsInitial, record.placeStamp, current.parent.hex + "/" + current.name) else { return }
             }
             record.place = place
             record.placeStamp = stamp
@@ -225,12 +227,8 @@ struct MergeState {
 
     /// Sets a content register. A replayed value brings its key (`key`), copied in only when
     /// it wins; a value this device just wrote brings the slot it holds, which the state takes
-    /// over, or wipes when the value does not win.
-    ///
-    /// A `set content` (`initial` false) wins over the content a `create file` gave whatever
-    /// their stamps: only items with derived identifiers (adopted drops) are created twice, and
-    /// a change made after one creation must not lose to the other. Otherwise the greater
-    /// stamp wins.
+    /// over, or wipes when the value does not win (`initial` for a `create file`'s content;
+    /// see `replaces`).
     private mutating func setContent(_ id: Identifier, _ content: ContentInfo, modified: Int64, stamp: Stamp,
                                      initial: Bool, key: ArraySlice<UInt8>?, own: Bool) throws {
         referencedObjects.insert(content.objectID)
@@ -252,11 +250,8 @@ struct MergeState {
                     if !initial { record.contentIsInitial = false }
                     return .none
                 }
-                if initial != record.contentIsInitial {
-                    guard !initial else { return .none }
-                } else {
-                    guard Self.wins(stamp, content.objectID.hex, over: record.contentStamp, old.objectID.hex) else { return .none }
-                }
+                guard Self.replaces(initial: initial, stamp, content.objectID.hex,
+                                    over: record.contentIsInitial, record.contentStamp, old.objectID.hex) else { return .none }
             }
             if let key { content.keySlot = try key.withUnsafeBytes { try keys.add($0) } }
             let replaced = record.content

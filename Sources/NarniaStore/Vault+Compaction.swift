@@ -55,19 +55,19 @@ extension MergeState {
             guard let creation = record.creation, let place = record.place else { continue }
             let removedFile = !creation.isFolder && tombstones.contains(id)
             if removedFile { continue }
+            // The stamp of this device's creation of the item: the one in force, or one that lost
+            // to another device's creation of it (two adoptions of one drop) but gave the place
+            // or the content — that stays a creation, which any change or move beats. (A value
+            // it did not give loses to the one in force.)
+            var ownCreation: Stamp?
             if record.creationIsOwn {
-                if creation.isFolder {
-                    add(.createFolder(id: id, place: place, created: creation.created, modified: creation.modified), creation.stamp,
-                        size: 64 + place.name.utf8.count)
-                } else if let content = record.content {
-                    add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
-                        creation.stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
-                }
-            } else if (record.contentIsOwn && record.contentIsInitial) || (record.placeIsOwn && record.placeIsInitial) {
-                // This device's creation of an item another device created first (two adoptions
-                // of one drop) gave the content or the place: it stays a creation, which any
-                // change or move beats. (A value it did not give loses to the one in force.)
-                let stamp = record.placeIsOwn && record.placeIsInitial ? record.placeStamp : record.contentStamp
+                ownCreation = creation.stamp
+            } else if record.placeIsOwn && record.placeIsInitial {
+                ownCreation = record.placeStamp
+            } else if record.contentIsOwn && record.contentIsInitial {
+                ownCreation = record.contentStamp
+            }
+            if let stamp = ownCreation {
                 if creation.isFolder {
                     add(.createFolder(id: id, place: place, created: creation.created, modified: creation.modified), stamp,
                         size: 64 + place.name.utf8.count)
