@@ -185,21 +185,19 @@ extension Vault {
 
     // MARK: Key files
 
-    /// The key files present that are not retired and whole as far as their length tells,
-    /// under their name or a sync engine's copy of it: of a key file's length, holding at least
-    /// as many master keys as this device knows (a key file written after a rotation is longer,
-    /// and a prefix of it may have a shorter key file's length). One still arriving in place, or
-    /// cut short, is not counted, since it may never open anything.
+    /// The key files present that are live (`liveKeyFile`).
     var liveKeyFiles: [Identifier] {
-        inventory.keyFiles.compactMap { id, entry in
-            guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, wholeKeyFile(entry) != nil else { return nil }
-            return id
-        }
+        inventory.keyFiles.keys.filter { liveKeyFile($0) != nil }
     }
 
-    /// The first of a key file's paths (its name, then its copies) that holds a regular file of
-    /// a key file's length, with that length.
-    func wholeKeyFile(_ entry: StoreInventory.Entry) -> (path: String, length: Int64)? {
+    /// The key file `id` when it is live — present, not retired, and whole as far as its
+    /// length tells, under its name or a sync engine's copy of it: of a key file's length,
+    /// holding at least as many master keys as this device knows (a key file written after a
+    /// rotation is longer, and a prefix of it may have a shorter key file's length) — with the
+    /// path and length of that whole copy. One still arriving in place, or cut short, is not
+    /// live, since it may never open anything.
+    func liveKeyFile(_ id: Identifier) -> (path: String, length: Int64)? {
+        guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, let entry = inventory.keyFiles[id] else { return nil }
         for name in entry.all {
             guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile,
                   let count = KeyFile.masterCount(ofLength: Int(st.st_size)), count >= max(1, masters.all.count) else { continue }
@@ -213,7 +211,7 @@ extension Vault {
     /// known to open, not merely of the right length (docs/FORMAT.md, "Key files"). A `passwd`
     /// cut short after its retirement, or a retirement that arrived before the key file
     /// replacing it, leaves the retired one as the only way in.
-    var mayDeleteKeyFiles: Bool { liveKeyFiles.contains(keyFileID) }
+    var mayDeleteKeyFiles: Bool { liveKeyFile(keyFileID) != nil }
 
     /// Writes the key file `id` wrapping the master keys under `kek`. It appears whole or not
     /// at all (`WholeFile`).

@@ -50,24 +50,29 @@ extension Vault {
         file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
-    /// True when the file is retired: it must not be copied to a side that lacks it. A retired
-    /// key file is still copied while no live one is present here: it is the only way in.
+    /// True when the file is retired: it must not be copied to a side that lacks it.
     public func isRetired(_ file: SyncFile) -> Bool {
-        state.isRetired(retiredFile(file)) && (file.kind != .keyFile || mayDeleteKeyFiles)
+        state.isRetired(retiredFile(file)) && !isKeptBackKeyFile(file)
     }
 
     /// True when the file is retired and every device has heard: it is deleted here (and on
-    /// the remote, where a key file also needs `remoteKeepsAKeyFile`). A key file only while a
-    /// live one is present here.
+    /// the remote, where a key file also needs `remoteKeepsAKeyFile`).
     public func mayDelete(_ file: SyncFile) -> Bool {
-        state.mayDelete(retiredFile(file)) && (file.kind != .keyFile || mayDeleteKeyFiles)
+        state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file)
+    }
+
+    /// True for a key file while the one this session opened with is not live
+    /// (`mayDeleteKeyFiles`): retired or not, it is kept, and copied where it lacks, since it
+    /// may be the only way in.
+    private func isKeptBackKeyFile(_ file: SyncFile) -> Bool {
+        file.kind == .keyFile && !mayDeleteKeyFiles
     }
 
     /// True when the remote, whose files and sizes are `there`, holds the key file this session
     /// opened with, whole (or will, once `sending` is sent): only then may a retired key file
     /// go there.
     public func remoteKeepsAKeyFile(_ there: [String: Int64], sending: [SyncFile]) -> Bool {
-        guard mayDeleteKeyFiles, let entry = inventory.keyFiles[keyFileID], let whole = wholeKeyFile(entry) else { return false }
+        guard let whole = liveKeyFile(keyFileID), let entry = inventory.keyFiles[keyFileID] else { return false }
         return entry.all.contains { name in there[name] == whole.length || sending.contains { $0.path == name } }
     }
 

@@ -20,8 +20,7 @@ struct Launcher {
         err.flush()
     }
 
-    /// Prints `narnia: error: …` and exits with `status`. The text goes out as every line on
-    /// standard error does (`Output.line`): a path the user gave cannot drive the terminal.
+    /// Prints `narnia: error: …` (and a hint) through `say` and exits with `status`.
     static func fail(_ message: String, hint: String? = nil, status: Int32) -> Never {
         say("narnia: error: \(message)")
         if let hint { say("narnia: hint: \(hint)") }
