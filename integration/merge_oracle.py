@@ -28,14 +28,21 @@ The rules modelled (FORMAT.md section in brackets):
 - Files of one name [rule 5]: the one placed first keeps the name, a folder always does; every
   other is shown as `STEM (conflict YYYY-MM-DD DEVICE).EXT` (date and device of its placing),
   ` (2)`, ` (3)`… when that is still taken.
+- Concurrent contents [rule 7]: a `set content` names the version it replaced (the one its device
+  showed); versions no `set content` replaced are heads; every head but the file's content — of a
+  removed file, every head — is a conflict copy: an item of its own (a derived identifier) in the
+  file's folder, named as in rule 5 after the version's stamp, placed and holding the version as
+  a `create file` under that stamp would. A removal lists, with each file, the copy of the
+  version it showed.
 
 And the commands' records, as documented (FORMAT.md, INTERFACE.md, narnia(1)): `mkdir -p` is
 one record creating the missing folders; `import` creates the items (keep-both numbering, `name
 (2).ext`, against the names the folder shows); `mv` writes a `move` (with `from`, the place the
 device saw) for each identifier of what it moves, keeping the shown name when moving into a
 folder; `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
-under the shown names; `cp -f` onto a file writes `set content` and keeps its identity; `rm -r`
-lists every item the device shows under what it removes; `passwd` retires every other key file
+under the shown names; `cp -f` onto a file writes `set content` (naming the version it replaced)
+and keeps its identity; `rm -r` lists every item the device shows under what it removes (and each
+file's copy-to-be, rule 7); `passwd` retires every other key file
 present.
 """
 
@@ -132,7 +139,7 @@ class Stamp:
 #   ("mkdir", id, parent, name)
 #   ("mkfile", id, parent, name, Content)
 #   ("move", id, parent, name, from_parent, from_name)
-#   ("setcontent", id, Content)
+#   ("setcontent", id, Content, version replaced)   (a content's version is its unit)
 #   ("remove", frozenset(ids))
 #   ("set", key, value)
 #   ("retire_keys", frozenset(key file names))
@@ -225,6 +232,15 @@ class View:
         return [n for n in self.by_path.values() if not n.is_folder]
 
 
+_copy_ids: dict[tuple[int, int], int] = {}
+
+
+def conflict_copy_id(item: int, version: int) -> int:
+    """The identifier of the conflict copy showing `version` of file `item`: derived, the same in
+    every merge (narnia derives it by hashing the two identifiers)."""
+    return _copy_ids.setdefault((item, version), 1_000_000_000 + len(_copy_ids))
+
+
 def merge(records) -> View:
     """The vault that a device holding exactly `records` shows (FORMAT.md "Merging")."""
     created: dict[int, tuple[Stamp, str]] = {}
@@ -238,6 +254,9 @@ def merge(records) -> View:
 
     # (is a `move`, stamp): a move wins over the place a creation gave.
     place_key: dict[int, tuple[bool, Stamp]] = {}
+    # Per file, the versions `set content` gave that no other replaced (heads), and the
+    # versions replaced ["Concurrent contents"].
+    versions: dict[int, tuple[dict[int, tuple[Stamp, Content]], set[int]]] = {}
 
     def set_place(i, p: Place, is_move: bool):
         if i not in place or place_key[i] < (is_move, p.stamp):
@@ -260,9 +279,14 @@ def merge(records) -> View:
                 _, i, parent, name, fp, fn = op
                 set_place(i, Place(s, parent, name, fp, fn), True)
             elif kind == "setcontent":
-                _, i, c = op
+                _, i, c, replaced = op
                 if i not in content or content[i][0] < (True, s):
                     content[i] = ((True, s), c)
+                heads, gone = versions.setdefault(i, ({}, set()))
+                gone.add(replaced)
+                heads.pop(replaced, None)
+                if c.unit not in gone:
+                    heads[c.unit] = (s, c)
             elif kind == "remove":
                 removed |= set(op[1])
             elif kind == "set":
@@ -276,6 +300,25 @@ def merge(records) -> View:
                     devnames[s.device] = (s, op[1])
             else:
                 raise ValueError(f"unknown operation {op!r}")
+
+    # -- concurrent contents: every head but the file's content is a conflict copy beside it;
+    # of a removed file, every head (the remover listed the copy of the version it showed)
+    names = {d: v[1] for d, v in devnames.items()}
+    for i, (heads, _) in sorted(versions.items()):
+        if i not in created or created[i][1] != "file" or i not in place:
+            continue
+        in_force = None if i in removed else max(heads, key=lambda v: heads[v][0].seq)
+        for version, (s, c) in sorted(heads.items()):
+            if version == in_force:
+                continue
+            j = conflict_copy_id(i, version)
+            if j not in created or s < created[j][0]:
+                created[j] = (s, "file")
+            p = place[i]
+            set_place(j, Place(s, p.parent, conflict_name(p.name, s.date, names.get(s.device, "?")),
+                               None, None), False)
+            if j not in content or content[j][0] < (False, s):
+                content[j] = ((False, s), c)
 
     items = set(created)
     eff = {i: Place(place[i].stamp, place[i].parent, place[i].name,
@@ -358,7 +401,6 @@ def merge(records) -> View:
     for i in visible:
         kids.setdefault(eff[i].parent, []).append(i)
 
-    names = {d: v[1] for d, v in devnames.items()}
     by_path: dict[str, Node] = {}
     root = Node(path="/", name="", type="folder", ids=(ROOT,))
     by_path["/"] = root
@@ -477,7 +519,7 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     ops = [("move", j, p.parent, p.name, p.parent, p.name)
            for j, p in sorted(view.fallen.items()) if j not in node.ids]
     if replace is not None:
-        ops.append(("remove", frozenset(replace.ids)))
+        ops.append(("remove", removal_list([replace])))
     for i in node.ids:
         p = view.place[i]
         ops.append(("move", i, first_id(dest_folder), dest_name, p.parent, p.name))
@@ -502,17 +544,26 @@ def ops_copy(node: Node, dest_folder: Node, dest_name: str, unit: int, new_id) -
 
 
 def ops_copy_onto(src: Node, dest: Node, unit: int) -> list:
-    """`cp -f FILE EXISTINGFILE`: the target keeps its identity and takes new content."""
+    """`cp -f FILE EXISTINGFILE`: the target keeps its identity and takes new content, a new
+    version that replaces the one the device shows (a content's version is its unit)."""
     c = src.content
-    return [("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data))]
+    return [("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data), dest.content.unit)]
+
+
+def removal_list(nodes) -> frozenset:
+    """What a removal of `nodes` lists: their identifiers, and for each file the conflict copy of
+    the version it shows (FORMAT.md "Concurrent contents")."""
+    ids = set()
+    for n in nodes:
+        ids |= set(n.ids)
+        if not n.is_folder:
+            ids |= {conflict_copy_id(i, n.content.unit) for i in n.ids}
+    return frozenset(ids)
 
 
 def ops_remove(node: Node) -> list:
     """`rm [-r]`: every item the device shows under what it removes (FORMAT.md rule 3)."""
-    ids = set(node.ids)
-    for d in node.descendants():
-        ids |= set(d.ids)
-    return [("remove", frozenset(ids))]
+    return [("remove", removal_list([node, *node.descendants()]))]
 
 
 def key_files_usable(present: set[str], retired: set[str]) -> set[str]:

@@ -1205,6 +1205,26 @@ def test_oracle_follows_the_worked_examples():
     gone = rec("A", *mo.ops_remove(v.by_path["/photos/IMG_1.jpg"]))
     assert paths(base + [ra, rb, gone]) == ["/photos", "/photos/IMG_1.jpg"]
 
+    # rule 7: A runs cp -f /b.txt /a.txt and B, later, cp -f /c.txt /a.txt, neither seeing the other
+    a, b, c = ids(), ids(), ids()
+    base = names + [rec("A", ("mkfile", a, mo.ROOT, "a.txt", text["a"]),
+                        ("mkfile", b, mo.ROOT, "b.txt", text["b"]),
+                        ("mkfile", c, mo.ROOT, "c.txt", text["c"]))]
+    v = mo.merge(base)
+    ra = rec("A", *mo.ops_copy_onto(v.by_path["/b.txt"], v.by_path["/a.txt"], 10))
+    rb = rec("B", *mo.ops_copy_onto(v.by_path["/c.txt"], v.by_path["/a.txt"], 11))
+    merged = mo.merge(base + [rb, ra])
+    assert paths(base + [ra, rb]) == ["/a (conflict 2026-12-01 A).txt", "/a.txt", "/b.txt", "/c.txt"]
+    assert merged.by_path["/a.txt"].content.data == b"c"
+    assert merged.by_path["/a (conflict 2026-12-01 A).txt"].content.data == b"b"
+    # a change made after seeing the other replaces it: no copy
+    seen = rec("B", *mo.ops_copy_onto(v.by_path["/c.txt"], mo.merge(base + [ra]).by_path["/a.txt"], 12))
+    assert paths(base + [ra, seen]) == ["/a.txt", "/b.txt", "/c.txt"]
+    # a removal takes what its device saw; new content given meanwhile stays, as a copy
+    gone = rec("B", *mo.ops_remove(v.by_path["/a.txt"]))
+    assert paths(base + [ra, gone]) == ["/a (conflict 2026-12-01 A).txt", "/b.txt", "/c.txt"]
+    assert paths(base + [ra, rec("B", *mo.ops_remove(mo.merge(base + [ra]).by_path["/a.txt"]))]) == ["/b.txt", "/c.txt"]
+
     # names: extensions, keep-both numbering
     assert mo.split_extension("a.tar.gz") == ("a", ".tar.gz")
     assert mo.split_extension(".profile") == (".profile", "")

@@ -254,7 +254,12 @@ public final class ImportBatch {
             case .content(of: var item, let content, let modified, let stamp):
                 item.content = finished(content, of: item.id)
                 item.modified = modified
-                let op = Operation.setContent(id: item.id, modified: modified, content: item.content!)
+                // A repack (`stamp`) re-encrypts the version in force; `cp -f` writes a new
+                // version over it.
+                let inForce = vault.state.items[item.id]?.contentLineage.version
+                let lineage = stamp != nil ? ContentLineage(version: inForce ?? content.objectID, replaces: nil)
+                                           : ContentLineage(version: content.objectID, replaces: inForce)
+                let op = Operation.setContent(id: item.id, modified: modified, content: item.content!, lineage: lineage)
                 if let stamp { stampedOps += [.stamp(stamp), op] } else { ops.append(op) }
                 done.append(item)
             }

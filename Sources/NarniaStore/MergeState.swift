@@ -27,6 +27,8 @@ struct MergeState {
         /// Where the device that moved it saw it (nil for the place it was created in).
         var from: Place?
         var content: ContentInfo?
+        /// Which version the content is, and what it replaced (for compaction to write again).
+        var contentLineage = ContentLineage(version: .root, replaces: nil)
         var contentModified: Int64 = 0
         var contentStamp = Stamp(wall: .min, counter: 0, device: .root)
         /// True while the content is the one a `create file` gave, which any `set content` beats.
@@ -58,6 +60,10 @@ struct MergeState {
     }
 
     var items = DenseTable<ItemRecord>()
+    /// The versions `set content` gave each file that no other version replaced: more than
+    /// one when devices changed the file at once (see `ContentVersions`). Once every record
+    /// is read, only the files with a conflict copy shown keep theirs.
+    var contentVersions: [Identifier: ContentVersions] = [:]
     var tombstones = Set<Identifier>()
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
@@ -111,11 +117,14 @@ struct MergeState {
         case .createFile(let id, let place, let created, let modified, let content):
             create(id, Creation(isFolder: false, created: created, modified: modified, stamp: stamp), own: own)
             setPlace(id, place, from: nil, stamp: stamp, initial: true, own: own)
-            try setContent(id, content, modified: modified, stamp: stamp, initial: true, key: key, own: own)
+            try setContent(id, content, lineage: .initial(content.objectID), modified: modified, stamp: stamp,
+                           initial: true, key: key, own: own)
         case .move(let id, let place, let from):
             setPlace(id, place, from: from, stamp: stamp, initial: false, own: own)
-        case .setContent(let id, let modified, let content):
-            try setContent(id, content, modified: modified, stamp: stamp, initial: false, key: key, own: own)
+        case .setContent(let id, let modified, let content, let lineage):
+            try noteVersion(of: id, ContentVersions.Version(content: content, lineage: lineage, modified: modified, stamp: stamp, isOwn: own),
+                            key: key)
+            try setContent(id, content, lineage: lineage, modified: modified, stamp: stamp, initial: false, key: key, own: own)
         case .remove(let ids):
             for id in ids { remove(id) }
             if own { ownTombstones.formUnion(ids) }
@@ -166,7 +175,7 @@ struct MergeState {
     /// True when a value with `stamp` replaces one with `old`. Equal stamps (format-1 records,
     /// which share one, a repack, which keeps the stamp of what it re-encrypts, or a forged
     /// journal) are ordered by the values themselves, so that every device keeps the same one.
-    private static func wins(_ stamp: Stamp, _ value: String, over old: Stamp, _ oldValue: String) -> Bool {
+    static func wins(_ stamp: Stamp, _ value: String, over old: Stamp, _ oldValue: String) -> Bool {
         if stamp != old { return stamp > old }
         return value.utf8.lexicographicallyPrecedes(oldValue.utf8) == false && value != oldValue
     }
@@ -183,7 +192,7 @@ struct MergeState {
 
     // The registers change in place (`items[id, default:]`): an item record is a few hundred
     // bytes, and copying it out and back was a fifth of an open of 100,000 items.
-    private mutating func create(_ id: Identifier, _ creation: Creation, own: Bool) {
+    mutating func create(_ id: Identifier, _ creation: Creation, own: Bool) {
         let tombstoned = tombstones.contains(id)
         var released: ContentInfo?
         func update(_ record: inout ItemRecord) {
@@ -205,7 +214,7 @@ struct MergeState {
     }
 
     /// Sets a place register (`initial` for a `create`'s place; see `replaces`).
-    private mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, initial: Bool, own: Bool) {
+    mutating func setPlace(_ id: Identifier, _ place: Place, from: Place?, stamp: Stamp, initial: Bool, own: Bool) {
         func update(_ record: inout ItemRecord) {
             if record.place == place && record.placeStamp == stamp {
                 if own { record.placeIsOwn = true }
@@ -229,8 +238,8 @@ struct MergeState {
     /// it wins; a value this device just wrote brings the slot it holds, which the state takes
     /// over, or wipes when the value does not win (`initial` for a `create file`'s content;
     /// see `replaces`).
-    private mutating func setContent(_ id: Identifier, _ content: ContentInfo, modified: Int64, stamp: Stamp,
-                                     initial: Bool, key: ArraySlice<UInt8>?, own: Bool) throws {
+    mutating func setContent(_ id: Identifier, _ content: ContentInfo, lineage: ContentLineage, modified: Int64,
+                             stamp: Stamp, initial: Bool, key: ArraySlice<UInt8>?, own: Bool) throws {
         referencedObjects.insert(content.objectID)
         let tombstoned = tombstones.contains(id)
         let keys = self.keys
@@ -256,6 +265,7 @@ struct MergeState {
             if let key { content.keySlot = try key.withUnsafeBytes { try keys.add($0) } }
             let replaced = record.content
             record.content = content
+            record.contentLineage = lineage
             record.contentModified = modified
             record.contentStamp = stamp
             record.contentIsInitial = initial

@@ -39,8 +39,8 @@ enum Operation {
     /// An item's new place; `from` is where the device that moved it saw it, for the case
     /// where concurrent moves would form a cycle (docs/FORMAT.md, "Moves").
     case move(id: Identifier, place: Place, from: Place?)
-    /// A file's new content (a repack, `cp -f`).
-    case setContent(id: Identifier, modified: Int64, content: ContentInfo)
+    /// A file's new content (a repack, `cp -f`), and which version of the file it is.
+    case setContent(id: Identifier, modified: Int64, content: ContentInfo, lineage: ContentLineage)
     /// Removes items: the writing device lists every item it knew under what it removed.
     case remove([Identifier])
     /// Sets a setting, or with nil removes it.
@@ -64,6 +64,28 @@ enum Operation {
     enum Tag: UInt8 {
         case stamp = 1, journal, createFolder, createFile, move, setContent, remove, setSetting, removeSetting
         case setAttachment, removeAttachment, retire, deviceName, forgetDevice, keep, tailNoted, upgraded
+        /// A `set content` that names its version and what it replaced (`setContent`, tag 6,
+        /// is read as a legacy one).
+        case setContentVersion
+    }
+}
+
+/// Which version of a file a content value is, and which version it replaced: what tells a
+/// change made knowing another from two made at once on two devices, both of which are kept
+/// (docs/FORMAT.md, "Concurrent contents").
+struct ContentLineage: Equatable, Sendable {
+    /// The version: the object identifier of the content as first written (a repack keeps
+    /// the version of what it re-encrypts).
+    var version: Identifier
+    /// The version it was written over (`cp -f`), or nil for a re-encryption of `version`.
+    var replaces: Identifier?
+    /// A `set content` of a store written before versions were recorded: it replaced every
+    /// version stamped before it.
+    var isLegacy = false
+
+    /// The lineage of content first written by a `create file` (`objectID` is its version).
+    static func initial(_ objectID: Identifier) -> ContentLineage {
+        ContentLineage(version: objectID, replaces: nil)
     }
 }
 
@@ -127,8 +149,12 @@ enum RecordCoding {
         case .move(let id, let place, let from):
             w.u8(T.move.rawValue); w.raw(id.bytes); encode(place, into: &w)
             if let from { w.u8(1); encode(from, into: &w) } else { w.u8(0) }
-        case .setContent(let id, let modified, let content):
+        case .setContent(let id, let modified, let content, let lineage) where lineage.isLegacy:
             w.u8(T.setContent.rawValue); w.raw(id.bytes); encode(content, modified: modified, keys: keys, into: &w)
+        case .setContent(let id, let modified, let content, let lineage):
+            w.u8(T.setContentVersion.rawValue); w.raw(id.bytes); encode(content, modified: modified, keys: keys, into: &w)
+            w.raw(lineage.version.bytes)
+            if let replaced = lineage.replaces { w.u8(1); w.raw(replaced.bytes) } else { w.u8(0) }
         case .remove(let ids):
             w.u8(T.remove.rawValue); w.u32(UInt32(ids.count)); for id in ids { w.raw(id.bytes) }
         case .setSetting(let key, let value?):
@@ -196,7 +222,18 @@ enum RecordCoding {
             case .setContent:
                 let id = try item(&r)
                 let (content, modified, key) = try self.content(&r)
-                try apply(.setContent(id: id, modified: modified, content: content), key)
+                let lineage = ContentLineage(version: content.objectID, replaces: nil, isLegacy: true)
+                try apply(.setContent(id: id, modified: modified, content: content, lineage: lineage), key)
+            case .setContentVersion:
+                let id = try item(&r)
+                let (content, modified, key) = try self.content(&r)
+                let version = try identifier(&r)
+                let hasReplaced = try r.u8()
+                guard hasReplaced <= 1 else { throw MalformedRecord() }
+                let replaced = hasReplaced == 1 ? try identifier(&r) : nil
+                guard replaced != version else { throw MalformedRecord(why: "gives a version that replaces itself") }
+                let lineage = ContentLineage(version: version, replaces: replaced)
+                try apply(.setContent(id: id, modified: modified, content: content, lineage: lineage), key)
             case .remove:
                 try apply(.remove(try identifiers(&r).map { id in
                     guard id != .root else { throw MalformedRecord(why: "removes the root") }

@@ -83,7 +83,7 @@ extension Vault {
         var ids = Set<Identifier>()
         for op in ops {
             switch op {
-            case .createFile(_, _, _, _, let content), .setContent(_, _, let content): ids.insert(content.objectID)
+            case .createFile(_, _, _, _, let content), .setContent(_, _, let content, _): ids.insert(content.objectID)
             default: break
             }
         }

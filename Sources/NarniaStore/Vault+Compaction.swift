@@ -80,8 +80,20 @@ extension MergeState {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
             if record.contentIsOwn && !record.contentIsInitial, let content = record.content {
-                add(.setContent(id: id, modified: record.contentModified, content: content), record.contentStamp,
+                add(.setContent(id: id, modified: record.contentModified, content: content, lineage: record.contentLineage), record.contentStamp,
                     size: 120 + content.mime.utf8.count)
+            }
+        }
+        // This device's versions of files changed at once on several devices, the content in
+        // force or not, the file removed or not: the conflict copies are derived from them.
+        for (id, versions) in contentVersions.sorted(by: { $0.key < $1.key }) {
+            let record = items[id]
+            for head in versions.heads.values.sorted(by: { $0.stamp < $1.stamp }) where head.isOwn && head.content.keySlot >= 0 {
+                let written = record.map { $0.contentIsOwn && !$0.contentIsInitial && !tombstones.contains(id)
+                    && $0.content?.objectID == head.content.objectID && $0.contentStamp == head.stamp } ?? false
+                if written { continue }
+                add(.setContent(id: id, modified: head.modified, content: head.content, lineage: head.lineage), head.stamp,
+                    size: 120 + head.content.mime.utf8.count)
             }
         }
         let anyStamp = currentStamp ?? Stamp(wall: 0, counter: 0, device: device)

@@ -54,6 +54,7 @@ extension Vault {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.damaged(empty) }
             throw MetadataError.damaged("no journal is present; if the store is still arriving through a sync, wait for it")
         }
+        try state.addConflictCopies()
         computeKnowledge()
         chooseAppendTarget()
         rebuildView()
@@ -178,8 +179,6 @@ extension Vault {
 
     /// Derives the tree anew from the merged state.
     func rebuildView() {
-        view = TreeView.build(state) { [state] device in
-            state.devices[device]?.name ?? String(device.hex.prefix(8))
-        }
+        view = TreeView.build(state) { [state] device in state.recordedName(of: device) }
     }
 }

@@ -131,14 +131,16 @@ extension Vault {
 
     /// Removes `id` and, for a folder, everything under it, in one transaction: every item
     /// shown in it is listed as removed (items that other devices put there meanwhile are
-    /// not, and survive). Objects no item uses any more are retired in the same record.
+    /// not, and survive), with the conflict copy each file's content would become (a change
+    /// made meanwhile on another device is not, and survives as one). Objects no item uses
+    /// any more are retired in the same record.
     public func remove(_ id: Identifier) throws {
         guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot remove the root") }
         let doomed = [item] + descendants(of: id)
         let members = doomed.flatMap { view.members(of: $0.id) }
         let contents = doomed.compactMap(\.content)
         let update: ViewUpdate = view.isRegular(item.parent) ? .change { $0.remove(id) } : .rebuild
-        try commit([.remove(members)] + retirements(freeing: contents), view: update)
+        try commit([.remove(state.removalList(members))] + retirements(freeing: contents), view: update)
         repackSparse(contents.map(\.objectID))
     }
 
@@ -163,7 +165,7 @@ extension Vault {
             guard !target.isFolder else { throw VaultError.refused("cannot replace a folder") }
             victim = target
         }
-        if let victim { ops.append(.remove([victim.id])) }
+        if let victim { ops.append(.remove(state.removalList([victim.id]))) }
         for member in view.members(of: id) {
             ops.append(.move(id: member, place: Place(parent: parent, name: valid), from: recordedPlace(of: member)))
         }

@@ -147,6 +147,51 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(tree(try open(b)), tree(va))
     }
 
+    /// `cp -f` onto one file on two devices at once: the later change is the file's content,
+    /// the earlier is kept beside it as a conflict copy, alike on both devices whatever order
+    /// the journals arrive in; a change made after seeing the other replaces it, no copy.
+    func testContentsChangedAtOnceOnTwoDevicesAreBothKept() throws {
+        let (a, b, c) = try { let d = try devices(["a", "b", "c"]) { v in
+            _ = try self.importFile(v, "f.txt", [1])
+            _ = try self.importFile(v, "x.txt", [2, 2])
+            _ = try self.importFile(v, "y.txt", [3, 3, 3])
+        }; return (d[0], d[1], d[2]) }()
+        func copy(_ dir: String, _ source: String, onto target: String) throws {
+            let v = try open(dir)
+            let s = try XCTUnwrap(v.child(named: source, in: .root)), t = try XCTUnwrap(v.child(named: target, in: .root))
+            try v.copy(s.id, to: .root, name: target, replacing: t.id)
+        }
+        let aName = try open(a).thisDeviceName
+        try copy(a, "x.txt", onto: "f.txt")
+        try copy(b, "y.txt", onto: "f.txt")
+        // c receives b's journal before a's; a receives b's; b receives a's.
+        try deliver(b, c)
+        XCTAssertEqual(tree(try open(c)), ["/f.txt other 3", "/x.txt other 2", "/y.txt other 3"])
+        try deliver(a, c)
+        try deliver(b, a)
+        try deliver(a, b)
+        let date = ItemName.utcDate(SystemClockForTests.now())
+        let expected = ["/f (conflict \(date) \(aName)).txt other 2", "/f.txt other 3", "/x.txt other 2", "/y.txt other 3"]
+        for dir in [a, b, c] {
+            let v = try open(dir)
+            XCTAssertEqual(tree(v), expected, dir)
+            XCTAssertEqual(try read(v, "f (conflict \(date) \(aName)).txt"), [2, 2])
+            XCTAssertTrue(try v.verify().isWhole)
+        }
+        // Once seen, a change replaces what it saw: the copy stays as it is, no new one.
+        try copy(a, "x.txt", onto: "f.txt")
+        try syncAll([a, b, c])
+        XCTAssertEqual(tree(try open(b)), ["/f (conflict \(date) \(aName)).txt other 2", "/f.txt other 2",
+                                           "/x.txt other 2", "/y.txt other 3"])
+        // Removing the copy removes it everywhere.
+        do {
+            let v = try open(c)
+            try v.remove(try XCTUnwrap(v.child(named: "f (conflict \(date) \(aName)).txt", in: .root)).id)
+        }
+        try syncAll([a, b, c])
+        XCTAssertEqual(tree(try open(a)), ["/f.txt other 2", "/x.txt other 2", "/y.txt other 3"])
+    }
+
     func testFilesOfOneNameAreKeptAsConflictCopies() throws {
         let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
         do { _ = try importFile(try open(a), "IMG_1.jpg", [1]) }

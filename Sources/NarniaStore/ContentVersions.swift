@@ -1,0 +1,136 @@
+import NarniaCrypto
+
+/// The versions of one file's content that `set content` operations gave and no other one
+/// replaced: its *heads* (docs/FORMAT.md, "Concurrent contents").
+///
+/// A `cp -f` names the version it wrote over, so a change made knowing another replaces it.
+/// Two changes made at once on two devices replace the same version and neither knows the
+/// other: both stay heads. The one with the greatest stamp is the file's content, as the
+/// content register keeps; `MergeState.addConflictCopies()` shows every other head beside it
+/// as a conflict copy, so that neither device's change is lost.
+struct ContentVersions {
+    struct Version {
+        var content: ContentInfo
+        var lineage: ContentLineage
+        var modified: Int64
+        var stamp: Stamp
+        var isOwn: Bool
+    }
+
+    /// The heads, by version: for each, the value that wins among that version's (the first
+    /// write, or a repack of it).
+    var heads: [Identifier: Version] = [:]
+    /// Versions that some `set content` replaced.
+    var replaced = Set<Identifier>()
+    /// The greatest stamp of a legacy `set content`, which replaced every version before it.
+    var legacyFloor: Stamp?
+
+    /// The heads that count: not a legacy `set content`'s, nor stamped before one.
+    var liveHeads: [Version] {
+        heads.values.filter { version in !version.lineage.isLegacy && (legacyFloor.map { version.stamp >= $0 } ?? true) }
+    }
+}
+
+extension MergeState {
+    /// Notes a `set content`'s version (before its value goes into the content register). A
+    /// version's key is copied in only while it stays a head and was read from a journal;
+    /// a change this device just made (no `key`) is the content, never a copy.
+    mutating func noteVersion(of id: Identifier, _ new: ContentVersions.Version, key: ArraySlice<UInt8>?) throws {
+        var versions = contentVersions[id] ?? ContentVersions()
+        defer { contentVersions[id] = versions }
+        if let replaced = new.lineage.replaces, versions.replaced.insert(replaced).inserted,
+           let gone = versions.heads.removeValue(forKey: replaced) {
+            forgetKey(of: gone)
+        }
+        if new.lineage.isLegacy, versions.legacyFloor.map({ $0 < new.stamp }) ?? true { versions.legacyFloor = new.stamp }
+        let version = new.lineage.version
+        guard !versions.replaced.contains(version) else { return }
+        if let old = versions.heads[version] {
+            if old.content.objectID == new.content.objectID && old.stamp == new.stamp {
+                if new.isOwn { versions.heads[version]!.isOwn = true }
+                return
+            }
+            guard Self.wins(new.stamp, new.content.objectID.hex, over: old.stamp, old.content.objectID.hex) else { return }
+            forgetKey(of: old)
+        }
+        var head = new
+        head.content.keySlot = -1
+        if let key { head.content.keySlot = try key.withUnsafeBytes { try keys.add($0) } }
+        versions.heads[version] = head
+    }
+
+    /// Shows heads as conflict copies: items of their own, whose identifiers are derived from
+    /// the file's and the version's, in the file's folder, under the file's name marked
+    /// `(conflict DATE DEVICE)` with the date and the device of the version's writing. Every
+    /// head but the file's content is shown so; of a removed file, every head — a removal
+    /// lists the copy of the version its device showed (`removalList`), so what the remover
+    /// saw goes and what it did not stays. Called once every record is read. The copies are
+    /// derived, not stored: every device that holds the same records shows the same ones, and
+    /// a `move`, `set content` or `remove` of a copy is recorded under its identifier like any
+    /// item's.
+    ///
+    /// Afterwards only the files with a copy still shown keep their versions, and only this
+    /// device's versions keep their keys (compaction writes them again).
+    mutating func addConflictCopies() throws {
+        for (id, versions) in contentVersions {
+            var heads = versions.liveHeads
+            var shown = false
+            if let record = items[id], let creation = record.creation, !creation.isFolder, let place = record.place {
+                if !tombstones.contains(id) {
+                    let content = heads.max { Self.wins($1.stamp, $1.content.objectID.hex, over: $0.stamp, $0.content.objectID.hex) }
+                    heads.removeAll { $0.lineage.version == content?.lineage.version }
+                }
+                for head in heads {
+                    shown = try addConflictCopy(of: id, head, created: creation.created, place: place) || shown
+                }
+            }
+            guard shown else {
+                for head in versions.heads.values { forgetKey(of: head) }
+                contentVersions[id] = nil
+                continue
+            }
+            for (version, head) in versions.heads where !head.isOwn {
+                forgetKey(of: head)
+                contentVersions[id]!.heads[version]!.content.keySlot = -1
+            }
+        }
+    }
+
+    /// What a removal of `ids` lists: the items, and for each file the conflict copy its
+    /// version in force would become were another device to change the file meanwhile.
+    func removalList(_ ids: [Identifier]) -> [Identifier] {
+        ids + ids.compactMap { id in
+            guard let record = items[id], record.content != nil else { return nil }
+            return Self.conflictCopyIdentifier(of: id, version: record.contentLineage.version)
+        }
+    }
+
+    /// The identifier of the conflict copy that shows `version` of file `id`.
+    static func conflictCopyIdentifier(of id: Identifier, version: Identifier) -> Identifier {
+        Identifier(genericHash(Array("conflict copy".utf8) + id.bytes + version.bytes, length: 16))
+    }
+
+    /// Adds the conflict copy of `head`; true when it is shown (not removed).
+    private mutating func addConflictCopy(of id: Identifier, _ head: ContentVersions.Version, created: Int64, place: Place) throws -> Bool {
+        let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
+        guard head.content.keySlot >= 0, !tombstones.contains(copy) else { return false }
+        let name = ItemName.conflictCopy(place.name, date: head.stamp.wall, device: recordedName(of: head.stamp.device))
+        create(copy, Creation(isFolder: false, created: created, modified: head.modified, stamp: head.stamp), own: false)
+        setPlace(copy, Place(parent: place.parent, name: name), from: nil, stamp: head.stamp, initial: true, own: false)
+        var content = head.content
+        content.keySlot = try keys.withKey(head.content.keySlot) { try keys.add($0) }
+        try setContent(copy, content, lineage: .initial(head.lineage.version), modified: head.modified, stamp: head.stamp,
+                       initial: true, key: nil, own: false)
+        return true
+    }
+
+    private func forgetKey(of version: ContentVersions.Version) {
+        if version.content.keySlot >= 0 { keys.remove(version.content.keySlot) }
+    }
+
+    /// A device's name as its records give it (the first eight hex digits of its identifier
+    /// until one arrives): what conflict names show, alike on every device.
+    func recordedName(of device: Identifier) -> String {
+        devices[device]?.name ?? String(device.hex.prefix(8))
+    }
+}

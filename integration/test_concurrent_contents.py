@@ -1,0 +1,124 @@
+"""New content given to one file on two devices at once is all kept (FORMAT.md "Merging", rule 7).
+
+Before versions were recorded, `cp -f` of one file on two devices before either saw the other's
+kept only the later content: the earlier was retired and deleted on every device, exit 0 and
+`verify` "all intact". Now the file holds the later and the earlier is shown beside it as
+`NAME (conflict DATE DEVICE).EXT`, a file of its own; a change made after seeing the other
+replaces it with no copy; a removal takes what its device saw and leaves new content another
+device gave the file meanwhile, as such a copy.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from pathlib import Path
+
+from harness import Narnia, q
+from test_device_housekeeping import compact_and_exchange, exchange, know_each_other
+from test_devices import device
+
+
+def two_devices(narnia: Narnia, host: Path, tmp_path: Path) -> Narnia:
+    """A vault with /a.txt, /b.txt and /c.txt on the desk, and a laptop that knows it."""
+    narnia.init()
+    for name, text in (("a.txt", "first\n"), ("b.txt", "from the desk\n"), ("c.txt", "from the laptop\n")):
+        (host / name).write_text(text)
+    narnia.ok("import " + " ".join(q(str(host / n)) for n in ("a.txt", "b.txt", "c.txt")))
+    laptop = device(narnia, tmp_path / "laptop")
+    know_each_other(narnia, laptop)
+    return laptop
+
+
+def listing(n: Narnia, **kw) -> list[str]:
+    return n.ok("ls -1 /", **kw).out.splitlines()
+
+
+def objects(store: Path) -> set[str]:
+    """The content objects present (files in the two-hex-digit shard folders)."""
+    return {p.name for d in store.iterdir() if d.is_dir() and re.fullmatch(r"[0-9a-f]{2}", d.name)
+            for p in d.iterdir()}
+
+
+def test_cp_f_on_two_devices_at_once_keeps_both_contents(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok("cp -f /c.txt /a.txt")
+    exchange(narnia, laptop)
+    copies = [line for line in listing(narnia) if "conflict" in line]
+    assert len(copies) == 1, listing(narnia)
+    copy = copies[0]
+    for n in (narnia, laptop):
+        assert listing(n) == [copy, "a.txt", "b.txt", "c.txt"]
+        assert n.ok("cat /a.txt").out == "from the laptop\n"
+        assert n.ok(f"cat {q('/' + copy)}").out == "from the desk\n"
+        assert "all intact" in n.ok("verify").out
+    # The copy is the desk's version, named after the desk and today.
+    desk = next(json.loads(row) for row in narnia.ok("devices --json").out_lines if json.loads(row)["this_device"])
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    assert copy == f"a (conflict {today} {desk['name']}).txt"
+    # A change made after seeing the other replaces it: no new copy.
+    narnia.ok("cp -f /b.txt /a.txt")
+    exchange(narnia, laptop)
+    assert listing(laptop) == [copy, "a.txt", "b.txt", "c.txt"]
+    assert laptop.ok("cat /a.txt").out == "from the desk\n"
+
+
+def test_a_conflict_copy_is_a_file_to_keep_rename_or_remove(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok("cp -f /c.txt /a.txt")
+    exchange(narnia, laptop)
+    copy = next(line for line in listing(laptop) if "conflict" in line)
+    both = objects(narnia.vault)
+    # The laptop keeps the desk's version instead of its own: the usual way to settle it.
+    laptop.ok(f"rm /a.txt; mv {q('/' + copy)} /a.txt")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert listing(n) == ["a.txt", "b.txt", "c.txt"]
+        assert n.ok("cat /a.txt").out == "from the desk\n"
+        assert "all intact" in n.ok("verify").out
+    # The laptop's own version is no longer needed: once both devices have read that, it goes.
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert len(objects(n.vault) & both) == len(both) - 1, "the removed version's object was kept for ever"
+
+
+def test_a_removal_keeps_new_content_its_device_did_not_see(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok("rm /a.txt")
+    exchange(narnia, laptop)
+    copy = next(line for line in listing(laptop) if "conflict" in line)
+    for n in (narnia, laptop):
+        assert listing(n) == [copy, "b.txt", "c.txt"]
+        assert n.ok(f"cat {q('/' + copy)}").out == "from the desk\n"
+    # What the remover saw goes with no copy.
+    laptop.ok(f"rm {q('/' + copy)}; rm /b.txt")
+    exchange(narnia, laptop)
+    assert listing(narnia) == ["c.txt"]
+
+
+def test_conflict_copies_outlast_compaction_and_travel_through_sync(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.ok(f"sync {q(str(remote))}")
+    laptop.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok("cp -f /c.txt /a.txt")
+    narnia.ok(f"sync {q(str(remote))}")
+    r = laptop.ok(f"sync {q(str(remote))}")
+    copy = next(line for line in listing(laptop) if "conflict" in line)
+    assert copy in r.out, r.describe()
+    # The desk, whose version lost, compacts its journals (`passwd --rotate`): the copy stands
+    # on them.
+    compact_and_exchange(narnia, laptop)
+    narnia.ok(f"sync {q(str(remote))}", passphrase="rotated")
+    laptop.ok(f"sync {q(str(remote))}", passphrase="rotated")
+    for n in (narnia, laptop):
+        assert listing(n, passphrase="rotated") == [copy, "a.txt", "b.txt", "c.txt"]
+        assert n.ok(f"cat {q('/' + copy)}", passphrase="rotated").out == "from the desk\n"
+        assert "all intact" in n.ok("verify", passphrase="rotated").out
