@@ -72,6 +72,7 @@ extension MergeState {
     /// Afterwards only the files with a copy still shown keep their versions, and only this
     /// device's versions keep their keys (compaction writes them again).
     mutating func addConflictCopies() throws {
+        defer { conflictCopiesAdded = true }
         for (id, versions) in contentVersions {
             var heads = versions.liveHeads
             var shown = false
@@ -114,14 +115,29 @@ extension MergeState {
     private mutating func addConflictCopy(of id: Identifier, _ head: ContentVersions.Version, created: Int64, place: Place) throws -> Bool {
         let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
         guard head.content.keySlot >= 0, !tombstones.contains(copy) else { return false }
-        let name = ItemName.conflictCopy(place.name, date: head.stamp.wall, device: recordedName(of: head.stamp.device))
         create(copy, Creation(isFolder: false, created: created, modified: head.modified, stamp: head.stamp), own: false)
-        setPlace(copy, Place(parent: place.parent, name: name), from: nil, stamp: head.stamp, initial: true, own: false)
+        setPlace(copy, conflictCopyPlace(head, beside: place), from: nil, stamp: head.stamp, initial: true, own: false)
         var content = head.content
         content.keySlot = try keys.withKey(head.content.keySlot) { try keys.add($0) }
         try setContent(copy, content, lineage: .initial(head.lineage.version), modified: head.modified, stamp: head.stamp,
                        initial: true, key: nil, own: false)
         return true
+    }
+
+    /// Where the copy of `head` stands: beside the file at `place`, under its name marked.
+    private func conflictCopyPlace(_ head: ContentVersions.Version, beside place: Place) -> Place {
+        Place(parent: place.parent, name: ItemName.conflictCopy(place.name, date: head.stamp.wall, device: recordedName(of: head.stamp.device)))
+    }
+
+    /// Places the conflict copies of `id` anew after its place changed in this session: they
+    /// stand beside it, as deriving them from the records gives, until moved themselves.
+    mutating func placeConflictCopies(of id: Identifier) {
+        guard let versions = contentVersions[id], let place = items[id]?.place else { return }
+        for head in versions.heads.values {
+            let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
+            guard items[copy]?.creation != nil, items[copy]!.placeIsInitial else { continue }
+            items[copy]!.place = conflictCopyPlace(head, beside: place)
+        }
     }
 
     private func forgetKey(of version: ContentVersions.Version) {

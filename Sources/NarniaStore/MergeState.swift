@@ -64,6 +64,8 @@ struct MergeState {
     /// one when devices changed the file at once (see `ContentVersions`). Once every record
     /// is read, only the files with a conflict copy shown keep theirs.
     var contentVersions: [Identifier: ContentVersions] = [:]
+    /// Set once every record is read and the conflict copies are derived (`addConflictCopies`).
+    var conflictCopiesAdded = false
     var tombstones = Set<Identifier>()
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
@@ -121,6 +123,7 @@ struct MergeState {
                            initial: true, key: key, own: own)
         case .move(let id, let place, let from):
             setPlace(id, place, from: from, stamp: stamp, initial: false, own: own)
+            if conflictCopiesAdded && contentVersions[id] != nil { placeConflictCopies(of: id) }
         case .setContent(let id, let modified, let content, let lineage):
             try noteVersion(of: id, ContentVersions.Version(content: content, lineage: lineage, modified: modified, stamp: stamp, isOwn: own),
                             key: key)
@@ -155,6 +158,8 @@ struct MergeState {
                 device.nameStamp = stamp
             }
             devices[stamp.device] = device
+            // Conflict copies' names show device names.
+            if conflictCopiesAdded { for id in contentVersions.keys { placeConflictCopies(of: id) } }
         case .forgetDevice(let id):
             devices[id, default: DeviceRecord()].forgotten = true
             if own { ownForgotten.insert(id) }

@@ -170,7 +170,9 @@ extension Vault {
             ops.append(.move(id: member, place: Place(parent: parent, name: valid), from: recordedPlace(of: member)))
         }
         if let content = victim?.content { ops += retirements(freeing: [content]) }
+        // Conflict copies of the item move with it (see `MergeState.placeConflictCopies`).
         let regular = settled.isEmpty && view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
+            && state.contentVersions[id] == nil
         try commit(ops, view: regular ? .change { view in
             if let victim { view.remove(victim.id) }
             view.move(id, to: parent, name: valid)

@@ -178,6 +178,20 @@ final class MergeTests: XCTestCase {
             XCTAssertEqual(try read(v, "f (conflict \(date) \(aName)).txt"), [2, 2])
             XCTAssertTrue(try v.verify().isWhole)
         }
+        // A copy stands beside its file: renaming the file renames it, in this session as in
+        // the next.
+        let renamed: [String]
+        do {
+            let v = try open(a)
+            try v.move(try XCTUnwrap(v.child(named: "f.txt", in: .root)).id, to: .root, name: "g.txt")
+            renamed = tree(v)
+        }
+        XCTAssertEqual(renamed, ["/g (conflict \(date) \(aName)).txt other 2", "/g.txt other 3", "/x.txt other 2", "/y.txt other 3"])
+        XCTAssertEqual(tree(try open(a)), renamed)
+        do {
+            let v = try open(a)
+            try v.move(try XCTUnwrap(v.child(named: "g.txt", in: .root)).id, to: .root, name: "f.txt")
+        }
         // Once seen, a change replaces what it saw: the copy stays as it is, no new one.
         try copy(a, "x.txt", onto: "f.txt")
         try syncAll([a, b, c])
