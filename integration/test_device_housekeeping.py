@@ -248,3 +248,34 @@ def test_sync_carries_a_rotated_inbox_key_so_drops_go_on(narnia, host, tmp_path)
     r = other("drop", host / "a.txt", passphrase=None)
     assert r.rc == 0, r.describe()
     assert other.ok("cat /Inbox/a.txt").out == "dropped after the rotation\n"
+
+
+def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_whole(narnia, host, tmp_path):
+    """Another device ran `passwd --rotate`: its journals are sealed under a master key this
+    session does not hold. The sync used to fail with the merge half done (the session's item
+    keys wiped, some journals read, some not) and the session went on with that. Now it says what
+    happened and the session goes on with the vault as it was: listing, reading and writing work,
+    and the next unlock with the new passphrase reads everything."""
+    narnia.init()
+    (host / "a.txt").write_text("kept\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}")
+    laptop = device(narnia, tmp_path / "laptop")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    laptop.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
+    narnia.ok(f"sync {q(str(remote))}", passphrase="rotated")
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
+    (host / "b.txt").write_text("written after the failed sync\n")
+    r = laptop.c(f"-sync {q(str(remote))}; ls; cat /a.txt; import {q(str(host / 'b.txt'))}; cat /b.txt",
+                 passphrase="rotated")
+    assert r.rc == 0, r.describe()
+    assert "new master key arrived" in r.err and "goes on with the vault as it was" in r.err, r.describe()
+    assert r.out.splitlines()[:2] == ["a.txt", "kept"], r.describe()
+    assert r.out.endswith("written after the failed sync\n"), r.describe()
+    laptop.ok(f"sync {q(str(remote))}", passphrase="rotated")
+    narnia.ok(f"sync {q(str(remote))}", passphrase="rotated")
+    for n in (narnia, laptop):
+        assert n.ok("ls -1 /", passphrase="rotated").out == "a.txt\nb.txt\n"
+        assert "all intact" in n.ok("verify", passphrase="rotated").out

@@ -75,16 +75,6 @@ final class KeyTable: @unchecked Sendable {
         }
     }
 
-    /// Frees every block (`sodium_free` wipes them): for re-reading the whole metadata.
-    func removeAll() {
-        lock.withLock {
-            precondition(holders == 0, "the key table is held open")
-            blocks.removeAll()
-            free.removeAll()
-            used = 0
-        }
-    }
-
     /// Wipes a slot and makes it available again.
     func remove(_ slot: Int) {
         withSlot(slot) { wipe($0) }

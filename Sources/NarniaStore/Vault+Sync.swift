@@ -192,20 +192,34 @@ extension Vault {
     }
 
     /// Reads every journal present again and merges them, as opening does (after a sync
-    /// brought files): returns how the tree changed.
+    /// brought files): returns how the tree changed. When they cannot be read (a journal
+    /// sealed under a master key from another device's `passwd --rotate`, damage), the vault
+    /// stays as it was before, in every respect, and the error is thrown: the session goes
+    /// on with what it had, never with half a merge.
     public func reload() throws -> TreeChange {
         let before = view.items
         let savedWarnings = warnings
-        keys.removeAll()
-        state = MergeState(keys: keys, device: device)
-        journals = [:]
-        journal = nil
-        wholeObjectSizes = [:]
-        ownRecordsMayBeLost = false
-        keepOwnObjectsAtNextWrite = false
-        newlyFoundCuts = []
-        inventory = try StoreInventory.scan(directory)
-        try load()
+        let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
+                     ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
+                     bytesAtLastCompaction)
+        do {
+            keys = try KeyTable()
+            state = MergeState(keys: keys, device: device)
+            journals = [:]
+            journal = nil
+            wholeObjectSizes = [:]
+            ownRecordsMayBeLost = false
+            keepOwnObjectsAtNextWrite = false
+            newlyFoundCuts = []
+            inventory = try StoreInventory.scan(directory)
+            try load()
+        } catch {
+            (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
+             ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
+             bytesAtLastCompaction) = saved
+            warnings = savedWarnings
+            throw error
+        }
         try tidy(atOpen: false)
         generation += 1
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })

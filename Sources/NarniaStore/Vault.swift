@@ -29,7 +29,8 @@ public final class Vault {
     /// The keys this device seals its records with.
     var journalKeys: JournalKeys { journalKeyChain[0] }
     let tags: NameTags
-    let keys: KeyTable
+    /// The item keys of `state` (a reload replaces both).
+    var keys: KeyTable
     let pipeline = ChunkPipeline()
 
     var clock: HybridClock

@@ -52,7 +52,7 @@ enum SyncCommand {
         // Nothing arrived: the merge would change nothing, and the plan stands as it was.
         let sending: SyncPlan
         if report.received > 0 {
-            report.change = try vault.reload()
+            report.change = try merge(vault)
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         } else {
             report.change = TreeChange(added: [], removed: 0)
@@ -101,6 +101,18 @@ enum SyncCommand {
         try finish(s, remote, report, nil)
     }
 
+    /// Merges what arrived (`Vault.reload`). Journals sealed under a master key this session
+    /// does not hold — another device ran `passwd --rotate` — are here now, but only a new
+    /// unlock reads them: said so, and the session goes on with the vault as it was.
+    private static func merge(_ vault: Vault) throws -> TreeChange {
+        do {
+            return try vault.reload()
+        } catch MetadataError.unknownMasterKey {
+            throw CommandFailure("journals sealed under a new master key arrived (another device ran 'passwd --rotate'): this session cannot read them and goes on with the vault as it was",
+                                 hint: "open the vault again, with the passphrase chosen with 'passwd --rotate', and sync again")
+        }
+    }
+
     /// Counts for the summary.
     struct Report {
         var sent = 0, received = 0, deleted = 0
@@ -115,7 +127,7 @@ enum SyncCommand {
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
     /// (both sides stay valid: files are whole or ignored, and a rerun finishes the job).
     private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
-        let change = try report.change ?? s.vault.reload()
+        let change = try report.change ?? merge(s.vault)
         for warning in s.vault.warnings { s.warning("sync", warning) }
         s.out.line("synced with \(s.out.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
         let added = change.added.sorted(by: utf8Order)
