@@ -84,8 +84,12 @@ def split_extension(name: str) -> tuple[str, str]:
 
 
 def _fit(stem: str, suffix: str, ext: str) -> str:
-    while stem and len((stem + suffix + ext).encode()) > 255:
-        stem = stem[:-1]
+    """Within 255 bytes: the longer of stem and extension loses its last character until it fits."""
+    while len((stem + suffix + ext).encode()) > 255:
+        if len(stem.encode()) >= len(ext.encode()):
+            stem = stem[:-1]
+        else:
+            ext = ext[:-1]
     return stem + suffix + ext
 
 

@@ -122,3 +122,65 @@ def test_conflict_copies_outlast_compaction_and_travel_through_sync(narnia, host
         assert listing(n, passphrase="rotated") == [copy, "a.txt", "b.txt", "c.txt"]
         assert n.ok(f"cat {q('/' + copy)}", passphrase="rotated").out == "from the desk\n"
         assert "all intact" in n.ok("verify", passphrase="rotated").out
+
+
+# Found by a review of the change (2026-12-02), each failing on the build before its fix:
+
+
+def test_a_conflict_copy_of_a_name_with_a_long_extension_keeps_within_255_bytes(narnia, host, tmp_path):
+    """`v2.` and 248 more bytes has a 249-byte extension: marking only the stem gave the copy a
+    279-byte name, which `mv` then wrote as the place it moved the copy from — a record every
+    device refused as damaged ever after."""
+    laptop = two_devices(narnia, host, tmp_path)
+    long = "v2." + ("board meeting about the budget " * 8)[:248]
+    narnia.ok(f"cp /a.txt {q('/' + long)}")
+    exchange(narnia, laptop)
+    narnia.ok(f"cp -f /b.txt {q('/' + long)}")
+    laptop.ok(f"cp -f /c.txt {q('/' + long)}")
+    exchange(narnia, laptop)
+    copy = next(n for n in listing(narnia) if "conflict" in n)
+    assert len(copy.encode()) <= 255 and copy.startswith("v2 (conflict "), copy
+    narnia.ok(f"mv {q('/' + copy)} /kept.txt")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok("cat /kept.txt").out == "from the desk\n"
+        assert "all intact" in n.ok("verify").out
+
+
+def test_cp_f_onto_a_conflict_copy_on_two_devices_keeps_both(narnia, host, tmp_path):
+    """The copy's own versions were looked at in hash order: when the copy's turn came before
+    its file's, the copy did not exist yet, its versions were dropped and the earlier content
+    given to it was deleted on both devices (in 2–4 runs of 10). Several opens, each with its
+    own hash seed."""
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok("cp -f /c.txt /a.txt")
+    exchange(narnia, laptop)
+    copy = next(n for n in listing(narnia) if "conflict" in n)
+    (host / "d.txt").write_text("the desk's edit of the copy\n")
+    (host / "e.txt").write_text("the laptop's edit of the copy\n")
+    narnia.ok(f"import {q(str(host / 'd.txt'))}; cp -f /d.txt {q('/' + copy)}; rm /d.txt")
+    laptop.ok(f"import {q(str(host / 'e.txt'))}; cp -f /e.txt {q('/' + copy)}; rm /e.txt")
+    for _ in range(3):
+        exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        texts = {n.ok(f"cat {q('/' + name)}").out for name in listing(n)}
+        assert {"the desk's edit of the copy\n", "the laptop's edit of the copy\n"} <= texts, listing(n)
+        assert "all intact" in n.ok("verify").out
+
+
+def test_compaction_keeps_what_a_dropped_change_replaced(narnia, host, tmp_path):
+    """The desk replaced the laptop's content, then its own; compacting dropped the record of its
+    first change, the only one saying the laptop's content was replaced, and that came back as a
+    conflict copy (its object already deleted: `cat` and `verify` failed)."""
+    laptop = two_devices(narnia, host, tmp_path)
+    laptop.ok("cp -f /b.txt /a.txt")
+    exchange(narnia, laptop)
+    narnia.ok("cp -f /c.txt /a.txt")
+    narnia.ok("cp -f /b.txt /a.txt")
+    exchange(narnia, laptop)
+    exchange(narnia, laptop)
+    compact_and_exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert listing(n, passphrase="rotated") == ["a.txt", "b.txt", "c.txt"]
+        assert "all intact" in n.ok("verify", passphrase="rotated").out

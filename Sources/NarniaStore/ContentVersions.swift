@@ -36,12 +36,12 @@ extension MergeState {
     /// version's key is copied in only while it stays a head and was read from a journal;
     /// a change this device just made (no `key`) is the content, never a copy.
     mutating func noteVersion(of id: Identifier, _ new: ContentVersions.Version, key: ArraySlice<UInt8>?) throws {
+        if let replaced = new.lineage.replaces {
+            noteReplaced(replaced, of: id)
+            if new.isOwn { ownReplaced[id, default: []].insert(replaced) }
+        }
         var versions = contentVersions[id] ?? ContentVersions()
         defer { contentVersions[id] = versions }
-        if let replaced = new.lineage.replaces, versions.replaced.insert(replaced).inserted,
-           let gone = versions.heads.removeValue(forKey: replaced) {
-            forgetKey(of: gone)
-        }
         if new.lineage.isLegacy, versions.legacyFloor.map({ $0 < new.stamp }) ?? true { versions.legacyFloor = new.stamp }
         let version = new.lineage.version
         guard !versions.replaced.contains(version) else { return }
@@ -59,6 +59,14 @@ extension MergeState {
         versions.heads[version] = head
     }
 
+    /// Notes that a `set content` replaced `version` of file `id`: it is no head, now or when
+    /// its own record arrives.
+    mutating func noteReplaced(_ version: Identifier, of id: Identifier) {
+        guard contentVersions[id, default: ContentVersions()].replaced.insert(version).inserted,
+              let gone = contentVersions[id]!.heads.removeValue(forKey: version) else { return }
+        forgetKey(of: gone)
+    }
+
     /// Shows heads as conflict copies: items of their own, whose identifiers are derived from
     /// the file's and the version's, in the file's folder, under the file's name marked
     /// `(conflict DATE DEVICE)` with the date and the device of the version's writing. Every
@@ -73,28 +81,42 @@ extension MergeState {
     /// device's versions keep their keys (compaction writes them again).
     mutating func addConflictCopies() throws {
         defer { conflictCopiesAdded = true }
-        for (id, versions) in contentVersions {
-            var heads = versions.liveHeads
-            var shown = false
-            if let record = items[id], let creation = record.creation, !creation.isFolder, let place = record.place {
-                if !tombstones.contains(id) {
-                    let content = heads.max { Self.wins($1.stamp, $1.content.objectID.hex, over: $0.stamp, $0.content.objectID.hex) }
-                    heads.removeAll { $0.lineage.version == content?.lineage.version }
-                }
-                for head in heads {
-                    shown = try addConflictCopy(of: id, head, created: creation.created, place: place) || shown
-                }
+        // A copy's own versions (`cp -f` onto a copy on two devices at once) are looked at once
+        // the copy exists: the files first, then the copies they gave, and so on.
+        var pending = Set(contentVersions.keys)
+        while true {
+            let ready = pending.filter { items[$0]?.creation != nil }
+            if ready.isEmpty { break }
+            pending.subtract(ready)
+            for id in ready.sorted() { try addConflictCopies(of: id) }
+        }
+        for id in pending { forgetVersions(of: id) }
+    }
+
+    private mutating func addConflictCopies(of id: Identifier) throws {
+        guard let versions = contentVersions[id] else { return }
+        var heads = versions.liveHeads
+        var shown = false
+        if let record = items[id], let creation = record.creation, !creation.isFolder, let place = record.place {
+            if !tombstones.contains(id) {
+                let content = heads.max { Self.wins($1.stamp, $1.content.objectID.hex, over: $0.stamp, $0.content.objectID.hex) }
+                heads.removeAll { $0.lineage.version == content?.lineage.version }
             }
-            guard shown else {
-                for head in versions.heads.values { forgetKey(of: head) }
-                contentVersions[id] = nil
-                continue
-            }
-            for (version, head) in versions.heads where !head.isOwn {
-                forgetKey(of: head)
-                contentVersions[id]!.heads[version]!.content.keySlot = -1
+            for head in heads {
+                shown = try addConflictCopy(of: id, head, created: creation.created, place: place) || shown
             }
         }
+        guard shown else { return forgetVersions(of: id) }
+        for (version, head) in versions.heads where !head.isOwn {
+            forgetKey(of: head)
+            contentVersions[id]!.heads[version]!.content.keySlot = -1
+        }
+    }
+
+    /// Forgets the versions of a file with no conflict copy shown, and their keys.
+    private mutating func forgetVersions(of id: Identifier) {
+        guard let versions = contentVersions.removeValue(forKey: id) else { return }
+        for head in versions.heads.values { forgetKey(of: head) }
     }
 
     /// What a removal of `ids` lists: the items, and for each file the conflict copy its
@@ -137,6 +159,7 @@ extension MergeState {
             let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
             guard items[copy]?.creation != nil, items[copy]!.placeIsInitial else { continue }
             items[copy]!.place = conflictCopyPlace(head, beside: place)
+            placeConflictCopies(of: copy)   // a copy's own copies stand beside it
         }
     }
 

@@ -53,10 +53,16 @@ public enum ItemName {
     /// `notes` → `notes (2)`, `.profile` → `.profile (2)`, `a.tar.gz` → `a (2).tar.gz`.
     /// The stem is shortened (never splitting a character) when the result would pass 255 bytes.
     package static func numbered(_ name: String, _ n: Int) -> String {
+        marked(name, " (\(n))")
+    }
+
+    /// `name` with `suffix` put before its extension, kept within 255 bytes: the longer of
+    /// stem and extension (in bytes) loses its last character until it fits — the stem, but
+    /// for a name whose "extension" is most of it.
+    static func marked(_ name: String, _ suffix: String) -> String {
         var (stem, ext) = splitExtension(name)
-        let suffix = " (\(n))"
-        while !stem.isEmpty && stem.utf8.count + suffix.utf8.count + ext.utf8.count > maximumBytes {
-            stem.removeLast()
+        while stem.utf8.count + suffix.utf8.count + ext.utf8.count > maximumBytes {
+            if stem.utf8.count >= ext.utf8.count { stem.removeLast() } else { ext.removeLast() }
         }
         return "\(stem)\(suffix)\(ext)"
     }

@@ -92,6 +92,8 @@ struct MergeState {
     var ownNotedTails: [Identifier: (offset: Int64, bytes: Int64)] = [:]
     var ownForgotten = Set<Identifier>()
     var ownUpgrades = Set<Upgrade>()
+    /// The versions this device's `set content`s replaced, by file (see `Operation.replaced`).
+    var ownReplaced: [Identifier: Set<Identifier>] = [:]
 
     init(keys: KeyTable, device: Identifier) {
         self.keys = keys
@@ -172,6 +174,9 @@ struct MergeState {
         case .upgraded(let journal, let keyFile):
             upgrades.insert(Upgrade(journal: journal, keyFile: keyFile))
             if own { ownUpgrades.insert(Upgrade(journal: journal, keyFile: keyFile)) }
+        case .replaced(let id, let versions):
+            for version in versions { noteReplaced(version, of: id) }
+            if own { ownReplaced[id, default: []].formUnion(versions) }
         case .stamp, .journal:
             break
         }

@@ -60,13 +60,16 @@ enum Operation {
     case tailNoted(journal: Identifier, offset: Int64, bytes: Int64)
     /// The store was upgraded from format 1, whose journal and key file had these identifiers.
     case upgraded(formerJournal: Identifier, formerKeyFile: Identifier)
+    /// Versions of a file that this device's `set content`s replaced: what a compaction keeps
+    /// of the records it drops, so that no replaced version becomes a conflict copy again.
+    case replaced(id: Identifier, versions: [Identifier])
 
     enum Tag: UInt8 {
         case stamp = 1, journal, createFolder, createFile, move, setContent, remove, setSetting, removeSetting
         case setAttachment, removeAttachment, retire, deviceName, forgetDevice, keep, tailNoted, upgraded
         /// A `set content` that names its version and what it replaced (`setContent`, tag 6,
         /// is read as a legacy one).
-        case setContentVersion
+        case setContentVersion, replaced
     }
 }
 
@@ -178,6 +181,8 @@ enum RecordCoding {
             w.u8(T.tailNoted.rawValue); w.raw(journal.bytes); w.i64(offset); w.i64(bytes)
         case .upgraded(let journal, let keyFile):
             w.u8(T.upgraded.rawValue); w.raw(journal.bytes); w.raw(keyFile.bytes)
+        case .replaced(let id, let versions):
+            w.u8(T.replaced.rawValue); w.raw(id.bytes); w.u32(UInt32(versions.count)); for v in versions { w.raw(v.bytes) }
         }
     }
 
@@ -274,6 +279,8 @@ enum RecordCoding {
                 try apply(.tailNoted(journal: try identifier(&r), offset: try r.i64(), bytes: try r.i64()), nil)
             case .upgraded:
                 try apply(.upgraded(formerJournal: try identifier(&r), formerKeyFile: try identifier(&r)), nil)
+            case .replaced:
+                try apply(.replaced(id: try item(&r), versions: try identifiers(&r)), nil)
             }
         }
     }

@@ -284,15 +284,10 @@ struct TreeView {
 
 extension ItemName {
     /// The name shown for a file that lost its name to another placed earlier:
-    /// `NAME (conflict YYYY-MM-DD DEVICE).EXT`, the date (UTC) and device of its placing, the
-    /// stem shortened (never splitting a character) to keep within 255 bytes.
+    /// `NAME (conflict YYYY-MM-DD DEVICE).EXT`, the date (UTC) and device of its placing,
+    /// shortened (`marked`) to keep within 255 bytes.
     static func conflictCopy(_ name: String, date: Int64, device: String) -> String {
-        var (stem, ext) = splitExtension(name)
-        let suffix = " (conflict \(utcDate(date)) \(device))"
-        while !stem.isEmpty && stem.utf8.count + suffix.utf8.count + ext.utf8.count > maximumBytes {
-            stem.removeLast()
-        }
-        return "\(stem)\(suffix)\(ext)"
+        marked(name, " (conflict \(utcDate(date)) \(device))")
     }
 
     /// `YYYY-MM-DD` of a time in nanoseconds since the epoch, in UTC (the civil calendar from

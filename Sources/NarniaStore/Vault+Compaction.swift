@@ -97,6 +97,10 @@ extension MergeState {
             }
         }
         let anyStamp = currentStamp ?? Stamp(wall: 0, counter: 0, device: device)
+        // What the dropped `set content`s replaced (a replaced version must stay replaced).
+        for (id, versions) in ownReplaced.sorted(by: { $0.key < $1.key }) {
+            add(.replaced(id: id, versions: versions.sorted()), anyStamp, size: 24 + 16 * versions.count)
+        }
         if !ownTombstones.isEmpty { add(.remove(ownTombstones.sorted()), anyStamp, size: 16 * ownTombstones.count) }
         for (key, setting) in settings.sorted(by: { $0.key < $1.key }) where setting.isOwn {
             add(.setSetting(key: key, value: setting.value), setting.stamp, size: 16 + key.utf8.count)

@@ -73,6 +73,48 @@ final class ContentVersionsTests: XCTestCase {
         XCTAssertEqual(try shown([create(), change(fromA, by: a, at: 10), seen]), [[]])
     }
 
+    /// `cp -f` onto a conflict copy on two devices at once: the copy gets a copy of its own,
+    /// however the dictionary of versions happens to be ordered.
+    func testACopyChangedOnTwoDevicesAtOnceGetsACopyOfItsOwn() throws {
+        let copy = MergeState.conflictCopyIdentifier(of: file, version: fromA)
+        let editA = Identifier.random(), editB = Identifier.random()
+        func edit(_ object: Identifier, by device: Identifier, at wall: Int64) -> Step {
+            (.setContent(id: copy, modified: wall, content: content(object, size: UInt64(wall)),
+                         lineage: ContentLineage(version: object, replaces: fromA)), stamp(wall, device), device)
+        }
+        for _ in 0..<20 {
+            // Other files' versions around, so that the table's order varies.
+            var steps = [create(), change(fromA, by: a, at: 10), change(fromB, by: b, at: 20),
+                         edit(editA, by: a, at: 30), edit(editB, by: b, at: 40)]
+            for _ in 0..<3 {
+                let other = Identifier.random()
+                steps.append((.createFile(id: other, place: Place(parent: .root, name: other.hex), created: 1, modified: 1,
+                                          content: content(Identifier.random(), size: 1)), stamp(1, a), a))
+                steps.append((.setContent(id: other, modified: 2, content: content(Identifier.random(), size: 2),
+                                          lineage: ContentLineage(version: Identifier.random(), replaces: nil)), stamp(2, a), a))
+            }
+            var state = MergeState(keys: try KeyTable(), device: me)
+            for step in steps.shuffled() {
+                try state.apply(step.op, stamp: step.stamp, key: [UInt8](repeating: 7, count: 32)[...], author: step.author)
+            }
+            try state.addConflictCopies()
+            let sizes = TreeView.build(state) { state.recordedName(of: $0) }.items.values.map { $0.content!.size }
+            XCTAssertEqual(Set(sizes).intersection([20, 30, 40]), [20, 30, 40])
+        }
+    }
+
+    func testAMarkedNameKeepsWithin255Bytes() {
+        let long = "v2." + String(repeating: "b", count: 248)
+        let marked = ItemName.conflictCopy(long, date: 0, device: "laptop")
+        XCTAssertLessThanOrEqual(marked.utf8.count, 255)
+        XCTAssertTrue(marked.hasPrefix("v2 (conflict 1970-01-01 laptop).bbb"), marked)
+        XCTAssertLessThanOrEqual(ItemName.numbered(long, 2).utf8.count, 255)
+        XCTAssertEqual(ItemName.numbered("photo.jpg", 2), "photo (2).jpg")
+        let longStem = String(repeating: "s", count: 250) + ".jpg"
+        XCTAssertEqual(ItemName.conflictCopy(longStem, date: 0, device: "d").utf8.count, 255)
+        XCTAssertTrue(ItemName.conflictCopy(longStem, date: 0, device: "d").hasSuffix(" (conflict 1970-01-01 d).jpg"))
+    }
+
     func testLegacyChangesKeepTheLatestOnly() throws {
         let results = try shown([create(), change(fromA, by: a, at: 10, legacy: true), change(fromB, by: b, at: 20, legacy: true)])
         XCTAssertEqual(results, [["f.txt 20"]])
