@@ -31,6 +31,18 @@ def two_devices(narnia: Narnia, host: Path, tmp_path: Path) -> Narnia:
     return laptop
 
 
+def changed_at_once(narnia: Narnia, host: Path, tmp_path: Path, on_laptop: str = "cp -f /c.txt /a.txt"):
+    """Two devices; the desk runs `cp -f /b.txt /a.txt` while the laptop runs `on_laptop`, then
+    they exchange: the laptop, and the name of the one conflict copy."""
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("cp -f /b.txt /a.txt")
+    laptop.ok(on_laptop)
+    exchange(narnia, laptop)
+    copies = [line for line in listing(laptop) if "conflict" in line]
+    assert len(copies) == 1, listing(laptop)
+    return laptop, copies[0]
+
+
 def listing(n: Narnia, **kw) -> list[str]:
     return n.ok("ls -1 /", **kw).out.splitlines()
 
@@ -42,13 +54,7 @@ def objects(store: Path) -> set[str]:
 
 
 def test_cp_f_on_two_devices_at_once_keeps_both_contents(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    narnia.ok("cp -f /b.txt /a.txt")
-    laptop.ok("cp -f /c.txt /a.txt")
-    exchange(narnia, laptop)
-    copies = [line for line in listing(narnia) if "conflict" in line]
-    assert len(copies) == 1, listing(narnia)
-    copy = copies[0]
+    laptop, copy = changed_at_once(narnia, host, tmp_path)
     for n in (narnia, laptop):
         assert listing(n) == [copy, "a.txt", "b.txt", "c.txt"]
         assert n.ok("cat /a.txt").out == "from the laptop\n"
@@ -66,11 +72,7 @@ def test_cp_f_on_two_devices_at_once_keeps_both_contents(narnia, host, tmp_path)
 
 
 def test_a_conflict_copy_is_a_file_to_keep_rename_or_remove(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    narnia.ok("cp -f /b.txt /a.txt")
-    laptop.ok("cp -f /c.txt /a.txt")
-    exchange(narnia, laptop)
-    copy = next(line for line in listing(laptop) if "conflict" in line)
+    laptop, copy = changed_at_once(narnia, host, tmp_path)
     both = objects(narnia.vault)
     # The laptop keeps the desk's version instead of its own: the usual way to settle it.
     laptop.ok(f"rm /a.txt; mv {q('/' + copy)} /a.txt")
@@ -86,11 +88,7 @@ def test_a_conflict_copy_is_a_file_to_keep_rename_or_remove(narnia, host, tmp_pa
 
 
 def test_a_removal_keeps_new_content_its_device_did_not_see(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    narnia.ok("cp -f /b.txt /a.txt")
-    laptop.ok("rm /a.txt")
-    exchange(narnia, laptop)
-    copy = next(line for line in listing(laptop) if "conflict" in line)
+    laptop, copy = changed_at_once(narnia, host, tmp_path, on_laptop="rm /a.txt")
     for n in (narnia, laptop):
         assert listing(n) == [copy, "b.txt", "c.txt"]
         assert n.ok(f"cat {q('/' + copy)}").out == "from the desk\n"
@@ -152,11 +150,7 @@ def test_cp_f_onto_a_conflict_copy_on_two_devices_keeps_both(narnia, host, tmp_p
     its file's, the copy did not exist yet, its versions were dropped and the earlier content
     given to it was deleted on both devices (in 2–4 runs of 10). Several opens, each with its
     own hash seed."""
-    laptop = two_devices(narnia, host, tmp_path)
-    narnia.ok("cp -f /b.txt /a.txt")
-    laptop.ok("cp -f /c.txt /a.txt")
-    exchange(narnia, laptop)
-    copy = next(n for n in listing(narnia) if "conflict" in n)
+    laptop, copy = changed_at_once(narnia, host, tmp_path)
     (host / "d.txt").write_text("the desk's edit of the copy\n")
     (host / "e.txt").write_text("the laptop's edit of the copy\n")
     narnia.ok(f"import {q(str(host / 'd.txt'))}; cp -f /d.txt {q('/' + copy)}; rm /d.txt")
