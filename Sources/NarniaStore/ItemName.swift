@@ -51,7 +51,7 @@ public enum ItemName {
 
     /// The "keep both" variant number `n` (n ≥ 2) of `name`: `a.jpg` → `a (2).jpg`,
     /// `notes` → `notes (2)`, `.profile` → `.profile (2)`, `a.tar.gz` → `a (2).tar.gz`.
-    /// The stem is shortened (never splitting a character) when the result would pass 255 bytes.
+    /// Shortened as `marked` says when the result would pass 255 bytes.
     package static func numbered(_ name: String, _ n: Int) -> String {
         marked(name, " (\(n))")
     }
