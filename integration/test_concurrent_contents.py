@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from harness import Narnia, q
-from test_device_housekeeping import compact_and_exchange, exchange, know_each_other
+from test_device_housekeeping import carry, compact_and_exchange, exchange, know_each_other
 from test_devices import device
 
 
@@ -41,6 +41,17 @@ def changed_at_once(narnia: Narnia, host: Path, tmp_path: Path, on_laptop: str =
     copies = [line for line in listing(laptop) if "conflict" in line]
     assert len(copies) == 1, listing(laptop)
     return laptop, copies[0]
+
+
+def give(n: Narnia, host: Path, text: str, target: str, **kw):
+    """`cp -f` of a new file holding `text` onto `target` (imported, copied, removed)."""
+    (host / "new.txt").write_text(text)
+    n.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt {q(target)}; rm /new.txt", **kw)
+
+
+def texts(n: Narnia, **kw) -> set[str]:
+    """What the files at the top of the vault hold."""
+    return {n.ok(f"cat {q('/' + name)}", **kw).out for name in listing(n, **kw)}
 
 
 def listing(n: Narnia, **kw) -> list[str]:
@@ -151,16 +162,52 @@ def test_cp_f_onto_a_conflict_copy_on_two_devices_keeps_both(narnia, host, tmp_p
     given to it was deleted on both devices (in 2–4 runs of 10). Several opens, each with its
     own hash seed."""
     laptop, copy = changed_at_once(narnia, host, tmp_path)
-    (host / "d.txt").write_text("the desk's edit of the copy\n")
-    (host / "e.txt").write_text("the laptop's edit of the copy\n")
-    narnia.ok(f"import {q(str(host / 'd.txt'))}; cp -f /d.txt {q('/' + copy)}; rm /d.txt")
-    laptop.ok(f"import {q(str(host / 'e.txt'))}; cp -f /e.txt {q('/' + copy)}; rm /e.txt")
+    give(narnia, host, "the desk's edit of the copy\n", "/" + copy)
+    give(laptop, host, "the laptop's edit of the copy\n", "/" + copy)
     for _ in range(3):
         exchange(narnia, laptop)
     for n in (narnia, laptop):
-        texts = {n.ok(f"cat {q('/' + name)}").out for name in listing(n)}
-        assert {"the desk's edit of the copy\n", "the laptop's edit of the copy\n"} <= texts, listing(n)
+        assert {"the desk's edit of the copy\n", "the laptop's edit of the copy\n"} <= texts(n), listing(n)
         assert "all intact" in n.ok("verify").out
+    # Removing the copy on one device leaves the copy's own copy, on both.
+    copy_of_copy = next(name for name in listing(narnia) if name.count("conflict") == 2)
+    kept = narnia.ok(f"cat {q('/' + copy_of_copy)}").out
+    narnia.ok(f"rm {q('/' + copy)}")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert copy_of_copy in listing(n) and kept in texts(n)
+
+
+def test_a_removal_of_a_conflict_copy_keeps_a_change_made_to_it_meanwhile(narnia, host, tmp_path):
+    """A removed copy was never derived at all, so a change another device gave it meanwhile
+    was dropped with it; it is now shown as a copy of the copy, as for any file."""
+    laptop, copy = changed_at_once(narnia, host, tmp_path)
+    narnia.ok(f"rm {q('/' + copy)}")
+    give(laptop, host, "the laptop's edit of the copy\n", "/" + copy)
+    for _ in range(3):
+        exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert "the laptop's edit of the copy\n" in texts(n), listing(n)
+        assert "all intact" in n.ok("verify").out
+
+
+def test_a_compaction_keeps_where_a_removed_file_was_while_others_may_change_it(narnia, host, tmp_path):
+    """The desk removed a file and compacted its journals before the laptop, not knowing of the
+    removal, gave the file new content: the compaction had dropped the file's creation and
+    place, so the laptop's content had nowhere to be shown and was lost."""
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("rm /a.txt")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
+    give(laptop, host, "the laptop's new content\n", "/a.txt", passphrase="rotated")
+    for _ in range(3):
+        carry(narnia.vault, laptop.vault)
+        carry(laptop.vault, narnia.vault)
+        narnia.ok("ls", passphrase="rotated")
+        laptop.ok("ls", passphrase="rotated")
+    for n in (narnia, laptop):
+        assert "the laptop's new content\n" in texts(n, passphrase="rotated"), listing(n, passphrase="rotated")
+        assert "all intact" in n.ok("verify", passphrase="rotated").out
 
 
 def test_compaction_keeps_what_a_dropped_change_replaced(narnia, host, tmp_path):

@@ -85,7 +85,7 @@ extension MergeState {
         // the copy exists: the files first, then the copies they gave, and so on.
         var pending = Set(contentVersions.keys)
         while true {
-            let ready = pending.filter { items[$0]?.creation != nil }
+            let ready = pending.filter(isPlacedFile)
             if ready.isEmpty { break }
             pending.subtract(ready)
             for id in ready.sorted() { try addConflictCopies(of: id) }
@@ -97,13 +97,13 @@ extension MergeState {
         guard let versions = contentVersions[id] else { return }
         var heads = versions.liveHeads
         var shown = false
-        if let record = items[id], let creation = record.creation, !creation.isFolder, let place = record.place {
+        if isPlacedFile(id), let record = items[id], let place = record.place {
             if !tombstones.contains(id) {
                 let content = heads.max { Self.wins($1.stamp, $1.content.objectID.hex, over: $0.stamp, $0.content.objectID.hex) }
                 heads.removeAll { $0.lineage.version == content?.lineage.version }
             }
             for head in heads {
-                shown = try addConflictCopy(of: id, head, created: creation.created, place: place) || shown
+                shown = try addConflictCopy(of: id, head, created: record.creation?.created ?? head.modified, place: place) || shown
             }
         }
         guard shown else { return forgetVersions(of: id) }
@@ -111,6 +111,14 @@ extension MergeState {
             forgetKey(of: head)
             contentVersions[id]!.heads[version]!.content.keySlot = -1
         }
+    }
+
+    /// True for a file whose copies can be placed: shown (created and placed), or removed with
+    /// a place known — a compaction keeps a removed file's place, not its creation, and a
+    /// removed copy is known but not shown.
+    private func isPlacedFile(_ id: Identifier) -> Bool {
+        guard let record = items[id], record.place != nil, record.creation?.isFolder != true else { return false }
+        return record.creation != nil || tombstones.contains(id)
     }
 
     /// Forgets the versions of a file with no conflict copy shown, and their keys.
@@ -136,9 +144,12 @@ extension MergeState {
     /// Adds the conflict copy of `head`; true when it is shown (not removed).
     private mutating func addConflictCopy(of id: Identifier, _ head: ContentVersions.Version, created: Int64, place: Place) throws -> Bool {
         let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
-        guard head.content.keySlot >= 0, !tombstones.contains(copy) else { return false }
+        guard head.content.keySlot >= 0 else { return false }
         create(copy, Creation(isFolder: false, created: created, modified: head.modified, stamp: head.stamp), own: false)
         setPlace(copy, conflictCopyPlace(head, beside: place), from: nil, stamp: head.stamp, initial: true, own: false)
+        // A removed copy is known, not shown: changes made to it meanwhile elsewhere are its
+        // own heads, shown as copies in turn.
+        guard !tombstones.contains(copy) else { return false }
         var content = head.content
         content.keySlot = try keys.withKey(head.content.keySlot) { try keys.add($0) }
         try setContent(copy, content, lineage: .initial(head.lineage.version), modified: head.modified, stamp: head.stamp,

@@ -19,7 +19,7 @@ extension Vault {
     /// anything gives what merging the old journals did.
     func compact() throws {
         let old = journals.values.filter { $0.device == device }.map(\.id)
-        let records = state.ownSnapshot(chunkBytes: 16 << 20)
+        let records = state.ownSnapshot(chunkBytes: 16 << 20, othersHaveRead: state.everyDeviceHasRead(knowledge))
         isCompacting = true
         defer { isCompacting = false }
         journal = nil
@@ -40,7 +40,12 @@ extension MergeState {
     /// (each preceded by its original stamp), of about `chunkBytes` each: items it created,
     /// places and contents it gave that still win, its removals, settings, attachments,
     /// retirements, kept objects, notes and upgrades.
-    func ownSnapshot(chunkBytes: Int) -> [[Operation]] {
+    ///
+    /// A removed file's place is kept (as a `move`) while another device may still change it
+    /// without knowing of the removal — not every device has read all this one has
+    /// (`othersHaveRead` false) — or while it has conflict copies: where they stand derives
+    /// from it (docs/FORMAT.md, "Merging", rule 7).
+    func ownSnapshot(chunkBytes: Int, othersHaveRead: Bool) -> [[Operation]] {
         var records: [[Operation]] = []
         var current: [Operation] = []
         var currentStamp: Stamp?
@@ -54,7 +59,12 @@ extension MergeState {
         for (id, record) in items.sorted(by: { $0.key < $1.key }) {
             guard let creation = record.creation, let place = record.place else { continue }
             let removedFile = !creation.isFolder && tombstones.contains(id)
-            if removedFile { continue }
+            if removedFile {
+                if record.placeIsOwn && (!othersHaveRead || contentVersions[id] != nil) {
+                    add(.move(id: id, place: place, from: nil), record.placeStamp, size: 64 + place.name.utf8.count)
+                }
+                continue
+            }
             // The stamp of this device's creation of the item: the one in force, or one that lost
             // to another device's creation of it (two adoptions of one drop) but gave the place
             // or the content — that stays a creation, which any change or move beats. (A value
