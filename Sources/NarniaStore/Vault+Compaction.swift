@@ -102,7 +102,13 @@ extension MergeState {
                 let written = record.map { $0.contentIsOwn && !$0.contentIsInitial && !tombstones.contains(id)
                     && $0.content?.objectID == head.content.objectID && $0.contentStamp == head.stamp } ?? false
                 if written { continue }
-                add(.setContent(id: id, modified: head.modified, content: head.content, lineage: head.lineage), head.stamp,
+                // The record hands its content's key slot to the state, which wipes it when the
+                // value does not win (a head that is not the content): a copy, never the
+                // versions table's own slot.
+                var content = head.content
+                guard let slot = try? keys.withKey(head.content.keySlot, { try keys.add($0) }) else { continue }
+                content.keySlot = slot
+                add(.setContent(id: id, modified: head.modified, content: content, lineage: head.lineage), head.stamp,
                     size: 120 + head.content.mime.utf8.count)
             }
         }
