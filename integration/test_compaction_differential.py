@@ -22,7 +22,7 @@ import shutil
 import pytest
 
 from harness import DEFAULT_PASSPHRASE, q
-from test_concurrent_contents import two_devices
+from test_concurrent_contents import exchange_all, rotate, two_devices
 from test_device_housekeeping import carry
 from test_devices import device
 
@@ -44,25 +44,6 @@ def contents(devices, pw) -> dict:
         seen.append(files)
     assert all(s == seen[0] for s in seen), seen
     return seen[0]
-
-
-def exchange_all(devices, pw, rounds=3):
-    for _ in range(rounds):
-        for a in devices:
-            for b in devices:
-                if a is not b:
-                    carry(a.vault, b.vault)
-        for a in devices:
-            a.ok("ls", passphrase=pw)
-
-
-def rotate(devices, chosen, passphrase, pw):
-    """`chosen` compacts its journals; the others take the same new passphrase."""
-    chosen.ok(f"passwd --rotate --new-passphrase-file {q(str(chosen.passphrase_file(passphrase)))}", passphrase=pw)
-    for other in devices:
-        if other is not chosen:
-            other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file(passphrase)))}", passphrase=pw)
-    return passphrase
 
 
 def run(n, command, pw):

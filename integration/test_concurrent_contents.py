@@ -54,6 +54,27 @@ def texts(n: Narnia, **kw) -> set[str]:
     return {n.ok(f"cat {q('/' + name)}", **kw).out for name in listing(n, **kw)}
 
 
+def exchange_all(devices, pw, rounds=3):
+    """Rounds of carrying every device's files to every other, each device opening after."""
+    for _ in range(rounds):
+        for a in devices:
+            for b in devices:
+                if a is not b:
+                    carry(a.vault, b.vault)
+        for a in devices:
+            a.ok("ls", passphrase=pw)
+
+
+def rotate(devices, chosen, passphrase, pw):
+    """`chosen` compacts its journals (`passwd --rotate`); the others take the same new
+    passphrase. Returns it."""
+    chosen.ok(f"passwd --rotate --new-passphrase-file {q(str(chosen.passphrase_file(passphrase)))}", passphrase=pw)
+    for other in devices:
+        if other is not chosen:
+            other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file(passphrase)))}", passphrase=pw)
+    return passphrase
+
+
 def listing(n: Narnia, **kw) -> list[str]:
     return n.ok("ls -1 /", **kw).out.splitlines()
 
@@ -238,31 +259,16 @@ def test_a_compaction_by_the_device_whose_change_became_a_copy_keeps_it_readable
     phone = device(narnia, tmp_path / "phone")
     devices = (narnia, laptop, phone)
 
-    def deliver(pw, rounds=2):
-        for _ in range(rounds):
-            for a in devices:
-                for b in devices:
-                    if a is not b:
-                        carry(a.vault, b.vault)
-            for a in devices:
-                a.ok("ls", passphrase=pw)
-
-    def rotate(chosen, old, new):
-        chosen.ok(f"passwd --rotate --new-passphrase-file {q(str(chosen.passphrase_file(new)))}", passphrase=old)
-        for other in devices:
-            if other is not chosen:
-                other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file(new)))}", passphrase=old)
-
-    deliver(DEFAULT_PASSPHRASE)
+    exchange_all(devices, DEFAULT_PASSPHRASE, rounds=2)
     laptop.ok("mv -f /a.txt /c.txt")
-    rotate(laptop, DEFAULT_PASSPHRASE, "r1")
+    rotate(devices, laptop, "r1", DEFAULT_PASSPHRASE)
     give(phone, host, "the phone's edit\n", "/c.txt", passphrase="r1")
     carry(laptop.vault, narnia.vault)
     narnia.ok("ls", passphrase="r1")
     carry(narnia.vault, phone.vault)
     assert "the phone's edit\n" in texts(phone, passphrase="r1")
-    rotate(phone, "r1", "r2")
-    deliver("r2", rounds=3)
+    rotate(devices, phone, "r2", "r1")
+    exchange_all(devices, "r2")
     for n in devices:
         assert "the phone's edit\n" in texts(n, passphrase="r2"), listing(n, passphrase="r2")
         assert "all intact" in n.ok("verify", passphrase="r2").out
