@@ -40,6 +40,7 @@ extension MergeState {
             noteReplaced(replaced, of: id)
             if new.isOwn { ownReplaced[id, default: []].insert(replaced) }
         }
+        guard isTracked(id) else { return }
         var versions = contentVersions[id] ?? ContentVersions()
         defer { contentVersions[id] = versions }
         if new.lineage.isLegacy, versions.legacyFloor.map({ $0 < new.stamp }) ?? true { versions.legacyFloor = new.stamp }
@@ -62,9 +63,17 @@ extension MergeState {
     /// Notes that a `set content` replaced `version` of file `id`: it is no head, now or when
     /// its own record arrives.
     mutating func noteReplaced(_ version: Identifier, of id: Identifier) {
-        guard contentVersions[id, default: ContentVersions()].replaced.insert(version).inserted,
+        guard isTracked(id), contentVersions[id, default: ContentVersions()].replaced.insert(version).inserted,
               let gone = contentVersions[id]!.heads.removeValue(forKey: version) else { return }
         forgetKey(of: gone)
+    }
+
+    /// True while `id`'s versions are worth keeping: all of them until the copies are
+    /// derived, then only those of files with copies (this session's own changes make no new
+    /// copies, and an entry for every file it changes would only make each later `mv` of one
+    /// rebuild the view).
+    private func isTracked(_ id: Identifier) -> Bool {
+        !conflictCopiesAdded || contentVersions[id] != nil
     }
 
     /// Shows heads as conflict copies: items of their own, whose identifiers are derived from
