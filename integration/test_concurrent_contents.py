@@ -272,3 +272,24 @@ def test_a_compaction_by_the_device_whose_change_became_a_copy_keeps_it_readable
     for n in devices:
         assert "the phone's edit\n" in texts(n, passphrase="r2"), listing(n, passphrase="r2")
         assert "all intact" in n.ok("verify", passphrase="r2").out
+
+
+def test_a_second_compaction_keeps_where_a_removed_file_with_a_copy_was(narnia, host, tmp_path):
+    """The desk gave a file new content before seeing the laptop remove it, so the content is a
+    copy, and then compacted twice. The first snapshot kept the file's place (its copy stands
+    there) but not its creation; the second passed over a record with no creation, so the place
+    went with it, and once the old journals were deleted the copy had nowhere to stand: gone on
+    every device, `verify` all intact (a review's fuzzer: each open after another device's
+    rotation compacted again, so `sync` rounds after two rotations lost it)."""
+    laptop = two_devices(narnia, host, tmp_path)
+    laptop.ok("rm /a.txt")
+    give(narnia, host, "the desk's edit\n", "/a.txt")
+    exchange(narnia, laptop)
+    assert "the desk's edit\n" in texts(narnia)
+    pw = rotate((narnia, laptop), narnia, "r1", DEFAULT_PASSPHRASE)
+    exchange_all((narnia, laptop), pw)
+    pw = rotate((narnia, laptop), narnia, "r2", pw)
+    exchange_all((narnia, laptop), pw)
+    for n in (narnia, laptop):
+        assert "the desk's edit\n" in texts(n, passphrase=pw), listing(n, passphrase=pw)
+        assert "all intact" in n.ok("verify", passphrase=pw).out

@@ -279,3 +279,31 @@ def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_wh
     for n in (narnia, laptop):
         assert n.ok("ls -1 /", passphrase="rotated").out == "a.txt\nb.txt\n"
         assert "all intact" in n.ok("verify", passphrase="rotated").out
+
+
+def journal_files(store: Path) -> set[str]:
+    """Files in the shard folders still writable by their owner: journals (objects are 0400
+    once named)."""
+    return {str(p.relative_to(store)) for p in store.glob("??/*") if p.stat().st_mode & 0o200}
+
+
+def test_after_a_rotation_elsewhere_a_device_reseals_its_records_once(narnia, host, tmp_path):
+    """After another device's `passwd --rotate` a device writes its records anew under the new
+    master key, once: it compacted again at every open (a new snapshot of the whole vault's
+    metadata each time) until every device had read the first, since its retired journals were
+    still under the old key."""
+    narnia.init()
+    laptop = device(narnia, tmp_path / "laptop")
+    exchange(narnia, laptop)
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
+    carry(narnia.vault, laptop.vault)
+    laptop.ok("ls", passphrase="rotated")
+    resealed = journal_files(laptop.vault)
+    for _ in range(3):
+        laptop.ok("ls", passphrase="rotated")
+        laptop.ok("mkdir /more", passphrase="rotated")
+        laptop.ok("rmdir /more", passphrase="rotated")
+    assert journal_files(laptop.vault) == resealed, "a new journal for each session"
+    carry(laptop.vault, narnia.vault)
+    assert narnia.ok("ls -1 /", passphrase="rotated").out == laptop.ok("ls -1 /", passphrase="rotated").out

@@ -106,13 +106,13 @@ extension MergeState {
         guard let versions = contentVersions[id] else { return }
         var heads = versions.liveHeads
         var shown = false
-        if isPlacedFile(id), let record = items[id], let place = record.place {
+        if isPlacedFile(id), let place = items[id]?.place {
             if !tombstones.contains(id) {
                 let content = heads.max { Self.wins($1.stamp, $1.content.objectID.hex, over: $0.stamp, $0.content.objectID.hex) }
                 heads.removeAll { $0.lineage.version == content?.lineage.version }
             }
             for head in heads {
-                shown = try addConflictCopy(of: id, head, created: record.creation?.created ?? head.modified, place: place) || shown
+                shown = try addConflictCopy(of: id, head, place: place) || shown
             }
         }
         guard shown else { return forgetVersions(of: id) }
@@ -150,11 +150,13 @@ extension MergeState {
         Identifier(genericHash(Array("conflict copy".utf8) + id.bytes + version.bytes, length: 16))
     }
 
-    /// Adds the conflict copy of `head`; true when it is shown (not removed).
-    private mutating func addConflictCopy(of id: Identifier, _ head: ContentVersions.Version, created: Int64, place: Place) throws -> Bool {
+    /// Adds the conflict copy of `head`, created and modified when the version was written (not
+    /// when its file was: a removed file's creation goes at compaction); true when it is shown
+    /// (not removed).
+    private mutating func addConflictCopy(of id: Identifier, _ head: ContentVersions.Version, place: Place) throws -> Bool {
         let copy = Self.conflictCopyIdentifier(of: id, version: head.lineage.version)
         guard head.content.keySlot >= 0 else { return false }
-        create(copy, Creation(isFolder: false, created: created, modified: head.modified, stamp: head.stamp), own: false)
+        create(copy, Creation(isFolder: false, created: head.modified, modified: head.modified, stamp: head.stamp), own: false)
         setPlace(copy, conflictCopyPlace(head, beside: place), from: nil, stamp: head.stamp, initial: true, own: false)
         // A removed copy is known, not shown: changes made to it meanwhile elsewhere are its
         // own heads, shown as copies in turn.

@@ -57,14 +57,16 @@ extension MergeState {
             bytes += size + 32
         }
         for (id, record) in items.sorted(by: { $0.key < $1.key }) {
-            guard let creation = record.creation, let place = record.place else { continue }
-            let removedFile = !creation.isFolder && tombstones.contains(id)
-            if removedFile {
+            guard let place = record.place else { continue }
+            // A removed file's creation is gone once one compaction kept only its place: the
+            // next keeps the place all the same.
+            if tombstones.contains(id) && record.creation?.isFolder != true {
                 if record.placeIsOwn && (!othersHaveRead || contentVersions[id] != nil) {
                     add(.move(id: id, place: place, from: nil), record.placeStamp, size: 64 + place.name.utf8.count)
                 }
                 continue
             }
+            guard let creation = record.creation else { continue }
             // The stamp of this device's creation of the item: the one in force, or one that lost
             // to another device's creation of it (two adoptions of one drop) but gave the place
             // or the content — that stays a creation, which any change or move beats. (A value

@@ -118,8 +118,13 @@ extension Vault {
     /// After a rotation made elsewhere (or one cut short here), this device's journals are
     /// under a master key that was replaced: its records are written anew under the current
     /// one and the old journals retired, so that old key files read nothing it writes later.
+    /// Journals it retired already (they stay until every device has read the snapshot) need
+    /// nothing more: compacting at every open until then would only rewrite the vault's
+    /// metadata each time.
     func resealOwnRecordsIfNeeded() throws {
-        guard journals.values.contains(where: { $0.device == device && !$0.underCurrentMaster }) else { return }
+        guard journals.values.contains(where: { file in
+            file.device == device && !file.underCurrentMaster && state.retired[RetiredFile(kind: .journal, id: file.id)] == nil
+        }) else { return }
         try compact()
     }
 
