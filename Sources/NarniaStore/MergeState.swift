@@ -266,7 +266,13 @@ struct MergeState {
             if let old = record.content {
                 if old.objectID == content.objectID && record.contentStamp == stamp {
                     if own { record.contentIsOwn = true }
-                    if !initial { record.contentIsInitial = false }
+                    // One value as a `create file` and a `set content` (a compacted repack
+                    // writes both): the `set content` names the version, which the object,
+                    // a repack's new pack, is not.
+                    if !initial {
+                        record.contentIsInitial = false
+                        record.contentLineage = lineage
+                    }
                     return .none
                 }
                 guard Self.replaces(initial: initial, stamp, content.objectID.hex,

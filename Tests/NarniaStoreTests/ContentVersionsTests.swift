@@ -57,6 +57,25 @@ final class ContentVersionsTests: XCTestCase {
         XCTAssertEqual(results, [[copy + " 10", "f.txt 20"]])
     }
 
+    /// A compacted repack: the snapshot creates the file with the repack's pack as its content
+    /// and gives the same value again as a `set content` naming the version it keeps. A change
+    /// made after reading it replaces that version (no copy), in every order.
+    func testAChangeAfterACompactedRepackReplacesTheVersionTheRepackKept() throws {
+        let pack = Identifier.random(), edit = Identifier.random()
+        let created: Step = (.createFile(id: file, place: Place(parent: .root, name: "f.txt"), created: 1, modified: 1,
+                                         content: content(pack, size: 1)), stamp(1, a), a)
+        let repacked: Step = (.setContent(id: file, modified: 1, content: content(pack, size: 1),
+                                          lineage: ContentLineage(version: original, replaces: nil)), stamp(1, a), a)
+        var state = MergeState(keys: try KeyTable(), device: me)
+        for step in [created, repacked] {
+            try state.apply(step.op, stamp: step.stamp, key: [UInt8](repeating: 7, count: 32)[...], author: step.author)
+        }
+        XCTAssertEqual(state.items[file]?.contentLineage.version, original)
+        let later: Step = (.setContent(id: file, modified: 20, content: content(edit, size: 20),
+                                       lineage: ContentLineage(version: edit, replaces: original)), stamp(20, a), a)
+        XCTAssertEqual(try shown([created, repacked, later]), [["f.txt 20"]])
+    }
+
     func testAChangeMadeKnowingAnotherReplacesIt() throws {
         var later = change(fromB, by: b, at: 20)
         if case .setContent(let id, let modified, let content, _) = later.op {
