@@ -41,7 +41,8 @@ one record creating the missing folders; `import` creates the items (keep-both n
 device saw) for each identifier of what it moves, keeping the shown name when moving into a
 folder; `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
 under the shown names; `cp -f` onto a file writes `set content` (naming the version it replaced)
-and keeps its identity; `rm -r` lists every item the device shows under what it removes (and each
+and keeps its identity, and onto a derived conflict copy the device did not create itself, first
+a `move` to its place and after it the copy's creation under its version's stamp (`mkcopy`); `rm -r` lists every item the device shows under what it removes (and each
 file's copy-to-be, rule 7); `passwd` retires every other key file
 present.
 """
@@ -144,6 +145,8 @@ class Stamp:
 #   ("mkfile", id, parent, name, Content)
 #   ("move", id, parent, name, from_parent, from_name)
 #   ("setcontent", id, Content, version replaced)   (a content's version is its unit)
+#   ("mkcopy", id, parent, name, Content, Stamp)  a changed conflict copy's own creation, under
+#                                                 its version's stamp (rule 7)
 #   ("remove", frozenset(ids))
 #   ("set", key, value)
 #   ("retire_keys", frozenset(key file names))
@@ -182,6 +185,9 @@ class Node:
     content: Content | None = None  # files
     ambiguous: bool = False         # folders: which identifier is first depends on identifiers
     stored_name: str = ""           # files: the name in the records (before conflict naming)
+    # conflict copies shown because their version is a head: (the version's stamp, the place
+    # in the records as (parent, name), the devices whose records create the copy themselves)
+    derived: tuple | None = None
 
     @property
     def is_folder(self) -> bool:
@@ -255,6 +261,8 @@ def merge(records) -> View:
     settings: dict[str, tuple[Stamp, str]] = {}
     retired_keys: set[str] = set()
     devnames: dict[str, tuple[Stamp, str]] = {}
+    copy_creators: dict[int, set[str]] = {}     # copies a `mkcopy` creates, and whose records
+    derived: dict[int, Stamp] = {}              # copies shown because their version is a head
 
     # (is a `move`, stamp): a move wins over the place a creation gave.
     place_key: dict[int, tuple[bool, Stamp]] = {}
@@ -282,6 +290,14 @@ def merge(records) -> View:
             elif kind == "move":
                 _, i, parent, name, fp, fn = op
                 set_place(i, Place(s, parent, name, fp, fn), True)
+            elif kind == "mkcopy":
+                _, i, parent, name, c, cs = op
+                if i not in created or cs < created[i][0]:
+                    created[i] = (cs, "file")
+                set_place(i, Place(cs, parent, name, None, None), False)
+                if i not in content or content[i][0] < (False, cs):
+                    content[i] = ((False, cs), c)
+                copy_creators.setdefault(i, set()).add(s.device)
             elif kind == "setcontent":
                 _, i, c, replaced = op
                 if i not in content or content[i][0] < (True, s):
@@ -323,6 +339,8 @@ def merge(records) -> View:
                                None, None), False)
             if j not in content or content[j][0] < (False, s):
                 content[j] = ((False, s), c)
+            if j not in removed:
+                derived[j] = s
 
     items = set(created)
     eff = {i: Place(place[i].stamp, place[i].parent, place[i].name,
@@ -412,6 +430,11 @@ def merge(records) -> View:
     def order_key(i):
         return (eff[i].stamp.seq, i)
 
+    def copy_info(i):
+        if i not in derived:
+            return None
+        return (derived[i], (place[i].parent, place[i].name), frozenset(copy_creators.get(i, ())))
+
     def build(node: Node):
         members = [c for g in node.ids for c in kids.get(g, [])]
         by_name: dict[str, list[int]] = {}
@@ -430,7 +453,7 @@ def merge(records) -> View:
             else:
                 first, rest = files[0], files[1:]
                 shown.append(Node(path="", name=name, type="file", ids=(first,),
-                                  content=content[first][1], stored_name=name))
+                                  content=content[first][1], stored_name=name, derived=copy_info(first)))
                 conflicted.extend((f, name) for f in rest)
         taken = {n.name for n in shown}
         for f, name in sorted(conflicted, key=lambda t: order_key(t[0])):
@@ -439,7 +462,7 @@ def merge(records) -> View:
             cname = keep_both(cname, taken)
             taken.add(cname)
             shown.append(Node(path="", name=cname, type="file", ids=(f,),
-                              content=content[f][1], stored_name=name))
+                              content=content[f][1], stored_name=name, derived=copy_info(f)))
         shown.sort(key=lambda n: name_key(n.name))
         for n in shown:
             n.parent = node
@@ -547,11 +570,18 @@ def ops_copy(node: Node, dest_folder: Node, dest_name: str, unit: int, new_id) -
     return ops
 
 
-def ops_copy_onto(src: Node, dest: Node, unit: int) -> list:
+def ops_copy_onto(src: Node, dest: Node, unit: int, device: str = "") -> list:
     """`cp -f FILE EXISTINGFILE`: the target keeps its identity and takes new content, a new
-    version that replaces the one the device shows (a content's version is its unit)."""
+    version that replaces the one the device shows (a content's version is its unit). A
+    conflict copy only derived (`device` wrote no creation of it) is first made a file of its
+    own: a `move` to its place, and its creation under its version's stamp (rule 7)."""
     c = src.content
-    return [("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data), dest.content.unit)]
+    change = ("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data), dest.content.unit)
+    if dest.derived is None or device in dest.derived[2]:
+        return [change]
+    stamp, (parent, name), _ = dest.derived
+    return [("move", dest.ids[0], parent, name, None, None), change,
+            ("mkcopy", dest.ids[0], parent, name, dest.content, stamp)]
 
 
 def removal_list(nodes) -> frozenset:

@@ -317,3 +317,27 @@ def test_a_change_after_a_compacted_repack_makes_no_copy(narnia, host, tmp_path)
     assert session == "f17.txt\nf18.txt\nf19.txt\n"
     assert narnia.ok("ls -1 /big", passphrase="rotated").out == session
     assert narnia.ok("cat /big/f18.txt", passphrase="rotated").out == "new text\n"
+
+
+def test_a_changed_conflict_copy_outlives_its_version(narnia, host, tmp_path):
+    """The desk changed a conflict copy holding the laptop's version while the laptop, which
+    showed that version as the file's content, replaced it: the copy, derived only while its
+    version is a head, went, and the desk's change with it (a review's fuzzer). Changed, a copy
+    is now a file of its own, and stays where it stood holding the change."""
+    laptop = two_devices(narnia, host, tmp_path)
+    give(laptop, host, "the laptop's first\n", "/b.txt")
+    give(narnia, host, "the desk's\n", "/b.txt")
+    carry(laptop.vault, narnia.vault)
+    copy = next(name for name in listing(narnia) if "conflict" in name)
+    give(narnia, host, "the desk's change to the copy\n", "/" + copy)
+    give(laptop, host, "the laptop's second\n", "/b.txt")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok(f"cat {q('/' + copy)}").out == "the desk's change to the copy\n", listing(n)
+        assert texts(n) >= {"the desk's\n", "the laptop's second\n"}
+        assert "the laptop's first\n" not in texts(n)
+        assert "all intact" in n.ok("verify").out
+    # It stays where it stood when its file moves.
+    laptop.ok("mkdir /f; mv /b.txt /f/")
+    exchange(narnia, laptop)
+    assert narnia.ok(f"cat {q('/' + copy)}").out == "the desk's change to the copy\n"

@@ -799,7 +799,7 @@ class Scenario:
             src = rng.choice(here_files)
             dst = rng.choice([f for f in files if f is not src])
             unit = self.new_unit(d)
-            ops = mo.ops_copy_onto(src, dst, unit.uid)
+            ops = mo.ops_copy_onto(src, dst, unit.uid, d.label)
             return (f"cp -f {q(src.path)} {q(dst.path)}", ops, [], unit, None, kind)
         raise AssertionError(kind)
 

@@ -260,7 +260,13 @@ public final class ImportBatch {
                 let lineage = stamp != nil ? ContentLineage(version: inForce ?? content.objectID, replaces: nil)
                                            : ContentLineage(version: content.objectID, replaces: inForce)
                 let op = Operation.setContent(id: item.id, modified: modified, content: item.content!, lineage: lineage)
-                if let stamp { stampedOps += [.stamp(stamp), op] } else { ops.append(op) }
+                if let stamp {
+                    stampedOps += [.stamp(stamp), op]
+                } else {
+                    let keeping = try vault.state.recordsKeepingCopy(item.id)
+                    ops += keeping.move + [op]
+                    stampedOps += keeping.stamped
+                }
                 done.append(item)
             }
         }

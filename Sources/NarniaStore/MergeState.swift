@@ -66,6 +66,9 @@ struct MergeState {
     var contentVersions: [Identifier: ContentVersions] = [:]
     /// Set once every record is read and the conflict copies are derived (`addConflictCopies`).
     var conflictCopiesAdded = false
+    /// The conflict copies shown because a version of their file is a head (created by the
+    /// derivation, whether or not a record creates them too).
+    var derivedCopies = Set<Identifier>()
     var tombstones = Set<Identifier>()
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
