@@ -145,21 +145,22 @@ extension MergeState {
         }
     }
 
-    /// What a change of `id` (`cp -f` onto it) writes first when `id` is a conflict copy that
-    /// only the derivation creates: a `create file` of its derived values under its version's
-    /// stamp (which every device that derives the copy holds already), and a `move` to where it
-    /// stands, so that it stays there whatever the derivation would give. A copy is derived only while its
-    /// version is a head, and the device whose version it is may replace that version meanwhile
-    /// (as its file's content, not knowing of the copy): the changed copy is then a file of its
-    /// own and stays, holding the change (docs/FORMAT.md, "Merging", rule 7). Nothing for any
-    /// other item. The `create file` goes after every other operation of its record (`stamp`).
+    /// What a change of `id` (`cp -f` onto it) writes besides when `id` is a conflict copy
+    /// that only the derivation creates: a `move` to where it stands, before the change, and a
+    /// `create file` of its derived values under its version's stamp (which every device that
+    /// derives the copy holds already), after every other operation of the record (`stamped`
+    /// begins with a `stamp`). A copy is derived only while its version is a head, and the
+    /// device whose version it is may replace that version meanwhile (as its file's content,
+    /// not knowing of the copy): the changed copy is then a file of its own, and stays where it
+    /// stands holding the change (docs/FORMAT.md, "Merging", rule 7). Nothing for any other item.
     func recordsKeepingCopy(_ id: Identifier) throws -> (move: [Operation], stamped: [Operation]) {
         guard derivedCopies.contains(id), let record = items[id], !record.creationIsOwn, let creation = record.creation,
               let place = record.place, var content = record.content else { return ([], []) }
         // The record hands its content's key slot to the state: a copy of the item's.
         content.keySlot = try keys.withKey(content.keySlot) { try keys.add($0) }
-        return ([.move(id: id, place: place, from: nil)], [.stamp(creation.stamp), .createFile(id: id, place: place, created: creation.created,
-                                                             modified: record.contentModified, content: content)])
+        let creating = Operation.createFile(id: id, place: place, created: creation.created, modified: record.contentModified,
+                                            content: content)
+        return ([.move(id: id, place: place, from: nil)], [.stamp(creation.stamp), creating])
     }
 
     /// The identifier of the conflict copy that shows `version` of file `id`.
