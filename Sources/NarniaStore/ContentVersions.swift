@@ -157,7 +157,7 @@ extension MergeState {
         guard derivedCopies.contains(id), let record = items[id], !record.creationIsOwn, let creation = record.creation,
               let place = record.place, var content = record.content else { return ([], []) }
         // The record hands its content's key slot to the state: a copy of the item's.
-        content.keySlot = try keys.withKey(content.keySlot) { try keys.add($0) }
+        content.keySlot = try keys.copy(content.keySlot)
         let creating = Operation.createFile(id: id, place: place, created: creation.created, modified: record.contentModified,
                                             content: content)
         return ([.move(id: id, place: place, from: nil)], [.stamp(creation.stamp), creating])
@@ -181,7 +181,7 @@ extension MergeState {
         guard !tombstones.contains(copy) else { return false }
         derivedCopies.insert(copy)
         var content = head.content
-        content.keySlot = try keys.withKey(head.content.keySlot) { try keys.add($0) }
+        content.keySlot = try keys.copy(head.content.keySlot)
         try setContent(copy, content, lineage: .initial(head.lineage.version), modified: head.modified, stamp: head.stamp,
                        initial: true, key: nil, own: false)
         return true

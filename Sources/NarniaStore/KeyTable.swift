@@ -53,6 +53,12 @@ final class KeyTable: @unchecked Sendable {
         return slot
     }
 
+    /// Stores a copy of the key in `slot` and returns the copy's slot: for a value handed to
+    /// an owner that wipes its slot when done with it, while the original stays in use.
+    func copy(_ slot: Int) throws -> Int {
+        try withKey(slot) { try add($0) }
+    }
+
     /// Generates a fresh random key in place, in guarded memory (it never exists anywhere
     /// else), and returns its slot.
     func addRandom() throws -> Int {

@@ -19,7 +19,7 @@ extension Vault {
     /// anything gives what merging the old journals did.
     func compact() throws {
         let old = journals.values.filter { $0.device == device }.map(\.id)
-        let records = state.ownSnapshot(chunkBytes: 16 << 20, othersHaveRead: state.everyDeviceHasRead(knowledge))
+        let records = try state.ownSnapshot(chunkBytes: 16 << 20, othersHaveRead: state.everyDeviceHasRead(knowledge))
         isCompacting = true
         defer { isCompacting = false }
         journal = nil
@@ -44,8 +44,9 @@ extension MergeState {
     /// A removed file's place is kept (as a `move`) while another device may still change it
     /// without knowing of the removal — not every device has read all this one has
     /// (`othersHaveRead` false) — or while it has conflict copies: where they stand derives
-    /// from it (docs/FORMAT.md, "Merging", rule 7).
-    func ownSnapshot(chunkBytes: Int, othersHaveRead: Bool) -> [[Operation]] {
+    /// from it (docs/FORMAT.md, "Merging", rule 7). Throws when the key table cannot take a
+    /// copy of a head's key: the compaction then fails, and the journals stay as they were.
+    func ownSnapshot(chunkBytes: Int, othersHaveRead: Bool) throws -> [[Operation]] {
         var records: [[Operation]] = []
         var current: [Operation] = []
         var currentStamp: Stamp?
@@ -108,8 +109,7 @@ extension MergeState {
                 // value does not win (a head that is not the content): a copy, never the
                 // versions table's own slot.
                 var content = head.content
-                guard let slot = try? keys.withKey(head.content.keySlot, { try keys.add($0) }) else { continue }
-                content.keySlot = slot
+                content.keySlot = try keys.copy(head.content.keySlot)
                 add(.setContent(id: id, modified: head.modified, content: content, lineage: head.lineage), head.stamp,
                     size: 120 + head.content.mime.utf8.count)
             }
