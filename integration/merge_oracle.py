@@ -39,7 +39,8 @@ And the commands' records, as documented (FORMAT.md, INTERFACE.md, narnia(1)): `
 one record creating the missing folders; `import` creates the items (keep-both numbering, `name
 (2).ext`, against the names the folder shows); `mv` writes a `move` (with `from`, the place the
 device saw) for each identifier of what it moves, keeping the shown name when moving into a
-folder; `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
+folder, and of a derived conflict copy the device did not create itself, after it the copy's
+creation under its version's stamp (`mkcopy`); `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
 under the shown names; `cp -f` onto a file writes `set content` (naming the version it replaced)
 and keeps its identity, and onto a derived conflict copy the device did not create itself, first
 a `move` to its place and after it the copy's creation under its version's stamp (`mkcopy`); `rm -r` lists every item the device shows under what it removes (and each
@@ -539,10 +540,12 @@ def ops_import_tree(folder: Node, dirname: str, files: list[tuple[str, Content]]
 
 
 def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
-             replace: Node | None = None) -> list:
+             replace: Node | None = None, device: str = "") -> list:
     """`mv` (with `-f` onto the file `replace`): a move of every identifier of the node, and,
     first, a move of every item whose move the view skipped to the place shown instead
-    (FORMAT.md "Merging", rule 2: a device that moves records what it was shown)."""
+    (FORMAT.md "Merging", rule 2: a device that moves records what it was shown); of a
+    conflict copy only derived (`device` wrote no creation of it), last its creation under its
+    version's stamp, as `cp -f` writes it (rule 7)."""
     ops = [("move", j, p.parent, p.name, p.parent, p.name)
            for j, p in sorted(view.fallen.items()) if j not in node.ids]
     if replace is not None:
@@ -550,6 +553,9 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     for i in node.ids:
         p = view.place[i]
         ops.append(("move", i, first_id(dest_folder), dest_name, p.parent, p.name))
+    if node.derived is not None and device not in node.derived[2]:
+        stamp, (parent, name), _ = node.derived
+        ops.append(("mkcopy", node.ids[0], parent, name, node.content, stamp))
     return ops
 
 

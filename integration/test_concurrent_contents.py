@@ -341,3 +341,28 @@ def test_a_changed_conflict_copy_outlives_its_version(narnia, host, tmp_path):
     laptop.ok("mkdir /f; mv /b.txt /f/")
     exchange(narnia, laptop)
     assert narnia.ok(f"cat {q('/' + copy)}").out == "the desk's change to the copy\n"
+
+
+def test_a_renamed_conflict_copy_outlives_its_version(narnia, host, tmp_path):
+    """The desk kept the laptop's version, shown there as a conflict copy, under a name of its
+    own while the laptop replaced that version as its file's content: renamed, the copy is a
+    file of its own, and stays where the desk put it on both devices (it went with its version,
+    the copy derived only while its version is a head)."""
+    laptop = two_devices(narnia, host, tmp_path)
+    give(laptop, host, "the laptop's first\n", "/b.txt")
+    give(narnia, host, "the desk's\n", "/b.txt")
+    carry(laptop.vault, narnia.vault)
+    copy = next(name for name in listing(narnia) if "conflict" in name)
+    narnia.ok(f"mv {q('/' + copy)} /first.txt")
+    give(laptop, host, "the laptop's second\n", "/b.txt")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok("cat /first.txt").out == "the laptop's first\n", listing(n)
+        assert texts(n) >= {"the desk's\n", "the laptop's second\n"}
+        assert "all intact" in n.ok("verify").out
+    # It stays a file of its own through a further rename and its file's removal.
+    narnia.ok("mv /first.txt /laptop.txt")
+    laptop.ok("rm /b.txt")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok("cat /laptop.txt").out == "the laptop's first\n"

@@ -694,7 +694,7 @@ class Scenario:
             if name in taken(node.parent):
                 return None
             dest = node.parent.path.rstrip("/") + "/" + name
-            ops = mo.ops_move(view, node, node.parent, name)
+            ops = mo.ops_move(view, node, node.parent, name, device=d.label)
             return (f"mv {q(node.path)} {q(dest)}", ops, [], None, None, kind)
         if kind in ("move", "move-folder"):
             # folders into folders make concurrent moves close cycles (FORMAT.md rule 2)
@@ -705,7 +705,7 @@ class Scenario:
             dest = rng.choice(folders)
             if dest is node.parent or (node.is_folder and inside(node, dest)) or node.name in taken(dest):
                 return None
-            ops = mo.ops_move(view, node, dest, node.name)
+            ops = mo.ops_move(view, node, dest, node.name, device=d.label)
             return (f"mv {q(node.path)} {q(dest.path)}", ops, [], None, None, kind)
         if kind == "mv-f":
             if len(files) < 2:
@@ -713,7 +713,7 @@ class Scenario:
             src, dst = rng.sample(files, 2)
             if dst.parent.ambiguous:
                 return None
-            ops = mo.ops_move(view, src, dst.parent, dst.name, replace=dst)
+            ops = mo.ops_move(view, src, dst.parent, dst.name, replace=dst, device=d.label)
             return (f"mv -f {q(src.path)} {q(dst.path)}", ops, [], None, None, kind)
         if kind == "rm":
             if not nodes:

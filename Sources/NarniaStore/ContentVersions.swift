@@ -149,7 +149,7 @@ extension MergeState {
     /// that only the derivation creates: a `move` to where it stands, before the change, and a
     /// `create file` of its derived values under its version's stamp (which every device that
     /// derives the copy holds already), after every other operation of the record (`stamped`
-    /// begins with a `stamp`). A copy is derived only while its version is a head, and the
+    /// begins with a `stamp`); a move of the copy writes `stamped` after its own `move`. A copy is derived only while its version is a head, and the
     /// device whose version it is may replace that version meanwhile (as its file's content,
     /// not knowing of the copy): the changed copy is then a file of its own, and stays where it
     /// stands holding the change (docs/FORMAT.md, "Merging", rule 7). Nothing for any other item.
