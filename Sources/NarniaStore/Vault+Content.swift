@@ -51,6 +51,13 @@ extension Vault {
         return objectFileSize(path, atLeast: content.objectLength) >= content.objectLength
     }
 
+    /// Throws why `item`'s content cannot be read from this copy of the store, as reading it
+    /// would (`ContentError`); returns when its object is here with the length it should have.
+    public func checkHere(_ item: Item) throws {
+        guard let content = item.content else { return }
+        _ = try notingDamage { try reader(for: content) }
+    }
+
     /// The size of an object file. Sizes of at least `atLeast` bytes are remembered (objects
     /// never change once written), so listing a folder stats each whole object once; a shorter
     /// one is asked again (a sync engine may be completing it).
@@ -62,8 +69,21 @@ extension Vault {
         return size
     }
 
+    /// Opens the object of `content`. An object this device wrote was whole in its store
+    /// before any record named it (docs/FORMAT.md, "Leftovers"): missing or short, it is lost
+    /// or cut, not still arriving.
     func reader(for content: ContentInfo) throws -> ContentReader {
-        try ContentReader(path: objectPath(of: content), content: content)
+        do {
+            return try ContentReader(path: objectPath(of: content), content: content)
+        } catch ContentError.missing where isOwnObject(content.objectID) {
+            throw ContentError.lost
+        } catch ContentError.incomplete(let expected, let actual) where isOwnObject(content.objectID) {
+            throw ContentError.wrongLength(expected: expected, actual: actual)
+        }
+    }
+
+    private func isOwnObject(_ id: Identifier) -> Bool {
+        tags.withKeyOpen { tags.isOwnObject(id) }
     }
 
     /// Decrypts `item`'s content and hands it, in order, to `write`, called on this thread
@@ -87,7 +107,7 @@ extension Vault {
             return try body()
         } catch let error as ContentError {
             switch error {
-            case .chunkFailed, .wrongLength: damageFound += 1
+            case .chunkFailed, .wrongLength, .lost: damageFound += 1
             case .missing, .incomplete: break
             }
             throw error

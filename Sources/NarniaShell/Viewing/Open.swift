@@ -65,7 +65,7 @@ enum Viewing {
     /// Shows one file item: a configured viewer, else the kind's default.
     static func show(_ s: Session, _ path: VaultPath, _ item: Item) throws {
         guard let content = item.content else { return }
-        guard s.vault.isHere(item) else { throw ContentError.missing }
+        try s.vault.checkHere(item)
         s.out.flush()
         let preferences = ViewingPreferences(s)
         if let command = preferences.viewer(mime: content.mime, kind: item.kind.name) {
