@@ -174,6 +174,24 @@ def test_a_truncated_drop_waits_whole_for_the_rest(vault):
     assert vault.ok("cat /Inbox/big.bin").outb == content
 
 
+def test_a_whole_copy_a_sync_engine_made_stands_in_for_a_cut_drop(vault):
+    """A drop cut short whose whole copy a sync engine kept beside it (Syncthing's
+    `.sync-conflict-…`) is adopted from the copy; it was reported incomplete at every unlock
+    until some device's record named the object."""
+    before = store_files(vault)
+    content = os.urandom(3 << 20)
+    drop(vault, "-", "big.bin", input=content)
+    [path] = drop_files(vault, before)
+    f = vault.vault / path
+    whole = f.read_bytes()
+    f.with_name(f.name + ".sync-conflict-20261201-120000-ABCDEFG").write_bytes(whole)
+    f.write_bytes(whole[:5000])
+    r = vault.c("cat /Inbox/big.bin")
+    assert r.rc == 0 and r.outb == content, r.describe()
+    assert "incomplete" not in r.err, r.describe()
+    assert "all intact" in vault.ok("verify").out
+
+
 def test_a_header_that_does_not_open_is_not_a_drop_and_is_never_deleted(vault):
     before = store_files(vault)
     drop(vault, "-", "y.bin", input=b"y" * 1000)
@@ -304,6 +322,56 @@ def test_a_forged_public_key_file_is_reported_deleted_and_replaced(vault, host):
     (host / "z.txt").write_text("z\n")
     drop(vault, host / "z.txt")
     assert vault.ok("cat /Inbox/z.txt").out == "z\n"
+
+
+def test_a_folder_drop_arriving_over_two_unlocks_stays_one_folder(vault, host):
+    """A folder drop whose name a file holds in the inbox goes to `scans (2)`; the rest of the
+    drop, arriving at a later unlock, joins it there (it went to a new `scans (3)`, and every
+    further arrival to a new folder again)."""
+    (host / "scans").write_text("a file named scans\n")
+    vault.ok(f"mkdir /Inbox; cd /Inbox; import {q(str(host / 'scans'))}")
+    (host / "scans").unlink()
+    folder = host / "drop" / "scans"
+    (folder / "sub").mkdir(parents=True)
+    for name, text in (("r1.pdf", "1\n"), ("sub/r2.pdf", "2\n"), ("r3.pdf", "3\n")):
+        (folder / name).write_text(text)
+    before = store_files(vault)
+    drop(vault, folder)
+    drops = [vault.vault / p for p in drop_files(vault, before)]
+    held = vault.vault.parent / "held"
+    held.mkdir()
+    for f in drops[1:]:
+        f.rename(held / f.name)
+    vault.ok("ls /")
+    assert len(vault.ok("ls -R '/Inbox/scans (2)'").out.split(".pdf")) == 2, "one file arrived"
+    for f in drops[1:]:
+        (held / f.name).rename(f)
+    vault.ok("ls /")
+    assert vault.ok("ls -1 /Inbox").out_lines == ["scans", "scans (2)"]
+    assert vault.ok("cat '/Inbox/scans (2)/r1.pdf' '/Inbox/scans (2)/sub/r2.pdf' '/Inbox/scans (2)/r3.pdf'").out == "1\n2\n3\n"
+
+
+def test_a_file_where_the_inbox_folder_should_be_gets_one_folder_beside_it(vault, host):
+    """`/Inbox` a file: every adoption made a new numbered folder (`Inbox (2)`, `Inbox (3)`, …)
+    while the shell said the files were in /Inbox. Now one `Inbox (2)` takes them all, and the
+    shell names it."""
+    (host / "Inbox").write_text("not a folder\n")
+    vault.ok(f"import {q(str(host / 'Inbox'))}")
+    for i in range(2):
+        (host / f"f{i}.txt").write_text(f"{i}\n")
+        drop(vault, host / f"f{i}.txt")
+        vault.ok("ls /")
+    assert vault.ok("ls -1 /").out_lines == ["Inbox", "Inbox (2)"]
+    assert vault.ok("ls -1 '/Inbox (2)'").out_lines == ["f0.txt", "f1.txt"]
+    drop(vault, "-", "f2.txt", input=b"2\n")
+    t = Terminal(vault.argv(["enter"]), vault.env, vault.workdir)
+    try:
+        t.expect("1 new file in /Inbox (2)")
+        t.expect("> ")
+        t.send("bye\r")
+        assert t.wait() == 0
+    finally:
+        t.close()
 
 
 def test_rotate_keeps_old_drops_adoptable_and_set_inbox_moves_the_folder(vault, host):

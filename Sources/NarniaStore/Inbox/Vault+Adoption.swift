@@ -6,7 +6,8 @@ import NarniaSystem
 public struct Adoption: Sendable {
     /// The files adopted, now items of the vault.
     public var items: [Item] = []
-    /// The inbox folder's path.
+    /// The path of the inbox folder the files went to (the `inbox` setting, or the folder
+    /// made for it where a file holds that name).
     public var folder = Vault.defaultInboxFolder
     /// Drops that were found damaged or incomplete and left as they are, one sentence each.
     public var problems: [String] = []
@@ -50,9 +51,9 @@ extension Vault {
         opener.beginAccess()
         defer { opener.endAccess() }
         var found: [FoundDrop] = []
-        for (id, path) in dropCandidates() {
+        for (id, paths) in dropCandidates() {
             do {
-                guard let drop = try openDrop(id, path: path, opener: opener, classifyLater: classifyLater) else { continue }
+                guard let drop = try openDrop(id, paths: paths, opener: opener, classifyLater: classifyLater) else { continue }
                 found.append(drop)
             } catch let problem as DropProblem {
                 adoption.problems.append("drop \(id.hex.prefix(8)) \(problem.why); it was left as it is")
@@ -93,6 +94,7 @@ extension Vault {
             throw error
         }
         adoption.items = adopted.compactMap { view.items[$0] }
+        adoption.folder = path(of: inbox)
         return adoption
     }
 
@@ -103,15 +105,16 @@ extension Vault {
 
     /// Objects in this copy that no record names and that are neither journals nor this
     /// device's own: drops, or other devices' objects whose records have not arrived.
-    private func dropCandidates() -> [(Identifier, String)] {
+    private func dropCandidates() -> [(Identifier, [String])] {
         let unnamed = inventory.files.filter { id, entry in
             !entry.legacy && journals[id] == nil && !state.referencedObjects.contains(id) && !state.kept.contains(id)
                 && state.retired[RetiredFile(kind: .object, id: id)] == nil
         }
         return tags.withKeyOpen {
             unnamed.compactMap { id, entry in
-                guard !tags.isJournal(id), !tags.isOwnObject(id), let path = entry.main ?? entry.copies.first else { return nil }
-                return (id, path)
+                let paths = (entry.main.map { [$0] } ?? []) + entry.copies
+                guard !tags.isJournal(id), !tags.isOwnObject(id), !paths.isEmpty else { return nil }
+                return (id, paths)
             }
         }.sorted { $0.0 < $1.0 }
     }
@@ -128,6 +131,24 @@ extension Vault {
     /// Why a recognised drop is not adopted.
     private struct DropProblem: Error {
         let why: String
+    }
+
+    /// Tries the files of object `id` (its file, then the copies a sync engine made of it) as
+    /// a drop, and gives the first whole one: a whole copy stands in for a cut file, as it
+    /// does once a record names the object. Nil when no inbox key opens a header; the first
+    /// file's problem when none is whole.
+    private func openDrop(_ id: Identifier, paths: [String], opener: DropOpener,
+                          classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop? {
+        var firstProblem: Error?
+        for path in paths {
+            do {
+                if let drop = try openDrop(id, path: path, opener: opener, classifyLater: classifyLater) { return drop }
+            } catch {
+                firstProblem = firstProblem ?? error
+            }
+        }
+        if let firstProblem { throw firstProblem }
+        return nil
     }
 
     /// Tries the file `path` as a drop: nil when no inbox key opens its header (not a drop,
@@ -244,12 +265,15 @@ private struct AdoptionPlan {
         return parent
     }
 
-    /// The folder `name` in `parent`, made with an identifier derived from `key` when there is
-    /// none (under a numbered name when a file holds the name).
+    /// The folder `name` in `parent`; where there is none, the folder an earlier adoption made
+    /// for `key` (under a numbered name when a file held the name: files of one drop arriving
+    /// over several unlocks, or a file where the inbox folder should be, go to one folder, not
+    /// a new numbered one each time); else a folder made with an identifier derived from `key`.
     mutating func subfolder(named name: String, in parent: Identifier, key: [UInt8]) -> Identifier {
         let clean = (try? ItemName.validated(name)) ?? "Inbox"
         if let id = made[parent]?[clean] { return id }
         if let existing = vault.child(named: clean, in: parent), existing.isFolder { return existing.id }
+        if let earlier = shownFolder(derivedFrom: key) { return earlier }
         let id = freshIdentifier(key)
         let now = Vault.now()
         ops.append(.createFolder(id: id, place: Place(parent: parent, name: claim(clean, in: parent)), created: now, modified: now))
@@ -264,16 +288,28 @@ private struct AdoptionPlan {
         return unique
     }
 
+    /// The latest folder an adoption made for `key` when the vault still shows it, wherever it
+    /// was moved since; nil when there is none, or it was removed.
+    private func shownFolder(derivedFrom key: [UInt8]) -> Identifier? {
+        let had = Array(derivedIdentifiers(key).prefix { vault.state.items[$0] != nil || vault.state.tombstones.contains($0) })
+        guard let latest = had.last, vault.view.items[latest]?.isFolder == true else { return nil }
+        return latest
+    }
+
     /// The first identifier derived from `key` (and a counter) that no item has had.
     private func freshIdentifier(_ key: [UInt8]) -> Identifier {
-        var n: UInt32 = 0
-        while true {
+        derivedIdentifiers(key).first { id in
+            vault.state.items[id] == nil && !vault.state.tombstones.contains(id)
+                && !made.values.contains(where: { $0.values.contains(id) })
+        }!
+    }
+
+    /// The identifiers derived from `key` and a counter n = 0, 1, …
+    private func derivedIdentifiers(_ key: [UInt8]) -> some Sequence<Identifier> {
+        (UInt32(0)...).lazy.map { n in
             var input = key
             withUnsafeBytes(of: n.littleEndian) { input += $0 }
-            let id = vault.tags.withKeyOpen { vault.tags.inboxItemIdentifier(input) }
-            if vault.state.items[id] == nil && !vault.state.tombstones.contains(id)
-                && !made.values.contains(where: { $0.values.contains(id) }) { return id }
-            n += 1
+            return vault.tags.withKeyOpen { vault.tags.inboxItemIdentifier(input) }
         }
     }
 }
