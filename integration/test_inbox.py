@@ -174,6 +174,31 @@ def test_a_truncated_drop_waits_whole_for_the_rest(vault):
     assert vault.ok("cat /Inbox/big.bin").outb == content
 
 
+def test_a_path_too_long_for_a_drop_is_named(vault, host):
+    """A file of a folder drop whose path is too long to carry is named in the error (it was
+    `the path is longer than a drop can carry`, not saying which file was left out); the
+    other files are dropped."""
+    top = host / "deep"
+    top.mkdir()
+    (top / "ok.txt").write_text("ok\n")
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(17):  # 17 folders of 240 bytes: past what a drop carries
+            os.mkdir("d" * 240, dir_fd=fd)
+            inner = os.open("d" * 240, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("far.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("far\n")
+    finally:
+        os.close(fd)
+    r = drop(vault, top, rc=1)
+    [error] = [line for line in r.err_lines if "error" in line]
+    assert error.startswith("narnia: error: drop: ") and error.endswith(
+        "/far.txt: not dropped: the path is longer than a drop can carry (3949 bytes)"), r.describe()
+    assert "dropped" in r.out and "ok.txt" in r.out, r.describe()
+
+
 def test_a_whole_copy_a_sync_engine_made_stands_in_for_a_cut_drop(vault):
     """A drop cut short whose whole copy a sync engine kept beside it (Syncthing's
     `.sync-conflict-…`) is adopted from the copy; it was reported incomplete at every unlock

@@ -65,6 +65,17 @@ extension MergeTests {
         XCTAssertTrue(report.damaged.isEmpty)
     }
 
+    /// A dropper other than this program may send names that are not NFC; the vault holds
+    /// every name NFC (as `import` gives them), so they are adopted normalised.
+    func testNamesFromADropAreAdoptedNFC() throws {
+        let dirs = try devices(["A"])
+        try dropBytes(dirs[0], "cafe\u{301}/e\u{301}te\u{301}.txt", randomBytes(10))
+        let vault = try open(dirs[0])
+        XCTAssertEqual(try adopt(vault).items.count, 1)
+        let names = vault.descendants(of: .root).map { Array(vault.path(of: $0.id).utf8) }
+        XCTAssertTrue(names.contains(Array("/Inbox/caf\u{E9}/\u{E9}t\u{E9}.txt".utf8)), "\(names.map { String(decoding: $0, as: UTF8.self).unicodeScalars.map(\.value) })")
+    }
+
     func testTwoDevicesAdoptingOneDropMakeOneItem() throws {
         let dirs = try devices(["A", "B"])
         try dropBytes(dirs[0], "folder/x.bin", randomBytes(5000))

@@ -168,6 +168,8 @@ struct DropRun: HostTreeVisitor {
             fail("\(err.name(path)): not dropped: the disk holding the vault is full")
         } catch let e as SystemError where e.path != path {
             fail("\(err.name(path)): \(SystemError.reason(for: e.code))")
+        } catch let e as VaultError {
+            fail("\(err.name(path)): not dropped: \(describe(e))")
         } catch {
             fail(describe(error))
         }

@@ -67,7 +67,7 @@ extension Vault {
         let inbox = plan.folder(path: adoption.folder)
         var adopted: [Identifier] = []
         for drop in found {
-            var components = drop.header.path.split(separator: "/").map(String.init)
+            var components = drop.names
             let name = components.removeLast()
             var parent = inbox
             for (depth, folder) in components.enumerated() {
@@ -123,6 +123,8 @@ extension Vault {
     private struct FoundDrop {
         let id: Identifier
         let header: DropHeader
+        /// The names of its path (folders, then the file's), NFC.
+        let names: [String]
         /// Its content, with the key in the key table; type not yet filled in.
         let content: ContentInfo
         let type: () -> ContentType
@@ -170,8 +172,10 @@ extension Vault {
         let expected = DropFormat.length(size: header.size)
         if length < expected { throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)") }
         if length > expected { throw DropProblem(why: "has \(length) bytes instead of \(expected) (altered)") }
-        let components = header.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard !components.isEmpty, components.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
+        // Names as `import` gives them (NFC): a dropper other than this program may send others.
+        let given = header.path.split(separator: "/", omittingEmptySubsequences: false)
+        let names = given.compactMap { try? ItemName.validated(String($0)) }
+        guard !names.isEmpty, names.count == given.count else {
             throw DropProblem(why: "carries a name that is not allowed")
         }
         let slot = try contentKey.withUnsafeBytes { try keys.add($0) }
@@ -196,7 +200,7 @@ extension Vault {
         }
         defer { first.withUnsafeMutableBytes { wipe($0) } }
         let type = first.withUnsafeBytes { classifyLater($0) }
-        return FoundDrop(id: id, header: header, content: content, type: type)
+        return FoundDrop(id: id, header: header, names: names, content: content, type: type)
     }
 }
 
