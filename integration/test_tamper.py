@@ -283,3 +283,5 @@ def test_a_deleted_object_of_this_device_is_damage_not_content_to_come(tv):
     assert v.rc == 1 and v.err_lines[-1] == f"narnia: error: verify: /t/gone.bin: damaged ({gone})", v.describe()
     c = tv.n.c("cat /t/gone.bin")
     assert c.rc == 1 and c.err_lines[-1] == f"narnia: error: cat: /t/gone.bin: {gone}", c.describe()
+    c = tv.n.c("cp /t/gone.bin /t/again.bin")
+    assert c.rc == 1 and c.err_lines[-1].endswith(gone), c.describe()

@@ -12,10 +12,11 @@ final class PlaintextSource {
     private var available = 0
     private var consumed = 0
 
-    init(path: String?, content: ContentInfo, keys: KeyTable) throws {
-        reader = try ContentReader(path: path, content: content)
+    /// Reads through `reader` (opened with `Vault.reader(for:)`) with the key in `keys`.
+    init(_ reader: ContentReader, keys: KeyTable) {
+        self.reader = reader
         self.keys = keys
-        keySlot = content.keySlot
+        keySlot = reader.content.keySlot
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
     }
 

@@ -169,7 +169,7 @@ extension Vault {
                 pending += children(of: item.id).sorted(by: { $0.name > $1.name }).map { ($0, copied.id, $0.name) }
             } else {
                 let content = item.content!
-                let plaintext = try PlaintextSource(path: objectPath(of: content), content: content, keys: keys)
+                let plaintext = PlaintextSource(try reader(for: content), keys: keys)
                 copied = try batch.addFile(named: name, in: parent, modified: item.modified, sizeHint: content.size,
                                            source: { try plaintext.read(into: $0, max: $1) },
                                            classify: { _ in (content.mime, content.kind) }, observer: observer)

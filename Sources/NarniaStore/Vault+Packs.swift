@@ -31,7 +31,7 @@ extension Vault {
         do {
             for item in live {
                 guard let stamp = state.items[item.id]?.contentStamp else { continue }
-                let plaintext = try PlaintextSource(path: objectPath(of: item.content!), content: item.content!, keys: keys)
+                let plaintext = PlaintextSource(try reader(for: item.content!), keys: keys)
                 try batch.rewriteContent(of: item, stamp: stamp) { try plaintext.read(into: $0, max: $1) }
             }
             try batch.commit()
