@@ -451,3 +451,15 @@ def test_import_decrypts_age_files_sent_to_the_inbox_recipient(vault, host, corp
         assert "fails authentication" in f.err, f.describe()
     names = vault.ok("ls /").out_lines
     assert not any(n.startswith(("altered", "cut")) for n in names), names
+
+
+@pytest.mark.parametrize("away", ["mkdir /archive; mv /Inbox '/archive/Taxes 2025'", "mv /Inbox /Old"])
+def test_an_inbox_folder_moved_away_gets_no_more_drops(vault, host, away):
+    """The inbox folder moved into an archive or renamed: later drops go to a new /Inbox, not
+    after it (a review of the change that keeps a numbered inbox folder)."""
+    for name in ("a.txt", "b.txt"):
+        (host / name).write_text(name)
+    drop(vault, host / "a.txt")
+    vault.ok(away)
+    drop(vault, host / "b.txt")
+    assert vault.ok("ls -1 /Inbox").out_lines == ["b.txt"]

@@ -269,15 +269,19 @@ private struct AdoptionPlan {
         return parent
     }
 
-    /// The folder `name` in `parent`; where there is none, the folder an earlier adoption made
-    /// for `key` (under a numbered name when a file held the name: files of one drop arriving
-    /// over several unlocks, or a file where the inbox folder should be, go to one folder, not
-    /// a new numbered one each time); else a folder made with an identifier derived from `key`.
+    /// The folder `name` in `parent`; where a file holds the name, the folder an earlier
+    /// adoption made for `key` beside it under a numbered name, if still shown (files of one
+    /// drop arriving over several unlocks, or a file where the inbox folder should be, go to
+    /// one folder, not a new numbered one each time); else a folder made with an identifier
+    /// derived from `key`. A folder of the name moved or renamed away is not followed: a new
+    /// one is made.
     mutating func subfolder(named name: String, in parent: Identifier, key: [UInt8]) -> Identifier {
         let clean = (try? ItemName.validated(name)) ?? "Inbox"
         if let id = made[parent]?[clean] { return id }
-        if let existing = vault.child(named: clean, in: parent), existing.isFolder { return existing.id }
-        if let earlier = shownFolder(derivedFrom: key) { return earlier }
+        if let existing = vault.child(named: clean, in: parent) {
+            if existing.isFolder { return existing.id }
+            if let earlier = shownFolder(derivedFrom: key, in: parent, numbering: clean) { return earlier }
+        }
         let id = freshIdentifier(key)
         let now = Vault.now()
         ops.append(.createFolder(id: id, place: Place(parent: parent, name: claim(clean, in: parent)), created: now, modified: now))
@@ -292,11 +296,13 @@ private struct AdoptionPlan {
         return unique
     }
 
-    /// The latest folder an adoption made for `key` when the vault still shows it, wherever it
-    /// was moved since; nil when there is none, or it was removed.
-    private func shownFolder(derivedFrom key: [UInt8]) -> Identifier? {
+    /// The latest folder an adoption made for `key` when the vault still shows it in `parent`
+    /// under a numbered form of `name`; nil when there is none, or it was removed, moved or
+    /// renamed.
+    private func shownFolder(derivedFrom key: [UInt8], in parent: Identifier, numbering name: String) -> Identifier? {
         let had = Array(derivedIdentifiers(key).prefix { vault.state.items[$0] != nil || vault.state.tombstones.contains($0) })
-        guard let latest = had.last, vault.view.items[latest]?.isFolder == true else { return nil }
+        guard let latest = had.last, let folder = vault.view.items[latest], folder.isFolder, folder.parent == parent,
+              (2...1000).contains(where: { ItemName.numbered(name, $0) == folder.name }) else { return nil }
         return latest
     }
 
