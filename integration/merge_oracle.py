@@ -39,11 +39,10 @@ And the commands' records, as documented (FORMAT.md, INTERFACE.md, narnia(1)): `
 one record creating the missing folders; `import` creates the items (keep-both numbering, `name
 (2).ext`, against the names the folder shows); `mv` writes a `move` (with `from`, the place the
 device saw) for each identifier of what it moves, keeping the shown name when moving into a
-folder, and of a derived conflict copy the device did not create itself, after it the copy's
-creation under its version's stamp (`mkcopy`); `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
+folder, and of a derived conflict copy the device did not create itself, after it `mkcopy`; `mv -f` onto a file also removes that file; `cp` creates new items (new content object)
 under the shown names; `cp -f` onto a file writes `set content` (naming the version it replaced)
-and keeps its identity, and onto a derived conflict copy the device did not create itself, first
-a `move` to its place and after it the copy's creation under its version's stamp (`mkcopy`); `rm -r` lists every item the device shows under what it removes (and each
+and keeps its identity, and onto a derived conflict copy the device did not create itself, after
+it the copy's creation and a move to its place under its version's stamp (`mkcopy`); `rm -r` lists every item the device shows under what it removes (and each
 file's copy-to-be, rule 7); `passwd` retires every other key file
 present.
 """
@@ -146,8 +145,9 @@ class Stamp:
 #   ("mkfile", id, parent, name, Content)
 #   ("move", id, parent, name, from_parent, from_name)
 #   ("setcontent", id, Content, version replaced)   (a content's version is its unit)
-#   ("mkcopy", id, parent, name, Content, Stamp)  a changed conflict copy's own creation, under
-#                                                 its version's stamp (rule 7)
+#   ("mkcopy", id, parent, name, Content, Stamp)  a changed or moved conflict copy's own
+#                                                 creation and a move to its place, under its
+#                                                 version's stamp (rule 7)
 #   ("remove", frozenset(ids))
 #   ("set", key, value)
 #   ("retire_keys", frozenset(key file names))
@@ -296,6 +296,7 @@ def merge(records) -> View:
                 if i not in created or cs < created[i][0]:
                     created[i] = (cs, "file")
                 set_place(i, Place(cs, parent, name, None, None), False)
+                set_place(i, Place(cs, parent, name, None, None), True)
                 if i not in content or content[i][0] < (False, cs):
                     content[i] = ((False, cs), c)
                 copy_creators.setdefault(i, set()).add(s.device)
@@ -579,15 +580,14 @@ def ops_copy(node: Node, dest_folder: Node, dest_name: str, unit: int, new_id) -
 def ops_copy_onto(src: Node, dest: Node, unit: int, device: str = "") -> list:
     """`cp -f FILE EXISTINGFILE`: the target keeps its identity and takes new content, a new
     version that replaces the one the device shows (a content's version is its unit). A
-    conflict copy only derived (`device` wrote no creation of it) is first made a file of its
-    own: a `move` to its place, and its creation under its version's stamp (rule 7)."""
+    conflict copy only derived (`device` wrote no creation of it) is also made a file of its
+    own: its creation and a move to its place, under its version's stamp (rule 7)."""
     c = src.content
     change = ("setcontent", dest.ids[0], Content(unit, c.size, c.kind, c.data), dest.content.unit)
     if dest.derived is None or device in dest.derived[2]:
         return [change]
     stamp, (parent, name), _ = dest.derived
-    return [("move", dest.ids[0], parent, name, None, None), change,
-            ("mkcopy", dest.ids[0], parent, name, dest.content, stamp)]
+    return [change, ("mkcopy", dest.ids[0], parent, name, dest.content, stamp)]
 
 
 def removal_list(nodes) -> frozenset:

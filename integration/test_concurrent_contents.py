@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_device_housekeeping import carry, compact_and_exchange, exchange, know_each_other
 from test_devices import device
@@ -366,3 +368,26 @@ def test_a_renamed_conflict_copy_outlives_its_version(narnia, host, tmp_path):
     exchange(narnia, laptop)
     for n in (narnia, laptop):
         assert n.ok("cat /laptop.txt").out == "the laptop's first\n"
+
+
+
+@pytest.mark.parametrize("target,flag", [("/kept.txt", ""), ("/b.txt", "-f ")])
+def test_a_conflict_copy_renamed_on_one_device_while_changed_on_another_keeps_both(narnia, host, tmp_path, target, flag):
+    """The desk renames a conflict copy both devices show (or keeps it as the file, `mv -f`
+    onto it) while the laptop, not knowing, gives it new content: like any file, it ends
+    under the desk's name holding the laptop's content. The laptop's change also pins the copy
+    where it stood (rule 7); written under the record's own stamp, that pin beat the desk's
+    earlier rename and put the copy back under its conflict name (a review: with `mv -f`, no
+    /b.txt was left). It is written under the version's stamp now."""
+    laptop = two_devices(narnia, host, tmp_path)
+    give(laptop, host, "the laptop's first\n", "/b.txt")
+    give(narnia, host, "the desk's\n", "/b.txt")
+    exchange(narnia, laptop)
+    copy = next(name for name in listing(narnia) if "conflict" in name)
+    narnia.ok(f"mv {flag}{q('/' + copy)} {target}")
+    give(laptop, host, "the laptop's change to the copy\n", "/" + copy)
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok(f"cat {target}").out == "the laptop's change to the copy\n", listing(n)
+        assert copy not in listing(n)
+        assert "all intact" in n.ok("verify").out

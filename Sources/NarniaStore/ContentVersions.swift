@@ -145,22 +145,23 @@ extension MergeState {
         }
     }
 
-    /// What a change of `id` (`cp -f` onto it) writes besides when `id` is a conflict copy
-    /// that only the derivation creates: a `move` to where it stands, before the change, and a
-    /// `create file` of its derived values under its version's stamp (which every device that
-    /// derives the copy holds already), after every other operation of the record (`stamped`
-    /// begins with a `stamp`); a move of the copy writes `stamped` after its own `move`. A copy is derived only while its version is a head, and the
-    /// device whose version it is may replace that version meanwhile (as its file's content,
-    /// not knowing of the copy): the changed copy is then a file of its own, and stays where it
-    /// stands holding the change (docs/FORMAT.md, "Merging", rule 7). Nothing for any other item.
-    func recordsKeepingCopy(_ id: Identifier) throws -> (move: [Operation], stamped: [Operation]) {
+    /// What a change (`cp -f`) or a move of `id` writes besides, after every other operation
+    /// of its record, when `id` is a conflict copy that only the derivation creates: a `create
+    /// file` of its derived values and a `move` to where it stands, under its version's stamp
+    /// (the result begins with a `stamp`). A copy is derived only while its version is a head,
+    /// and the device whose version it is may replace that version meanwhile (as its file's
+    /// content, not knowing of the copy): the copy is then a file of its own, and stays where
+    /// it stands, no longer following its file. Every device deriving it holds these values
+    /// already, and a move another device made meanwhile, stamped later, still wins
+    /// (docs/FORMAT.md, "Merging", rule 7). Nothing for any other item.
+    func recordsKeepingCopy(_ id: Identifier) throws -> [Operation] {
         guard derivedCopies.contains(id), let record = items[id], !record.creationIsOwn, let creation = record.creation,
-              let place = record.place, var content = record.content else { return ([], []) }
+              let place = record.place, var content = record.content else { return [] }
         // The record hands its content's key slot to the state: a copy of the item's.
         content.keySlot = try keys.copy(content.keySlot)
         let creating = Operation.createFile(id: id, place: place, created: creation.created, modified: record.contentModified,
                                             content: content)
-        return ([.move(id: id, place: place, from: nil)], [.stamp(creation.stamp), creating])
+        return [.stamp(creation.stamp), creating, .move(id: id, place: place, from: nil)]
     }
 
     /// The identifier of the conflict copy that shows `version` of file `id`.

@@ -263,9 +263,8 @@ public final class ImportBatch {
                 if let stamp {
                     stampedOps += [.stamp(stamp), op]
                 } else {
-                    let keeping = try vault.state.recordsKeepingCopy(item.id)
-                    ops += keeping.move + [op]
-                    stampedOps += keeping.stamped
+                    ops.append(op)
+                    stampedOps += try vault.state.recordsKeepingCopy(item.id)
                 }
                 done.append(item)
             }
