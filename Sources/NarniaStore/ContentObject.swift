@@ -9,7 +9,8 @@ public enum ContentError: Error, CustomStringConvertible {
     /// The object file is not in this copy of the store: not yet arrived, or deleted (the
     /// two cannot be told apart for another device's object).
     case missing
-    /// The object file, written by this device, is not in its store: deleted.
+    /// The object file, written by this device, is not in its store: deleted, unless the store
+    /// is a restored backup that a sync engine is still filling.
     case lost
     /// The object file is shorter than its metadata says: still arriving, or cut.
     case incomplete(expected: Int64, actual: Int64)
@@ -21,7 +22,7 @@ public enum ContentError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .missing: return "not yet on this device"
-        case .lost: return "its encrypted object, written on this device, is gone from the store (deleted or moved away)"
+        case .lost: return "its encrypted object, written on this device, is not in the store: deleted, or a restored store not yet given it back"
         case .incomplete(let e, let a): return "only \(a) of its \(e) encrypted bytes are on this device (still arriving, or cut)"
         case .wrongLength(let e, let a): return "its encrypted object has \(a) bytes instead of \(e) (truncated or altered)"
         case .chunkFailed(let i): return "chunk \(i) does not authenticate (altered, swapped or replaced)"

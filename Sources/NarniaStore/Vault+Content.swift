@@ -70,15 +70,14 @@ extension Vault {
     }
 
     /// Opens the object of `content`. An object this device wrote was whole in its store
-    /// before any record named it (docs/FORMAT.md, "Leftovers"): missing or short, it is lost
-    /// or cut, not still arriving.
+    /// before any record named it (docs/FORMAT.md, "Leftovers"): missing, it was deleted —
+    /// or the store is a backup restored in place, to which a sync engine has not yet brought
+    /// it back (the same device, by the directory) — not merely "not yet on this device".
     func reader(for content: ContentInfo) throws -> ContentReader {
         do {
             return try ContentReader(path: objectPath(of: content), content: content)
         } catch ContentError.missing where isOwnObject(content.objectID) {
             throw ContentError.lost
-        } catch ContentError.incomplete(let expected, let actual) where isOwnObject(content.objectID) {
-            throw ContentError.wrongLength(expected: expected, actual: actual)
         }
     }
 
@@ -107,8 +106,8 @@ extension Vault {
             return try body()
         } catch let error as ContentError {
             switch error {
-            case .chunkFailed, .wrongLength, .lost: damageFound += 1
-            case .missing, .incomplete: break
+            case .chunkFailed, .wrongLength: damageFound += 1
+            case .missing, .incomplete, .lost: break
             }
             throw error
         }
@@ -210,7 +209,7 @@ extension Vault {
             } catch let error as ContentError {
                 let failure = VerifyFailure(item: item, path: path(of: item.id), reason: error.description)
                 switch error {
-                case .missing, .incomplete: report.missing.append(failure)
+                case .missing, .incomplete, .lost: report.missing.append(failure)
                 default: report.damaged.append(failure)
                 }
             } catch let error as StoreFileError {
