@@ -58,8 +58,14 @@ enum BatchLine {
         self = text.utf8.count > Session.maximumLineBytes ? .tooLong(text.utf8.count) : .text(text)
     }
 
+    /// A line read whole: too long however it arrived (a line over the limit may come with its
+    /// newline in one read, before the reader starts skipping).
     init(bytes: ArraySlice<UInt8>) {
-        self = String(validating: bytes, as: UTF8.self).map { .text($0) } ?? .notUTF8
+        if bytes.count > Session.maximumLineBytes {
+            self = .tooLong(bytes.count)
+        } else {
+            self = String(validating: bytes, as: UTF8.self).map { .text($0) } ?? .notUTF8
+        }
     }
 }
 
