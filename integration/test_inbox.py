@@ -130,9 +130,14 @@ def test_an_interactive_session_says_how_many_files_arrived(vault, host):
     for i in range(3):
         (host / f"f{i}.txt").write_text(f"{i}\n")
     drop(vault, *(host / f"f{i}.txt" for i in range(3)))
+    expect_at_unlock(vault, "3 new files in /Inbox")
+
+
+def expect_at_unlock(vault: Narnia, greeting: str):
+    """An interactive session says `greeting` when it starts, then ends cleanly."""
     t = Terminal(vault.argv(["enter"]), vault.env, vault.workdir)
     try:
-        t.expect("3 new files in /Inbox")
+        t.expect(greeting)
         t.expect("> ")
         t.send("bye\r")
         assert t.wait() == 0
@@ -157,13 +162,18 @@ def test_a_damaged_drop_is_reported_and_left_alone(vault, host):
     assert vault.ok("ls /Inbox").out_lines == ["x.bin"]
 
 
-def test_a_truncated_drop_waits_whole_for_the_rest(vault):
+def drop_big(vault: Narnia) -> tuple[bytes, Path, bytes]:
+    """Drops 3 MiB of random bytes as big.bin: the content, the drop file and its bytes."""
     before = store_files(vault)
     content = os.urandom(3 << 20)
     drop(vault, "-", "big.bin", input=content)
     [path] = drop_files(vault, before)
     f = vault.vault / path
-    whole = f.read_bytes()
+    return content, f, f.read_bytes()
+
+
+def test_a_truncated_drop_waits_whole_for_the_rest(vault):
+    content, f, whole = drop_big(vault)
     assert len(whole) == drop_length(len(content))
     f.write_bytes(whole[:len(whole) // 2])
     r = vault.c("ls /")
@@ -203,12 +213,7 @@ def test_a_whole_copy_a_sync_engine_made_stands_in_for_a_cut_drop(vault):
     """A drop cut short whose whole copy a sync engine kept beside it (Syncthing's
     `.sync-conflict-…`) is adopted from the copy; it was reported incomplete at every unlock
     until some device's record named the object."""
-    before = store_files(vault)
-    content = os.urandom(3 << 20)
-    drop(vault, "-", "big.bin", input=content)
-    [path] = drop_files(vault, before)
-    f = vault.vault / path
-    whole = f.read_bytes()
+    content, f, whole = drop_big(vault)
     f.with_name(f.name + ".sync-conflict-20261201-120000-ABCDEFG").write_bytes(whole)
     f.write_bytes(whole[:5000])
     r = vault.c("cat /Inbox/big.bin")
@@ -389,14 +394,7 @@ def test_a_file_where_the_inbox_folder_should_be_gets_one_folder_beside_it(vault
     assert vault.ok("ls -1 /").out_lines == ["Inbox", "Inbox (2)"]
     assert vault.ok("ls -1 '/Inbox (2)'").out_lines == ["f0.txt", "f1.txt"]
     drop(vault, "-", "f2.txt", input=b"2\n")
-    t = Terminal(vault.argv(["enter"]), vault.env, vault.workdir)
-    try:
-        t.expect("1 new file in /Inbox (2)")
-        t.expect("> ")
-        t.send("bye\r")
-        assert t.wait() == 0
-    finally:
-        t.close()
+    expect_at_unlock(vault, "1 new file in /Inbox (2)")
 
 
 def test_rotate_keeps_old_drops_adoptable_and_set_inbox_moves_the_folder(vault, host):
