@@ -171,7 +171,8 @@ extension Vault {
         }
         if let content = victim?.content { ops += retirements(freeing: [content]) }
         // A conflict copy moved is kept where it is put, whatever becomes of its version: its
-        // creation goes last, under its version's stamp (docs/FORMAT.md, "Merging", rule 7).
+        // creation (and where it stood) go last, under its version's stamp (docs/FORMAT.md,
+        // "Merging", rule 7).
         for member in view.members(of: id) { ops += try state.recordsKeepingCopy(member) }
         // Conflict copies of the item move with it (see `MergeState.placeConflictCopies`).
         let regular = settled.isEmpty && view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
