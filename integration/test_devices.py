@@ -88,6 +88,32 @@ def test_imports_on_two_devices_both_survive_a_syncthing_merge(narnia, host):
     assert listing(a) == listing(b), "two devices holding the same files show the same tree"
 
 
+@pytest.mark.parametrize("suffix", [
+    ".sync-conflict-20261201-073500-ABCDEFG",   # Syncthing
+    " (conflicted copy 2026-12-01 120000)",     # Dropbox, Nextcloud
+    "_conflict-20261201-120000",                # ownCloud
+    "-laptop-safeBackup-0001",                  # OneDrive's Linux client
+    "-DESKTOP-4F2A",                            # OneDrive on Windows: NAME-COMPUTERNAME
+])
+def test_both_branches_of_a_forked_journal_are_read_under_every_engines_copy_name(narnia, host, suffix):
+    """A journal forked (a backup restored, then written again) and kept by the engine as a file
+    and a copy under its conflict name: both branches are read. OneDrive's names were not
+    recognised, so the import on one branch vanished with `verify` all intact (a review)."""
+    narnia.init()
+    (host / "base.bin").write_bytes(os.urandom(1000))
+    narnia.ok(f"import {q(str(host / 'base.bin'))}")
+    before = narnia.store().sizes()
+    (host / "branch1.bin").write_bytes(os.urandom(2000))
+    journal, _ = own_journal(narnia, f"import {q(str(host / 'branch1.bin'))}")
+    branch1 = journal.read_bytes()
+    journal.write_bytes(branch1[:before[str(journal.relative_to(narnia.vault))]])
+    (host / "branch2.bin").write_bytes(os.urandom(3000))
+    narnia.ok(f"import {q(str(host / 'branch2.bin'))}")
+    journal.with_name(journal.name + suffix).write_bytes(branch1)
+    assert sorted(narnia.ok("ls /").out_lines) == ["base.bin", "branch1.bin", "branch2.bin"]
+    assert narnia.ok("cat /branch1.bin").outb == (host / "branch1.bin").read_bytes()
+
+
 def test_an_object_whose_journal_has_not_arrived_is_never_deleted(narnia, host):
     narnia.init()
     a = device(narnia, host / "A")

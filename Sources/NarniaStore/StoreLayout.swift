@@ -83,11 +83,14 @@ final class StoreLayout: Sendable {
 enum StoreName {
     /// True when `rest`, what follows an identifier in a file name, is how a sync engine names
     /// a conflicting copy: Syncthing `.sync-conflict-…`, Dropbox and Nextcloud
-    /// ` (conflicted copy …)`, ownCloud `_conflict-…`, rclone bisync `.conflict1` or `..path1`.
+    /// ` (conflicted copy …)`, ownCloud `_conflict-…`, rclone bisync `.conflict1` or `..path1`,
+    /// OneDrive `-COMPUTERNAME` (Windows) or `-HOST-safeBackup-NNNN` (its Linux client) — a
+    /// store file's name has no extension, so OneDrive's mark ends it. (This program's own
+    /// temporary names go after a dot, `.narnia-sending-…`, never a dash.)
     static func isConflictSuffix(_ rest: Substring) -> Bool {
         if rest.isEmpty { return false }
         let lower = rest.lowercased()
-        return lower.contains("conflict") || lower.hasPrefix("..path")
+        return lower.contains("conflict") || lower.hasPrefix("..path") || (lower.hasPrefix("-") && lower.count > 1)
     }
 
     /// The identifier named by `name` when it is exactly `digits` hex digits, or that followed
