@@ -666,6 +666,10 @@ def test_interrupted_sync_is_finished_by_the_next(narnia, tmp_path):
     err = run.err.decode(errors="replace")
     assert "narnia: error: sync:" in err and "rclone" in err, \
         f"the failed sync must say that rclone failed{ctx}" + run.describe()
+    # A failed command prints nothing on stdout: what it did goes to stderr as notes (its
+    # "synced with …" summary on stdout read as a success to scripts; a review).
+    assert run.lines == [] and "narnia: note: sync: partly synced with " in err, \
+        f"a failed sync must say what it did on stderr only{ctx}" + run.describe()
     sizes_a = {str(p.relative_to(a.vault)): p.stat().st_size for p in a.vault.rglob("*") if p.is_file()}
     new_there = {rel: (remote / rel).stat().st_size if (remote / rel).exists() else None
                  for rel in sizes_a if rel not in remote_before}

@@ -125,16 +125,20 @@ enum SyncCommand {
     }
 
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
-    /// (both sides stay valid: files are whole or ignored, and a rerun finishes the job).
+    /// (both sides stay valid: files are whole or ignored, and a rerun finishes the job). A
+    /// failed sync says what it did on standard error, as notes: a failed command prints
+    /// nothing on standard output, so a script never takes it for a sync.
     private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
         let change = try report.change ?? merge(s.vault)
         for warning in s.vault.warnings { s.warning("sync", warning) }
-        s.out.line("synced with \(s.out.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
+        let say: (String) -> Void = failure == nil ? { s.out.line($0) } : { s.note("sync", $0) }
+        let on = failure == nil ? s.out : s.err
+        say("\(failure == nil ? "synced" : "partly synced") with \(on.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
         let added = change.added.sorted(by: utf8Order)
         let shown = s.interactive ? Array(added.prefix(20)) : added
-        for path in shown { s.out.line("new: \(s.out.name(path))") }
-        if shown.count < added.count { s.out.line("… and \(added.count - shown.count) more new items") }
-        if change.removed > 0 { s.out.line(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
+        for path in shown { say("new: \(on.name(path))") }
+        if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
+        if change.removed > 0 { say(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
         // Drops the sync brought in are adopted now, as at unlock.
         s.adoptDrops()
         if let failure { throw failure }
