@@ -236,6 +236,7 @@ extension Vault {
         if ownRecordsMayBeLost && newlyFoundCuts.isEmpty {
             report.problems.append("records of this device are missing from this copy of the store")
         }
+        if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
         report.problems += othersRecordsMissing
         if view.held > 0 {
             report.problems.append("\(view.held) items wait for folders whose records have not arrived")

@@ -45,7 +45,9 @@ extension Vault {
             // device's journal cut at a record boundary, or restored older. It is kept.
             let named = splitByCommitMark(unnamed).named
             if !named.isEmpty {
-                warnings.append("\(named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, or restored older); they are kept")
+                let text = "\(named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, restored older, or replaced by an older copy): changes this device committed are missing here; the objects are kept"
+                warnings.append(text)
+                lostOwnRecordsFound = text
                 ops.append(.keep(named))
             }
         }

@@ -60,6 +60,9 @@ public final class Vault {
     var keepOwnObjectsAtNextWrite = false
     /// This device's journals found cut short by this open (not reported before).
     var newlyFoundCuts = Set<Identifier>()
+    /// Set when this session found objects of this device that records it no longer holds
+    /// once named (`verify` fails on it in this session; afterwards the objects are `kept`).
+    var lostOwnRecordsFound: String?
     /// How many times content failed authentication (or had grown) in this session: a batch run
     /// that met any exits 1, even where a `-` line let the command fail.
     public internal(set) var damageFound = 0
