@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness import INSECURE_KDF_WARNING, Narnia, q, run_measuring_rss
+from test_device_housekeeping import key_files
 
 WRONG = "incorrect horse"
 
@@ -342,6 +343,25 @@ def test_process_hardening(filled):
     finally:
         first.stdin.close()
         first.wait(timeout=30)
+
+
+def test_an_init_that_finds_a_vault_made_while_it_waited_for_the_lock_makes_nothing(narnia):
+    """The second of two `init`s checks the folder, then (its lock slowed by strace) takes the
+    lock only after the first has made the whole vault and exited: it found the folder empty
+    before, and went on to write a second key file under another master key, both runs exiting
+    0 (seen once in a loaded run of `test_two_inits_at_once`). It checks again under the lock."""
+    late = subprocess.Popen(["strace", "-f", "-o", "/dev/null", "-e", "trace=flock", "-e", "inject=flock:delay_enter=3000000"]
+                            + narnia.argv(["init"], passphrase="second one"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=narnia.env, cwd=narnia.workdir)
+    time.sleep(1.5)  # the late one has checked the folder and waits in flock
+    assert narnia("init", passphrase="first one").rc == 0
+    assert late.wait(timeout=60) == 1, late.stderr.read().decode()
+    late.stdout.close()
+    assert "already" in late.stderr.read().decode()
+    late.stderr.close()
+    assert narnia.c("pwd", passphrase="first one").rc == 0
+    assert narnia.c("pwd", passphrase="second one").rc == 3
+    assert len(key_files(narnia.vault)) == 1
 
 
 def test_init_refuses_a_non_empty_directory(narnia):

@@ -103,6 +103,10 @@ public final class Vault {
         }
         let lock = try openStoreDirectory(directory, makingPrivate: true)
         guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+        // Again under the lock: another `init` may have made a whole vault here and exited
+        // between the first check and the lock (two key files, under two master keys, were
+        // the result, and both runs said they had made the vault).
+        try checkCanCreate(at: directory)
         let masters = MasterKeys([try Secret.random(count: 32)])
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         let keyFileID = Identifier.random()
