@@ -114,6 +114,29 @@ def test_both_branches_of_a_forked_journal_are_read_under_every_engines_copy_nam
     assert narnia.ok("cat /branch1.bin").outb == (host / "branch1.bin").read_bytes()
 
 
+def test_a_copy_under_a_name_no_engine_gives_is_named_by_verify(narnia, host):
+    """A journal branch kept as `<id>.bak` (a hand copy, rclone's --suffix) is not read, but
+    `verify` names it, with how to have it read; it went unmentioned (a review)."""
+    narnia.init()
+    (host / "base.bin").write_bytes(os.urandom(1000))
+    narnia.ok(f"import {q(str(host / 'base.bin'))}")
+    before = narnia.store().sizes()
+    (host / "branch1.bin").write_bytes(os.urandom(2000))
+    journal, _ = own_journal(narnia, f"import {q(str(host / 'branch1.bin'))}")
+    branch1 = journal.read_bytes()
+    journal.write_bytes(branch1[:before[str(journal.relative_to(narnia.vault))]])
+    narnia.ok("ls /")
+    kept = journal.with_name(journal.name + ".bak")
+    kept.write_bytes(branch1)
+    v = narnia.ok("verify")
+    note = (f"narnia: note: verify: 1 files are named like store files but as no sync engine names a copy, and are not "
+            f"read: {journal.parent.name}/{kept.name} (to have one read as a copy, add .sync-conflict to its name)")
+    assert note in v.err_lines, v.describe()
+    kept.rename(kept.with_name(kept.name + ".sync-conflict"))
+    assert "branch1.bin" in narnia.ok("ls /").out_lines
+    assert "named like store files" not in narnia.ok("verify").err
+
+
 def test_an_object_whose_journal_has_not_arrived_is_never_deleted(narnia, host):
     narnia.init()
     a = device(narnia, host / "A")

@@ -31,6 +31,10 @@ struct StoreInventory {
     /// Top-level names shaped like a shard folder's, as `scanTopLevel` found them: what
     /// `scanShards` looks into, so the top level is listed once.
     var shardNames: [String] = []
+    /// Files named like a store file followed by something that is no copy name a known sync
+    /// engine gives (`<id>.bak`, say): never read, never deleted, and `verify` names them, since
+    /// they may hold what a copy would.
+    var unrecognised: [String] = []
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
@@ -56,6 +60,8 @@ struct StoreInventory {
                     // Links and special files are kept here too, so that reading refuses them.
                     inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)
                 }
+            } else if StoreName.isUnrecognisedCopy(name, digits: 32) {
+                inventory.unrecognised.append(name)
             }
         }
         return inventory
@@ -83,6 +89,8 @@ struct StoreInventory {
             entry.legacy = true
             entry.add(path, isCopy: isCopy)
             files[id] = entry
+        } else if StoreName.isUnrecognisedCopy(name, digits: 32) || StoreName.isUnrecognisedCopy(name, digits: 30) {
+            unrecognised.append(path)
         }
     }
 }
@@ -147,6 +155,7 @@ final class ShardListing: Sendable {
         let listed = try result.withLock { $0! }.get()
         inventory.files = listed.files
         inventory.shards = listed.shards
+        inventory.unrecognised += listed.unrecognised
     }
 
     /// Waits for the listing to end; later calls return at once.

@@ -109,6 +109,18 @@ enum StoreName {
         return (id, !rest.isEmpty)
     }
 
+    /// True when `name` is exactly `digits` hex digits followed by something that is neither a
+    /// conflict suffix nor a temporary name that a transfer in flight gives (this program's
+    /// `.narnia-sending-…`, rclone's `.….partial`).
+    static func isUnrecognisedCopy(_ name: String, digits: Int) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count > digits, utf8.prefix(digits).allSatisfy(isHexDigit), !isHexDigit(utf8[utf8.index(utf8.startIndex, offsetBy: digits)]) else {
+            return false
+        }
+        let rest = Substring(utf8.dropFirst(digits))
+        return !isConflictSuffix(rest) && !rest.hasPrefix(".narnia-sending-") && !rest.hasSuffix(".partial")
+    }
+
     static func isHexDigit(_ c: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c)
     }

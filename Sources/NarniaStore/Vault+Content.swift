@@ -247,6 +247,11 @@ extension Vault {
         if !state.kept.isEmpty {
             report.notes.append("\(state.kept.count) objects are kept because records that may name them were lost")
         }
+        if !inventory.unrecognised.isEmpty {
+            let names = inventory.unrecognised.sorted()
+            let shown = names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
+            report.notes.append("\(names.count) files are named like store files but as no sync engine names a copy, and are not read: \(shown) (to have one read as a copy, add .sync-conflict to its name)")
+        }
         return report
     }
 
