@@ -88,6 +88,20 @@ def test_imports_on_two_devices_both_survive_a_syncthing_merge(narnia, host):
     assert listing(a) == listing(b), "two devices holding the same files show the same tree"
 
 
+def forked_journal(narnia: Narnia, host: Path) -> tuple[Path, bytes]:
+    """A new vault holding /base.bin, then /branch1.bin; the journal is then put back to before
+    the second import (a backup restored). Returns the journal and its bytes with branch 1."""
+    narnia.init()
+    (host / "base.bin").write_bytes(os.urandom(1000))
+    narnia.ok(f"import {q(str(host / 'base.bin'))}")
+    before = narnia.store().sizes()
+    (host / "branch1.bin").write_bytes(os.urandom(2000))
+    journal, _ = own_journal(narnia, f"import {q(str(host / 'branch1.bin'))}")
+    branch1 = journal.read_bytes()
+    journal.write_bytes(branch1[:before[str(journal.relative_to(narnia.vault))]])
+    return journal, branch1
+
+
 @pytest.mark.parametrize("suffix", [
     ".sync-conflict-20261201-073500-ABCDEFG",   # Syncthing
     " (conflicted copy 2026-12-01 120000)",     # Dropbox, Nextcloud
@@ -99,14 +113,7 @@ def test_both_branches_of_a_forked_journal_are_read_under_every_engines_copy_nam
     """A journal forked (a backup restored, then written again) and kept by the engine as a file
     and a copy under its conflict name: both branches are read. OneDrive's names were not
     recognised, so the import on one branch vanished with `verify` all intact (a review)."""
-    narnia.init()
-    (host / "base.bin").write_bytes(os.urandom(1000))
-    narnia.ok(f"import {q(str(host / 'base.bin'))}")
-    before = narnia.store().sizes()
-    (host / "branch1.bin").write_bytes(os.urandom(2000))
-    journal, _ = own_journal(narnia, f"import {q(str(host / 'branch1.bin'))}")
-    branch1 = journal.read_bytes()
-    journal.write_bytes(branch1[:before[str(journal.relative_to(narnia.vault))]])
+    journal, branch1 = forked_journal(narnia, host)
     (host / "branch2.bin").write_bytes(os.urandom(3000))
     narnia.ok(f"import {q(str(host / 'branch2.bin'))}")
     journal.with_name(journal.name + suffix).write_bytes(branch1)
@@ -117,14 +124,7 @@ def test_both_branches_of_a_forked_journal_are_read_under_every_engines_copy_nam
 def test_a_copy_under_a_name_no_engine_gives_is_named_by_verify(narnia, host):
     """A journal branch kept as `<id>.bak` (a hand copy, rclone's --suffix) is not read, but
     `verify` names it, with how to have it read; it went unmentioned (a review)."""
-    narnia.init()
-    (host / "base.bin").write_bytes(os.urandom(1000))
-    narnia.ok(f"import {q(str(host / 'base.bin'))}")
-    before = narnia.store().sizes()
-    (host / "branch1.bin").write_bytes(os.urandom(2000))
-    journal, _ = own_journal(narnia, f"import {q(str(host / 'branch1.bin'))}")
-    branch1 = journal.read_bytes()
-    journal.write_bytes(branch1[:before[str(journal.relative_to(narnia.vault))]])
+    journal, branch1 = forked_journal(narnia, host)
     narnia.ok("ls /")
     kept = journal.with_name(journal.name + ".bak")
     kept.write_bytes(branch1)
