@@ -137,6 +137,32 @@ def test_a_copy_under_a_name_no_engine_gives_is_named_by_verify(narnia, host):
     assert "named like store files" not in narnia.ok("verify").err
 
 
+@pytest.mark.parametrize("garbled", ["copy", "journal"])
+def test_a_file_of_a_journal_that_does_not_open_is_set_aside_not_a_refusal(narnia, host, garbled):
+    """A file named as a journal's copy (or the journal itself, beside a whole copy) whose first
+    record does not open, while another file of that journal does: it is no copy, or altered.
+    The vault refused to open, blaming the passphrase ("does not open the vault's current master
+    key … or the store was altered"); it opens now, says so, and `verify` fails naming it."""
+    journal, branch1 = forked_journal(narnia, host)
+    journal.write_bytes(branch1)
+    copy = journal.with_name(journal.name + "-DESKTOP-4F2A")
+    if garbled == "copy":
+        copy.write_bytes(os.urandom(len(branch1)))
+        bad = copy
+    else:
+        copy.write_bytes(branch1)
+        journal.write_bytes(os.urandom(len(branch1)))
+        bad = journal
+    shown = f"{bad.parent.name}/{bad.name}"
+    r = narnia.ok("ls /")
+    assert sorted(r.out_lines) == ["base.bin", "branch1.bin"], r.describe()
+    assert any(shown in l and "does not open as one" in l for l in r.err_lines if l.startswith("narnia: warning:")), r.describe()
+    v = narnia.c("verify")
+    assert v.rc == 1 and any(l.startswith(f"narnia: error: verify: {shown}, named as a file of a journal") for l in v.err_lines), v.describe()
+    assert narnia.ok("cat /branch1.bin").outb == (host / "branch1.bin").read_bytes()
+    assert bad.exists(), "left as it is"
+
+
 def test_an_object_whose_journal_has_not_arrived_is_never_deleted(narnia, host):
     narnia.init()
     a = device(narnia, host / "A")

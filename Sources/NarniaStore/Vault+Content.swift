@@ -237,6 +237,7 @@ extension Vault {
             report.problems.append("records of this device are missing from this copy of the store")
         }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
+        report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }
         report.problems += othersRecordsMissing
         if view.held > 0 {
             report.problems.append("\(view.held) items wait for folders whose records have not arrived")

@@ -42,11 +42,23 @@ extension Vault {
         // Every journal is read before a journal under an unknown master key is reported, so
         // that the report names them all.
         var unreadable: [Identifier] = []
+        unreadableCopies = []
         for (id, entry) in journalFiles {
-            do {
-                for path in entry.all { try readJournal(id, path: path, isMain: path == entry.main) }
-            } catch MetadataError.unknownMasterKey(let ids) {
-                unreadable += ids
+            var failed: [String] = []
+            for path in entry.all {
+                do {
+                    try readJournal(id, path: path, isMain: path == entry.main)
+                } catch MetadataError.unknownMasterKey {
+                    failed.append(path)
+                }
+            }
+            guard !failed.isEmpty else { continue }
+            guard journals[id] != nil else { unreadable.append(id); continue }
+            // Every file of a journal begins with the same first record, which another file of
+            // it opened: these are no copies of it, or altered. Set aside, not a refusal.
+            for path in failed {
+                unreadableCopies.append(path)
+                warnings.append("\(path), named as a file of journal \(id.hex.prefix(8)), does not open as one (no copy of it, or altered); it is not read, and left as it is")
             }
         }
         guard unreadable.isEmpty else { throw MetadataError.unknownMasterKey(unreadable) }

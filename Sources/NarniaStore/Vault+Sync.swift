@@ -201,7 +201,7 @@ extension Vault {
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-                     bytesAtLastCompaction)
+                     bytesAtLastCompaction, unreadableCopies)
         do {
             keys = try KeyTable()
             state = MergeState(keys: keys, device: device)
@@ -216,7 +216,7 @@ extension Vault {
         } catch {
             (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-             bytesAtLastCompaction) = saved
+             bytesAtLastCompaction, unreadableCopies) = saved
             warnings = savedWarnings
             throw error
         }

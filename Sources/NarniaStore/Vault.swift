@@ -63,6 +63,9 @@ public final class Vault {
     /// Set when this session found objects of this device that records it no longer holds
     /// once named (`verify` fails on it in this session; afterwards the objects are `kept`).
     var lostOwnRecordsFound: String?
+    /// Files named as a journal or its copy, of a journal another file of which opens, that do
+    /// not open themselves: set aside (`verify` fails on them) rather than refusing the vault.
+    var unreadableCopies: [String] = []
     /// How many times content failed authentication (or had grown) in this session: a batch run
     /// that met any exits 1, even where a `-` line let the command fail.
     public internal(set) var damageFound = 0
