@@ -13,6 +13,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -23,11 +25,17 @@ from harness import Narnia, q
 def device(n: Narnia, path: Path) -> Narnia:
     """Another device: a copy of n's store at `path` (a copy at another path is another device),
     named after the path by its first record (which starts its journal)."""
+    d = device_not_yet_written(n, path)
+    d.ok(f"devices name {path.name}")
+    return d
+
+
+def device_not_yet_written(n: Narnia, path: Path) -> Narnia:
+    """A copy of n's store at `path`: another device, which has written nothing yet."""
     shutil.copytree(n.vault, path, symlinks=True)
     os.chmod(path, 0o700)
     d = Narnia(n.binary, path.parent / (path.name + "-work"))
     d.vault = path
-    d.ok(f"devices name {path.name}")
     return d
 
 
@@ -269,6 +277,31 @@ def test_another_devices_records_this_device_read_are_never_lost_in_silence(narn
         assert any("which this device has read here, are missing from this copy" in l for l in r.err_lines), cut + r.describe()
         r = a.c("verify")
         assert r.rc == 1 and any("are missing from this copy" in l for l in r.errors), cut + r.describe()
+
+
+def test_a_new_devices_first_import_killed_leaves_a_leftover_not_an_alarm(narnia, host):
+    """A copy that has never written has its first import killed: what is left is an object no
+    record ever named (mode 0600), deleted at the next open like any device's leftover. It was
+    taken for lost records — a warning at every open, `verify` failing until the device wrote,
+    then the dead object kept for good (a review)."""
+    narnia.init()
+    b = device_not_yet_written(narnia, host / "B")
+    before = set(b.store().sizes())
+    run = b.popen("-c", "import - big", stdin=subprocess.PIPE)
+    run.stdin.write(os.urandom(3_000_000))
+    run.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not set(b.store().sizes()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    run.kill()
+    run.wait()
+    run.stdin.close()
+    left = set(b.store().sizes()) - before
+    assert left and all((b.vault / x).stat().st_mode & 0o777 == 0o600 for x in left), left
+    r = b.ok("ls; verify")
+    assert "all intact" in r.out and "kept" not in r.err and "missing" not in r.err, r.describe()
+    assert set(b.store().sizes()) == before, "the leftover is deleted"
 
 
 # -- The second loss: a journal cut short --------------------------------------------------

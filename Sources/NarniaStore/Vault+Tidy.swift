@@ -28,9 +28,13 @@ extension Vault {
     /// this device's interrupted syncs.
     func tidy(atOpen: Bool = true) throws {
         let unnamed = ownUnnamedObjects
-        if !isKnownDevice && !unnamed.isEmpty {
+        // A device that has not written yet: objects a record named once (by their mode) mean
+        // its records were lost; those no record ever named are a first batch that never
+        // committed (an import killed), deleted below like any device's.
+        let namedOnce = isKnownDevice ? [] : splitByCommitMark(unnamed).named
+        if !namedOnce.isEmpty {
             ownRecordsMayBeLost = true
-            warnings.append("\(unnamed.count) objects this device wrote are present but none of its records are; they are kept")
+            warnings.append("\(namedOnce.count) objects this device wrote are present but none of its records are; they are kept")
         }
         var ops: [Operation] = []
         if ownRecordsMayBeLost {
@@ -64,7 +68,7 @@ extension Vault {
             keepOwnObjectsAtNextWrite = true
         }
         deleteRetiredFiles()
-        if isKnownDevice && !ownRecordsMayBeLost {
+        if !ownRecordsMayBeLost {
             // Only what no record ever named: leftovers of a batch that never committed.
             for id in splitByCommitMark(ownUnnamedObjects).neverNamed {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
