@@ -137,12 +137,31 @@ def test_a_copy_under_a_name_no_engine_gives_is_named_by_verify(narnia, host):
     kept = journal.with_name(journal.name + ".bak")
     kept.write_bytes(branch1)
     v = narnia.ok("verify")
-    note = (f"narnia: note: verify: 1 files are named like store files but as no sync engine names a copy, and are not "
+    note = (f"narnia: note: verify: 1 file is named like store files but as no sync engine names a copy, and not "
             f"read: {journal.parent.name}/{kept.name} (to have one read as a copy, add .sync-conflict to its name)")
     assert note in v.err_lines, v.describe()
     kept.rename(kept.with_name(kept.name + ".sync-conflict"))
     assert "branch1.bin" in narnia.ok("ls /").out_lines
     assert "named like store files" not in narnia.ok("verify").err
+
+
+def test_hand_backups_beside_a_store_file_are_left_alone(narnia, host):
+    """Hand backups of the key file (`KEY-before-passwd`, `KEY.bak`) outlive the key file's
+    retirement by `passwd`, and a folder under a copy's name is left alone: when every name
+    with a dash counted as OneDrive's copy, the first went with the retired key file, and the
+    folder made opening refuse ("the store was altered"). A backup of a retired file gets no
+    note from `verify` (made a copy, as the note advises for others, it would go too; a review)."""
+    narnia.init()
+    [key] = [p for p in narnia.vault.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size != 72]
+    backups = [key.with_name(key.name + "-before-passwd"), key.with_name(key.name + ".bak")]
+    for b in backups:
+        b.write_bytes(key.read_bytes())
+    (narnia.vault / "0123456789abcdef0123456789abcdef-OLD").mkdir()
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('new one')))}")
+    v = narnia.ok("verify", passphrase="new one")
+    assert not key.exists(), "the retired key file is deleted"
+    assert all(b.exists() for b in backups), "hand backups are the user's"
+    assert "named like store files" not in v.err, v.describe()
 
 
 @pytest.mark.parametrize("garbled", ["copy", "journal"])

@@ -34,7 +34,7 @@ struct StoreInventory {
     /// Files named like a store file followed by something that is no copy name a known sync
     /// engine gives (`<id>.bak`, say): never read, never deleted, and `verify` names them, since
     /// they may hold what a copy would.
-    var unrecognised: [String] = []
+    var unrecognised: [(path: String, id: Identifier)] = []
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
@@ -52,6 +52,9 @@ struct StoreInventory {
                 inventory.shardNames.append(name)
             } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
+                // A copy is a regular file: anything else under a copy's name is no copy, and is
+                // left alone (a main name that is not a regular file is refused when read).
+                if isCopy && !st.isRegularFile { continue }
                 if st.isDirectory && !isCopy {
                     inventory.folders.append(id)
                 } else if st.isRegularFile && st.st_size == InboxPublicKeyFile.length {
@@ -60,8 +63,8 @@ struct StoreInventory {
                     // Links and special files are kept here too, so that reading refuses them.
                     inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)
                 }
-            } else if StoreName.isUnrecognisedCopy(name, digits: 32) {
-                inventory.unrecognised.append(name)
+            } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32) {
+                inventory.unrecognised.append((name, id))
             }
         }
         return inventory
@@ -74,25 +77,33 @@ struct StoreInventory {
             guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
             shards.insert(name)
             for entry in try FileSystem.listDirectory(root + "/" + name) {
-                addShardEntry(entry, shard: name)
+                addShardEntry(entry, shard: name, root: root)
             }
         }
     }
 
-    private mutating func addShardEntry(_ name: String, shard: String) {
+    private mutating func addShardEntry(_ name: String, shard: String, root: String) {
         let path = shard + "/" + name
         // A name's hex digits are the identifier's own (lower case), so its shard is their start.
         if let (id, isCopy) = StoreName.identifier(in: name, digits: 32), name.utf8.starts(with: shard.utf8) {
+            if isCopy && !isRegularFile(root + "/" + path) { return }
             files[id, default: Entry()].add(path, isCopy: isCopy)
         } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 30, prefix: shard) {
+            if isCopy && !isRegularFile(root + "/" + path) { return }
             var entry = files[id] ?? Entry()
             entry.legacy = true
             entry.add(path, isCopy: isCopy)
             files[id] = entry
-        } else if StoreName.isUnrecognisedCopy(name, digits: 32) || StoreName.isUnrecognisedCopy(name, digits: 30) {
-            unrecognised.append(path)
+        } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32)
+                    ?? StoreName.unrecognisedCopy(in: name, digits: 30, prefix: shard) {
+            unrecognised.append((path, id))
         }
     }
+}
+
+/// True for a regular file (not a link, folder or special file): what a sync engine's copy is.
+private func isRegularFile(_ path: String) -> Bool {
+    ((try? FileSystem.lstatIfExists(path)) ?? nil)?.isRegularFile ?? false
 }
 
 extension StoreInventory.Entry {

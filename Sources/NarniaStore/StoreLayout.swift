@@ -84,13 +84,25 @@ enum StoreName {
     /// True when `rest`, what follows an identifier in a file name, is how a sync engine names
     /// a conflicting copy: Syncthing `.sync-conflict-…`, Dropbox and Nextcloud
     /// ` (conflicted copy …)`, ownCloud `_conflict-…`, rclone bisync `.conflict1` or `..path1`,
-    /// OneDrive `-COMPUTERNAME` (Windows) or `-HOST-safeBackup-NNNN` (its Linux client) — a
-    /// store file's name has no extension, so OneDrive's mark ends it. (This program's own
-    /// temporary names go after a dot, `.narnia-sending-…`, never a dash.)
+    /// OneDrive `-COMPUTERNAME` (Windows: upper case, at most 15 characters) or
+    /// `-HOST-safeBackup-NNNN` (its Linux client) — a store file's name has no extension, so
+    /// OneDrive's mark ends it. Nothing broader: a copy of a retired file goes with it, and a
+    /// hand backup (`KEY-before-passwd`) must not.
     static func isConflictSuffix(_ rest: Substring) -> Bool {
         if rest.isEmpty { return false }
         let lower = rest.lowercased()
-        return lower.contains("conflict") || lower.hasPrefix("..path") || (lower.hasPrefix("-") && lower.count > 1)
+        return lower.contains("conflict") || lower.hasPrefix("..path") || isOneDriveSuffix(rest)
+    }
+
+    private static func isOneDriveSuffix(_ rest: Substring) -> Bool {
+        guard rest.hasPrefix("-") else { return false }
+        let mark = rest.dropFirst()
+        if let backup = mark.firstRange(of: "-safeBackup-") {
+            return backup.lowerBound > mark.startIndex && !mark[backup.upperBound...].isEmpty
+                && mark[backup.upperBound...].allSatisfy { ("0"..."9").contains($0) }
+        }
+        return (1...15).contains(mark.count) && mark.first != "-"
+            && mark.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
     }
 
     /// The identifier named by `name` when it is exactly `digits` hex digits, or that followed
@@ -109,16 +121,20 @@ enum StoreName {
         return (id, !rest.isEmpty)
     }
 
-    /// True when `name` is exactly `digits` hex digits followed by something that is neither a
-    /// conflict suffix nor a temporary name that a transfer in flight gives (this program's
-    /// `.narnia-sending-…`, rclone's `.….partial`).
-    static func isUnrecognisedCopy(_ name: String, digits: Int) -> Bool {
+    /// The identifier `name` begins with when it is exactly `digits` hex digits followed by
+    /// something that is neither a conflict suffix nor a temporary name a transfer in flight
+    /// gives (this program's `.narnia-sending-…`, rclone's `.….partial`, Resilio's `.!sync`);
+    /// nil otherwise. `prefix` is prepended (a shard's two digits).
+    static func unrecognisedCopy(in name: String, digits: Int, prefix: String = "") -> Identifier? {
         let utf8 = name.utf8
         guard utf8.count > digits, utf8.prefix(digits).allSatisfy(isHexDigit), !isHexDigit(utf8[utf8.index(utf8.startIndex, offsetBy: digits)]) else {
-            return false
+            return nil
         }
         let rest = Substring(utf8.dropFirst(digits))
-        return !isConflictSuffix(rest) && !rest.hasPrefix(".narnia-sending-") && !rest.hasSuffix(".partial")
+        guard !isConflictSuffix(rest), !rest.hasPrefix(".narnia-sending-"), !rest.hasSuffix(".partial"), !rest.hasSuffix(".!sync") else {
+            return nil
+        }
+        return Identifier(hex: Substring(prefix + String(Substring(utf8.prefix(digits)))))
     }
 
     static func isHexDigit(_ c: UInt8) -> Bool {

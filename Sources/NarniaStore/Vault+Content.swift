@@ -248,10 +248,15 @@ extension Vault {
         if !state.kept.isEmpty {
             report.notes.append("\(state.kept.count) objects are kept because records that may name them were lost")
         }
-        if !inventory.unrecognised.isEmpty {
-            let names = inventory.unrecognised.sorted()
+        // Files named after a retired file are backups of something no longer needed: not worth
+        // a word (and made copies, they would go with it).
+        let names = inventory.unrecognised.filter { file in
+            ![RetiredFile.Kind.object, .journal, .keyFile].contains { state.isRetired(RetiredFile(kind: $0, id: file.id)) }
+        }.map(\.path).sorted()
+        if !names.isEmpty {
             let shown = names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
-            report.notes.append("\(names.count) files are named like store files but as no sync engine names a copy, and are not read: \(shown) (to have one read as a copy, add .sync-conflict to its name)")
+            let files = names.count == 1 ? "1 file is" : "\(names.count) files are"
+            report.notes.append("\(files) named like store files but as no sync engine names a copy, and not read: \(shown) (to have one read as a copy, add .sync-conflict to its name)")
         }
         return report
     }
