@@ -84,10 +84,10 @@ enum StoreName {
     /// True when `rest`, what follows an identifier in a file name, is how a sync engine names
     /// a conflicting copy: Syncthing `.sync-conflict-…`, Dropbox and Nextcloud
     /// ` (conflicted copy …)`, ownCloud `_conflict-…`, rclone bisync `.conflict1` or `..path1`,
-    /// OneDrive `-COMPUTERNAME` (Windows: upper case, at most 15 characters) or
-    /// `-HOST-safeBackup-NNNN` (its Linux client) — a store file's name has no extension, so
-    /// OneDrive's mark ends it. Nothing broader: a copy of a retired file goes with it, and a
-    /// hand backup (`KEY-before-passwd`) must not.
+    /// the OneDrive Linux client's `-HOST-safeBackup-NNNN`. Nothing broader: a copy of a
+    /// retired file goes with it, and a hand backup must not — so OneDrive's Windows form,
+    /// `-COMPUTERNAME`, which cannot be told from `KEY-OLD`, is not taken (`verify` names such a
+    /// file, and how to have it read).
     static func isConflictSuffix(_ rest: Substring) -> Bool {
         if rest.isEmpty { return false }
         let lower = rest.lowercased()
@@ -95,14 +95,9 @@ enum StoreName {
     }
 
     private static func isOneDriveSuffix(_ rest: Substring) -> Bool {
-        guard rest.hasPrefix("-") else { return false }
-        let mark = rest.dropFirst()
-        if let backup = mark.firstRange(of: "-safeBackup-") {
-            return backup.lowerBound > mark.startIndex && !mark[backup.upperBound...].isEmpty
-                && mark[backup.upperBound...].allSatisfy { ("0"..."9").contains($0) }
-        }
-        return (1...15).contains(mark.count) && mark.first != "-"
-            && mark.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+        guard rest.hasPrefix("-"), let backup = rest.dropFirst().firstRange(of: "-safeBackup-") else { return false }
+        let number = rest[backup.upperBound...]
+        return backup.lowerBound > rest.index(after: rest.startIndex) && !number.isEmpty && number.allSatisfy { ("0"..."9").contains($0) }
     }
 
     /// The identifier named by `name` when it is exactly `digits` hex digits, or that followed

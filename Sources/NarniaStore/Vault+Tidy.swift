@@ -29,8 +29,9 @@ extension Vault {
     func tidy(atOpen: Bool = true) throws {
         let unnamed = ownUnnamedObjects
         // A device that has not written yet: objects a record named once (by their mode) mean
-        // its records were lost; those no record ever named are a first batch that never
-        // committed (an import killed), deleted below like any device's.
+        // its records were lost. Those that look never named (0600) are kept without a word:
+        // a first import killed, or a restore whose umask made them 0600 before its journal
+        // came back; once the device writes, its records are whole and they go if still unnamed.
         let namedOnce = isKnownDevice ? [] : splitByCommitMark(unnamed).named
         if !namedOnce.isEmpty {
             ownRecordsMayBeLost = true
@@ -68,7 +69,7 @@ extension Vault {
             keepOwnObjectsAtNextWrite = true
         }
         deleteRetiredFiles()
-        if !ownRecordsMayBeLost {
+        if isKnownDevice && !ownRecordsMayBeLost {
             // Only what no record ever named: leftovers of a batch that never committed.
             for id in splitByCommitMark(ownUnnamedObjects).neverNamed {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
