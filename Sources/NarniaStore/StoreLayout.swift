@@ -103,17 +103,18 @@ enum StoreName {
     /// The identifier named by `name` when it is exactly `digits` hex digits, or that followed
     /// by a conflict suffix; nil otherwise. `prefix` is prepended (a shard's two digits).
     static func identifier(in name: String, digits: Int, prefix: String = "") -> (id: Identifier, isCopy: Bool)? {
-        let utf8 = name.utf8
-        var count = 0
-        for c in utf8 {
-            guard isHexDigit(c) else { break }
-            count += 1
-        }
-        guard count == digits else { return nil }
-        let hex = Substring(name.utf8.prefix(digits))
-        let rest = Substring(name.utf8.dropFirst(digits))
-        guard rest.isEmpty || isConflictSuffix(rest), let id = Identifier(hex: prefix.isEmpty ? hex : Substring(prefix + hex)) else { return nil }
+        guard let (id, rest) = split(name, digits: digits, prefix: prefix), rest.isEmpty || isConflictSuffix(rest) else { return nil }
         return (id, !rest.isEmpty)
+    }
+
+    /// `name` as the identifier its first `digits` hex digits name (after `prefix`) and what
+    /// follows them; nil when it does not begin with exactly `digits` hex digits.
+    private static func split(_ name: String, digits: Int, prefix: String) -> (id: Identifier, rest: Substring)? {
+        let utf8 = name.utf8
+        guard utf8.prefix(while: isHexDigit).count == digits else { return nil }
+        let hex = Substring(utf8.prefix(digits))
+        guard let id = Identifier(hex: prefix.isEmpty ? hex : Substring(prefix + hex)) else { return nil }
+        return (id, Substring(utf8.dropFirst(digits)))
     }
 
     /// The identifier `name` begins with when it is exactly `digits` hex digits followed by
@@ -121,15 +122,9 @@ enum StoreName {
     /// gives (this program's `.narnia-sending-…`, rclone's `.….partial`, Resilio's `.!sync`);
     /// nil otherwise. `prefix` is prepended (a shard's two digits).
     static func unrecognisedCopy(in name: String, digits: Int, prefix: String = "") -> Identifier? {
-        let utf8 = name.utf8
-        guard utf8.count > digits, utf8.prefix(digits).allSatisfy(isHexDigit), !isHexDigit(utf8[utf8.index(utf8.startIndex, offsetBy: digits)]) else {
-            return nil
-        }
-        let rest = Substring(utf8.dropFirst(digits))
-        guard !isConflictSuffix(rest), !rest.hasPrefix(".narnia-sending-"), !rest.hasSuffix(".partial"), !rest.hasSuffix(".!sync") else {
-            return nil
-        }
-        return Identifier(hex: Substring(prefix + String(Substring(utf8.prefix(digits)))))
+        guard let (id, rest) = split(name, digits: digits, prefix: prefix), !rest.isEmpty, !isConflictSuffix(rest),
+              !rest.hasPrefix(".narnia-sending-"), !rest.hasSuffix(".partial"), !rest.hasSuffix(".!sync") else { return nil }
+        return id
     }
 
     static func isHexDigit(_ c: UInt8) -> Bool {

@@ -112,9 +112,8 @@ extension Vault {
         }
         return tags.withKeyOpen {
             unnamed.compactMap { id, entry in
-                let paths = (entry.main.map { [$0] } ?? []) + entry.copies
-                guard !tags.isJournal(id), !tags.isOwnObject(id), !paths.isEmpty else { return nil }
-                return (id, paths)
+                guard !tags.isJournal(id), !tags.isOwnObject(id), !entry.all.isEmpty else { return nil }
+                return (id, entry.all)
             }
         }.sorted { $0.0 < $1.0 }
     }
