@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
@@ -14,6 +15,12 @@
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
 int narnia_syncfs(int fd) { return syncfs(fd); }
+
+int64_t narnia_file_system_type(int fd) {
+    struct statfs sfs;
+    if (fstatfs(fd, &sfs) != 0) return -1;
+    return (int64_t)sfs.f_type;
+}
 
 int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
 

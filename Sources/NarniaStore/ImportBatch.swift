@@ -6,8 +6,8 @@ import NarniaSystem
 ///
 /// Each file's content is written as it is added: a large file into an object of its own, a
 /// small one (`OpenPack.largestMember`) as the next segment of a pack shared with the batch's
-/// other small files. `commit()` then makes every object durable with one `syncfs` and
-/// publishes all the items in one journal record. Until then nothing is visible, and
+/// other small files. `commit()` then makes every object durable (one `syncfs`, or an
+/// `fsync` of each where that does not reach the disk) and publishes all the items in one journal record. Until then nothing is visible, and
 /// `abandon()` deletes what the batch wrote; after a crash the next open deletes it, as
 /// objects of this device that no record names (docs/FORMAT.md, "Leftovers"). Names are
 /// made unique with "keep both" numbering, counting staged items.
@@ -187,7 +187,7 @@ public final class ImportBatch {
             return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
                                      inspect: inspect, observer: observer)
         }
-        try vault.layout.ensureShard(for: objectID, durable: false)   // made durable by the commit's syncfs
+        try vault.layout.ensureShard(for: objectID, durable: false)   // made durable by the commit
         return try writer.write(objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
     }
 
@@ -218,7 +218,7 @@ public final class ImportBatch {
         for pack in packs { pack.members = pack.members.map { $0 == id ? victim : $0 } }
     }
 
-    /// Makes every staged object durable (`syncfs`), then publishes all staged items in one
+    /// Makes every staged object durable (`Vault.syncObjects`), then publishes all staged items in one
     /// journal record. Returns them; the batch is empty afterwards and can be reused.
     @discardableResult
     public func commit() throws -> [Item] {
@@ -228,7 +228,7 @@ public final class ImportBatch {
         }
         let lengths = try finishPacks()
         // The objects are made durable while the last classifications finish on other threads.
-        if !stagedObjects.isEmpty { try vault.syncStore() }
+        if !stagedObjects.isEmpty { try vault.syncObjects(stagedObjects) }
         let types = resolveTypes()
         func finished(_ content: ContentInfo, of id: Identifier) -> ContentInfo {
             var c = content

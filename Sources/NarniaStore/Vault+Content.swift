@@ -27,10 +27,19 @@ public struct VerifyReport: Sendable {
 }
 
 extension Vault {
-    /// Flushes every written object to the disk (`syncfs` on the store's file system), and with
-    /// them the entries of new shard directories.
-    func syncStore() throws {
-        try layout.syncingShards { try lockHandle.syncFileSystem() }
+    /// Makes the written objects `ids` durable, with the entries of new shard directories: one
+    /// `syncfs` of the store's file system where that reaches the disk, else (FUSE, NFS, SMB:
+    /// `FileDescriptor.syncFileSystemReachesDisk`) an `fsync` of each object and of the
+    /// directories holding them.
+    func syncObjects(_ ids: [Identifier]) throws {
+        if lockHandle.syncFileSystemReachesDisk {
+            return try layout.syncingShards { try lockHandle.syncFileSystem() }
+        }
+        for id in ids {
+            try FileDescriptor.open(layout.objectPath(for: id), .readOnly, options: .noFollow).sync()
+        }
+        for directory in Set(ids.map(layout.shardDirectory(for:))).sorted() { try FileSystem.syncDirectory(directory) }
+        try layout.syncUnsyncedShards()
     }
 
     /// The path of the object holding `content` in this copy of the store, or nil when it has

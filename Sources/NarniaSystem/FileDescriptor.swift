@@ -144,6 +144,25 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try retryingInterrupts("syncfs", path) { narnia_syncfs(raw) }
     }
 
+    /// True when `syncFileSystem` makes what was written to the file system holding this
+    /// descriptor durable: a local file system on a block device (or in memory), by its
+    /// `fstatfs` type. On FUSE (sshfs, rclone mount, bindfs), NFS, SMB and other file systems
+    /// whose data lives with a server, `syncfs` may only hand the data to the server's cache,
+    /// or do nothing at all: each file must be `sync`ed instead.
+    public var syncFileSystemReachesDisk: Bool {
+        let type = narnia_file_system_type(raw)
+        return type >= 0 && Self.fileSystemsSyncedWhole.contains(UInt32(truncatingIfNeeded: type))
+    }
+
+    /// The `statfs` magic numbers of the file systems whose `syncfs` writes every dirty inode
+    /// and flushes the device: ext2/3/4, XFS, Btrfs, F2FS, ZFS, bcachefs, JFS, ReiserFS, NILFS,
+    /// FAT, exFAT, NTFS3, HFS+, overlayfs (it syncs its upper layer), and tmpfs and ramfs (no
+    /// disk).
+    private static let fileSystemsSyncedWhole: Set<UInt32> = [
+        0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x2FC1_2FC1, 0xCA45_1A4E, 0x3153_464A, 0x5265_4973,
+        0x3434, 0x4D44, 0x2011_BAB0, 0x7366_746E, 0x482B, 0x794C_7630, 0x0102_1994, 0x8584_58F6,
+    ]
+
     /// The file's status (`fstat`).
     public func status() throws -> stat {
         var st = stat()

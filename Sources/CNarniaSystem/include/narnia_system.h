@@ -17,6 +17,8 @@ int narnia_take_read_lease(int fd);
 int narnia_release_lease(int fd);
 /// syncfs(2): flushes the file system holding fd.
 int narnia_syncfs(int fd);
+/// fstatfs(2)'s f_type of the file system holding fd, or -1 with errno set.
+int64_t narnia_file_system_type(int fd);
 /// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback, does not wait.
 int narnia_start_writeback(int fd, int64_t offset, int64_t length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps and no ptrace by other processes of the user.
