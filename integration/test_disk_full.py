@@ -92,6 +92,26 @@ def test_many_imports_until_full_lose_nothing(small_vault, tmp_path):
             assert (src / name).read_bytes() == data
 
 
+def test_move_keeps_the_empty_folders_whose_commit_failed(small_vault, tmp_path):
+    """`import --move` removed every host folder it walked, committed or not: with the vault's
+    disk full, "could not commit them", nothing in the vault, and the empty folders (a
+    Maildir's cur/new/tmp, say) gone from the host (a review)."""
+    n = small_vault
+    src = tmp_path / "src"
+    names = [f"project-{i:03}-{'0' * 200}" for i in range(60)]
+    for name in names:
+        (src / name).mkdir(parents=True)
+    filler = n.vault.parent / "filler"
+    subprocess.run(["sh", "-c", f"head -c $(df -B1 --output=avail {q(str(n.vault.parent))} | tail -1) /dev/zero > {q(str(filler))}"],
+                   capture_output=True)
+    r = n.c(f"import --move {q(str(src))}")
+    filler.unlink()
+    assert r.rc == 1, r.describe()
+    in_vault = n.c("ls /src").rc == 0 and set(n.ok("ls /src").out_lines) or set()
+    for name in names:
+        assert name in in_vault or (src / name).is_dir(), f"{name}: removed from the host, not in the vault"
+
+
 def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narnia_bin, tmp_path):
     n = Narnia(narnia_bin, tmp_path)
     n.init()

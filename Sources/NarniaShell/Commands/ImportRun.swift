@@ -41,7 +41,10 @@ struct ImportRun: HostTreeVisitor {
     private var pendingOriginals: [(Identifier, String, Original)] = []
     /// The folders `pendingOriginals` keep open.
     private var retainedFolders = Set<ObjectIdentifier>()
+    /// With `--move`, the host folders walked whose vault folders a commit made durable, and
+    /// those whose vault folders wait in the batch: only the first may be removed.
     private var movedFolders: [String] = []
+    private var pendingFolders: [String] = []
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
@@ -159,7 +162,7 @@ struct ImportRun: HostTreeVisitor {
     /// there), into which its entries go.
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Identifier) throws -> Identifier {
         let st = try fd.status()
-        if move { movedFolders.append(path) }
+        if move { pendingFolders.append(path) }
         if skipExisting, let there = session.vault.child(named: name, in: parent), there.isFolder { return there.id }
         let modified = st.modifiedNanoseconds
         return try batch.addFolder(named: name, in: parent, modified: modified).id
@@ -181,8 +184,11 @@ struct ImportRun: HostTreeVisitor {
             batch.abandon()
             pendingOriginals.removeAll()
             retainedFolders.removeAll()
+            pendingFolders.removeAll()
             return
         }
+        movedFolders += pendingFolders
+        pendingFolders.removeAll()
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
             if move {
@@ -200,7 +206,8 @@ struct ImportRun: HostTreeVisitor {
         retainedFolders.removeAll()
     }
 
-    /// With `--move`, removes the now-empty host folders, deepest first; non-empty ones stay.
+    /// With `--move`, removes the now-empty host folders whose vault folders were committed,
+    /// deepest first; non-empty ones stay.
     func removeMovedFolders() {
         for folder in movedFolders.reversed() { _ = Glibc.rmdir(folder) }
     }
