@@ -128,6 +128,21 @@ def test_ctrl_c_at_the_passphrase_question_exits_130(vault):
         s.close()
 
 
+def test_ctrl_backslash_at_the_passphrase_question_panics(vault):
+    """Ctrl-\\ before the vault shell began ran the Swift runtime's backtracer: a backtrace,
+    then "Press space to interact, D to debug" with memory and registers on offer (a review).
+    It is the panic key from the passphrase question on."""
+    s = Shell(vault)
+    try:
+        s.expect("Passphrase: ")
+        s.send("\x1c")
+        assert s.wait(timeout=10) == 0
+        assert b"\x1b[3J" in s.output and b"\x1b[2J" in s.output
+        assert b"Backtrace" not in s.output and b"Crash" not in s.output and b"debug" not in s.output
+    finally:
+        s.close()
+
+
 def test_init_asks_again_when_the_repetition_differs_and_says_what_it_made(narnia):
     s = Shell(narnia, args=("init",))
     try:

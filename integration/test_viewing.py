@@ -492,7 +492,8 @@ def test_hide_names_in_the_grid(vault, media, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Panic from anywhere: Ctrl-\ ends everything, whatever runs
 
-CLEAR = b"\x1b[3J\x1b[H\x1b[2J\x1b[3J"
+CLEAR = b"\x1b[H\x1b[2J\x1b[?1049l\x1b[3J\x1b[H\x1b[2J\x1b[3J"
+ENTER_ALTERNATE_SCREEN, LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049h", b"\x1b[?1049l"
 
 
 def panic_during(vault, env, commands, ready, tmp_path):
@@ -513,8 +514,12 @@ def panic_during(vault, env, commands, ready, tmp_path):
         rc = run.finish(timeout=10)
         assert rc == 0, f"panic must exit 0, got {rc}"
         assert CLEAR in run.output, "the screen and scrollback must be cleared"
+        # A pager killed on its alternate screen never left it: the main screen, whole, came
+        # back with the next program that leaves one (a review).
+        assert run.output.rfind(LEAVE_ALTERNATE_SCREEN) >= run.output.rfind(ENTER_ALTERNATE_SCREEN)
         for pid in helpers:
             wait_for(lambda: not pid_alive(pid), timeout=5, what=f"helper {pid} to die with the panic")
+        return run.output
     finally:
         run.close()
 
@@ -526,7 +531,8 @@ def test_panic_at_the_step_prompt_after_a_photo(vault, media, tmp_path):
 
 def test_panic_inside_less(vault, media, tmp_path):
     vault.ok(f"import {media / 'notes.txt'}")
-    panic_during(vault, env_with(vault, TERM="xterm"), "open notes.txt", "lamp-post", tmp_path)
+    output = panic_during(vault, env_with(vault, TERM="xterm"), "open notes.txt", "lamp-post", tmp_path)
+    assert ENTER_ALTERNATE_SCREEN in output, "less showed its alternate screen"
 
 
 def test_panic_inside_the_hex_view(vault, tmp_path):

@@ -302,6 +302,8 @@ struct Launcher {
     }
 
     func openAndRun(commands: CommandSource) -> Int32 {
+        // On a terminal Ctrl-\ panics from the passphrase question on, in `-c` and `-b` runs too.
+        Signals.enablePanicKey()
         refusePassphraseFromCommandStream(commands)
         // No passphrase is asked for, nor read, where no store can be.
         if Vault.isAbsent(at: storeDirectory) { failNoVault(storeDirectory) }

@@ -14,7 +14,8 @@ import NarniaShell
 ///   vault and so wipes its keys (`sodium_free`). If the main thread does not finish in time,
 ///   the watcher restores the terminal and ends the process with `_exit(128 + signal)`.
 /// - SIGQUIT, the panic key (Ctrl-\, the terminal's QUIT character), once `enablePanicKey()`
-///   has run on a terminal: the watcher kills the viewers, clears the screen and scrollback,
+///   has run on a terminal (before that, and without a terminal, it ends the process as
+///   SIGTERM does): the watcher kills the viewers, clears the screen and scrollback,
 ///   restores the terminal, asks the shell to stop and interrupts the main thread, whose
 ///   unwinding releases the session and wipes every key; `finishPanic` then exits. If the main
 ///   thread cannot unwind within a second (blocked in a question), the watcher wipes every
@@ -75,6 +76,10 @@ enum Signals {
         handle(SIGINT) { _ in Session.interruptRequested = 1 }
         handle(SIGTERM) { Signals.requestTermination($0) }
         handle(SIGHUP) { Signals.requestTermination($0) }
+        // Until the panic key is enabled, SIGQUIT ends the process like SIGTERM (status 131),
+        // never through the Swift runtime's backtracer, which would print registers and
+        // memory and offer a debugger.
+        handle(SIGQUIT) { Signals.requestTermination($0) }
         // SIGUSR2 only interrupts a blocking read of the main thread (no SA_RESTART).
         handle(SIGUSR2) { _ in }
 
@@ -164,13 +169,21 @@ enum Signals {
         if terminalSaved { _ = tcsetattr(0, TCSANOW, &savedTerminal) }
     }
 
+    /// The shell is asked to stop before the viewers are killed, so that a command returning
+    /// from a killed viewer draws no prompt; the main thread's read is interrupted until it
+    /// ends the session (a read begun after one interruption would miss it). If it has not
+    /// within a second, the watcher clears again — the line editor may have drawn and changed
+    /// the terminal's mode since — and exits itself.
     private static func panicFromWatcher() -> Never {
+        let hasSession = session.map { $0.requestExit(); return true } ?? false
         stopViewersAndClear()
-        if let session {
-            session.requestExit()
-            _ = pthread_kill(mainThread, SIGUSR2)
-            for _ in 0..<100 { usleep(10_000) }
+        if hasSession {
+            for _ in 0..<100 {
+                _ = pthread_kill(mainThread, SIGUSR2)
+                usleep(10_000)
+            }
         }
+        stopViewersAndClear()
         Secret.wipeAllBeforeExit()
         _exit(0)
     }
