@@ -1,7 +1,10 @@
-"""What makes an import durable before its originals go, on a store whose file system does not
-pass `syncfs` on: FUSE (bindfs here; sshfs, an rclone mount and gocryptfs alike) sends no
-FSYNC to its server for a `syncfs`, so the objects an import wrote could be lost at a power cut
-after `import --move` had deleted the originals. There each object is `fsync`ed.
+"""FUSE (bindfs here; sshfs, an rclone mount and gocryptfs alike) under the store or an export.
+
+What makes an import durable before its originals go, on a store whose file system does not
+pass `syncfs` on: FUSE sends no FSYNC to its server for a `syncfs`, so the objects an import
+wrote could be lost at a power cut after `import --move` had deleted the originals. There each
+object is `fsync`ed. And FUSE has no unnamed files (`O_TMPFILE`): an export writes a hidden
+partial file there, which every ending but `kill -9` removes, a panic too.
 
 Mounting needs root and /dev/fuse (as on CI and the development machines); elsewhere these
 tests skip.
@@ -9,6 +12,7 @@ tests skip.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -17,11 +21,12 @@ import time
 import pytest
 
 from harness import Narnia, q
+from terminal import Terminal
 
 
 @pytest.fixture
-def fuse_store(narnia_bin, tmp_path):
-    """A Narnia whose store is on a bindfs (FUSE) mount of a folder in tmp_path."""
+def fuse_mount(tmp_path):
+    """A bindfs (FUSE) mount of tmp_path/backing at tmp_path/mnt."""
     if shutil.which("bindfs") is None:
         pytest.skip("bindfs is not installed")
     backing, mount = tmp_path / "backing", tmp_path / "mnt"
@@ -31,15 +36,21 @@ def fuse_store(narnia_bin, tmp_path):
     if r.returncode != 0:
         pytest.skip(f"cannot mount FUSE here: {r.stderr.strip()}")
     try:
-        n = Narnia(narnia_bin, tmp_path)
-        n.vault = mount / "vault"
-        n.init()
-        yield n
+        yield mount
     finally:
         for _ in range(20):
             if subprocess.run(["fusermount", "-u", str(mount)], capture_output=True).returncode == 0:
                 break
             time.sleep(0.2)
+
+
+@pytest.fixture
+def fuse_store(narnia_bin, tmp_path, fuse_mount):
+    """A Narnia whose store is on a FUSE mount."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.vault = fuse_mount / "vault"
+    n.init()
+    return n
 
 
 def synced_paths(n: Narnia, command: str, tmp_path) -> tuple[set[str], int]:
@@ -88,3 +99,29 @@ def test_on_a_local_file_system_one_syncfs_does(vault, tmp_path):
     objects = {p for p in store_objects(narnia) - before if narnia.vault.joinpath(p).stat().st_mode & 0o777 == 0o400}
     assert objects and syncfs_calls >= 1
     assert not objects & fsynced
+
+
+def test_a_panic_during_an_export_to_fuse_leaves_no_partial_file(vault, fuse_mount, tmp_path):
+    """Ctrl-\\ during an export onto FUSE left `.narnia-partial-…`, hundreds of MB of plaintext,
+    while Ctrl-C, SIGTERM and SIGHUP removed it (a review): the panic stops the command too."""
+    big = tmp_path / "big"
+    block = os.urandom(1 << 20)
+    with open(big, "wb") as f:
+        for _ in range(256):
+            f.write(block)
+    vault.ok(f"import {q(str(big))}")
+    destination = fuse_mount / "out"
+    destination.mkdir()
+    shell = Terminal(vault.argv(["enter"]), vault.env, vault.workdir)
+    try:
+        shell.expect("> ")
+        shell.send(f"export /big {q(str(destination))}\r")
+        deadline = time.monotonic() + 30
+        while not any(p.name.startswith(".narnia-partial-") for p in destination.iterdir()):
+            assert time.monotonic() < deadline, "the export never began"
+            time.sleep(0.01)
+        shell.send("\x1c")
+        assert shell.wait(timeout=10) == 0
+    finally:
+        shell.close()
+    assert list(destination.iterdir()) == [], f"left behind: {[p.name for p in destination.iterdir()]}"

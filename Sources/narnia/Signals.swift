@@ -99,7 +99,10 @@ enum Signals {
         guard !panicKeyEnabled, isatty(0) == 1, wakeWrite.load(ordering: .relaxed) >= 0 else { return }
         panicKeyEnabled = true
         handle(SIGQUIT) { _ in
+            // The running command stops as for Ctrl-C, so that what it leaves behind (an
+            // export's hidden partial file, on a file system without unnamed files) goes.
             Session.panicRequested = 1
+            Session.interruptRequested = 1
             Signals.wake(Signals.panicByte)
         }
     }
