@@ -342,6 +342,22 @@ def test_import_move_never_takes_in_the_vaults_own_store(narnia, host):
     assert narnia.ok("verify").rc == 0
 
 
+def test_export_refuses_the_vaults_own_store(vault, host):
+    """`export /s.txt STORE` wrote plaintext into a store kept in a synced folder, and `export -f
+    /s.txt STORE/KEYFILE` replaced the key file, the only way in, exit 0 (a review)."""
+    (host / "s.txt").write_bytes(b"secret\n")
+    vault.ok(f"import {q(str(host / 's.txt'))}")
+    before = sorted((p.relative_to(vault.vault), p.read_bytes() if p.is_file() else None) for p in vault.vault.rglob("*"))
+    key_file = next(p for p in vault.vault.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size != 72)
+    shard = next(p for p in vault.vault.iterdir() if p.is_dir())
+    for command in (f"export /s.txt {q(str(vault.vault))}", f"export -f /s.txt {q(str(key_file))}",
+                    f"export /s.txt {q(str(shard / 'x'))}", f"lcd {q(str(vault.vault))}; export /s.txt"):
+        r = vault.c(command)
+        assert r.rc == 1 and "inside the vault's own store" in r.err, command + r.describe()
+    assert sorted((p.relative_to(vault.vault), p.read_bytes() if p.is_file() else None) for p in vault.vault.rglob("*")) == before
+    assert vault.ok("cat /s.txt").out == "secret\n"
+
+
 def test_set_remove_originals(vault, host):
     f = host / "r.txt"
     f.write_bytes(b"remove me")

@@ -30,7 +30,7 @@ public enum CommandTable {
                   .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
           operands: [.hostPath], run: Transfer.importCommand),
         CommandSpec("export", aliases: ["get", "mget"], usage: "[-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]", abstract: "copy vault items out to the host",
-          details: "HOSTDEST may be an existing host folder, or a new path for a single item; without it, items go into the current host folder (see lcd), as sftp's get does. An existing host file is never replaced without --force; with --skip-existing a host file of the same name and size is left as it is. A partial file is never left behind.",
+          details: "HOSTDEST may be an existing host folder, or a new path for a single item; without it, items go into the current host folder (see lcd), as sftp's get does. An existing host file is never replaced without --force; with --skip-existing a host file of the same name and size is left as it is. No partial file is left behind (but after kill -9 on a file system without unnamed files: see the man page). Files are made 0600, folders 0700; a destination inside the vault's own store is refused.",
           flags: [.flag("--force", "replace existing host files"), .flag("-f", "the same as --force"),
                   .flag("--skip-existing", "leave host files of the same name and size"),
                   .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],

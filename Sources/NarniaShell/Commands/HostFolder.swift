@@ -68,8 +68,8 @@ final class HostFolder {
     /// so an export cut short (Ctrl-C, a crash, `kill -9`) leaves nothing. Where the file
     /// system has no unnamed files (vfat, some FUSE and network file systems) it is written
     /// under a hidden temporary name, removed on every exit path but `kill -9`. With `replace`,
-    /// an existing file (or link) of that name is replaced; otherwise its appearing meanwhile
-    /// is an error.
+    /// an existing file (or link) of that name is replaced, by a file synced first; otherwise
+    /// its appearing meanwhile is an error.
     func writeFile(_ components: [String], replace: Bool, modified: Int64, fill: (FileDescriptor) throws -> Void) throws {
         let dir = try folder(Array(components.dropLast()), create: true)!
         let name = components.last!
@@ -80,6 +80,8 @@ final class HostFolder {
             file.setTimes(nanoseconds: modified)
             let exists = try dir.statusOfEntry(name) != nil
             if replace && exists {
+                // Whole on disk before it takes the old file's place: a crash leaves one or the other.
+                try file.sync()
                 let temporary = Self.temporaryName()
                 try file.link(as: temporary, in: dir, displayPath: shown)
                 do { try dir.rename(temporary, to: name) } catch { try? dir.unlink(temporary, missingOK: true); throw error }
@@ -94,6 +96,7 @@ final class HostFolder {
                 file.setTimes(nanoseconds: modified)
                 let exists = try dir.statusOfEntry(name) != nil
                 if !replace && exists { throw SystemError(code: EEXIST, operation: "link", path: shown) }
+                if exists { try file.sync() }
                 try dir.rename(temporary, to: name)
             } catch {
                 try? dir.unlink(temporary, missingOK: true)

@@ -18,6 +18,22 @@ struct HostFileIdentity: Equatable {
         guard let st = try? FileSystem.statIfExists(path) else { return nil }
         self.init(st)
     }
+
+    /// Whether `path` is the store folder `store` or lies inside it: each folder of its real
+    /// path is compared with the store by identity, so no spelling, link or bind mount hides
+    /// it; a folder holding the file `marker` (the store's key file) counts as the store too,
+    /// for a copy of it.
+    static func isInStore(_ path: String, store: HostFileIdentity, marker: String?) -> Bool {
+        guard let real = realpath(path, nil) else { return false }
+        var current = String(cString: real)
+        free(real)
+        while true {
+            if HostFileIdentity(of: current) == store { return true }
+            if let marker, (try? FileSystem.lstatIfExists(current + "/" + marker)) ?? nil != nil { return true }
+            if current == "/" || current.isEmpty { return false }
+            current = FileSystem.parentDirectory(of: current)
+        }
+    }
 }
 
 /// What walks a host folder for `import` and `drop` does with what it finds: a folder gives a
@@ -124,18 +140,10 @@ extension HostTreeVisitor {
     }
 
     /// Whether `path` (a path named on the command line) is the vault's store folder or lies
-    /// inside it: each folder of its real path is compared with the store by identity, so no
-    /// spelling, link or bind mount hides it. `import` and `drop` refuse such a path.
+    /// inside it (`HostFileIdentity.isInStore`). `import` and `drop` refuse such a path.
     func liesInStore(_ path: String) -> Bool {
-        guard let store = storeFolder, let real = realpath(path, nil) else { return false }
-        var current = String(cString: real)
-        free(real)
-        while true {
-            if HostFileIdentity(of: current) == store { return true }
-            if let marker = storeMarker, (try? FileSystem.lstatIfExists(current + "/" + marker)) ?? nil != nil { return true }
-            if current == "/" || current.isEmpty { return false }
-            current = FileSystem.parentDirectory(of: current)
-        }
+        guard let store = storeFolder else { return false }
+        return HostFileIdentity.isInStore(path, store: store, marker: storeMarker)
     }
 
     /// Readies an opened host file for reading to its end and returns its status. It must be

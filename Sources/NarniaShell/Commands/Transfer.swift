@@ -93,6 +93,11 @@ enum Transfer {
         guard destIsFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
         guard FileSystem.isDirectory(base) else { throw CommandFailure("\(base): no such folder") }
+        // Plaintext in the store would travel with it to every device and cloud it syncs to, and
+        // `--force` could replace the key file, the only way in.
+        if let store = HostFileIdentity(of: s.vault.directory), HostFileIdentity.isInStore(base, store: store, marker: s.vault.keyFileName) {
+            throw CommandFailure("\(s.err.name(base)): inside the vault's own store; nothing was exported", hint: "export to a folder outside it")
+        }
         let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base)
         let force = a.has("--force") || a.has("-f")
         let skipExisting = a.has("--skip-existing")
