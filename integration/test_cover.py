@@ -198,6 +198,22 @@ def test_first_screen_help_and_completion_show_no_vault_words(vault, spawn):
     assert not VAULT_WORDS.search(plain(p.transcript))
 
 
+def test_saving_the_closet_never_writes_through_a_link(narnia, spawn, tmp_path):
+    """The save wrote `closet.json.new` with O_TRUNC, following a link: one planted there had an
+    `add` overwrite the file it named, and closet.json become a link to it (a review)."""
+    make_closet(narnia)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("mine\n")
+    planted = closet_path(narnia).with_name("closet.json.new")
+    planted.symlink_to(precious)
+    p = spawn()
+    p.expect(PROMPT)
+    assert "added scarf to Accessories" in p.command("add Accessories/scarf -c red -s winter")
+    assert precious.read_text() == "mine\n"
+    assert not closet_path(narnia).is_symlink() and "scarf" in closet_path(narnia).read_text()
+    assert [q.name for q in closet_path(narnia).parent.iterdir() if q.name.startswith("closet.json.new")] == ["closet.json.new"]
+
+
 def test_garments_can_be_added_listed_moved_opened_and_removed(narnia, spawn):
     make_closet(narnia)
     p = spawn()

@@ -52,8 +52,11 @@ public struct ClosetFile: Sendable {
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty { try makeDirectories(directory) }
         let data = try closet.encoded() + Data("\n".utf8)
-        let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A new file of a name nobody can foresee, never through a link: a link planted at a
+        // fixed name (`closet.json.new`) had the save overwrite the file it points to, and two
+        // Wardrobes saving at once wrote into one file.
+        let temporary = path + ".new-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure(temporary) }
         var ok = data.withUnsafeBytes { buffer -> Bool in
             var done = 0
