@@ -126,6 +126,16 @@ def test_messages_and_exit_statuses_are_import_s(vault, narnia_bin, tmp_path, ho
     assert vault.ok("ls /Inbox").out_lines == ["good.txt"]
 
 
+def test_drop_refuses_a_device_without_opening_it(vault, tmp_path):
+    """`drop /dev/zero` opened the device before saying "not a regular file" (a review): opening
+    some devices acts (a tape rewinds, a watchdog arms)."""
+    log = tmp_path / "strace.log"
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=open,openat"] + vault.argv(["drop", "/dev/zero"], passphrase=None)
+    r = subprocess.run(argv, capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
+    assert r.returncode == 1 and "narnia: error: drop: /dev/zero: not a regular file" in r.stderr, r.stderr
+    assert '"/dev/zero"' not in log.read_text()
+
+
 def test_an_interactive_session_says_how_many_files_arrived(vault, host):
     for i in range(3):
         (host / f"f{i}.txt").write_text(f"{i}\n")

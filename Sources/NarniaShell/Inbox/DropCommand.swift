@@ -128,6 +128,8 @@ struct DropRun: HostTreeVisitor {
             if st.isDirectory {
                 walkFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, name: name, in: "")
             } else {
+                // Refused before it is opened: opening some devices acts (a tape rewinds).
+                guard st.isRegularFile else { throw CommandFailure("\(err.name(path)): not a regular file") }
                 let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
                 dropFile(fd, display: path, relative: name)
             }
