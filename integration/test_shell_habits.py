@@ -221,6 +221,10 @@ def test_sftp_aliases_and_host_commands(vault, host):
     # The host command inherits nothing of the vault: only descriptors 0-2.
     r = vault.ok("!ls /proc/self/fd")
     assert sorted(int(x) for x in r.out_lines) in ([0, 1, 2], [0, 1, 2, 3]), r.describe()
+    # It gets the user's umask, not the 077 narnia keeps for its own files (a review).
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert vault.ok("!umask").out_lines == [f"{mask:04o}"]
     assert vault.ok("bye; ls").out == ""
 
 

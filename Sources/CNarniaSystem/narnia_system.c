@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/vfs.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
@@ -50,6 +51,10 @@ int narnia_link_open_file(int fd, int directory, const char *name) {
     return linkat(fd, "", directory, name, AT_EMPTY_PATH);
 }
 
+static unsigned int narnia_child_umask = 077;
+
+void narnia_set_child_umask(unsigned int mask) { narnia_child_umask = mask & 0777; }
+
 int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
                        int group, int tty, int take_terminal) {
@@ -70,6 +75,7 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    umask(narnia_child_umask);
     execve(path, argv, envp);
     _exit(127);
 }

@@ -8,6 +8,13 @@ public enum Processes {
         _ = narnia_set_not_dumpable()
     }
 
+    /// Makes narnia's own files private (file mode creation mask 077) while the programs it
+    /// starts — `!` commands, viewers — keep the mask the user had.
+    public static func makeOwnFilesPrivate() {
+        let user = umask(0o077)
+        narnia_set_child_umask(UInt32(user))
+    }
+
     /// Fatal signals (a crash, a stack overflow, a failed check) end the process with one line
     /// on standard error and status 70, and never the Swift runtime's backtrace, which prints
     /// registers and the memory they point to (`narnia_install_fatal_signal_handlers`).

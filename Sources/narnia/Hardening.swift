@@ -12,6 +12,6 @@ enum Hardening {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)
         Processes.setNotDumpable()
         Processes.handleFatalSignalsQuietly()
-        umask(0o077)
+        Processes.makeOwnFilesPrivate()
     }
 }

@@ -38,11 +38,16 @@ int narnia_o_tmpfile(void);
 /// linkat(fd, "", dirfd, name, AT_EMPTY_PATH): gives an O_TMPFILE file its name.
 int narnia_link_open_file(int fd, int directory, const char *name);
 
+/// The file mode creation mask children get (`narnia_fork_exec`): the one the user had
+/// before narnia made its own 077.
+void narnia_set_child_umask(unsigned int mask);
+
 /// Forks and, in the child, with only async-signal-safe calls: joins process group `group`
 /// (0: a new one led by the child) and, when `take_terminal`, makes it the foreground group of
 /// `tty`; asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG); moves descriptor
 /// `sources[i]` to `targets[i]`; closes every descriptor from `first_free` up; restores default
-/// handling of every signal and an empty signal mask; execve(path, argv, envp). The caller
+/// handling of every signal and an empty signal mask; sets the mask `narnia_set_child_umask`
+/// gave; execve(path, argv, envp). The caller
 /// blocks all signals around the call. Returns the child's pid, or -1 with errno set.
 int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
