@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -520,6 +521,36 @@ def panic_during(vault, env, commands, ready, tmp_path):
         for pid in helpers:
             wait_for(lambda: not pid_alive(pid), timeout=5, what=f"helper {pid} to die with the panic")
         return run.output
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path, sig):
+    """A viewer that runs commands of its own (a wrapper, a viewer that forks) left them running
+    after SIGTERM or SIGHUP, holding the shown file (a review): at a terminal viewers share
+    narnia's process group, and the parent-death signal reaches only the viewer itself."""
+    vault.ok(f"import {media / 'photo.png'}")
+    marker = f"sleep {300 + sig}"
+    vault.ok(f"set viewer.photo {q('cat %s > /dev/null; ' + marker + '; true')}")
+    # Started by a job-control shell, as people do: narnia does not lead the terminal's session,
+    # so its end does not hang the terminal up on what is left in its process group.
+    run = Terminal(["bash", "--norc", "--noprofile", "-c", "set -m; " + shlex.join(vault.argv(["enter"])) + "; echo ENDED $?; sleep 10"],
+                   vault.env, vault.workdir)
+    try:
+        run.expect("> ")
+        narnia = int(Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()[0])
+        run.send("open photo.png\r")
+
+        def started():
+            return [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
+                    if descends_from(p, narnia) and marker.encode() in Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")]
+        wait_for(lambda: started(), timeout=20, what="the viewer's own command")
+        helpers = started()
+        os.kill(narnia, sig)
+        run.expect(f"ENDED {128 + sig}", timeout=10)
+        for pid in helpers:
+            wait_for(lambda: not pid_alive(pid), timeout=5, what=f"{marker} ({pid}) to end with the session")
     finally:
         run.close()
 

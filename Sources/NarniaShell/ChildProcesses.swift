@@ -1,4 +1,5 @@
 import Glibc
+import NarniaSystem
 import Synchronization
 
 /// Every helper process the shell starts (viewers, players, pagers), so that `panic`, SIGHUP,
@@ -14,7 +15,11 @@ public enum ChildProcesses {
     /// Forgets a process that has been waited for.
     public static func unregister(_ pid: pid_t) { pids.withLock { _ = $0.remove(pid) } }
 
-    /// Sends SIGKILL to every recorded process (and its process group) and reaps them.
+    /// Sends SIGKILL to every recorded process (and its process group) and reaps them; then to
+    /// whatever they started that is still below this process (a wrapper's commands, a viewer
+    /// that forked: narnia is their reaper, `Processes.keepOrphanedDescendants`), until none
+    /// is left. At a terminal viewers share narnia's process group, so the group alone cannot
+    /// reach them.
     public static func killAll() {
         let all = pids.withLock { set -> Set<pid_t> in defer { set.removeAll() }; return set }
         for pid in all {
@@ -22,6 +27,14 @@ public enum ChildProcesses {
             _ = kill(pid, SIGKILL)
         }
         for pid in all { var status: Int32 = 0; _ = waitpid(pid, &status, 0) }
+        for _ in 0..<8 {
+            let left = Processes.descendants()
+            if left.isEmpty { break }
+            for pid in left { _ = kill(pid, SIGKILL) }
+            // Reaped here, those whose parent died (they are this process's children now).
+            for pid in left { var status: Int32 = 0; _ = waitpid(pid, &status, WNOHANG) }
+            usleep(10_000)
+        }
     }
 }
 

@@ -15,6 +15,42 @@ public enum Processes {
         narnia_set_child_umask(UInt32(user))
     }
 
+    /// Makes this process the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`):
+    /// what a viewer starts (a wrapper's commands, a viewer that forks) stays below it when
+    /// the viewer ends, where `descendants()` finds it.
+    public static func keepOrphanedDescendants() {
+        _ = narnia_become_subreaper()
+    }
+
+    /// Every live process below this one, by the parent each names in `/proc/PID/stat`.
+    public static func descendants() -> [pid_t] {
+        guard let dir = opendir("/proc") else { return [] }
+        defer { closedir(dir) }
+        var children: [pid_t: [pid_t]] = [:]
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = pid_t(name), let parent = parentOf(pid) else { continue }
+            children[parent, default: []].append(pid)
+        }
+        var found: [pid_t] = [], pending = [getpid()]
+        while let next = pending.popLast() {
+            let below = children[next] ?? []
+            found += below
+            pending += below
+        }
+        return found
+    }
+
+    /// The parent pid `/proc/PID/stat` gives: the field after the state, which follows the
+    /// last `)` (a command name may hold spaces and parentheses).
+    private static func parentOf(_ pid: pid_t) -> pid_t? {
+        guard let fd = try? FileDescriptor.open("/proc/\(pid)/stat", .readOnly),
+              let bytes = try? fd.readToEnd(limit: 4096), let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1 else { return nil }
+        return pid_t(String(decoding: fields[1], as: UTF8.self))
+    }
+
     /// Fatal signals (a crash, a stack overflow, a failed check) end the process with one line
     /// on standard error and status 70, and never the Swift runtime's backtrace, which prints
     /// registers and the memory they point to (`narnia_install_fatal_signal_handlers`).

@@ -5,7 +5,9 @@ import NarniaSystem
 /// dumpable (`PR_SET_DUMPABLE` 0), so neither a crash nor `ptrace` by another user process
 /// of the same uid (where Yama allows) can read keys out of memory, and fatal signals that end
 /// the process quietly instead of through the Swift runtime's backtracer, which would print
-/// registers and the memory they point to.
+/// registers and the memory they point to. Also: narnia's own files private (umask 077, the
+/// user's for the programs it starts), and the descendants of viewers kept below narnia, so
+/// that ending a session ends them too.
 enum Hardening {
     static func apply() {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
@@ -13,5 +15,6 @@ enum Hardening {
         Processes.setNotDumpable()
         Processes.handleFatalSignalsQuietly()
         Processes.makeOwnFilesPrivate()
+        Processes.keepOrphanedDescendants()
     }
 }

@@ -23,6 +23,8 @@ int64_t narnia_file_system_type(int fd);
 int narnia_start_writeback(int fd, int64_t offset, int64_t length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps and no ptrace by other processes of the user.
 int narnia_set_not_dumpable(void);
+/// prctl(PR_SET_CHILD_SUBREAPER, 1): orphans among the caller's descendants become its children.
+int narnia_become_subreaper(void);
 /// prctl(PR_SET_PDEATHSIG, signal): the calling process gets `signal` when its parent dies.
 int narnia_set_parent_death_signal(int signal);
 /// memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING.
