@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from harness import DEFAULT_PASSPHRASE
+from harness import DEFAULT_PASSPHRASE, q
 from terminal import Terminal
 
 PROMPT = "wardrobe> "
@@ -309,6 +310,30 @@ def test_wrong_key_and_no_store_look_the_same(narnia, spawn):
     assert 0.8 < wrong_time / none_time < 1.25, (wrong_time, none_time)
     # And the wardrobe goes on working.
     assert "Tops" in p.command("ls")
+
+
+def test_the_door_tries_the_newest_key_file_alone(vault, spawn, tmp_path):
+    """A store holding two key files (`passwd` on another device, not yet heard of here) took
+    two key derivations at the door for a wrong key, one for no store: on a slow machine the
+    answer came a second later, showing that a vault is there (a review). The door derives once,
+    on the newest key file; `enter` still tries them all."""
+    other = tmp_path / "other-device"
+    shutil.copytree(vault.vault, other, symlinks=True)
+    vault.ok(f"passwd --new-passphrase-file {q(str(vault.passphrase_file('the new one')))}", vault=other)
+    old_keys = {p.name for p in vault.vault.iterdir() if p.is_file()}
+    new_key = next(p for p in other.iterdir() if p.is_file() and p.name not in old_keys and p.stat().st_size != 72)
+    shutil.copy2(new_key, vault.vault / new_key.name)
+    os.utime(vault.vault / new_key.name)   # arrived last: the newest
+    make_closet(vault)
+    p = spawn()
+    p.expect(PROMPT)
+    _, _, prompt = hold_back_panel(p, DEFAULT_PASSPHRASE)
+    assert prompt == PROMPT, "the older key file's passphrase is not tried at the door"
+    _, _, prompt = hold_back_panel(p, "the new one")
+    assert VAULT_PROMPT.match(prompt)
+    p.sendline("exit")
+    assert p.wait() == 0
+    assert vault.c("pwd").rc == 0, "enter tries every key file"
 
 
 def test_the_door_answers_refused_limits_as_a_wrong_key(vault, spawn):

@@ -31,9 +31,9 @@ enum KeyFileCandidates {
     /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
     ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
-                       notice: ((String) -> Void)?) throws -> Unlocked {
+                       notice: ((String) -> Void)?, newestOnly: Bool = false) throws -> Unlocked {
         let candidates = try read(inventory: inventory, root: root)
-        let acceptable = candidates.filter { $0.parameters.isAcceptable }
+        let acceptable = Array(candidates.filter { $0.parameters.isAcceptable }.prefix(newestOnly ? 1 : .max))
         guard !acceptable.isEmpty else {
             let p = candidates[0].parameters
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
