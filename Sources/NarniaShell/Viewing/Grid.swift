@@ -150,50 +150,24 @@ struct ThumbnailMaker {
     }
 
     /// Decrypts the item into a memfd and draws it; a video's poster frame comes first from
-    /// ffmpeg (about 1 s in, or the first frame of a shorter clip).
+    /// ffmpeg (about 1 s in, or the first frame of a shorter clip), as does a photo chafa
+    /// cannot read (`Converter.pngFrame`).
     private func draw(_ item: Item) throws -> [String] {
         guard Job.which("chafa") != nil else { return [] }
         let content = try MemoryFile()
         try content.fill(from: session.vault, item: item, observer: session.observer(progress: nil))
-        let picture: MemoryFile
-        if item.kind == .video {
-            guard Job.which("ffmpeg") != nil else { return [] }
-            var png = try run(posterArguments(at: "1"), input: content)
-            if png.isEmpty { png = try run(posterArguments(at: "0"), input: content) }
-            guard !png.isEmpty else { return [] }
-            picture = try MemoryFile(bytes: png)
-        } else {
-            picture = content
-        }
         var arguments = ["chafa", "--format=symbols", "--size=\(Grid.thumbnailWidth)x\(Grid.thumbnailHeight)",
                          "--animate=off", "--polite=on", "--colors=\(colours.rawValue)"]
         arguments.append(ChildCommand.procPath(ofExtra: 0))
-        let output = try run(arguments, input: picture)
-        return Thumbnail.normalised(String(decoding: output, as: UTF8.self), colours: colours)
-    }
-
-    private func posterArguments(at seconds: String) -> [String] {
-        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-ss", seconds, "-i", ChildCommand.procPath(ofExtra: 0),
-         "-frames:v", "1", "-vf", "scale=320:-2", "-f", "image2pipe", "-vcodec", "png", "-"]
-    }
-
-    /// Runs a converter with `input` at fd 3 and returns its standard output.
-    private func run(_ arguments: [String], input: MemoryFile) throws -> [UInt8] {
-        let output = try Pipe()
-        let quiet = Glibc.open("/dev/null", O_RDWR | O_CLOEXEC)
-        defer { if quiet >= 0 { close(quiet) } }
-        var command = ChildCommand(arguments)
-        command.extra = [input.fd]
-        command.standardOutput = output.writeEnd
-        command.standardInput = quiet
-        command.standardError = quiet
-        _ = lseek(input.fd, 0, SEEK_SET)
-        let job = Job(takeTerminal: false)
-        try job.start(command)
-        output.closeWrite()
-        let bytes = readAll(output.readEnd)
-        let status = job.wait()
-        return status == 0 ? bytes : []
+        var output: [UInt8] = []
+        if item.kind == .video {
+            guard let poster = try Converter.pngFrame(of: content, at: "1", width: 320) ?? Converter.pngFrame(of: content, at: "0", width: 320) else { return [] }
+            output = try Converter.output(arguments, input: poster)
+        } else {
+            output = try Converter.output(arguments, input: content)
+            if output.isEmpty, let png = try Converter.pngFrame(of: content) { output = try Converter.output(arguments, input: png) }
+        }
+        return output.isEmpty ? [] : Thumbnail.normalised(String(decoding: output, as: UTF8.self), colours: colours)
     }
 }
 

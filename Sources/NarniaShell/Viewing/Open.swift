@@ -166,21 +166,41 @@ enum Viewing {
 
     // MARK: Kinds
 
-    /// A photo through chafa reading standard input, sized to the terminal.
+    /// A photo through chafa, sized to the terminal.
     static func showPhoto(_ s: Session, _ item: Item) throws {
         let (columns, rows) = TerminalSize.current()
         var arguments = ["chafa", "--animate=off", "--size=\(columns)x\(max(1, rows - 1))"]
         if !s.out.isTerminal { arguments += ["--format=symbols", "--colors=none"] }   // plain text into a pipe
-        arguments.append("-")
-        let pipe = try Pipe()
-        let job = Job()
+        // From an in-memory file by its /proc path, as the grid does. Debian 12's chafa reads
+        // some pictures from no file with a name (a JPEG without a JFIF or Exif segment, BMP,
+        // TGA): those go through ffmpeg to PNG, and one neither can read fails the command.
+        let content = try MemoryFile()
+        try content.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
+        arguments.append(ChildCommand.procPath(ofExtra: 0))
+        if try drawn(arguments, content, quiet: true) { return }
+        guard let png = try Converter.pngFrame(of: content), try drawn(arguments, png, quiet: false) else {
+            throw CommandFailure("\(s.shown(item.id, on: s.err)): chafa could not draw it")
+        }
+    }
+
+    /// Runs chafa (`arguments`) on `picture` at descriptor 3, on the terminal; true when it
+    /// drew it. With `quiet`, what chafa says on standard error is not shown.
+    private static func drawn(_ arguments: [String], _ picture: MemoryFile, quiet: Bool) throws -> Bool {
         var chafa = ChildCommand(arguments)
-        chafa.standardInput = pipe.readEnd
+        chafa.extra = [picture.fd]
+        _ = lseek(picture.fd, 0, SEEK_SET)
+        let input = childInput()
+        let silence = quiet ? Glibc.open("/dev/null", O_WRONLY | O_CLOEXEC) : -1
+        defer {
+            if let input { close(input) }
+            if silence >= 0 { close(silence) }
+        }
+        if let input { chafa.standardInput = input }
+        if silence >= 0 { chafa.standardError = silence }
+        let job = Job()
         try job.start(chafa)
-        pipe.closeRead()
-        defer { job.wait() }
-        defer { pipe.closeWrite() }
-        try feed(s, item, to: pipe.writeEnd)
+        let status = job.wait()
+        return status == 0 || status >= 128
     }
 
     /// The mpv arguments that keep a video private: audio muted at start; no config files,
