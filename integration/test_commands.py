@@ -367,6 +367,12 @@ def test_set_remove_originals(vault, host):
     vault.ok(f"import {q(str(f))}")
     assert not f.exists(), "with remove-originals on (a stored setting), import removes the original"
     assert vault.ok("cat /r.txt").outb == b"remove me"
+    # A script that must only copy says so: the setting travels with the vault (a review).
+    f.write_bytes(b"keep me")
+    vault.ok(f"import --keep {q(str(f))}")
+    assert f.read_bytes() == b"keep me" and vault.ok("cat '/r (2).txt'").outb == b"keep me"
+    r = vault.c(f"import --move --keep {q(str(f))}")
+    assert r.rc == 1 and "--move and --keep cannot both be given" in r.err and f.exists(), r.describe()
 
 
 def test_import_stdin(vault):
@@ -698,6 +704,8 @@ def test_lcd_lpwd_lls(vault, host):
     assert r.out_lines == ["x"], "lls HOSTPATH" + r.describe()
     r = vault.ok(f"lcd {q(str(host))}; lls -l")
     assert len(r.out_lines) >= 3 and any("h1.txt" in l for l in r.out_lines), r.describe()
+    # A folder's size is '-', as in the vault's own ls -l.
+    assert [l.split()[:2] for l in r.out_lines if l.endswith(" hsub")] == [["folder", "-"]], r.describe()
     r = vault.ok(f"lcd {q(str(host))}; lcd; lpwd")
     assert r.out == f"{vault.home}\n", "lcd with no argument goes to $HOME" + r.describe()
     r = vault.ok(f"lcd {q(str(host))}; lcd hsub; lpwd")

@@ -213,6 +213,8 @@ def test_damaged_metadata_is_reported(tv):
     assert r.rc == 1, ("damaged metadata must make the command fail with exit 1, "
                        "not silently drop or keep changes") + r.describe()
     assert any(l.startswith("narnia: error:") for l in r.err_lines), "expected a clear error" + r.describe()
+    assert any(l.startswith("narnia: hint: nothing was changed; open a copy from another device") for l in r.err_lines), \
+        "and what to do about it" + r.describe()
     assert r.out == "", "nothing should be listed from damaged metadata" + r.describe()
 
 

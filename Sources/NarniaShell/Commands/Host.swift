@@ -66,7 +66,7 @@ enum Host {
                 entries.append((path, st))
             }
             if long {
-                let sizes = entries.map { Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
+                let sizes = entries.map { $0.1.isDirectory ? "-" : Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
                 let width = sizes.map(\.count).max() ?? 1
                 for ((name, est), size) in zip(entries, sizes) {
                     let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "

@@ -30,7 +30,8 @@ enum Transfer {
             }
         }
         guard !sources.isEmpty else { throw Reported() }
-        let move = try a.has("--move") || s.removeOriginalsAskedOnce()
+        if a.has("--move") && a.has("--keep") { throw CommandFailure("--move and --keep cannot both be given") }
+        let move = try a.has("--move") || (!a.has("--keep") && s.removeOriginalsAskedOnce())
         // Made after the question, whose answer takes no part of the time the summary gives.
         let report = report()
         var run = ImportRun(session: s, move: move, skipExisting: a.has("--skip-existing"), report: report,
