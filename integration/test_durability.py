@@ -1,4 +1,5 @@
-"""FUSE (bindfs here; sshfs, an rclone mount and gocryptfs alike) under the store or an export.
+"""How files reach the disk whole: on FUSE (bindfs here; sshfs, an rclone mount and gocryptfs
+alike) under the store or an export, and for an ordinary user on an older kernel.
 
 What makes an import durable before its originals go, on a store whose file system does not
 pass `syncfs` on: FUSE sends no FSYNC to its server for a `syncfs`, so the objects an import
@@ -140,3 +141,23 @@ def test_export_force_syncs_the_new_file_before_it_replaces_the_old(vault, tmp_p
     fsynced, _ = synced_paths(vault, f"export -f /a.txt {q(str(out))}", tmp_path)
     assert any(p.startswith(str(out)) for p in fsynced), f"the replacing file was never fsynced: {fsynced}"
     assert (out / "a.txt").read_bytes() == b"new content\n"
+
+
+def test_files_appear_whole_for_an_ordinary_user_before_linux_6_10(narnia, tmp_path):
+    """Before Linux 6.10, `linkat(fd, "", …, AT_EMPTY_PATH)` needs CAP_DAC_READ_SEARCH, which an
+    ordinary user lacks (ENOENT): `init`, `passwd`, drops and every `export` failed for them on
+    Debian 12's kernel (a review; these tests run as root on a newer kernel). strace fails each
+    such call as that kernel would, and the /proc/self/fd link must do instead."""
+    def run(args, **kw):
+        argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:error=ENOENT:when=1+2"]
+        return subprocess.run(argv + narnia.argv(args, **kw), capture_output=True, text=True, env=narnia.env, cwd=narnia.workdir)
+    r = run(["init"])
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "a.txt").write_bytes(b"hello\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run(["drop", str(tmp_path / "a.txt")], passphrase=None)
+    assert r.returncode == 0, r.stderr
+    r = run(["-c", f"export /Inbox/a.txt {q(str(out))}"])
+    assert r.returncode == 0, r.stderr
+    assert (out / "a.txt").read_bytes() == b"hello\n"

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "narnia_system.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -50,7 +51,13 @@ int narnia_close_from(unsigned int first) { return (int)syscall(SYS_close_range,
 int narnia_o_tmpfile(void) { return O_TMPFILE; }
 
 int narnia_link_open_file(int fd, int directory, const char *name) {
-    return linkat(fd, "", directory, name, AT_EMPTY_PATH);
+    if (linkat(fd, "", directory, name, AT_EMPTY_PATH) == 0) return 0;
+    // Before Linux 6.10, AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: an ordinary user gets ENOENT
+    // (EPERM under some security modules). open(2)'s own way for them: the file's /proc link.
+    if (errno != ENOENT && errno != EPERM) return -1;
+    char path[32];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, path, directory, name, AT_SYMLINK_FOLLOW);
 }
 
 static unsigned int narnia_child_umask = 077;

@@ -227,7 +227,8 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     /// Gives an unnamed file (`.unnamedTemporary`) the name `name` in `directory`
-    /// (`linkat` with `AT_EMPTY_PATH`). Fails with `EEXIST` when the name is taken.
+    /// (`linkat` with `AT_EMPTY_PATH`, or of its `/proc/self/fd` link for an ordinary user
+    /// before Linux 6.10). Fails with `EEXIST` when the name is taken.
     public func link(as name: String, in directory: FileDescriptor, displayPath: String) throws {
         _ = try retryingInterrupts("link", displayPath) { narnia_link_open_file(raw, directory.raw, name) }
     }
