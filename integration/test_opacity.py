@@ -191,3 +191,23 @@ def test_read_only_commands_leave_store_identical(store_with_corpus):
     after = store.snapshot()
     changed = sorted(set(before.items()) ^ set(after.items()))
     assert not changed, f"read-only commands changed the store: {changed[:10]}"
+
+
+def test_reading_the_store_leaves_access_times_as_they_were(vault, tmp_path):
+    """With access times on (relatime), reading the key file at every open, and at every try of
+    the door, dated each (a review): store files and folders are read with O_NOATIME."""
+    (tmp_path / "a.txt").write_bytes(b"some content\n")
+    vault.ok(f"import {q(str(tmp_path / 'a.txt'))}")
+    paths = [vault.vault] + sorted(vault.vault.rglob("*"))
+    old = 1_000_000_000                          # 2001: relatime would update every one of them
+    for p in paths:
+        os.utime(p, (old, p.stat().st_mtime), follow_symlinks=False)
+    vault.ok("pwd; ls -l /; cat /a.txt; verify")
+    assert vault.c("pwd", passphrase="not the passphrase").rc == 3
+    touched = [str(p) for p in paths if p.exists() and p.stat().st_atime != old]
+    assert touched == [], f"access times changed: {touched}"
+    # The file system does keep access times here (else the test above shows nothing).
+    probe = next(p for p in paths if p.is_file())
+    probe.read_bytes()
+    if probe.stat().st_atime == old:
+        pytest.skip("this file system does not record access times")

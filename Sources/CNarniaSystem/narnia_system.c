@@ -50,6 +50,8 @@ int narnia_close_from(unsigned int first) { return (int)syscall(SYS_close_range,
 
 int narnia_o_tmpfile(void) { return O_TMPFILE; }
 
+int narnia_o_noatime(void) { return O_NOATIME; }
+
 int narnia_link_open_file(int fd, int directory, const char *name) {
     if (linkat(fd, "", directory, name, AT_EMPTY_PATH) == 0) return 0;
     // Before Linux 6.10, AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: an ordinary user gets ENOENT

@@ -129,8 +129,10 @@ struct JournalEnd: Equatable {
 enum JournalReader {
     /// Opens a store file for reading, refusing anything but a regular file of this user:
     /// a symbolic link (`O_NOFOLLOW`), a FIFO or device (opened without waiting, then checked).
+    /// Its access time stays as it was (`O_NOATIME`): reading the key file must not tell when
+    /// the store was opened, or tried at the door.
     static func openStoreFile(_ path: String) throws -> FileDescriptor {
-        let fd = try FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking])
+        let fd = try FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking, .noAccessTime])
         let st = try fd.status()
         guard st.isRegularFile else { throw StoreFileError.notRegular(path) }
         guard st.st_uid == geteuid() else { throw StoreFileError.foreignOwner(path) }

@@ -17,11 +17,16 @@ public final class FileDescriptor: @unchecked Sendable {
         self.owned = owned
     }
 
-    /// Opens `path` (`open(2)`; `O_CLOEXEC` is always added).
+    /// Opens `path` (`open(2)`; `O_CLOEXEC` is always added; `.noAccessTime` is dropped where
+    /// the file is not this user's).
     public static func open(_ path: String, _ access: AccessMode, options: OpenOptions = [],
                             permissions: mode_t = 0o600) throws -> FileDescriptor {
         let flags = access.flags | options.rawValue | O_CLOEXEC
-        let fd = try retryingInterrupts("open", path) { Glibc.open(path, flags, permissions) }
+        let fd = try retryingInterrupts("open", path) {
+            let fd = Glibc.open(path, flags, permissions)
+            guard fd < 0, errno == EPERM, options.contains(.noAccessTime) else { return fd }
+            return Glibc.open(path, flags & ~OpenOptions.noAccessTime.rawValue, permissions)
+        }
         return FileDescriptor(raw: fd, path: path)
     }
 

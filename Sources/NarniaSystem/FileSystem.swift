@@ -77,8 +77,16 @@ public enum FileSystem {
 
     /// The names in a directory, and, apart, the names that are not valid UTF-8, spelled for
     /// messages with each invalid byte as `\xHH`.
+    /// The directory's access time stays as it was (`O_NOATIME`, where it is this user's).
     public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [String]) {
-        guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
+        let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
+        var fd = Glibc.open(path, flags | OpenOptions.noAccessTime.rawValue)
+        if fd < 0 && errno == EPERM { fd = Glibc.open(path, flags) }
+        guard fd >= 0, let dir = fdopendir(fd) else {
+            let error = SystemError.current("opendir", path)
+            if fd >= 0 { close(fd) }
+            throw error
+        }
         defer { closedir(dir) }
         return readEntries(dir)
     }

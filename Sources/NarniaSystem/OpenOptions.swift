@@ -37,4 +37,8 @@ public struct OpenOptions: OptionSet, Sendable {
     public static let noControllingTerminal = OpenOptions(rawValue: O_NOCTTY)
     /// `O_TMPFILE`: an unnamed file in the given directory (see `FileDescriptor.link`).
     public static let unnamedTemporary = OpenOptions(rawValue: narnia_o_tmpfile())
+    /// `O_NOATIME`: reading leaves the access time as it was, so that the file does not tell
+    /// when it was read. Only the file's owner may ask; for anyone else `FileDescriptor.open`
+    /// opens without it.
+    public static let noAccessTime = OpenOptions(rawValue: narnia_o_noatime())
 }

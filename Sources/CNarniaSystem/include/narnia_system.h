@@ -37,6 +37,8 @@ int narnia_pipe_cloexec(int fds[2]);
 int narnia_close_from(unsigned int first);
 /// The O_TMPFILE flag (not exported by every Glibc module map).
 int narnia_o_tmpfile(void);
+/// The O_NOATIME flag (likewise).
+int narnia_o_noatime(void);
 /// linkat(fd, "", dirfd, name, AT_EMPTY_PATH): gives an O_TMPFILE file its name; where the
 /// kernel refuses that to an ordinary user (before Linux 6.10), linkat of /proc/self/fd/FD
 /// with AT_SYMLINK_FOLLOW.
