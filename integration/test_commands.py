@@ -493,6 +493,29 @@ def test_export_folder_forms(sample, host):
     assert (host / "e").is_dir() and not any((host / "e").iterdir()), "an empty folder exports empty"
 
 
+def test_a_tree_of_many_folders_round_trips_under_a_low_descriptor_limit(vault, host):
+    """Export kept a descriptor for every folder it wrote into: a photo tree of a folder a day
+    (about 1,000) ran out of the usual 1,024 and left a thousand empty folders (a review).
+    Under a hard limit of 128, 300 folders go in and come out whole."""
+    import resource
+    tree = host / "days"
+    for i in range(300):
+        (tree / f"day{i:03}").mkdir(parents=True)
+        (tree / f"day{i:03}" / "p.txt").write_text(f"day {i}\n")
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+    shutil.copytree(tree, host / "moved" / "days")
+    for command in (f"import --keep {q(str(tree))}", f"export /days {q(str(host / 'out'))}",
+                    f"mkdir /m; cd /m; import --move {q(str(host / 'moved' / 'days'))}"):
+        r = subprocess.run(vault.argv(["-c", command]), capture_output=True, text=True, env=vault.env, cwd=vault.workdir,
+                           preexec_fn=limited)
+        assert r.returncode == 0, command + "\n" + r.stderr[-2000:]
+    assert tree_files(host / "out") == tree_files(tree)
+    assert not (host / "moved" / "days").exists()
+    assert vault.ok("find /m -type document").out.count("\n") == 300
+
+
 def test_export_force(sample, host):
     target = host / "exists.txt"
     target.write_bytes(b"precious")

@@ -793,3 +793,21 @@ def test_interrupted_journal_send_loses_nothing_the_remote_had(narnia, tmp_path)
     a.sync(str(remote), " (rerun)")
     assert_same_listings([a, r_dev], " (after the rerun)")
     r_dev.verify(" (after the rerun)")
+
+
+def test_a_folder_remote_is_as_private_as_the_store(vault, tmp_path):
+    """rclone ran with the user's umask: `sync` to a local folder made a world-readable copy of
+    the store, key file included, which any user of the machine could take away and attack
+    offline (a review). It writes under umask 077, as narnia does."""
+    (tmp_path / "a.txt").write_bytes(b"private\n")
+    vault.ok(f"import {q(str(tmp_path / 'a.txt'))}")
+    remote = tmp_path / "R"
+    old = os.umask(0o022)
+    try:
+        vault.ok(f"sync {q(str(remote))}")
+    finally:
+        os.umask(old)
+    paths = [remote] + sorted(remote.rglob("*"))
+    assert len(paths) > 3
+    loose = [f"{p} {p.stat().st_mode & 0o777:o}" for p in paths if p.stat().st_mode & 0o077]
+    assert loose == [], loose

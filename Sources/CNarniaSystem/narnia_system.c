@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/vfs.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
@@ -66,9 +67,24 @@ static unsigned int narnia_child_umask = 077;
 
 void narnia_set_child_umask(unsigned int mask) { narnia_child_umask = mask & 0777; }
 
+static struct rlimit narnia_child_descriptor_limit;
+static int narnia_descriptor_limit_raised = 0;
+
+long narnia_raise_descriptor_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    narnia_child_descriptor_limit = limit;
+    rlim_t wanted = limit.rlim_max == RLIM_INFINITY || limit.rlim_max > (1 << 20) ? (1 << 20) : limit.rlim_max;
+    if (wanted <= limit.rlim_cur) return (long)limit.rlim_cur;
+    limit.rlim_cur = wanted;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    narnia_descriptor_limit_raised = 1;
+    return (long)wanted;
+}
+
 int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
-                       int group, int tty, int take_terminal) {
+                       int group, int tty, int take_terminal, int private_files) {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid;
@@ -86,7 +102,8 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    umask(narnia_child_umask);
+    umask(private_files ? 077 : narnia_child_umask);
+    if (narnia_descriptor_limit_raised) setrlimit(RLIMIT_NOFILE, &narnia_child_descriptor_limit);
     execve(path, argv, envp);
     _exit(127);
 }

@@ -15,6 +15,14 @@ public enum Processes {
         narnia_set_child_umask(UInt32(user))
     }
 
+    /// Raises the soft limit of open descriptors to the hard one, as far as 1 << 20: an export
+    /// keeps a descriptor for each folder on the way, an import one for each folder whose
+    /// originals wait for their commit, and the usual soft limit of 1,024 ran out in a tree
+    /// of a thousand folders. Children get the limit the process started with.
+    public static func raiseDescriptorLimit() {
+        _ = narnia_raise_descriptor_limit()
+    }
+
     /// Makes this process the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`):
     /// what a viewer starts (a wrapper's commands, a viewer that forks) stays below it when
     /// the viewer ends, where `descendants()` finds it.
@@ -61,15 +69,17 @@ public enum Processes {
     /// Forks and executes `path` with `arguments` and `environment` (see `narnia_fork_exec`:
     /// the child runs no Swift code). `sources[i]` becomes descriptor `targets[i]` in the child;
     /// every descriptor from `firstFree` up is closed. The child joins process group `group`
-    /// (0: its own) and, with `terminal`, takes that terminal's foreground. The caller blocks
-    /// signals around the call. Returns the child's pid.
+    /// (0: its own) and, with `terminal`, takes that terminal's foreground. With
+    /// `privateFiles` what it creates is this user's alone (umask 077, as narnia's own files);
+    /// otherwise it gets the user's umask. The caller blocks signals around the call. Returns
+    /// the child's pid.
     /// - Throws: `SystemError` when `fork` fails.
     public static func forkExec(path: String, arguments: UnsafePointer<UnsafeMutablePointer<CChar>?>,
                                 environment: UnsafePointer<UnsafeMutablePointer<CChar>?>,
                                 sources: [Int32], targets: [Int32], firstFree: UInt32,
-                                group: pid_t, terminal: Int32?) throws -> pid_t {
+                                group: pid_t, terminal: Int32?, privateFiles: Bool = false) throws -> pid_t {
         let pid = narnia_fork_exec(path, arguments, environment, sources, targets, Int32(sources.count), firstFree,
-                                   group, terminal ?? -1, terminal != nil && group == 0 ? 1 : 0)
+                                   group, terminal ?? -1, terminal != nil && group == 0 ? 1 : 0, privateFiles ? 1 : 0)
         guard pid > 0 else { throw SystemError.current("fork", path) }
         return pid
     }

@@ -6,8 +6,9 @@ import NarniaSystem
 /// of the same uid (where Yama allows) can read keys out of memory, and fatal signals that end
 /// the process quietly instead of through the Swift runtime's backtracer, which would print
 /// registers and the memory they point to. Also: narnia's own files private (umask 077, the
-/// user's for the programs it starts), and the descendants of viewers kept below narnia, so
-/// that ending a session ends them too.
+/// user's for the programs it starts), the descendants of viewers kept below narnia, so
+/// that ending a session ends them too, and the descriptor limit raised (a tree of a thousand
+/// folders ran out of the usual 1,024).
 enum Hardening {
     static func apply() {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
@@ -16,5 +17,6 @@ enum Hardening {
         Processes.handleFatalSignalsQuietly()
         Processes.makeOwnFilesPrivate()
         Processes.keepOrphanedDescendants()
+        Processes.raiseDescriptorLimit()
     }
 }

@@ -168,7 +168,10 @@ struct Launcher {
     /// Ends the process after a failed question: 130 for Ctrl-C, else 2.
     static func failAsking(_ error: Error) -> Never {
         switch error {
-        case PassphraseError.interrupted: exit(130)
+        case PassphraseError.interrupted:
+            // The panic key stops the question as Ctrl-C does; it still ends as a panic.
+            if Session.panicRequested != 0 { Signals.finishPanic() }
+            exit(130)
         case PassphraseError.mismatch: Launcher.fail("the two passphrases differ; nothing was changed", status: 2)
         default: Launcher.fail(describe(error), status: 2)
         }

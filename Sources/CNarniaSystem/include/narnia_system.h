@@ -47,17 +47,22 @@ int narnia_link_open_file(int fd, int directory, const char *name);
 /// The file mode creation mask children get (`narnia_fork_exec`): the one the user had
 /// before narnia made its own 077.
 void narnia_set_child_umask(unsigned int mask);
+/// Raises the soft limit of open descriptors to the hard limit (at most 1 << 20) for this
+/// process, and keeps the one it had for children (`narnia_fork_exec`). Returns the new
+/// soft limit, or -1.
+long narnia_raise_descriptor_limit(void);
 
 /// Forks and, in the child, with only async-signal-safe calls: joins process group `group`
 /// (0: a new one led by the child) and, when `take_terminal`, makes it the foreground group of
 /// `tty`; asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG); moves descriptor
 /// `sources[i]` to `targets[i]`; closes every descriptor from `first_free` up; restores default
 /// handling of every signal and an empty signal mask; sets the mask `narnia_set_child_umask`
-/// gave; execve(path, argv, envp). The caller
+/// gave (077 with `private_files`) and the descriptor limit the process started with;
+/// execve(path, argv, envp). The caller
 /// blocks all signals around the call. Returns the child's pid, or -1 with errno set.
 int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
-                       int group, int tty, int take_terminal);
+                       int group, int tty, int take_terminal, int private_files);
 
 /// Replaces the handling of fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT),
 /// the Swift runtime's backtracer included, with a handler that runs on its own stack (so a

@@ -10,13 +10,15 @@ import NarniaSystem
 final class HostFolder {
     private let top: FileDescriptor
     private let display: String
-    /// Folders opened so far, by their path below the top ("" is the top).
-    private var opened: [String: FileDescriptor] = [:]
+    /// The folders open below the top: those of the path last asked for, outermost first
+    /// (`chain[i]` is at its first i + 1 names). Only one path's folders are kept, so a tree
+    /// of any number of folders, written in path order, holds as many descriptors as it is
+    /// deep (every folder kept, a tree of a thousand ran out of them).
+    private var chain: [(name: String, folder: FileDescriptor)] = []
 
     init(top: FileDescriptor, display: String) {
         self.top = top
         self.display = display
-        opened[""] = top
     }
 
     /// The host path of `components` below the top, for messages.
@@ -28,10 +30,11 @@ final class HostFolder {
     /// missing and `create`; nil when missing otherwise.
     /// - Throws: `CommandFailure` when a component is a link or not a folder.
     func folder(_ components: [String], create: Bool) throws -> FileDescriptor? {
-        var current = top
-        for depth in 0..<components.count {
-            let key = components[...depth].joined(separator: "/")
-            if let known = opened[key] { current = known; continue }
+        var kept = 0
+        while kept < min(chain.count, components.count) && chain[kept].name == components[kept] { kept += 1 }
+        chain.removeLast(chain.count - kept)
+        var current = chain.last?.folder ?? top
+        for depth in kept..<components.count {
             let name = components[depth]
             let shown = path(Array(components[...depth]))
             if create { try current.makeDirectory(name, permissions: 0o700, existingOK: true) }
@@ -39,7 +42,7 @@ final class HostFolder {
             if st.isSymbolicLink { throw CommandFailure("\(shown): is a symbolic link; export does not write through links") }
             guard st.isDirectory else { throw CommandFailure("\(shown): exists and is not a folder") }
             let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
-            opened[key] = next
+            chain.append((name, next))
             current = next
         }
         return current

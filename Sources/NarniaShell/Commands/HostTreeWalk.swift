@@ -84,9 +84,15 @@ extension HostTreeVisitor {
                     warn("\(path): the vault's own store skipped")
                     continue
                 }
-                if let marker = storeMarker, try fd.statusOfEntry(marker) != nil {
-                    warn("\(path): the vault's own store (another view of it, or a copy) skipped")
-                    continue
+                do {
+                    if let marker = storeMarker, try fd.statusOfEntry(marker) != nil {
+                        warn("\(path): the vault's own store (another view of it, or a copy) skipped")
+                        continue
+                    }
+                } catch let e as SystemError {
+                    // A folder that can be listed but not searched: the folder is what failed,
+                    // not the key file's name asked after in it.
+                    throw SystemError(code: e.code, operation: e.operation, path: path)
                 }
                 place = try enterFolder(fd, path: path, name: name, in: parent)
                 let listing = try fd.typedEntries()

@@ -135,14 +135,16 @@ struct ImportRun: HostTreeVisitor {
                 atEnd = n < count
                 return n
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
-            // Only `--move` compares the file after the read with the file before.
-            let original = Original(place: place, path: path, read: st, after: move ? try fd.status() : st,
+            // Only `--move` compares the file after the read with the file before, and keeps
+            // the original's folder open to remove it from.
+            let original = Original(place: move ? place : nil, path: path, read: st, after: move ? try fd.status() : st,
                                     bytesRead: age == nil ? item.size : nil)
             pendingOriginals.append((item.id, path, original))
-            if let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
+            if move, let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
             // many are (descriptors are limited).
-            if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems || retainedFolders.count >= 256 { commit() }
+            if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems
+                || retainedFolders.count >= Transfer.retainedFolders { commit() }
         } catch is Cancelled {
             stoppedEarly = true
         } catch let e as AgeError {

@@ -9,6 +9,13 @@ enum Transfer {
     /// A batch is committed once it holds this much content or this many items.
     static let batchBytes: UInt64 = 64 << 20
     static let batchItems = 2000
+    /// With `--move`, the most originals' folders an import keeps open before it commits: a
+    /// quarter of the descriptor limit, at most 256.
+    static let retainedFolders: Int = {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
+        return Int(max(8, min(256, limit.rlim_cur / 4)))
+    }()
 
     // MARK: import
 

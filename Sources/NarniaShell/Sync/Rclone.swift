@@ -36,6 +36,7 @@ struct Rclone {
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
         var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        command.privateFiles = true   // a copy of the store (a local remote) is as private as the store
         command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if let fd = command.standardInput { close(fd) } }
         command.standardOutput = out.writeEnd

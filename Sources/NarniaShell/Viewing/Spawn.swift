@@ -18,6 +18,9 @@ struct ChildCommand {
     var standardError: Int32?
     /// Descriptors the child gets at fixed numbers, in order from 3: `extra[0]` becomes 3.
     var extra: [Int32] = []
+    /// What the child creates is this user's alone (umask 077), as narnia's own files: for
+    /// rclone, which writes copies of the store. Otherwise it gets the user's umask.
+    var privateFiles = false
 
     init(_ arguments: [String]) { self.arguments = arguments }
 
@@ -98,7 +101,7 @@ final class Job {
         let started: pid_t? = withCStrings(argv) { cArgv in
             withCStrings(environment) { cEnv in
                 try? Processes.forkExec(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
-                                        firstFree: firstFree, group: group, terminal: nil)
+                                        firstFree: firstFree, group: group, terminal: nil, privateFiles: command.privateFiles)
             }
         }
         guard let pid = started else { throw SpawnFailure(program: program, code: errno) }
