@@ -143,6 +143,20 @@ def test_ctrl_backslash_at_the_passphrase_question_panics(vault):
         s.close()
 
 
+def test_ctrl_backslash_in_a_c_run_panics_but_never_says_success(vault):
+    """The panic key in a `-c` run ended with 0 with its commands unrun: `narnia -c 'import
+    --keep photos' && rm -r photos` went on (review T). It clears, and ends with 131."""
+    s = Shell(vault, args=("-c", "mkdir /after"))
+    try:
+        s.expect("Passphrase: ")
+        s.send("\x1c")
+        assert s.wait(timeout=10) == 131
+        assert b"\x1b[3J" in s.output
+    finally:
+        s.close()
+    assert vault.c("ls /after").rc == 1
+
+
 def test_init_asks_again_when_the_repetition_differs_and_says_what_it_made(narnia):
     s = Shell(narnia, args=("init",))
     try:

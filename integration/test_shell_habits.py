@@ -14,6 +14,7 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
 from harness import q
 from test_shell_pty import Shell, clean
@@ -225,6 +226,23 @@ def test_sftp_aliases_and_host_commands(vault, host):
     mask = os.umask(0o022)
     os.umask(mask)
     assert vault.ok("!umask").out_lines == [f"{mask:04o}"]
+    # What it leaves running in the background ends with the session.
+    pid = int(vault.ok("!sleep 311 >/dev/null 2>&1 & echo $!").out)
+
+    def ended():
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    deadline = time.monotonic() + 5
+    while not ended():
+        assert time.monotonic() < deadline, "the background job outlived the session"
+        time.sleep(0.05)
+    # Nor do the ended ones stay zombies below narnia, their reaper, while the session goes on.
+    batch = vault.workdir / "orphans.narnia"
+    batch.write_text('!sh -c "sleep 0.1 &"\n' * 3 + "!sleep 0.4\n!ps -o stat= --ppid $PPID\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0 and not [l for l in r.out_lines if l.startswith("Z")], r.describe()
     assert vault.ok("bye; ls").out == ""
 
 

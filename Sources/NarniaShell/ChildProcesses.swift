@@ -9,8 +9,16 @@ public enum ChildProcesses {
     /// (which kills them on a panic or a termination).
     private static let pids = Mutex(Set<pid_t>())
 
-    /// Records a started process.
-    public static func register(_ pid: pid_t) { pids.withLock { _ = $0.insert(pid) } }
+    /// Records a started process, and reaps the orphans this process adopted that have ended
+    /// (those of its children it did not start) (a `!` command's background job, what a viewer started): they are not waited
+    /// for by anyone else, and would stay zombies until the session ends.
+    public static func register(_ pid: pid_t) {
+        let known = pids.withLock { set -> Set<pid_t> in set.insert(pid); return set }
+        for child in Processes.children() where !known.contains(child) {
+            var status: Int32 = 0
+            _ = waitpid(child, &status, WNOHANG)   // 0, and nothing done, while it runs
+        }
+    }
 
     /// Forgets a process that has been waited for.
     public static func unregister(_ pid: pid_t) { pids.withLock { _ = $0.remove(pid) } }

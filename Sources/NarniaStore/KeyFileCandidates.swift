@@ -30,10 +30,18 @@ enum KeyFileCandidates {
     /// Unwraps the first key file, newest first, that `passphrase` opens.
     /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
     ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
+    ///
+    /// With `exactDerivations` (the door), exactly that many key derivations run before a wrong
+    /// passphrase is answered, whatever the store holds: the newest key files of that many
+    /// salts are tried, and random salts make up the rest.
     static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
-                       notice: ((String) -> Void)?, newestOnly: Bool = false) throws -> Unlocked {
+                       notice: ((String) -> Void)?, exactDerivations: Int? = nil) throws -> Unlocked {
         let candidates = try read(inventory: inventory, root: root)
-        let acceptable = Array(candidates.filter { $0.parameters.isAcceptable }.prefix(newestOnly ? 1 : .max))
+        var acceptable = candidates.filter { $0.parameters.isAcceptable }
+        if let limit = exactDerivations {
+            var salts = Set<[UInt8]>()
+            acceptable = acceptable.filter { salts.contains($0.salt) || salts.count < limit && salts.insert($0.salt).inserted }
+        }
         guard !acceptable.isEmpty else {
             let p = candidates[0].parameters
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
@@ -41,6 +49,11 @@ enum KeyFileCandidates {
         var derivations = Derivations(passphrase: passphrase, notice: notice)
         for candidate in acceptable {
             if let unlocked = try derivations.open(candidate) { return unlocked }
+        }
+        if let count = exactDerivations, let parameters = acceptable.first?.parameters {
+            for _ in derivations.derived.count..<max(count, derivations.derived.count) {
+                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: parameters)
+            }
         }
         throw VaultError.wrongPassphrase
     }

@@ -210,13 +210,13 @@ public final class Vault {
     /// When a journal is sealed under a master key the key file lacks (`passwd --rotate` made
     /// on two devices at once), the other key files that `passphrase` opens are tried, then
     /// those that `anotherPassphrase` opens, if given (it is asked once, and may return nil).
-    /// With `newestKeyFileOnly` (the door) the passphrase is tried on the newest key file
-    /// alone: one key derivation, however many key files the store holds.
+    /// With `exactDerivations` (the door) a wrong passphrase costs exactly that many key
+    /// derivations, however many key files the store holds (`KeyFileCandidates.unlock`).
     /// - Throws: `VaultError.noVault`, `.wrongPassphrase`, `.refusedLimits`, `.locked`,
     ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `.unknownMasterKey`,
     ///   `StoreFileError`, `SystemError`.
     public static func open(at directory: String, passphrase: Secret, notice: ((String) -> Void)? = nil,
-                            anotherPassphrase: (() -> Secret?)? = nil, newestKeyFileOnly: Bool = false) throws -> Vault {
+                            anotherPassphrase: (() -> Secret?)? = nil, exactDerivations: Int? = nil) throws -> Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
@@ -227,7 +227,7 @@ public final class Vault {
         defer { shardListing.waitUntilDone() }
         if inventory.keyFiles.isEmpty { try shardListing.wait(addingTo: &inventory) }
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, passphrase: passphrase, notice: notice,
-                                                    newestOnly: newestKeyFileOnly)
+                                                    exactDerivations: exactDerivations)
         try shardListing.wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)

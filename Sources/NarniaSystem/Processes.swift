@@ -30,16 +30,11 @@ public enum Processes {
         _ = narnia_become_subreaper()
     }
 
-    /// Every live process below this one, by the parent each names in `/proc/PID/stat`.
+    /// Every process below this one (zombies included), by the parent each names in
+    /// `/proc/PID/stat`.
     public static func descendants() -> [pid_t] {
-        guard let dir = opendir("/proc") else { return [] }
-        defer { closedir(dir) }
         var children: [pid_t: [pid_t]] = [:]
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let pid = pid_t(name), let parent = parentOf(pid) else { continue }
-            children[parent, default: []].append(pid)
-        }
+        for process in table() { children[process.parent, default: []].append(process.pid) }
         var found: [pid_t] = [], pending = [getpid()]
         while let next = pending.popLast() {
             let below = children[next] ?? []
@@ -47,6 +42,37 @@ public enum Processes {
             pending += below
         }
         return found
+    }
+
+    /// This process's children, from `/proc/self/task/*/children` (a few small reads, not a
+    /// scan of every process).
+    public static func children() -> [pid_t] {
+        guard let dir = opendir("/proc/self/task") else { return [] }
+        defer { closedir(dir) }
+        var found: [pid_t] = []
+        while let entry = readdir(dir) {
+            let name = entryName(entry)
+            guard pid_t(name) != nil, let fd = try? FileDescriptor.open("/proc/self/task/\(name)/children", .readOnly),
+                  let bytes = try? fd.readToEnd(limit: 1 << 20) else { continue }
+            found += bytes.split { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }.compactMap { pid_t(String(decoding: $0, as: UTF8.self)) }
+        }
+        return found
+    }
+
+    /// Every process `/proc` lists: its pid and its parent's.
+    private static func table() -> [(pid: pid_t, parent: pid_t)] {
+        guard let dir = opendir("/proc") else { return [] }
+        defer { closedir(dir) }
+        var processes: [(pid: pid_t, parent: pid_t)] = []
+        while let entry = readdir(dir) {
+            guard let pid = pid_t(entryName(entry)), let parent = parentOf(pid) else { continue }
+            processes.append((pid, parent))
+        }
+        return processes
+    }
+
+    private static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
     /// The parent pid `/proc/PID/stat` gives: the field after the state, which follows the

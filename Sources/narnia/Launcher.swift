@@ -305,7 +305,9 @@ struct Launcher {
     }
 
     func openAndRun(commands: CommandSource) -> Int32 {
-        // On a terminal Ctrl-\ panics from the passphrase question on, in `-c` and `-b` runs too.
+        // On a terminal Ctrl-\ panics from the passphrase question on, in `-c` and `-b` runs
+        // too, where it ends with 131: their commands did not all run.
+        Signals.panicKeyStatus = commands.isInteractive ? 0 : 131
         Signals.enablePanicKey()
         refusePassphraseFromCommandStream(commands)
         // No passphrase is asked for, nor read, where no store can be.
@@ -376,6 +378,9 @@ struct Launcher {
         session.commandsFromStandardInput = commands.isStandardInput || interactive
         Signals.session = session
         session.adoptDrops()
+        // What the session's commands left running (a `!` command's background job, what a
+        // viewer started) ends with it, however it ends.
+        defer { ChildProcesses.killAll() }
         switch commands {
         case .interactive:
             Signals.enablePanicKey()

@@ -94,6 +94,13 @@ enum Signals {
         pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
+    /// The status a panic by the key ends with: 0 where a person works (the shell, the
+    /// Wardrobe), 131 (128 + SIGQUIT) in a `-c` or `-b` run, whose commands did not all run —
+    /// `narnia -c 'import --keep photos' && rm -r photos` must not go on. The `panic` command
+    /// always ends with 0. Set before `enablePanicKey`.
+    nonisolated(unsafe) static var panicKeyStatus: Int32 = 0
+    private static let panicByKey: Int32 = 2
+
     /// Makes Ctrl-\ the panic key; on a terminal only.
     static func enablePanicKey() {
         guard !panicKeyEnabled, isatty(0) == 1, wakeWrite.load(ordering: .relaxed) >= 0 else { return }
@@ -101,7 +108,7 @@ enum Signals {
         handle(SIGQUIT) { _ in
             // The running command stops as for Ctrl-C, so that what it leaves behind (an
             // export's hidden partial file, on a file system without unnamed files) goes.
-            Session.panicRequested = 1
+            Session.panicRequested = Signals.panicByKey
             Session.interruptRequested = 1
             Signals.wake(Signals.panicByte)
         }
@@ -188,14 +195,15 @@ enum Signals {
         }
         stopViewersAndClear()
         Secret.wipeAllBeforeExit()
-        _exit(0)
+        _exit(panicKeyStatus)
     }
 
     /// The end of every panic, on the main thread, once the session is released: clear once
-    /// more (the line editor may have drawn since) and exit with status 0.
+    /// more (the line editor may have drawn since) and exit (`panicKeyStatus` after the key, 0
+    /// after the `panic` command).
     static func finishPanic() -> Never {
         stopViewersAndClear()
         Secret.wipeAllBeforeExit()
-        _exit(0)
+        _exit(Session.panicRequested == panicByKey ? panicKeyStatus : 0)
     }
 }

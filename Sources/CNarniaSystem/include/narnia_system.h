@@ -58,8 +58,8 @@ long narnia_raise_descriptor_limit(void);
 /// `sources[i]` to `targets[i]`; closes every descriptor from `first_free` up; restores default
 /// handling of every signal and an empty signal mask; sets the mask `narnia_set_child_umask`
 /// gave (077 with `private_files`) and the descriptor limit the process started with;
-/// execve(path, argv, envp). The caller
-/// blocks all signals around the call. Returns the child's pid, or -1 with errno set.
+/// execve(path, argv, envp). The caller blocks all signals around the call. Returns the
+/// child's pid, or -1 with errno set.
 int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
                        int group, int tty, int take_terminal, int private_files);
