@@ -572,6 +572,8 @@ def door(args, table):
         table.row("door: wrong key vs no vault, time ratio", "not measured yet (door not built)", "= 1.00x", "-")
         return
     w = args.work
+    if not os.path.isdir(f"{w}/v-cli"):   # the 1 GiB section makes it; the door alone needs its own
+        bench_json(args, "prepare", f"{w}/v-cli", "moderate")
     home = f"{w}/door-home"
     os.makedirs(home)
     novault = f"{w}/no-vault"
