@@ -384,6 +384,10 @@ def test_import_stdin(vault):
     assert out == data, f"import - round trip differs ({len(out)} bytes back, {len(data)} in)"
     r = vault.c("import - empty.txt", input=b"")
     assert r.rc == 0 and vault.ok("cat /empty.txt").outb == b"", "import - of empty stdin" + r.describe()
+    # No original to remove or keep: the flags that would say otherwise are refused, not ignored.
+    for flag in ("--move", "--keep", "--skip-existing"):
+        r = vault.c(f"import {flag} - other.bin", input=b"x")
+        assert r.rc == 1 and f"{flag} does not go with 'import - NAME'" in r.err, r.describe()
 
 
 def test_keep_both_numbering(vault, host):

@@ -19,10 +19,10 @@ enum Transfer {
 
     // MARK: import
 
-    /// `import [--move] [--skip-existing] [-v|-q] HOSTPATH... | import - NAME`. Every source
+    /// `import [--move|--keep] [--skip-existing] [-v|-q] HOSTPATH... | import - NAME`. Every source
     /// that can be imported is, as cp does; each bad one is reported and makes the exit 1.
     static func importCommand(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move] [--skip-existing] HOSTPATH... | import - NAME") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move|--keep] [--skip-existing] HOSTPATH... | import - NAME") }
         guard let folder = s.resolve(s.cwd) else { throw CommandFailure("the current folder no longer exists") }
         func report() -> TransferReport { TransferReport(out: s.out, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q")) }
         if a.operands[0].text == "-" && a.operands[0].quotedScalars.first != true {
@@ -57,6 +57,10 @@ enum Transfer {
 
     private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
         guard a.operands.count == 2 else { throw CommandFailure("usage: import - NAME") }
+        // Standard input has no original to remove or keep.
+        for flag in ["--move", "--keep", "--skip-existing"] where a.has(flag) {
+            throw CommandFailure("\(flag) does not go with 'import - NAME'")
+        }
         guard !s.commandsFromStandardInput else {
             throw CommandFailure("standard input carries the commands", hint: "use narnia -c 'import - NAME' < FILE")
         }
