@@ -358,6 +358,22 @@ def test_export_refuses_the_vaults_own_store(vault, host):
     assert vault.ok("cat /s.txt").out == "secret\n"
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root searches any folder (integration/as-ordinary-user.sh runs this)")
+def test_a_folder_that_lists_but_cannot_be_searched_is_named(vault, host):
+    """As an ordinary user, importing a folder of mode 0600 named the vault's key file in the
+    error (the store check asks after it inside each folder): the folder is named (review S)."""
+    tree = host / "tree"
+    (tree / "noexec").mkdir(parents=True)
+    (tree / "ok.txt").write_text("fine\n")
+    (tree / "noexec").chmod(0o600)
+    try:
+        r = vault.c(f"import --keep {q(str(tree))}")
+    finally:
+        (tree / "noexec").chmod(0o700)
+    assert r.rc == 1 and f"{tree / 'noexec'}: permission denied" in r.err, r.describe()
+    assert vault.ok("cat /tree/ok.txt").out == "fine\n"
+
+
 def test_set_remove_originals(vault, host):
     f = host / "r.txt"
     f.write_bytes(b"remove me")
