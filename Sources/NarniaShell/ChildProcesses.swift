@@ -9,9 +9,10 @@ public enum ChildProcesses {
     /// (which kills them on a panic or a termination).
     private static let pids = Mutex(Set<pid_t>())
 
-    /// Records a started process, and reaps the orphans this process adopted that have ended
-    /// (those of its children it did not start) (a `!` command's background job, what a viewer started): they are not waited
-    /// for by anyone else, and would stay zombies until the session ends.
+    /// Records a started process, and reaps those of this process's children it did not start
+    /// that have ended: orphans it adopted (a `!` command's background job, what a viewer
+    /// started), which nobody else waits for and which would stay zombies until the session
+    /// ends.
     public static func register(_ pid: pid_t) {
         let known = pids.withLock { set -> Set<pid_t> in set.insert(pid); return set }
         for child in Processes.children() where !known.contains(child) {
