@@ -79,23 +79,8 @@ public enum FileSystem {
     /// messages with each invalid byte as `\xHH`.
     /// The directory's access time stays as it was (`O_NOATIME`, where it is this user's).
     public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [String]) {
-        let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
-        var fd = Glibc.open(path, flags | OpenOptions.noAccessTime.rawValue)
-        if fd < 0 && errno == EPERM { fd = Glibc.open(path, flags) }
-        guard fd >= 0, let dir = fdopendir(fd) else {
-            let error = SystemError.current("opendir", path)
-            if fd >= 0 { close(fd) }
-            throw error
-        }
-        defer { closedir(dir) }
-        return readEntries(dir)
-    }
-
-    /// Reads an open directory stream to its end (see `listDirectoryCountingUndecodable`).
-    static func readEntries(_ dir: OpaquePointer) -> (names: [String], undecodable: [String]) {
-        var names: [String] = []
-        let undecodable = readEntries(dir) { name, _ in names.append(name) }
-        return (names, undecodable)
+        let listing = try FileDescriptor.open(path, .readOnly, options: [.directory, .noAccessTime]).typedEntries()
+        return (listing.entries.map(\.name), listing.undecodable)
     }
 
     /// Reads an open directory stream to its end, giving `body` each name that is valid UTF-8

@@ -383,7 +383,6 @@ struct Launcher {
         defer { ChildProcesses.killAll() }
         switch commands {
         case .interactive:
-            Signals.enablePanicKey()
             Session.askYesNo = { question in
                 guard let answer = TerminalConsole().ask(question) else { return nil }
                 let word = answer.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).first
