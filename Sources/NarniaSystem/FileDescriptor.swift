@@ -241,14 +241,15 @@ public final class FileDescriptor: @unchecked Sendable {
     // MARK: Directories
 
     /// Creates `name` in this directory (`mkdirat`); an existing directory is not an error
-    /// when `existingOK`.
-    public func makeDirectory(_ name: String, permissions: mode_t = 0o700, existingOK: Bool = false) throws {
+    /// when `existingOK`. Returns whether it was made here.
+    @discardableResult
+    public func makeDirectory(_ name: String, permissions: mode_t = 0o700, existingOK: Bool = false) throws -> Bool {
         let shown = path + "/" + name
         if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("mkdir") {
             throw SystemError(code: code, operation: "mkdir", path: shown)
         }
-        if mkdirat(raw, name, permissions) == 0 { return }
-        if errno == EEXIST && existingOK { return }
+        if mkdirat(raw, name, permissions) == 0 { return true }
+        if errno == EEXIST && existingOK { return false }
         throw SystemError.current("mkdir", shown)
     }
 

@@ -15,6 +15,13 @@ final class HostFolder {
     /// of any number of folders, written in path order, holds as many descriptors as it is
     /// deep (every folder kept, a tree of a thousand ran out of them).
     private var chain: [(name: String, folder: FileDescriptor)] = []
+    /// The files and folders this export made, by identity, with the components they were made
+    /// at: on a file system that does not tell names apart by case (FAT, exFAT, NTFS), `photo.jpg`
+    /// finds the `Photo.jpg` written just before, which must not be taken for its own.
+    private var made: [HostFileIdentity: [String]] = [:]
+    /// The exact names (bytes) in the folders at these components, read when first needed: an
+    /// entry that was there before the export counts only if it bears the very name asked for.
+    private var listings: [[String]: Set<[UInt8]>] = [:]
 
     init(top: FileDescriptor, display: String) {
         self.top = top
@@ -37,10 +44,15 @@ final class HostFolder {
         for depth in kept..<components.count {
             let name = components[depth]
             let shown = path(Array(components[...depth]))
-            if create { try current.makeDirectory(name, permissions: 0o700, existingOK: true) }
+            let madeHere = create ? try current.makeDirectory(name, permissions: 0o700, existingOK: true) : false
             guard let st = try current.statusOfEntry(name) else { return nil }
             if st.isSymbolicLink { throw CommandFailure("\(shown): is a symbolic link; export does not write through links") }
             guard st.isDirectory else { throw CommandFailure("\(shown): exists and is not a folder") }
+            if madeHere {
+                remember(Array(components[...depth]), st)
+            } else {
+                try checkSameName(Array(components[...depth]), found: st, in: current)
+            }
             let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
             chain.append((name, next))
             current = next
@@ -50,10 +62,43 @@ final class HostFolder {
 
     /// True when a regular file of `size` bytes is at `components` (`--skip-existing`: a file
     /// exported before), not following links.
+    /// A file there under another spelling (`Photo.jpg` for `photo.jpg` on FAT) is not.
     func holdsFile(_ components: [String], size: UInt64) throws -> Bool {
         guard let dir = try folder(Array(components.dropLast()), create: false),
               let st = try dir.statusOfEntry(components.last!) else { return false }
+        guard (try? checkSameName(components, found: st, in: dir)) != nil else { return false }
         return st.isRegularFile && UInt64(st.st_size) == size
+    }
+
+    /// Checks that `found`, the entry that the last of `components` finds in `dir`, is the one
+    /// of that very name: not a file or folder this export made under another spelling, nor
+    /// one there before that the file system takes for the same name.
+    /// - Throws: `CommandFailure` naming the other.
+    private func checkSameName(_ components: [String], found: stat, in dir: FileDescriptor) throws {
+        let name = components.last!
+        let parent = Array(components.dropLast())
+        if let other = made[HostFileIdentity(found)] {
+            guard other != components else { return }
+            throw CommandFailure("\(path(components)): this file system takes it for \(path(other)), exported just before (it does not tell the two names apart)")
+        }
+        if listings[parent] == nil {
+            let listed = try dir.typedEntries()
+            listings[parent] = Set((listed.entries.map(\.name) + listed.undecodable).map { Array($0.utf8) })
+        }
+        guard !listings[parent]!.contains(Array(name.utf8)) else { return }
+        let other = listedName(of: HostFileIdentity(found), like: name, in: dir).map { path(parent + [$0]) } ?? "another name"
+        throw CommandFailure("\(path(components)): this file system takes it for \(other), already there (it does not tell the two names apart)")
+    }
+
+    /// The name under which `dir` lists the file or folder `identity` (or, where the file
+    /// system numbers a file anew at each lookup, as fusefat does, a name equal to `name` but
+    /// for case), for a message.
+    private func listedName(of identity: HostFileIdentity, like name: String, in dir: FileDescriptor) -> String? {
+        let entries = ((try? dir.typedEntries().entries) ?? []).map(\.name)
+        return entries.first { entry in
+            guard let st = try? dir.statusOfEntry(entry) else { return false }
+            return HostFileIdentity(st) == identity
+        } ?? entries.first { $0.lowercased() == name.lowercased() }
     }
 
     /// Checks that a file may be written at `components`: no link or non-folder on the way,
@@ -62,53 +107,123 @@ final class HostFolder {
         guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
         guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
+        try checkSameName(components, found: st, in: dir)
         if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
         if !force { throw CommandFailure("\(shown): already exists", hint: "nothing was exported; --force replaces what is there, --skip-existing leaves it and exports the rest") }
     }
 
-    /// Writes a file at `components` with what `fill` writes into the descriptor it is given.
-    /// The file appears whole or not at all: it is written unnamed (`O_TMPFILE`) and linked in,
-    /// so an export cut short (Ctrl-C, a crash, `kill -9`) leaves nothing. Where the file
-    /// system has no unnamed files (vfat, some FUSE and network file systems) it is written
-    /// under a hidden temporary name, removed on every exit path but `kill -9`. With `replace`,
-    /// an existing file (or link) of that name is replaced, by a file synced first; otherwise
-    /// its appearing meanwhile is an error.
-    func writeFile(_ components: [String], replace: Bool, modified: Int64, fill: (FileDescriptor) throws -> Void) throws {
+    /// Writes a file for `components` with what `fill` writes into the descriptor it is given,
+    /// not yet in place: unnamed (`O_TMPFILE`), or where the file system has no unnamed files
+    /// (vfat, some FUSE and network file systems) under a hidden temporary name, removed if
+    /// the file is never placed. `makeDurable` then `place` put it where it belongs, so that
+    /// an export cut short (Ctrl-C, a crash, `kill -9`, a power cut) leaves only whole files.
+    func write(_ components: [String], modified: Int64, fill: (FileDescriptor) throws -> Void) throws -> PendingFile {
         let dir = try folder(Array(components.dropLast()), create: true)!
-        let name = components.last!
+        let folders = [top] + chain.map(\.folder)
         let shown = path(components)
+        let pending: PendingFile
         do {
             let file = try dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: 0o600, displayPath: shown)
-            try fill(file)
-            file.setTimes(nanoseconds: modified)
-            let exists = try dir.statusOfEntry(name) != nil
-            if replace && exists {
-                // Whole on disk before it takes the old file's place: a crash leaves one or the other.
-                try file.sync()
-                let temporary = Self.temporaryName()
-                try file.link(as: temporary, in: dir, displayPath: shown)
-                do { try dir.rename(temporary, to: name) } catch { try? dir.unlink(temporary, missingOK: true); throw error }
-            } else {
-                try file.link(as: name, in: dir, displayPath: shown)
-            }
+            pending = PendingFile(file: file, folders: folders, components: components, temporary: nil)
         } catch let e as SystemError where e.operation == "open" && [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
             let temporary = Self.temporaryName()
             let file = try dir.open(temporary, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600, displayPath: shown)
-            do {
-                try fill(file)
-                file.setTimes(nanoseconds: modified)
-                let exists = try dir.statusOfEntry(name) != nil
-                if !replace && exists { throw SystemError(code: EEXIST, operation: "link", path: shown) }
-                if exists { try file.sync() }
-                try dir.rename(temporary, to: name)
-            } catch {
-                try? dir.unlink(temporary, missingOK: true)
-                throw error
+            pending = PendingFile(file: file, folders: folders, components: components, temporary: temporary)
+        }
+        try fill(pending.file)
+        pending.file.setTimes(nanoseconds: modified)
+        return pending
+    }
+
+    /// Makes the bytes of written files durable: one `syncfs` per file system where that
+    /// reaches the disk, else an `fsync` of each file.
+    func makeDurable(_ files: [PendingFile]) throws {
+        try Self.sync(files.map(\.file))
+    }
+
+    /// Puts a written file in its place. With `replace`, an existing file (or link) of that
+    /// very name is replaced; otherwise its appearing meanwhile is an error.
+    func place(_ pending: PendingFile, replace: Bool) throws {
+        let dir = pending.folders.last!
+        let name = pending.components.last!
+        let shown = path(pending.components)
+        let exists = try there(pending.components, in: dir)
+        if let temporary = pending.temporary {
+            if !replace && exists { throw SystemError(code: EEXIST, operation: "link", path: shown) }
+            try dir.rename(temporary, to: name)
+        } else if replace && exists {
+            let temporary = Self.temporaryName()
+            try pending.file.link(as: temporary, in: dir, displayPath: shown)
+            do { try dir.rename(temporary, to: name) } catch { try? dir.unlink(temporary, missingOK: true); throw error }
+        } else {
+            try pending.file.link(as: name, in: dir, displayPath: shown)
+        }
+        pending.placed = true
+        remember(pending.components, try pending.file.status())
+    }
+
+    /// Notes a file or folder this export made at `components`.
+    private func remember(_ components: [String], _ st: stat) {
+        made[HostFileIdentity(st)] = components
+        listings[Array(components.dropLast())]?.insert(Array(components.last!.utf8))
+    }
+
+    /// Makes the names of placed files durable: the folders holding them and those above,
+    /// which the export may have made.
+    func makeNamesDurable(_ files: [PendingFile]) throws {
+        var seen = Set<HostFileIdentity>()
+        var folders: [FileDescriptor] = []
+        for folder in files.flatMap(\.folders) where seen.insert(HostFileIdentity(try folder.status())).inserted {
+            folders.append(folder)
+        }
+        try Self.sync(folders)
+    }
+
+    /// `syncfs` once per file system where it reaches the disk; `fsync` of each file elsewhere.
+    private static func sync(_ files: [FileDescriptor]) throws {
+        var synced = Set<UInt64>()
+        for file in files {
+            if file.syncFileSystemReachesDisk {
+                if synced.insert(UInt64(try file.status().st_dev)).inserted { try file.syncFileSystem() }
+            } else {
+                try file.sync()
             }
         }
     }
 
+    /// Whether something is at `components` (in `dir`, its folder) that a file may replace:
+    /// only a file of that very name (`checkSameName`).
+    private func there(_ components: [String], in dir: FileDescriptor) throws -> Bool {
+        guard let st = try dir.statusOfEntry(components.last!) else { return false }
+        try checkSameName(components, found: st, in: dir)
+        return true
+    }
+
     private static func temporaryName() -> String {
         ".narnia-partial-" + Identifier.random().hex.prefix(12)
+    }
+}
+
+/// A file `HostFolder.write` wrote, not yet in place.
+final class PendingFile {
+    let file: FileDescriptor
+    /// The top folder and those down to the file's own, last: open while the file waits.
+    let folders: [FileDescriptor]
+    let components: [String]
+    /// Its hidden temporary name, where the file system has no unnamed files.
+    let temporary: String?
+    var placed = false
+
+    init(file: FileDescriptor, folders: [FileDescriptor], components: [String], temporary: String?) {
+        self.file = file
+        self.folders = folders
+        self.components = components
+        self.temporary = temporary
+    }
+
+    /// One never placed leaves nothing: an unnamed file goes with its descriptor, a named one
+    /// is removed.
+    deinit {
+        if !placed, let temporary { try? folders.last!.unlink(temporary, missingOK: true) }
     }
 }

@@ -4,7 +4,7 @@ import NarniaStore
 import NarniaSystem
 
 /// A host file or folder's identity: its device and inode.
-struct HostFileIdentity: Equatable {
+struct HostFileIdentity: Hashable {
     let device: UInt64
     let inode: UInt64
 

@@ -16,6 +16,10 @@ enum Transfer {
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
         return Int(max(8, min(256, limit.rlim_cur / 4)))
     }()
+    /// Files an export writes before it makes them durable and puts them in place, each
+    /// holding a descriptor meanwhile; or this much content.
+    static let exportBatchFiles = retainedFolders
+    static let exportBatchBytes: UInt64 = batchBytes
 
     // MARK: import
 
@@ -159,21 +163,63 @@ enum Transfer {
         }
         for (i, e) in blocked.enumerated() { s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint : nil) }
         if !blocked.isEmpty { throw Reported() }
-        for folder in folders { _ = try host.folder(folder, create: true) }
+        // A folder the host cannot make (FAT takes `dir` for the `Dir` just made) is reported
+        // once, and the files below it are not tried.
+        var refused: [[String]] = []
+        for folder in folders where !refused.contains(where: { folder.starts(with: $0) }) {
+            do {
+                _ = try host.folder(folder, create: true)
+            } catch let e as CommandFailure {
+                s.error("export", e.message)
+                refused.append(folder)
+            }
+        }
+        plan.removeAll { _, components in refused.contains { components.starts(with: $0) } }
         let progress = ProgressMeter(session: s, label: "export", totalBytes: plan.reduce(0) { $0 + $1.0.size })
         defer {
             progress?.finish()
             report.finish()
         }
-        var failed = false
+        var failed = !refused.isEmpty
+        // Files are reported once they are in place and on disk, a batch at a time: one
+        // `syncfs` covers many small files, and a power cut leaves only whole ones.
+        var pending: [(item: Item, file: PendingFile)] = []
+        var pendingBytes: UInt64 = 0
+        func placePending() {
+            defer { pending.removeAll(); pendingBytes = 0 }
+            var placed: [(item: Item, file: PendingFile)] = []
+            do {
+                try host.makeDurable(pending.map(\.file))
+                for (item, file) in pending {
+                    do {
+                        try host.place(file, replace: force)
+                        placed.append((item, file))
+                    } catch {
+                        s.error("export", "\(s.shown(item.id, on: s.err)): \(describe(error))")
+                        failed = true
+                    }
+                }
+                try host.makeNamesDurable(placed.map(\.file))
+            } catch {
+                let files = pending.count
+                s.error("export", "\(files) file\(files == 1 ? "" : "s") not exported: could not write \(files == 1 ? "it" : "them") to disk: \(describe(error))")
+                failed = true
+                return
+            }
+            for (item, file) in placed {
+                report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(file.components)))")
+            }
+        }
         for (item, components) in plan {
             if Session.interruptRequested != 0 { throw Cancelled() }
             progress?.begin(item: item.name)
             do {
-                try host.writeFile(components, replace: force, modified: item.modified) { fd in
+                let file = try host.write(components, modified: item.modified) { fd in
                     try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
                 }
-                report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components)))")
+                pending.append((item, file))
+                pendingBytes += item.size
+                if pending.count >= Self.exportBatchFiles || pendingBytes >= Self.exportBatchBytes { placePending() }
             } catch is Cancelled {
                 throw Cancelled()
             } catch let e as SystemError where e.isDiskFull {
@@ -186,6 +232,7 @@ enum Transfer {
                 failed = true
             }
         }
+        placePending()
         if failed { throw Reported() }
     }
 
