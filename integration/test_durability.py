@@ -208,3 +208,35 @@ def test_files_appear_whole_for_an_ordinary_user_before_linux_6_10(narnia, tmp_p
     r = run(["-c", f"export /Inbox/a.txt {q(str(out))}"])
     assert r.returncode == 0, r.stderr
     assert (out / "a.txt").read_bytes() == b"hello\n"
+
+
+def traced(n: Narnia, command: str, tmp_path) -> list[str]:
+    """Runs `command` under strace (children too); returns its `syncfs` and rename calls in order."""
+    log = tmp_path / "strace-sync.log"
+    argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=syncfs,rename,renameat,renameat2"] + n.argv(["-c", command])
+    r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)
+    assert r.returncode == 0, r.stderr
+    return [line for line in log.read_text().splitlines() if re.search(r"\b(syncfs|renameat2?|rename)\(", line)]
+
+
+def test_sync_makes_what_it_moved_durable_before_it_builds_on_it(vault, tmp_path):
+    """rclone syncs nothing it writes. A power cut after `sync` left the remote folder one sync
+    behind; and after the next command the received journal empty while this device's record
+    acknowledging it was on disk (a review, on ext4 and XFS). A `syncfs` now follows what is
+    sent to a folder, and comes before and after the received files take their place."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    vault.ok(f"sync {q(str(remote))}")
+    other = Narnia(vault.binary, tmp_path / "other-work")
+    other.vault = tmp_path / "other"
+    shutil.copytree(remote, other.vault)
+    os.chmod(other.vault, 0o700)
+    (tmp_path / "a.txt").write_bytes(b"a\n")
+    calls = traced(vault, f"import {q(str(tmp_path / 'a.txt'))}; sync {q(str(remote))}", tmp_path)
+    last_write = max(i for i, c in enumerate(calls) if "rename" in c and str(remote) in c)
+    assert any("syncfs(" in c and str(remote) in c for c in calls[last_write:]), calls
+    calls = traced(other, f"sync {q(str(remote))}", tmp_path)
+    placed = [i for i, c in enumerate(calls) if "rename" in c and f'"{other.vault}/' in c.split(", ")[-1]]
+    synced = [i for i, c in enumerate(calls) if "syncfs(" in c and str(other.vault) in c]
+    assert placed and synced and synced[0] < placed[0] and synced[-1] > placed[-1], calls
+    assert "a.txt" in other.ok("ls /").out

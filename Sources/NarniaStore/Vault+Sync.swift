@@ -165,6 +165,26 @@ extension Vault {
         return .taken
     }
 
+    /// Makes files a sync fetched into `folder` (the receiving folder, in the store) durable
+    /// before they are put in place, and again their new names after: this device's next
+    /// record acknowledges the records they hold, which a power cut must not leave it without
+    /// (a review found received journals empty after one, the acknowledgement durable). One
+    /// `syncfs` each time where that reaches the disk; else an `fsync` of each file, then of
+    /// the store's folders.
+    public func syncReceived(in folder: String, _ files: [SyncFile], placed: Bool) throws {
+        if lockHandle.syncFileSystemReachesDisk { return try lockHandle.syncFileSystem() }
+        if !placed {
+            for file in files {
+                guard let fd = try? FileDescriptor.open(folder + "/" + file.path, .readOnly, options: .noFollow) else { continue }
+                try fd.sync()
+            }
+            return
+        }
+        let shards = Set(files.compactMap { $0.kind == .keyFile ? nil : $0.path.split(separator: "/").first.map(String.init) })
+        for shard in shards.sorted() { try FileSystem.syncDirectory(layout.root + "/" + shard) }
+        try FileSystem.syncDirectory(layout.root)
+    }
+
     private func keepAsCopy(_ received: String, _ copy: String) throws -> Received {
         try FileSystem.rename(received, copy)
         return .keptAsCopy

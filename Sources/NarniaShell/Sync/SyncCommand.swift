@@ -32,6 +32,7 @@ enum SyncCommand {
             let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
             let suffix = conflictSuffix(vault)
+            try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             for file in fetching.fetch {
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: suffix) {
                 case .taken: report.received += 1
@@ -42,6 +43,7 @@ enum SyncCommand {
                 case .incomplete: break
                 }
             }
+            try vault.syncReceived(in: folder, fetching.fetch, placed: true)
             if outcome.status != 0 { return try finish(s, remote, report, rclone.failure("fetch from \(remote)", outcome)) }
         }
 
@@ -98,7 +100,23 @@ enum SyncCommand {
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
         }
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
+        let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
+            + report.forks.map { $0.path + conflictSuffix(vault) }
+        try syncLocalRemote(remote, sent)
         try finish(s, remote, report, nil)
+    }
+
+    /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
+    /// makes what was sent there durable before the sync says it is done: rclone does not
+    /// sync what it writes, and a power cut left a remote one sync behind (a review). One
+    /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder.
+    private static func syncLocalRemote(_ remote: String, _ sent: [String]) throws {
+        guard !sent.isEmpty, remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":"),
+              let top = try? FileDescriptor.open(remote, .readOnly, options: .directory) else { return }
+        if top.syncFileSystemReachesDisk { return try top.syncFileSystem() }
+        for path in sent { try FileDescriptor.open(remote + "/" + path, .readOnly, options: .noFollow).sync() }
+        for folder in Set(sent.map { FileSystem.parentDirectory(of: remote + "/" + $0) }).sorted() { try FileSystem.syncDirectory(folder) }
+        try FileSystem.syncDirectory(remote)
     }
 
     /// Merges what arrived (`Vault.reload`). Journals sealed under a master key this session
