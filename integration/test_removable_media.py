@@ -7,6 +7,7 @@ tests skip.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -81,3 +82,41 @@ checked before any file), and the export fails."""
     assert "skipped /pics/photo.jpg" not in r.out and "skipped /pics/dir/f" not in r.out, r.describe()
     assert "pics/dir: this file system takes it for" in r.err and "pics/Dir, already there" in r.err, r.describe()
     assert (stick / "pics" / "Photo.jpg").read_bytes() == b"upper photo\n"
+
+
+def test_move_keeps_an_original_rewritten_within_the_sticks_time_step(vault, stick, tmp_path):
+    """FAT keeps modification times to 2 s: a file rewritten in place with the same size just
+    after `import --move` read it kept its status, and the original was deleted, the vault
+    holding the older version (a review). A file modified that shortly before it is read has
+    its bytes compared with the vault's copy before it goes."""
+    original = stick / "notes.txt"
+    original.write_bytes(b"first version\n")
+    log = tmp_path / "strace.log"
+    # The commit's syncfs is held 3 s: time to rewrite the original between its read and removal.
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
+        + vault.argv(["-c", f"import --move {q(str(original))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 30
+    while "syncfs(" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
+        time.sleep(0.05)
+    before = os.stat(original)
+    with open(original, "r+b") as f:
+        f.write(b"other version\n")
+    os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(original)
+    assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert original.read_bytes() == b"other version\n"
+    assert "changed while it was imported; the original is kept" in err, err
+    assert vault.ok("cat /notes.txt").out == "first version\n"
+
+
+def test_move_removes_a_new_original_that_is_unchanged(vault, stick):
+    """The comparison a new file gets does not keep one that did not change."""
+    original = stick / "new.txt"
+    original.write_bytes(b"just saved\n")
+    r = vault.ok(f"import --move {q(str(original))}")
+    assert not original.exists(), r.describe()
+    assert vault.ok("cat /new.txt").out == "just saved\n"

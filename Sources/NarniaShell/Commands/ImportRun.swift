@@ -115,6 +115,7 @@ struct ImportRun: HostTreeVisitor {
     private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
                                      original place: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
         do {
+            let started = SystemClock.nowNanoseconds()
             let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
@@ -138,7 +139,7 @@ struct ImportRun: HostTreeVisitor {
             // Only `--move` compares the file after the read with the file before, and keeps
             // the original's folder open to remove it from.
             let original = Original(place: move ? place : nil, path: path, read: st, after: move ? try fd.status() : st,
-                                    bytesRead: age == nil ? item.size : nil)
+                                    bytesRead: age == nil ? item.size : nil, readStarted: started)
             pendingOriginals.append((item.id, path, original))
             if move, let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
@@ -195,7 +196,10 @@ struct ImportRun: HostTreeVisitor {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
             if move {
                 do {
-                    try original.removeIfUnchanged()
+                    try original.removeIfUnchanged { file in
+                        guard let item = session.vault.item(id) else { return false }
+                        return try Self.holds(file, sameBytesAs: item, in: session.vault)
+                    }
                 } catch let e as CommandFailure {
                     session.warning("import", e.message)
                 } catch {
@@ -206,6 +210,23 @@ struct ImportRun: HostTreeVisitor {
         session.out.flush()
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
+    }
+
+    /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.
+    static func holds(_ file: FileDescriptor, sameBytesAs item: Item, in vault: Vault) throws -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var same = true
+        try vault.readContent(of: item) { p, n in
+            var done = 0
+            while same && done < n {
+                let k = min(n - done, buffer.count)
+                let got = try buffer.withUnsafeMutableBytes { try file.readFully(into: $0.baseAddress!, count: k) }
+                same = got == k && buffer.withUnsafeBytes { memcmp($0.baseAddress!, p + done, k) == 0 }
+                done += k
+            }
+        }
+        var extra: UInt8 = 0
+        return try same && file.readFully(into: &extra, count: 1) == 0
     }
 
     /// With `--move`, removes the now-empty host folders whose vault folders were committed,
@@ -229,10 +250,23 @@ struct Original {
     let after: stat
     /// The bytes taken from it, when they are its own bytes (not an age file's payload).
     let bytesRead: UInt64?
+    /// When its reading began (nanoseconds since the epoch).
+    let readStarted: Int64
+
+    /// How close before its reading a file's modification time makes its status no proof:
+    /// a rewrite in place of the same size within the file system's time step leaves the same
+    /// status (FAT keeps times to 2 s, exFAT to 10 ms, a coarse kernel clock to a tick).
+    static let racyWindow: Int64 = 3_000_000_000
+
+    /// Modified so shortly before it was read that a later rewrite could leave its status
+    /// unchanged: its bytes are compared with the vault's copy before it goes, as git does
+    /// for an index entry as new as the index.
+    var isRacy: Bool { read.modifiedNanoseconds > readStarted - Self.racyWindow }
 
     /// Removes the original if it is unchanged and no program has it open for writing; throws
-    /// `CommandFailure` (a warning) if not.
-    func removeIfUnchanged() throws {
+    /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its
+    /// start, still holds the bytes the vault took, for a file too new for its status to tell.
+    func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws {
         // A link named on the command line is the link removed (its target is kept): what it
         // points to is what is compared.
         let options: OpenOptions = [.nonBlocking, .noControllingTerminal]
@@ -244,6 +278,14 @@ struct Original {
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
         let removed = try file.whileNoOneWrites {
+            if isRacy {
+                guard bytesRead != nil else {
+                    throw CommandFailure("\(path): modified moments before it was imported, too recently to be sure it is unchanged; the original is kept (the vault holds the version read)")
+                }
+                guard try sameBytes(file) else {
+                    throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+                }
+            }
             if let place { try place.folder.unlink(place.name) } else { try FileSystem.unlink(path) }
         }
         guard removed else {
