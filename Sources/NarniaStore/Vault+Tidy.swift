@@ -1,3 +1,4 @@
+import Glibc
 import NarniaSystem
 
 /// Housekeeping at open: deleting only what is provably unneeded, and keeping what might be
@@ -48,12 +49,16 @@ extension Vault {
         } else if isKnownDevice {
             // An object a record named once (its mode says so) has lost its records: this
             // device's journal cut at a record boundary, or restored older. It is kept.
-            let named = splitByCommitMark(unnamed).named
-            if !named.isEmpty {
-                let text = "\(named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, restored older, or replaced by an older copy): changes this device committed are missing here; the objects are kept"
+            let split = splitByCommitMark(unnamed)
+            if !split.named.isEmpty {
+                let text = "\(split.named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, restored older, or replaced by an older copy): changes this device committed are missing here; the objects are kept"
                 warnings.append(text)
                 lostOwnRecordsFound = text
-                ops.append(.keep(named))
+                ops.append(.keep(split.named))
+            }
+            if !split.unsure.isEmpty {
+                warnings.append("\(split.unsure.count) objects this device wrote are named by no record: left by a write cut short, or named by records this copy no longer holds; this file system keeps no file modes, which would tell which, so they are kept")
+                ops.append(.keep(split.unsure))
             }
         }
         let known = knowledgeOfNextRecord
@@ -82,9 +87,13 @@ extension Vault {
 
     /// This device's unnamed objects split by their mode: those still `uncommittedMode`,
     /// which no record ever named (a batch that never committed), and the rest, which a
-    /// record named once (marked `committedMode`) or whose mode says nothing sure (a file
-    /// system without modes): those are kept.
-    private func splitByCommitMark(_ ids: [Identifier]) -> (neverNamed: [Identifier], named: [Identifier]) {
+    /// record named once (marked `committedMode`) or whose mode says nothing sure (a copy
+    /// made by a tool that set its own): those are kept. On a file system that keeps no
+    /// modes (FAT, exFAT and NTFS show every file alike, whatever `chmod` did) all are
+    /// `unsure`: kept too, since none can be proved never named.
+    private func splitByCommitMark(_ ids: [Identifier]) -> (neverNamed: [Identifier], named: [Identifier], unsure: [Identifier]) {
+        guard !ids.isEmpty else { return ([], [], []) }
+        guard fileSystemKeepsCommitMark() else { return ([], [], ids) }
         var neverNamed: [Identifier] = [], named: [Identifier] = []
         for id in ids {
             let paths = inventory.files[id]?.all ?? []
@@ -94,7 +103,24 @@ extension Vault {
             }
             if unmarked { neverNamed.append(id) } else { named.append(id) }
         }
-        return (neverNamed, named)
+        return (neverNamed, named, [])
+    }
+
+    /// Whether the store's file system keeps the mode that marks committed objects: a file
+    /// made `uncommittedMode` reads back so, and again once made `committedMode`. Asked of a
+    /// file made for the purpose and removed (unnamed where the file system allows).
+    func fileSystemKeepsCommitMark() -> Bool {
+        guard let dir = try? FileDescriptor.open(layout.root, .readOnly, options: .directory) else { return false }
+        var probe: FileDescriptor? = try? dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: Self.uncommittedMode)
+        var name: String?
+        if probe == nil {
+            name = ".narnia-mode-probe-" + Identifier.random().hex.prefix(12)
+            probe = try? dir.open(name!, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: Self.uncommittedMode)
+        }
+        defer { if let name { try? dir.unlink(name, missingOK: true) } }
+        guard let probe, let made = try? probe.status(), made.st_mode & 0o7777 == Self.uncommittedMode,
+              fchmod(probe.raw, Self.committedMode) == 0, let marked = try? probe.status() else { return false }
+        return marked.st_mode & 0o7777 == Self.committedMode
     }
 
     /// Removes the receiving folders of this device's interrupted syncs.

@@ -169,7 +169,12 @@ public final class Vault {
         guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             // Quoted for sh, a `'` in the path as `'\''`: the hint can be pasted as it is.
             let quoted = "'" + directory.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
-            throw VaultError.unsafeDirectory(directory, "other users may write to the folder; make it private with: chmod 700 \(quoted)")
+            // FAT, exFAT and NTFS drivers show the modes their mount options give: chmod does
+            // nothing (here, or `init`'s own chmod just now did nothing).
+            let remedy = fd.fileSystemKeepsModes && !makingPrivate
+                ? "make it private with: chmod 700 \(quoted)"
+                : "this file system keeps no modes (FAT, exFAT, NTFS): mount it private, with the option umask=077"
+            throw VaultError.unsafeDirectory(directory, "other users may write to the folder; \(remedy)")
         }
         return fd
     }

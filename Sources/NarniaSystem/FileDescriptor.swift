@@ -159,6 +159,13 @@ public final class FileDescriptor: @unchecked Sendable {
         return type >= 0 && Self.fileSystemsSyncedWhole.contains(UInt32(truncatingIfNeeded: type))
     }
 
+    /// False on the file systems whose drivers show every file with the mode their mount
+    /// options give, whatever `chmod` did: FAT, exFAT and the kernel's NTFS (by `fstatfs`
+    /// type; FUSE ones, ntfs-3g and exfat-fuse among them, cannot be told from the others).
+    public var fileSystemKeepsModes: Bool {
+        ![0x4D44, 0x2011_BAB0, 0x7366_746E].contains(narnia_file_system_type(raw))
+    }
+
     /// The `statfs` magic numbers of the file systems whose `syncfs` writes every dirty inode
     /// and flushes the device: ext2/3/4, XFS, Btrfs, F2FS, ZFS, bcachefs, JFS, ReiserFS, NILFS,
     /// FAT, exFAT, NTFS3, HFS+, overlayfs (it syncs its upper layer), and tmpfs and ramfs (no
