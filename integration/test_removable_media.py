@@ -201,3 +201,45 @@ def test_a_store_a_disk_shows_to_everyone_is_refused_with_a_hint_that_works(ntfs
     r = n("init")
     assert r.rc == 1, r.describe()
     assert "keeps no modes" in r.err and "umask=077" in r.err and "chmod" not in r.err, r.describe()
+
+
+def test_a_store_stays_one_device_when_its_disk_comes_back_as_another(narnia, tmp_path):
+    """The device was told by the store folder's device and inode numbers: a stick plugged in
+    again as another disk (another device number), a FAT or exFAT stick (which numbers its files
+    anew at each mount) or Btrfs (anonymous device numbers) made the store a new device, and the
+    old one, never heard from again, held back every deletion: removed files' objects and, after
+    `passwd`, the old passphrase's key file stayed on the stick (a review). The folder's birth
+    time tells it now. Here an ext4 image is mounted again through another loop device."""
+    if shutil.which("losetup") is None or os.geteuid() != 0:
+        pytest.skip("needs root and losetup")
+    image, mount = tmp_path / "disk.img", tmp_path / "disk"
+    with open(image, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    mount.mkdir()
+    first = subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True, text=True)
+    if first.returncode != 0:
+        pytest.skip(f"cannot mount a loop device here: {first.stderr.strip()}")
+    holder = None
+    try:
+        os.chmod(mount, 0o700)
+        before = os.stat(mount).st_dev
+        narnia.vault = mount / "store"
+        narnia.init()
+        (tmp_path / "a.txt").write_bytes(b"a\n")
+        narnia.ok(f"import {q(str(tmp_path / 'a.txt'))}")
+        subprocess.run(["umount", str(mount)], check=True)
+        # Another disk takes the loop device the image had: it comes back under another number.
+        with open(tmp_path / "other.img", "wb") as f:
+            f.truncate(8 << 20)
+        holder = subprocess.run(["losetup", "-f", "--show", str(tmp_path / "other.img")],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+        assert os.stat(mount).st_dev != before
+        narnia.ok("rm /a.txt")
+        rows = narnia.ok("devices").out_lines
+        assert len([r for r in rows if r.strip()]) == 1, rows
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+        if holder:
+            subprocess.run(["losetup", "-d", holder], capture_output=True)
