@@ -243,3 +243,15 @@ def test_a_store_stays_one_device_when_its_disk_comes_back_as_another(narnia, tm
         subprocess.run(["umount", str(mount)], capture_output=True)
         if holder:
             subprocess.run(["losetup", "-d", holder], capture_output=True)
+
+
+def test_a_name_the_stick_cannot_hold_is_named_once_and_leaves_nothing(vault, stick, tmp_path):
+    """FAT holds no `?` in a name: the file is named in the error (with one slash after a
+    destination given with a trailing one: it read `stick//what?`, a review), the export fails,
+    and no partial file is left."""
+    (tmp_path / "what?").write_bytes(b"question\n")
+    vault.ok(f"import {q(str(tmp_path / 'what?'))}")
+    r = vault.c(f"export '/what?' {q(str(stick))}/")
+    assert r.rc == 1, r.describe()
+    assert f"{stick}/what?" in r.err and "//what?" not in r.err, r.describe()
+    assert list(stick.iterdir()) == []

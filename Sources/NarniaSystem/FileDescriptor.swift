@@ -34,10 +34,16 @@ public final class FileDescriptor: @unchecked Sendable {
     /// `displayPath` names the file in errors.
     public func open(_ name: String, _ access: AccessMode, options: OpenOptions = [], permissions: mode_t = 0o600,
                      displayPath: String? = nil) throws -> FileDescriptor {
-        let shown = displayPath ?? (path.hasSuffix("/") ? path + name : path + "/" + name)
+        let shown = displayPath ?? pathOfEntry(name)
         let flags = access.flags | options.rawValue | O_CLOEXEC
         let fd = try retryingInterrupts("open", shown) { Glibc.openat(raw, name, flags, permissions) }
         return FileDescriptor(raw: fd, path: shown)
+    }
+
+    /// The path of `name` in this directory, for messages (one slash, whether or not the
+    /// directory was opened by a path that ends in one).
+    public func pathOfEntry(_ name: String) -> String {
+        path.hasSuffix("/") ? path + name : path + "/" + name
     }
 
     /// Wraps an inherited descriptor (stdin, `--passphrase-fd`) without taking ownership.
@@ -268,7 +274,7 @@ public final class FileDescriptor: @unchecked Sendable {
     /// when `existingOK`. Returns whether it was made here.
     @discardableResult
     public func makeDirectory(_ name: String, permissions: mode_t = 0o700, existingOK: Bool = false) throws -> Bool {
-        let shown = path + "/" + name
+        let shown = pathOfEntry(name)
         if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("mkdir") {
             throw SystemError(code: code, operation: "mkdir", path: shown)
         }
@@ -282,13 +288,13 @@ public final class FileDescriptor: @unchecked Sendable {
     public func unlink(_ name: String, missingOK: Bool = false) throws {
         if unlinkat(raw, name, 0) == 0 { return }
         if errno == ENOENT && missingOK { return }
-        throw SystemError.current("unlink", path + "/" + name)
+        throw SystemError.current("unlink", pathOfEntry(name))
     }
 
     /// Renames `name` to `newName` within this directory (`renameat`), replacing what
     /// `newName` named (a link is replaced, not followed).
     public func rename(_ name: String, to newName: String) throws {
-        _ = try retryingInterrupts("rename", path + "/" + newName) { renameat(raw, name, raw, newName) }
+        _ = try retryingInterrupts("rename", pathOfEntry(newName)) { renameat(raw, name, raw, newName) }
     }
 
     /// The names in this directory (without `.` and `..`), each with its `d_type` (`DT_REG`,
@@ -322,6 +328,6 @@ public final class FileDescriptor: @unchecked Sendable {
         var st = stat()
         if fstatat(raw, name, &st, AT_SYMLINK_NOFOLLOW) == 0 { return st }
         if errno == ENOENT { return nil }
-        throw SystemError.current("stat", path + "/" + name)
+        throw SystemError.current("stat", pathOfEntry(name))
     }
 }
