@@ -352,3 +352,42 @@ def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
     rc, rss = (int(x) for x in result.read_text().split())
     result.unlink()
     return rc, rss, b"".join(err)
+
+
+def traced_calls(n: "Narnia", command: str, log: Path, calls: list[str]) -> list[str]:
+    """Runs `narnia -c COMMAND` (which must succeed) under strace, children too, with the paths
+    of descriptors shown; returns the lines of the system calls `calls`, in order."""
+    argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=" + ",".join(calls)] + n.argv(["-c", command])
+    r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)
+    assert r.returncode == 0, r.stderr
+    pattern = re.compile(r"\b(" + "|".join(calls) + r")\(")
+    return [line for line in log.read_text().splitlines() if pattern.search(line)]
+
+
+def mounted_fuse(argv: list[str], mount: Path):
+    """Mounts with the FUSE command `argv` (its last word the mount point `mount`), skipping the
+    test where FUSE cannot mount; yields the mount point and unmounts it after (a generator for
+    a fixture's `yield from`)."""
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount FUSE here: {r.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        unmount_fuse(mount)
+
+
+def unmount_fuse(mount: Path) -> None:
+    """Unmounts a FUSE mount, retrying while it is busy (a process of the test ending)."""
+    import time
+    for _ in range(20):
+        if subprocess.run(["fusermount", "-u", str(mount)], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.2)
+
+
+def blank_image(path: Path, mebibytes: int = 64) -> Path:
+    """A sparse file of that size, for a file system image."""
+    with open(path, "wb") as f:
+        f.truncate(mebibytes << 20)
+    return path

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from harness import Narnia, q
+from harness import Narnia, mounted_fuse, q, traced_calls
 from terminal import Terminal
 
 
@@ -33,16 +33,7 @@ def fuse_mount(tmp_path):
     backing, mount = tmp_path / "backing", tmp_path / "mnt"
     backing.mkdir()
     mount.mkdir()
-    r = subprocess.run(["bindfs", str(backing), str(mount)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount FUSE here: {r.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        for _ in range(20):
-            if subprocess.run(["fusermount", "-u", str(mount)], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.2)
+    yield from mounted_fuse(["bindfs", str(backing), str(mount)], mount)
 
 
 @pytest.fixture
@@ -130,11 +121,7 @@ def test_a_panic_during_an_export_to_fuse_leaves_no_partial_file(vault, fuse_mou
 
 def traced_export(n: Narnia, command: str, tmp_path) -> list[str]:
     """Runs `command` under strace; returns its `fsync`, `syncfs`, `linkat` and `rename` calls in order."""
-    log = tmp_path / "strace.log"
-    argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=fsync,syncfs,linkat,renameat,renameat2"] + n.argv(["-c", command])
-    r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)
-    assert r.returncode == 0, r.stderr
-    return [line for line in log.read_text().splitlines() if re.search(r"\b(fsync|syncfs|linkat|renameat2?)\(", line)]
+    return traced_calls(n, command, tmp_path / "strace.log", ["fsync", "syncfs", "linkat", "renameat", "renameat2"])
 
 
 def test_exported_files_are_on_disk_before_they_are_named_and_reported(vault, tmp_path):
@@ -210,15 +197,6 @@ def test_files_appear_whole_for_an_ordinary_user_before_linux_6_10(narnia, tmp_p
     assert (out / "a.txt").read_bytes() == b"hello\n"
 
 
-def traced(n: Narnia, command: str, tmp_path) -> list[str]:
-    """Runs `command` under strace (children too); returns its `syncfs` and rename calls in order."""
-    log = tmp_path / "strace-sync.log"
-    argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=syncfs,rename,renameat,renameat2"] + n.argv(["-c", command])
-    r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)
-    assert r.returncode == 0, r.stderr
-    return [line for line in log.read_text().splitlines() if re.search(r"\b(syncfs|renameat2?|rename)\(", line)]
-
-
 def test_sync_makes_what_it_moved_durable_before_it_builds_on_it(vault, tmp_path):
     """rclone syncs nothing it writes. A power cut after `sync` left the remote folder one sync
     behind; and after the next command the received journal empty while this device's record
@@ -232,10 +210,11 @@ def test_sync_makes_what_it_moved_durable_before_it_builds_on_it(vault, tmp_path
     shutil.copytree(remote, other.vault)
     os.chmod(other.vault, 0o700)
     (tmp_path / "a.txt").write_bytes(b"a\n")
-    calls = traced(vault, f"import {q(str(tmp_path / 'a.txt'))}; sync {q(str(remote))}", tmp_path)
+    sync_calls = ["syncfs", "rename", "renameat", "renameat2"]
+    calls = traced_calls(vault, f"import {q(str(tmp_path / 'a.txt'))}; sync {q(str(remote))}", tmp_path / "a.log", sync_calls)
     last_write = max(i for i, c in enumerate(calls) if "rename" in c and str(remote) in c)
     assert any("syncfs(" in c and str(remote) in c for c in calls[last_write:]), calls
-    calls = traced(other, f"sync {q(str(remote))}", tmp_path)
+    calls = traced_calls(other, f"sync {q(str(remote))}", tmp_path / "b.log", sync_calls)
     placed = [i for i, c in enumerate(calls) if "rename" in c and f'"{other.vault}/' in c.split(", ")[-1]]
     synced = [i for i, c in enumerate(calls) if "syncfs(" in c and str(other.vault) in c]
     assert placed and synced and synced[0] < placed[0] and synced[-1] > placed[-1], calls

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness import q
+from harness import blank_image, mounted_fuse, q, unmount_fuse
 
 
 @pytest.fixture
@@ -23,20 +23,10 @@ def stick(tmp_path):
     if shutil.which("fusefat") is None or shutil.which("mkfs.vfat") is None:
         pytest.skip("fusefat or dosfstools is not installed")
     image, mount = tmp_path / "stick.img", tmp_path / "stick"
-    with open(image, "wb") as f:
-        f.truncate(64 << 20)
+    blank_image(image)
     subprocess.run(["mkfs.vfat", str(image)], check=True, capture_output=True)
     mount.mkdir()
-    r = subprocess.run(["fusefat", "-o", "rw+", str(image), str(mount)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount FUSE here: {r.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        for _ in range(20):
-            if subprocess.run(["fusermount", "-u", str(mount)], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.2)
+    yield from mounted_fuse(["fusefat", "-o", "rw+", str(image), str(mount)], mount)
 
 
 @pytest.fixture
@@ -130,8 +120,7 @@ def ntfs_store(vault, tmp_path):
     if shutil.which("ntfs-3g") is None or shutil.which("mkfs.ntfs") is None:
         pytest.skip("ntfs-3g is not installed")
     image, mount = tmp_path / "disk.img", tmp_path / "disk"
-    with open(image, "wb") as f:
-        f.truncate(64 << 20)
+    blank_image(image)
     subprocess.run(["mkfs.ntfs", "-F", "-Q", str(image)], check=True, capture_output=True)
     mount.mkdir()
 
@@ -150,10 +139,7 @@ def ntfs_store(vault, tmp_path):
     try:
         yield mounted
     finally:
-        for _ in range(20):
-            if subprocess.run(["fusermount", "-u", str(mount)], capture_output=True).returncode in (0, 1):
-                break
-            time.sleep(0.2)
+        unmount_fuse(mount)
 
 
 def test_on_a_stick_without_modes_an_older_journal_is_said_and_its_objects_kept(ntfs_store, tmp_path):
@@ -213,8 +199,7 @@ def test_a_store_stays_one_device_when_its_disk_comes_back_as_another(narnia, tm
     if shutil.which("losetup") is None or os.geteuid() != 0:
         pytest.skip("needs root and losetup")
     image, mount = tmp_path / "disk.img", tmp_path / "disk"
-    with open(image, "wb") as f:
-        f.truncate(64 << 20)
+    blank_image(image)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
     mount.mkdir()
     first = subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True, text=True)
@@ -230,9 +215,7 @@ def test_a_store_stays_one_device_when_its_disk_comes_back_as_another(narnia, tm
         narnia.ok(f"import {q(str(tmp_path / 'a.txt'))}")
         subprocess.run(["umount", str(mount)], check=True)
         # Another disk takes the loop device the image had: it comes back under another number.
-        with open(tmp_path / "other.img", "wb") as f:
-            f.truncate(8 << 20)
-        holder = subprocess.run(["losetup", "-f", "--show", str(tmp_path / "other.img")],
+        holder = subprocess.run(["losetup", "-f", "--show", str(blank_image(tmp_path / "other.img", 8))],
                                 check=True, capture_output=True, text=True).stdout.strip()
         subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
         assert os.stat(mount).st_dev != before
