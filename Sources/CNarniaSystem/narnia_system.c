@@ -25,24 +25,6 @@ int64_t narnia_file_system_type(int fd) {
     return (int64_t)sfs.f_type;
 }
 
-int narnia_file_system_id(int fd, uint64_t *id) {
-    struct statfs sfs;
-    if (fstatfs(fd, &sfs) != 0) return -1;
-    uint32_t words[2];
-    memcpy(words, &sfs.f_fsid, sizeof words);
-    *id = ((uint64_t)words[1] << 32) | words[0];
-    return 0;
-}
-
-int narnia_birth_time(int fd, int64_t *seconds, uint32_t *nanoseconds) {
-    struct statx stx;
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) != 0) return -1;
-    if (!(stx.stx_mask & STATX_BTIME)) { errno = ENODATA; return -1; }
-    *seconds = stx.stx_btime.tv_sec;
-    *nanoseconds = stx.stx_btime.tv_nsec;
-    return 0;
-}
-
 int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
 
 int narnia_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }

@@ -151,8 +151,7 @@ final class NameTags {
     }
 
     private enum Domain: UInt8 {
-        case journal = 0x6a, object = 0x6f, syncTemporary = 0x74, device = 0x64, deviceByBirth = 0x62,
-             inboxPublicKey = 0x70, inboxItem = 0x69
+        case journal = 0x6a, object = 0x6f, syncTemporary = 0x74, device = 0x64, inboxPublicKey = 0x70, inboxItem = 0x69
     }
 
     private func tag(_ domain: Domain, device: Identifier?, random: ArraySlice<UInt8>) -> [UInt8] {
@@ -249,23 +248,9 @@ final class NameTags {
     }
 
     /// The identifier of the device that is this store directory on this machine: keyed
-    /// BLAKE2b of the machine id and the directory's birth time (and, on a file system with
-    /// snapshots, its subvolume's identity), facts that a sync engine or a copy does not
-    /// carry and a remount does not change (docs/FORMAT.md, "Devices").
-    static func deviceIdentifier(key: Secret, machineID: [UInt8], birth: (seconds: Int64, nanoseconds: UInt32),
-                                 volume: UInt64?) -> Identifier {
-        var input: [UInt8] = [Domain.deviceByBirth.rawValue]
-        input += machineID
-        withUnsafeBytes(of: birth.seconds.littleEndian) { input += $0 }
-        withUnsafeBytes(of: birth.nanoseconds.littleEndian) { input += $0 }
-        if let volume { withUnsafeBytes(of: volume.littleEndian) { input += $0 } }
-        return Identifier(key.keyedHash(input, length: 16))
-    }
-
-    /// The identifier stores made before birth times were used have (and stores on a file
-    /// system without birth times): of the machine id and the directory's device and inode
-    /// numbers, which a remount may change (a stick that comes up as another disk; FAT, exFAT
-    /// and Btrfs number anew).
+    /// BLAKE2b of the machine id and the directory's device and inode numbers, facts that a
+    /// sync engine does not copy. A copy at another path, or a moved or restored one, is
+    /// another device.
     static func deviceIdentifier(key: Secret, machineID: [UInt8], fileSystemDevice: UInt64, inode: UInt64) -> Identifier {
         var input: [UInt8] = [Domain.device.rawValue]
         input += machineID

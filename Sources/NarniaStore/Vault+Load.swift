@@ -31,7 +31,8 @@ extension Vault {
         // twice per key (see `KeyTable`).
         let hold = keys.holdOpen()
         defer { withExtendedLifetime(hold) {} }
-        let journalFiles = journalsInInventory().map { (id: $0, entry: inventory.files[$0]!) }
+        let journalFiles = tags.journals(among: inventory.files.compactMap { $0.value.legacy ? nil : $0.key })
+            .map { (id: $0, entry: inventory.files[$0]!) }
         // About one item per 120 bytes of journal: size the tables once.
         let bytes = journalFiles.compactMap(\.entry.main).reduce(0) { total, path in
             let st = (try? FileSystem.lstatIfExists(layout.root + "/" + path)) ?? nil
@@ -70,38 +71,6 @@ extension Vault {
         chooseAppendTarget()
         rebuildView()
         bytesAtLastCompaction = ownJournalBytes
-    }
-
-    /// The journals among the store's files, found once (a keyed hash a file) for both
-    /// `journalOwners` and `load`.
-    func journalsInInventory() -> [Identifier] {
-        if let found = journalsFound { return found }
-        let found = tags.journals(among: inventory.files.compactMap { $0.value.legacy ? nil : $0.key })
-        journalsFound = found
-        return found
-    }
-
-    /// The devices whose journals are in the store, each read from its journal's first
-    /// record alone; journals that do not open are left to `load` to report.
-    func journalOwners() -> Set<Identifier> {
-        struct Found: Error { let device: Identifier }
-        var owners = Set<Identifier>()
-        for id in journalsInInventory() {
-            guard let path = inventory.files[id]?.all.first, let fd = try? JournalReader.openStoreFile(layout.root + "/" + path) else { continue }
-            do {
-                _ = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: id.hex) { _, payload in
-                    try RecordCoding.decode(payload, begin: { _ in }) { op, _ in
-                        if case .journal(let device, _, _) = op { throw Found(device: device) }
-                        throw Found(device: .root)
-                    }
-                }
-            } catch let found as Found {
-                owners.insert(found.device)
-            } catch {
-                continue
-            }
-        }
-        return owners
     }
 
     /// Reads one file of journal `id`, applying its records to the merged state.

@@ -56,7 +56,7 @@ extension Vault {
                 lostOwnRecordsFound = text
                 ops.append(.keep(split.named))
             }
-            if !split.unsure.isEmpty {
+            if !split.unsure.isEmpty && split.modesSayNothing {
                 warnings.append("\(split.unsure.count) objects this device wrote are named by no record: left by a write cut short, or named by records this copy no longer holds; this file system keeps no file modes, which would tell which, so they are kept")
                 ops.append(.keep(split.unsure))
             }
@@ -91,9 +91,17 @@ extension Vault {
     /// made by a tool that set its own): those are kept. On a file system that keeps no
     /// modes (FAT, exFAT and NTFS show every file alike, whatever `chmod` did) all are
     /// `unsure`: kept too, since none can be proved never named.
-    private func splitByCommitMark(_ ids: [Identifier]) -> (neverNamed: [Identifier], named: [Identifier], unsure: [Identifier]) {
-        guard !ids.isEmpty else { return ([], [], []) }
-        guard fileSystemKeepsCommitMark() else { return ([], [], ids) }
+    /// Where the store cannot be written (read-only, immutable), nothing can be asked and
+    /// nothing deleted or recorded: all are `unsure` and `modesSayNothing` is false, and they
+    /// are left as they are, to be judged at an open that can write.
+    private func splitByCommitMark(_ ids: [Identifier])
+        -> (neverNamed: [Identifier], named: [Identifier], unsure: [Identifier], modesSayNothing: Bool) {
+        guard !ids.isEmpty else { return ([], [], [], false) }
+        switch fileSystemKeepsCommitMark() {
+        case nil: return ([], [], ids, false)
+        case false?: return ([], [], ids, true)
+        case true?: break
+        }
         var neverNamed: [Identifier] = [], named: [Identifier] = []
         for id in ids {
             let paths = inventory.files[id]?.all ?? []
@@ -103,14 +111,15 @@ extension Vault {
             }
             if unmarked { neverNamed.append(id) } else { named.append(id) }
         }
-        return (neverNamed, named, [])
+        return (neverNamed, named, [], false)
     }
 
     /// Whether the store's file system keeps the mode that marks committed objects: a file
     /// made `uncommittedMode` reads back so, and again once made `committedMode`. Asked of a
-    /// file made for the purpose and removed (unnamed where the file system allows).
-    func fileSystemKeepsCommitMark() -> Bool {
-        guard let dir = try? FileDescriptor.open(layout.root, .readOnly, options: .directory) else { return false }
+    /// file made for the purpose and removed (unnamed where the file system allows); nil when
+    /// none can be made (a read-only or immutable store).
+    func fileSystemKeepsCommitMark() -> Bool? {
+        guard let dir = try? FileDescriptor.open(layout.root, .readOnly, options: .directory) else { return nil }
         var probe: FileDescriptor? = try? dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: Self.uncommittedMode)
         var name: String?
         if probe == nil {
@@ -118,7 +127,8 @@ extension Vault {
             probe = try? dir.open(name!, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: Self.uncommittedMode)
         }
         defer { if let name { try? dir.unlink(name, missingOK: true) } }
-        guard let probe, let made = try? probe.status(), made.st_mode & 0o7777 == Self.uncommittedMode,
+        guard let probe else { return nil }
+        guard let made = try? probe.status(), made.st_mode & 0o7777 == Self.uncommittedMode,
               fchmod(probe.raw, Self.committedMode) == 0, let marked = try? probe.status() else { return false }
         return marked.st_mode & 0o7777 == Self.committedMode
     }

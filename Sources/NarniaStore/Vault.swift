@@ -29,8 +29,6 @@ public final class Vault {
     /// The keys this device seals its records with.
     var journalKeys: JournalKeys { journalKeyChain[0] }
     let tags: NameTags
-    /// The journals among the inventory's files, once `journalsInInventory` has looked.
-    var journalsFound: [Identifier]?
     /// The item keys of `state` (a reload replaces both).
     var keys: KeyTable
     let pipeline = ChunkPipeline()
@@ -38,9 +36,7 @@ public final class Vault {
     var clock: HybridClock
     var state: MergeState
     var view = TreeView()
-    var inventory = StoreInventory() {
-        didSet { journalsFound = nil }
-    }
+    var inventory = StoreInventory()
     /// Every journal read, by identifier.
     var journals: [Identifier: JournalFile] = [:]
     /// What this device has read, device by device (its own records included).
@@ -103,12 +99,6 @@ public final class Vault {
     /// - Throws: `VaultError.alreadyExists`, `.notEmpty`, `.unsafeDirectory`, `SystemError`,
     ///   `CryptoError`.
     public static func create(at directory: String, passphrase: Secret, parameters: KDFParameters) throws -> Vault {
-        try create(at: directory, passphrase: passphrase, parameters: parameters, numbered: false)
-    }
-
-    /// As above; with `numbered`, the device takes the earlier identifier, of the directory's
-    /// device and inode numbers, as a store made before birth times were used has (for tests).
-    static func create(at directory: String, passphrase: Secret, parameters: KDFParameters, numbered: Bool) throws -> Vault {
         Sodium.ensureInitialized()
         if try checkCanCreate(at: directory) {
             try FileSystem.makeDirectories(directory, mode: 0o700)
@@ -121,8 +111,7 @@ public final class Vault {
         // the result, and both runs said they had made the vault).
         try checkCanCreate(at: directory)
         let masters = MasterKeys([try Secret.random(count: 32)])
-        let candidates = try deviceIdentifiers(of: lock, namesKey: masters.namesKey)
-        let device = numbered ? candidates.last! : candidates[0]
+        let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         let keyFileID = Identifier.random()
         let vault = try Vault(directory: directory, lock: lock, keyFileID: keyFileID, parameters: parameters,
                               masters: masters, device: device)
@@ -190,12 +179,9 @@ public final class Vault {
         return fd
     }
 
-    /// The identifiers this device may have, under a key from the vault's first master key
-    /// (docs/FORMAT.md, "Devices"): of this machine (its `/etc/machine-id`) and the store
-    /// directory's birth time, where the file system keeps one; then of the directory's device
-    /// and inode numbers, which stores made before used and a device whose journals are under
-    /// it keeps (`chooseDevice`).
-    static func deviceIdentifiers(of directory: FileDescriptor, namesKey: Secret) throws -> [Identifier] {
+    /// This device's identifier: the store directory's device and inode numbers on this
+    /// machine (its `/etc/machine-id`), under a key from the vault's first master key.
+    static func deviceIdentifier(of directory: FileDescriptor, namesKey: Secret) throws -> Identifier {
         let st = try directory.status()
         var machine: [UInt8] = []
         for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
@@ -205,9 +191,7 @@ public final class Vault {
             }
         }
         let key = try namesKey.deriveSubkey(.names)
-        let numbered = NameTags.deviceIdentifier(key: key, machineID: machine, fileSystemDevice: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-        guard let birth = directory.birthTime else { return [numbered] }
-        return [NameTags.deviceIdentifier(key: key, machineID: machine, birth: birth, volume: directory.snapshotVolumeID), numbered]
+        return NameTags.deviceIdentifier(key: key, machineID: machine, fileSystemDevice: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     /// After a failed `create`: removes the journal, key file, inbox public key file and shard
@@ -251,8 +235,7 @@ public final class Vault {
                                                     exactDerivations: exactDerivations)
         try shardListing.wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
-        let candidates = try deviceIdentifiers(of: lock, namesKey: masters.namesKey)
-        var device = candidates[0]
+        let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         // Key files opened besides `unlocked` because a journal needed their keys.
         var adopted: [(unlocked: KeyFileCandidates.Unlocked, samePassphrase: Bool)] = []
         var askedAnother = false
@@ -261,15 +244,6 @@ public final class Vault {
             vault = try Vault(directory: directory, lock: lock, keyFileID: unlocked.id, parameters: unlocked.parameters,
                               masters: masters, device: device)
             vault.inventory = inventory
-            // A device keeps the identifier its journals are under: a store made before birth
-            // times were used goes on as the device it was.
-            if candidates.count > 1, device == candidates[0] {
-                let owners = vault.journalOwners()
-                if !owners.contains(candidates[0]), let earlier = candidates.dropFirst().first(where: owners.contains) {
-                    device = earlier
-                    continue
-                }
-            }
             do {
                 try vault.load(upgrading: unlocked.contents.formerJournal != nil)
                 break

@@ -172,23 +172,6 @@ public final class FileDescriptor: @unchecked Sendable {
         ![0x4D44, 0x2011_BAB0, 0x7366_746E].contains(narnia_file_system_type(raw))
     }
 
-    /// The file's birth time (`statx`), nanoseconds since the epoch split as (seconds,
-    /// nanoseconds); nil where the file system does not keep one (some FUSE, NFS).
-    public var birthTime: (seconds: Int64, nanoseconds: UInt32)? {
-        var seconds: Int64 = 0, nanoseconds: UInt32 = 0
-        guard narnia_birth_time(raw, &seconds, &nanoseconds) == 0 else { return nil }
-        return (seconds, nanoseconds)
-    }
-
-    /// The identity of the subvolume or dataset holding this file, on the file systems with
-    /// snapshots whose `f_fsid` names one and stays the same from mount to mount (Btrfs, ZFS,
-    /// bcachefs); nil elsewhere, where it follows the device number, or is 0.
-    public var snapshotVolumeID: UInt64? {
-        guard [0x9123_683E, 0x2FC1_2FC1, 0xCA45_1A4E].contains(narnia_file_system_type(raw)) else { return nil }
-        var id: UInt64 = 0
-        return narnia_file_system_id(raw, &id) == 0 ? id : nil
-    }
-
     /// The `statfs` magic numbers of the file systems whose `syncfs` writes every dirty inode
     /// and flushes the device: ext2/3/4, XFS, Btrfs, F2FS, ZFS, bcachefs, JFS, ReiserFS, NILFS,
     /// FAT, exFAT, NTFS3, HFS+, overlayfs (it syncs its upper layer), and tmpfs and ramfs (no

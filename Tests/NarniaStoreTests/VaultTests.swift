@@ -44,33 +44,6 @@ final class VaultTests: XCTestCase {
         return sink.bytes
     }
 
-    func testADeviceIsToldByItsFoldersBirthAndAnEarlierOneStaysWhatItWas() throws {
-        // Each vault in its own scope: its lock goes with it.
-        func made(numbered: Bool) throws -> (device: Identifier, candidates: [Identifier]) {
-            let vault = try Vault.create(at: dir, passphrase: secret("pw"), parameters: .insecureTestOnly, numbered: numbered)
-            try addFile(vault, "a", [1])
-            let lock = try FileDescriptor.open(dir, .readOnly, options: .directory)
-            return (vault.device, try Vault.deviceIdentifiers(of: lock, namesKey: vault.masters.namesKey))
-        }
-        let new = try made(numbered: false)
-        XCTAssertEqual(new.candidates.count, 2, "this file system keeps birth times")
-        XCTAssertEqual(new.device, new.candidates[0], "a new store's device is told by its folder's birth time")
-        XCTAssertEqual(try reopen().device, new.device)
-        try FileManager.default.removeItem(atPath: dir)
-
-        // A store made before: its journals are under the earlier identifier, which it keeps.
-        let earlier = try made(numbered: true)
-        XCTAssertEqual(earlier.device, earlier.candidates[1])
-        do {
-            let again = try reopen()
-            XCTAssertEqual(again.device, earlier.device)
-            try addFile(again, "b", [2])
-        }
-        let last = try reopen()
-        XCTAssertEqual(last.device, earlier.device)
-        XCTAssertEqual(last.state.devices.count, 1, "no second device")
-    }
-
     func testNameRules() throws {
         XCTAssertThrowsError(try ItemName.validated(""))
         XCTAssertThrowsError(try ItemName.validated("."))

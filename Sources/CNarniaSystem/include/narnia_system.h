@@ -19,11 +19,6 @@ int narnia_release_lease(int fd);
 int narnia_syncfs(int fd);
 /// fstatfs(2)'s f_type of the file system holding fd, or -1 with errno set.
 int64_t narnia_file_system_type(int fd);
-/// The file system's `f_fsid` (`fstatfs`), as one number. 0, or -1 with errno.
-int narnia_file_system_id(int fd, uint64_t *id);
-/// The birth time of the file (`statx` `STATX_BTIME`). -1 with errno (ENODATA where the file
-/// system does not keep one).
-int narnia_birth_time(int fd, int64_t *seconds, uint32_t *nanoseconds);
 /// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback, does not wait.
 int narnia_start_writeback(int fd, int64_t offset, int64_t length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps and no ptrace by other processes of the user.
