@@ -29,6 +29,24 @@ def stick(tmp_path):
     yield from mounted_fuse(["fusefat", "-o", "rw+", str(image), str(mount)], mount)
 
 
+def large_store_files(n) -> list:
+    """The store's files over 1 MiB: objects of a big import, whole or cut."""
+    return [f for f in n.vault.rglob("*") if f.is_file() and f.stat().st_size > (1 << 20)]
+
+
+def kill_an_import_midway(n, tmp_path, mebibytes: int) -> None:
+    """Starts the import of a file of random bytes and kills it (-9) once its object is in the
+    store, over 1 MiB but not yet committed."""
+    (tmp_path / "big.bin").write_bytes(os.urandom(mebibytes << 20))
+    p = n.popen("-c", f"import {q(str(tmp_path / 'big.bin'))}")
+    deadline = time.monotonic() + 30
+    while not large_store_files(n):
+        assert time.monotonic() < deadline and p.poll() is None, "the import wrote no object"
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+
+
 @pytest.fixture
 def twins(vault, tmp_path):
     """A vault folder /pics holding names the stick takes for one: Photo.jpg and photo.jpg,
@@ -167,14 +185,7 @@ def test_on_a_stick_without_modes_an_import_cut_short_is_no_lost_record(ntfs_sto
     "changes this device committed are missing" and `verify` failed (a review): a partial object
     there looks like one a lost record named. It is kept without that claim."""
     n = ntfs_store("umask=0077")  # every file shows 0700
-    (tmp_path / "big.bin").write_bytes(os.urandom(32 << 20))
-    p = n.popen("-c", f"import {q(str(tmp_path / 'big.bin'))}")
-    deadline = time.monotonic() + 30
-    while not [f for f in n.vault.rglob("*") if f.is_file() and f.stat().st_size > (1 << 20)]:
-        assert time.monotonic() < deadline and p.poll() is None, "the import wrote no object"
-        time.sleep(0.02)
-    p.kill()
-    p.wait()
+    kill_an_import_midway(n, tmp_path, 32)
     r = n.c("verify")
     assert r.rc == 0, r.describe()
     assert "committed are missing" not in r.err, r.describe()
@@ -219,20 +230,13 @@ def test_a_read_only_store_with_a_leftover_opens(narnia, tmp_path):
         narnia.vault = mount / "store"
         narnia.init()
         narnia.ok("mkdir /d")
-        (tmp_path / "big.bin").write_bytes(os.urandom(24 << 20))
-        p = narnia.popen("-c", f"import {q(str(tmp_path / 'big.bin'))}")
-        deadline = time.monotonic() + 30
-        while not [f for f in narnia.vault.rglob("*") if f.is_file() and f.stat().st_size > (1 << 20)]:
-            assert time.monotonic() < deadline and p.poll() is None, "the import wrote no object"
-            time.sleep(0.02)
-        p.kill()
-        p.wait()
+        kill_an_import_midway(narnia, tmp_path, 24)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         r = narnia.c("ls /")
         assert r.rc == 0, r.describe()
         subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
         r = narnia.ok("verify")
         assert "kept" not in r.out + r.err, r.describe()
-        assert not [f for f in narnia.vault.rglob("*") if f.is_file() and f.stat().st_size > (1 << 20)], "the leftover stayed"
+        assert not large_store_files(narnia), "the leftover stayed"
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)

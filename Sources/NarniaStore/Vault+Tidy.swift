@@ -29,11 +29,13 @@ extension Vault {
     /// this device's interrupted syncs.
     func tidy(atOpen: Bool = true) throws {
         let unnamed = ownUnnamedObjects
+        // Asked once, and only if an unnamed object needs it: it makes a probe file.
+        lazy var marksHold = fileSystemKeepsCommitMark()
         // A device that has not written yet: objects a record named once (by their mode) mean
         // its records were lost. Those that look never named (0600) are kept without a word:
         // a first import killed, or a restore whose umask made them 0600 before its journal
         // came back; once the device writes, its records are whole and they go if still unnamed.
-        let namedOnce = isKnownDevice ? [] : splitByCommitMark(unnamed).named
+        let namedOnce = isKnownDevice ? [] : splitByCommitMark(unnamed, marksHold: marksHold).named
         if !namedOnce.isEmpty {
             ownRecordsMayBeLost = true
             warnings.append("\(namedOnce.count) objects this device wrote are present but none of its records are; they are kept")
@@ -49,7 +51,7 @@ extension Vault {
         } else if isKnownDevice {
             // An object a record named once (its mode says so) has lost its records: this
             // device's journal cut at a record boundary, or restored older. It is kept.
-            let split = splitByCommitMark(unnamed)
+            let split = splitByCommitMark(unnamed, marksHold: marksHold)
             if !split.named.isEmpty {
                 let text = "\(split.named.count) objects this device wrote were named by records that this copy no longer holds (its journal was cut at a record boundary, restored older, or replaced by an older copy): changes this device committed are missing here; the objects are kept"
                 warnings.append(text)
@@ -76,7 +78,7 @@ extension Vault {
         deleteRetiredFiles()
         if isKnownDevice && !ownRecordsMayBeLost {
             // Only what no record ever named: leftovers of a batch that never committed.
-            for id in splitByCommitMark(ownUnnamedObjects).neverNamed {
+            for id in splitByCommitMark(ownUnnamedObjects, marksHold: marksHold).neverNamed {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
                     try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 }
@@ -94,10 +96,11 @@ extension Vault {
     /// Where the store cannot be written (read-only, immutable), nothing can be asked and
     /// nothing deleted or recorded: all are `unsure` and `modesSayNothing` is false, and they
     /// are left as they are, to be judged at an open that can write.
-    private func splitByCommitMark(_ ids: [Identifier])
+    /// `marksHold` is `fileSystemKeepsCommitMark()`, asked only when there are objects.
+    private func splitByCommitMark(_ ids: [Identifier], marksHold: @autoclosure () -> Bool?)
         -> (neverNamed: [Identifier], named: [Identifier], unsure: [Identifier], modesSayNothing: Bool) {
         guard !ids.isEmpty else { return ([], [], [], false) }
-        switch fileSystemKeepsCommitMark() {
+        switch marksHold() {
         case nil: return ([], [], ids, false)
         case false?: return ([], [], ids, true)
         case true?: break
@@ -119,7 +122,7 @@ extension Vault {
     /// file made for the purpose and removed (unnamed where the file system allows); nil when
     /// none can be made (a read-only or immutable store).
     func fileSystemKeepsCommitMark() -> Bool? {
-        guard let dir = try? FileDescriptor.open(layout.root, .readOnly, options: .directory) else { return nil }
+        let dir = lockHandle
         var probe: FileDescriptor? = try? dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: Self.uncommittedMode)
         var name: String?
         if probe == nil {
