@@ -163,12 +163,14 @@ extension Vault {
     }
 
     /// Deletes the retired files present that every device has heard of (all of them, or
-    /// those in `files`), with every copy a sync engine made of them.
+    /// those in `files`), with every copy a sync engine made of them; never a journal holding
+    /// records its retirements had not read (`holdsRecordsItsRetirementsDidNotRead`).
     func deleteRetiredFiles(_ files: [RetiredFile]? = nil) {
         for file in files ?? Array(state.retired.keys) where state.mayDelete(file) {
             switch file.kind {
             case .object, .journal:
-                guard journal?.id != file.id, let entry = inventory.files.removeValue(forKey: file.id) else { continue }
+                guard journal?.id != file.id, !holdsRecordsItsRetirementsDidNotRead(file.id),
+                      let entry = inventory.files.removeValue(forKey: file.id) else { continue }
                 for path in entry.all { try? FileSystem.unlink(layout.root + "/" + path, missingOK: true) }
                 if file.kind == .journal { journals[file.id] = nil }
             case .keyFile:

@@ -245,6 +245,11 @@ extension Vault {
         if ownRecordsMayBeLost && newlyFoundCuts.isEmpty {
             report.problems.append("records of this device are missing from this copy of the store")
         }
+        for fork in recordForks {
+            let whose = fork.device == device ? "this device" : "device \(deviceName(fork.device))"
+            let text = fork.twoVersions(of: whose) + " (two copies of a store wrote as one device); both are read"
+            if newOwnForks.contains(fork) { report.problems.append(text) } else { report.notes.append(text) }
+        }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }
         report.problems += othersRecordsMissing

@@ -43,15 +43,20 @@ extension Vault {
         // that the report names them all.
         var unreadable: [Identifier] = []
         unreadableCopies = []
+        var copyForks: [Identifier: UInt64] = [:]
         for (id, entry) in journalFiles {
             var failed: [String] = []
+            // Copies are compared record by record: two versions of one record are a fork.
+            var versions = JournalVersions()
             for path in entry.all {
                 do {
-                    try readJournal(id, path: path, isMain: path == entry.main)
+                    try readJournal(id, path: path, isMain: path == entry.main,
+                                    eachRecord: entry.all.count > 1 ? { versions.note(index: $0, payload: $1) } : nil)
                 } catch MetadataError.unknownMasterKey {
                     failed.append(path)
                 }
             }
+            if let index = versions.firstDifference { copyForks[id] = index }
             guard !failed.isEmpty else { continue }
             guard journals[id] != nil else { unreadable.append(id); continue }
             // Every file of a journal begins with the same first record, which another file of
@@ -68,19 +73,22 @@ extension Vault {
         }
         try state.addConflictCopies()
         computeKnowledge()
+        noteRecordForks(copies: copyForks)
         chooseAppendTarget()
         rebuildView()
         bytesAtLastCompaction = ownJournalBytes
     }
 
     /// Reads one file of journal `id`, applying its records to the merged state.
-    private func readJournal(_ id: Identifier, path: String, isMain: Bool) throws {
+    /// `eachRecord` hears every record's index and payload.
+    private func readJournal(_ id: Identifier, path: String, isMain: Bool, eachRecord: ((UInt64, [UInt8]) -> Void)?) throws {
         let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
         var file = journals[id]
         var owner = file?.device
         var seq: UInt64 = 0
         let name = "journal \(id.hex.prefix(8))"
         let (end, keyIndex) = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: name) { index, payload in
+            eachRecord?(index, payload)
             var header: RecordHeader?
             var stamp: Stamp?
             var first = true
@@ -168,8 +176,27 @@ extension Vault {
         warnings += othersRecordsMissing
     }
 
-    /// Appends go to this device's newest journal when it is whole and holds its latest
-    /// record; otherwise the next change starts a new journal, leaving the old one as it is.
+    /// Finds record numbers that name two records (`RecordFork`; `copies` gives, for journals
+    /// whose copies disagree, the first record index where they do). Another device's are
+    /// noted by `verify`: both versions are read. This device's mean another copy of its store
+    /// writes as it: while a fork reaches its newest journal it is reported, appends stop,
+    /// and `tidy` compacts at once, past every number either copy used.
+    private func noteRecordForks(copies: [Identifier: UInt64]) {
+        let copyForks = copies.compactMap { id, index -> RecordFork? in
+            guard let file = journals[id], file.firstSeq + index <= file.lastSeq else { return nil }
+            return RecordFork(device: file.device, seqs: (file.firstSeq + index)...file.lastSeq)
+        }
+        recordForks = RecordFork.find(copies: copyForks, journals: journals.values)
+        let newestFirst = journals.values.filter { $0.device == device }.map(\.firstSeq).max() ?? 0
+        newOwnForks = recordForks.filter { $0.device == device && $0.seqs.upperBound >= newestFirst }
+        for fork in newOwnForks {
+            warnings.append("\(fork.twoVersions(of: "this device")): two copies of this store wrote as one device (a backup restored and used while the original went on, or a copy of its disk); both versions are read, and this device goes on after them. If the other copy is still in use, give this one a device of its own: copy the store to a new folder (cp -a) and use the copy")
+        }
+    }
+
+    /// Appends go to this device's newest journal when it is whole, holds its latest record
+    /// and is not forked; otherwise the next change starts a new journal, leaving the old one
+    /// as it is.
     private func chooseAppendTarget() {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
@@ -179,7 +206,7 @@ extension Vault {
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
         }
         guard let newest = mine.max(by: { $0.firstSeq < $1.firstSeq }), newest.underCurrentMaster, let end = newest.end,
-              end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq,
+              end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq, newOwnForks.isEmpty,
               let path = inventory.files[newest.id]?.main else { return }
         journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)
     }

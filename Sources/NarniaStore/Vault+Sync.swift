@@ -58,7 +58,7 @@ extension Vault {
     /// True when the file is retired and every device has heard: it is deleted here (and on
     /// the remote, where a key file also needs `remoteKeepsAKeyFile`).
     public func mayDelete(_ file: SyncFile) -> Bool {
-        state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file)
+        state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
     }
 
     /// True for a key file while the one this session opened with is not live
@@ -84,6 +84,23 @@ extension Vault {
     /// True for the journal this device appends to (never replaced from elsewhere).
     public func isOwnOpenJournal(_ file: SyncFile) -> Bool {
         file.kind == .journal && journal?.id == file.id && !file.isCopy
+    }
+
+    /// True for this device's newest journal (by what opening read), not a copy of it: the
+    /// one it appends to, and so the one another copy writing as this device would too.
+    public func isNewestOwnJournal(_ file: SyncFile) -> Bool {
+        guard file.kind == .journal, !file.isCopy else { return false }
+        return journals.values.filter { $0.device == device }.max { $0.firstSeq < $1.firstSeq }?.id == file.id
+    }
+
+    /// The last `count` bytes of a store file here.
+    public func tail(of file: SyncFile, count: Int) throws -> [UInt8] {
+        let fd = try FileDescriptor.open(layout.root + "/" + file.path, .readOnly, options: .noFollow)
+        let size = try fd.size()
+        let n = Int(min(Int64(count), size))
+        var bytes = [UInt8](repeating: 0, count: n)
+        let read = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: n, offset: size - Int64(n)) }
+        return Array(bytes.prefix(read))
     }
 
     /// Every store file present here, with its size.
@@ -125,10 +142,15 @@ extension Vault {
         /// The copy here is whole already, or is a longer journal that extends the received
         /// one (which the other side then needs).
         case hereIsLonger
-        /// A journal that forks from the one here (neither begins with the other), or that
-        /// extends the journal this device appends to: kept beside it as a conflict copy, so
-        /// that both are read.
+        /// A journal that extends the one this device appends to, or a conflict copy that
+        /// forks from the one here: kept beside it as a conflict copy (under
+        /// `conflictSuffix`), so that both are read.
         case keptAsCopy
+        /// A journal that forks from the one here (neither begins with the other): the
+        /// received version takes the journal's name, and the version that was here is kept
+        /// beside it as a conflict copy (under `conflictSuffix`), which the other side needs
+        /// under that name too. Both are read, and both sides name each version alike.
+        case forked
     }
 
     /// Puts a received file (at `received`) in place as `file`: an object or key file where
@@ -154,12 +176,25 @@ extension Vault {
             case .object, .keyFile:
                 if local >= size { return .hereIsLonger }
             case .journal:
-                if local >= size {
-                    return try Self.isPrefix(received, of: target, length: size) ? .hereIsLonger : keepAsCopy(received, target + conflictSuffix)
+                let forks = local >= size
+                    ? !(try Self.isPrefix(received, of: target, length: size))
+                    : !(try Self.isPrefix(target, of: received, length: local))
+                if forks && !file.isCopy {
+                    try FileSystem.rename(target, target + conflictSuffix)
+                    try FileSystem.rename(received, target)
+                    return .forked
                 }
-                let extends = try Self.isPrefix(target, of: received, length: local)
-                if isOwnOpenJournal(file) || !extends { return try keepAsCopy(received, target + conflictSuffix) }
+                if local >= size && !forks { return .hereIsLonger }
+                if forks || isOwnOpenJournal(file) {
+                    try FileSystem.rename(received, target + conflictSuffix)
+                    return .keptAsCopy
+                }
             }
+        } else if file.kind == .object && tags.withKeyOpen({ tags.isOwnObject(file.id) }) {
+            // An object of this device's tag that it does not hold: written by another copy
+            // of this store writing as this device, or by this device before a restore. A
+            // record named it somewhere: marked so, it is never taken for a leftover.
+            _ = Glibc.chmod(received, Self.committedMode)
         }
         try FileSystem.rename(received, target)
         return .taken
@@ -183,11 +218,6 @@ extension Vault {
         let shards = Set(files.compactMap { $0.kind == .keyFile ? nil : $0.path.split(separator: "/").first.map(String.init) })
         for shard in shards.sorted() { try FileSystem.syncDirectory(layout.root + "/" + shard) }
         try FileSystem.syncDirectory(layout.root)
-    }
-
-    private func keepAsCopy(_ received: String, _ copy: String) throws -> Received {
-        try FileSystem.rename(received, copy)
-        return .keptAsCopy
     }
 
     /// True when the first `length` bytes of `path` and of `longer` are the same.
@@ -221,7 +251,7 @@ extension Vault {
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-                     bytesAtLastCompaction, unreadableCopies)
+                     bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks)
         do {
             keys = try KeyTable()
             state = MergeState(keys: keys, device: device)
@@ -236,7 +266,7 @@ extension Vault {
         } catch {
             (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-             bytesAtLastCompaction, unreadableCopies) = saved
+             bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks) = saved
             warnings = savedWarnings
             throw error
         }

@@ -40,8 +40,11 @@ extension Vault {
             ownRecordsMayBeLost = true
             warnings.append("\(namedOnce.count) objects this device wrote are present but none of its records are; they are kept")
         }
+        // Another copy of this store writing as this device (a fork) makes objects of its
+        // tag arrive that its records name only later: none is deleted as a leftover.
+        let keepOwnUnnamed = ownRecordsMayBeLost || ownRecordsForked
         var ops: [Operation] = []
-        if ownRecordsMayBeLost {
+        if keepOwnUnnamed {
             if !unnamed.isEmpty { ops.append(.keep(unnamed)) }
             for file in journals.values where file.device == device {
                 if let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) {
@@ -72,11 +75,16 @@ extension Vault {
         }
         if isKnownDevice && (!ops.isEmpty || acknowledgementDue) {
             try commit(ops, view: .none)
-        } else if ownRecordsMayBeLost {
+        } else if keepOwnUnnamed {
             keepOwnObjectsAtNextWrite = true
         }
+        // A fork of this device's records: it goes on after them at once, in a snapshot of
+        // every value both versions hold (under numbers no copy has used), which every device
+        // reads whatever becomes of the forked journals; they are retired by it. (Should it
+        // fail, a read-only store or a full disk, the next open tries again.)
+        if isKnownDevice && !newOwnForks.isEmpty { try? compact() }
         deleteRetiredFiles()
-        if isKnownDevice && !ownRecordsMayBeLost {
+        if isKnownDevice && !keepOwnUnnamed {
             // Only what no record ever named: leftovers of a batch that never committed.
             for id in splitByCommitMark(ownUnnamedObjects, marksHold: marksHold).neverNamed {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {

@@ -53,6 +53,14 @@ public final class Vault {
     /// Set when records of this device may have been lost: its objects that no record names
     /// are then kept (`keep`) at its next write instead of being deleted.
     var ownRecordsMayBeLost = false
+    /// Record numbers that name two records (two copies of a store wrote as one device), and
+    /// of those, this device's that reach its newest journal: reported at open, and `verify`
+    /// fails on them.
+    var recordForks: [RecordFork] = []
+    var newOwnForks: [RecordFork] = []
+    /// True when another copy of this store has written as this device: its unnamed objects
+    /// are then all kept (the other copy's may arrive before the records that name them).
+    var ownRecordsForked: Bool { recordForks.contains { $0.device == device } }
     /// What is known lost of other devices' records this device has read (`verify` fails on it).
     var othersRecordsMissing: [String] = []
     /// Set when this device cannot write at open (it has no journal yet): the next record

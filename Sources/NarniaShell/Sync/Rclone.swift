@@ -121,6 +121,14 @@ struct Rclone {
         return files
     }
 
+    /// The last `count` bytes of a file on a remote (`rclone cat --tail`).
+    func tail(of path: String, count: Int) throws -> [UInt8] {
+        let outcome = try run(["cat", "--tail", String(count), path])
+        if outcome.cancelled { throw Cancelled() }
+        guard outcome.status == 0 else { throw failure("read \(path)", outcome) }
+        return outcome.output
+    }
+
     /// Copies the files named in `paths` (relative to `source`) to the same places under
     /// `destination`, whatever is there (`rclone copy --files-from … --no-check-dest`).
     func copy(_ paths: [String], from source: String, to destination: String, listIn folder: String) throws -> Outcome {

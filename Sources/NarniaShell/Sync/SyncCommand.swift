@@ -15,7 +15,8 @@ enum SyncCommand {
         rclone.isCancelled = { Session.interruptRequested != 0 }
         let vault = s.vault
         let there = try rclone.list(remote)
-        let fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        try compareOwnJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
         let folder = try vault.makeReceivingFolder()
         defer { vault.removeReceivingFolder(folder) }
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
@@ -24,6 +25,8 @@ enum SyncCommand {
             rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
         }
         var report = Report()
+        // One name for the copies of forked journals, here and there.
+        let copySuffix = conflictSuffix(vault)
 
         // 1. Fetch what is missing here; objects and key files are put in place before the
         // journals that name them.
@@ -31,14 +34,13 @@ enum SyncCommand {
             watch("fetching")
             let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
-            let suffix = conflictSuffix(vault)
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             for file in fetching.fetch {
-                switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: suffix) {
-                case .taken: report.received += 1
-                case .keptAsCopy:
+                switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
+                case .taken, .keptAsCopy: report.received += 1
+                case .forked:
                     report.received += 1
-                    if !vault.isOwnOpenJournal(file) { report.forks.append(file) }
+                    report.forks.append(file)
                 case .hereIsLonger: if file.kind == .journal { report.extendsThere.insert(file.path) }
                 case .incomplete: break
                 }
@@ -55,7 +57,11 @@ enum SyncCommand {
         let sending: SyncPlan
         if report.received > 0 {
             report.change = try merge(vault)
+            report.merged = true
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+            // A forked journal of this device that the merge's snapshot retired (every version
+            // of its records is in the snapshot, and no other device waits for it) is gone.
+            report.forks.removeAll { (try? FileSystem.lstatIfExists(vault.directory + "/" + $0.path + copySuffix)) == nil }
         } else {
             report.change = TreeChange(added: [], removed: 0)
             sending = fetching
@@ -88,7 +94,8 @@ enum SyncCommand {
             report.sent += 1
         }
         for file in report.forks {
-            let outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: remote + "/" + file.path + conflictSuffix(vault))
+            let copy = file.path + copySuffix
+            let outcome = try rclone.copy(file: vault.directory + "/" + copy, to: remote + "/" + copy)
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
             report.sent += 1
         }
@@ -101,9 +108,24 @@ enum SyncCommand {
         }
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
-            + report.forks.map { $0.path + conflictSuffix(vault) }
+            + report.forks.map { $0.path + copySuffix }
         try syncLocalRemote(remote, sent)
         try finish(s, remote, report, nil)
+    }
+
+    /// This device's newest journal, of the same length on both sides, can still differ:
+    /// another copy of this store wrote as this device (a backup restored and used while the
+    /// original went on, a clone of its disk) and its version got there first. Records are
+    /// written once each with a random nonce, so two versions of the same length end in
+    /// different bytes: the last ones are compared, and a journal whose differ is fetched, to
+    /// be kept beside this one (`Vault.acceptReceived`). Only this device's newest: older
+    /// journals no longer grow, and a fork of another device's is found by that device.
+    static func compareOwnJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
+        let count = 64
+        for (file, size) in plan.sameLengthJournals where vault.isNewestOwnJournal(file) && size >= Int64(count) {
+            let there = try rclone.tail(of: remote + "/" + file.path, count: count)
+            if there != (try vault.tail(of: file, count: count)) { plan.fetch(file, size) }
+        }
     }
 
     /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
@@ -136,10 +158,12 @@ enum SyncCommand {
         var sent = 0, received = 0, deleted = 0
         /// Journals the remote has a shorter copy of, which the one here extends.
         var extendsThere = Set<String>()
-        /// Journals that forked: kept here as a conflict copy, sent there as one too.
+        /// Journals that forked: the version that was here is kept as a conflict copy, and
+        /// sent there as one.
         var forks: [SyncFile] = []
-        /// How the merge changed the tree.
+        /// How the merge changed the tree, and whether there was one.
         var change: TreeChange?
+        var merged = false
     }
 
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
@@ -148,7 +172,10 @@ enum SyncCommand {
     /// nothing on standard output, so a script never takes it for a sync.
     private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
         let change = try report.change ?? merge(s.vault)
-        for warning in s.vault.warnings { s.warning("sync", warning) }
+        // What the merge found (opening's own warnings were said at open).
+        if report.merged || report.change == nil {
+            for warning in s.vault.warnings { s.warning("sync", warning) }
+        }
         let say: (String) -> Void = failure == nil ? { s.out.line($0) } : { s.note("sync", $0) }
         let on = failure == nil ? s.out : s.err
         say("\(failure == nil ? "synced" : "partly synced") with \(on.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")

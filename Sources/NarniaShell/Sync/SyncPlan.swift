@@ -3,7 +3,8 @@ import NarniaStore
 /// What `sync` does, worked out from the two listings (docs/FORMAT.md, "What sync engines may
 /// do to the store"): files are written once, so a side that lacks one gets it; an object or
 /// key file of the wrong length is incomplete and the right one replaces it; journals only
-/// grow, so one present on both sides at different lengths is fetched to compare; retired
+/// grow, so one present on both sides at different lengths is fetched to compare (and one of
+/// this device's of one length whose ends differ: `SyncCommand.compareOwnJournals`); retired
 /// files are never copied, and are deleted on both sides once every device has heard.
 struct SyncPlan {
     /// Files to fetch from the remote: objects and key files, then journals (taken in only if
@@ -15,6 +16,9 @@ struct SyncPlan {
     /// Retired files to delete here and there.
     var deleteHere: [SyncFile] = []
     var deleteThere: [SyncFile] = []
+    /// Journals of the same length on both sides, taken to be the same (see
+    /// `SyncCommand.compareOwnJournals`).
+    var sameLengthJournals: [(SyncFile, Int64)] = []
     /// This store's files with their sizes when the plan was made.
     var here: [(SyncFile, Int64)] = []
     /// Bytes to move each way.
@@ -41,7 +45,7 @@ struct SyncPlan {
                 continue
             }
             switch verdict(file, here: size, there: remote, vault: vault) {
-            case .same: break
+            case .same: if file.kind == .journal { plan.sameLengthJournals.append((file, size)) }
             case .fetch: plan.fetch(file, remote)
             case .send: plan.send(file, size)
             case .compare: plan.fetch(file, remote)
@@ -81,7 +85,7 @@ struct SyncPlan {
         sendBytes += size
     }
 
-    private mutating func fetch(_ file: SyncFile, _ size: Int64) {
+    mutating func fetch(_ file: SyncFile, _ size: Int64) {
         fetch.append(file)
         fetchBytes += size
     }
