@@ -92,13 +92,19 @@ checked before any file), and the export fails."""
     assert (stick / "pics" / "Photo.jpg").read_bytes() == b"upper photo\n"
 
 
-def test_move_keeps_an_original_rewritten_within_the_sticks_time_step(vault, stick, tmp_path):
+@pytest.mark.parametrize("age", ["new", "an-hour-old"])
+def test_move_keeps_an_original_rewritten_with_its_times_put_back(vault, stick, tmp_path, age):
     """FAT keeps modification times to 2 s: a file rewritten in place with the same size just
     after `import --move` read it kept its status, and the original was deleted, the vault
     holding the older version (a review). A file modified that shortly before it is read has
-    its bytes compared with the vault's copy before it goes."""
+    its bytes compared with the vault's copy before it goes. So has an older one on a file
+    system that keeps no change time (FAT, exFAT, FUSE): a rewrite that put its modification
+    time back (`rsync --inplace -t`) left its status as it was, and it went (review W5)."""
     original = stick / "notes.txt"
     original.write_bytes(b"first version\n")
+    if age == "an-hour-old":
+        hour_ago = time.time_ns() - 3600 * 10**9
+        os.utime(original, ns=(hour_ago, hour_ago))
     log = tmp_path / "strace.log"
     # The commit's syncfs is held 3 s: time to rewrite the original between its read and removal.
     argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \

@@ -172,6 +172,13 @@ public final class FileDescriptor: @unchecked Sendable {
         ![0x4D44, 0x2011_BAB0, 0x7366_746E].contains(narnia_file_system_type(raw))
     }
 
+    /// False where a file's change time may not witness a rewrite: FAT and exFAT keep none
+    /// (their drivers show the modification time), and FUSE file systems give what their
+    /// server says (exfat-fuse and fusefat the modification time, sshfs what SFTP carries).
+    public var fileSystemKeepsChangeTimes: Bool {
+        ![0x4D44, 0x2011_BAB0, 0x6573_5546].contains(narnia_file_system_type(raw))
+    }
+
     /// The `statfs` magic numbers of the file systems whose `syncfs` writes every dirty inode
     /// and flushes the device: ext2/3/4, XFS, Btrfs, F2FS, ZFS, bcachefs, JFS, ReiserFS, NILFS,
     /// FAT, exFAT, NTFS3, HFS+, overlayfs (it syncs its upper layer), and tmpfs and ramfs (no

@@ -265,7 +265,8 @@ struct Original {
 
     /// Removes the original if it is unchanged and no program has it open for writing; throws
     /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its
-    /// start, still holds the bytes the vault took, for a file too new for its status to tell.
+    /// start, still holds the bytes the vault took, for a file too new for its status to tell
+    /// or on a file system whose change time tells nothing (`fileSystemKeepsChangeTimes`).
     func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws {
         // A link named on the command line is the link removed (its target is kept): what it
         // points to is what is compared.
@@ -278,10 +279,12 @@ struct Original {
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
         let removed = try file.whileNoOneWrites {
-            if isRacy {
-                guard bytesRead != nil else {
-                    throw CommandFailure("\(path): modified moments before it was imported, too recently to be sure it is unchanged; the original is kept (the vault holds the version read)")
-                }
+            if isRacy && bytesRead == nil {
+                throw CommandFailure("\(path): modified moments before it was imported, too recently to be sure it is unchanged; the original is kept (the vault holds the version read)")
+            }
+            // Where the change time witnesses nothing, a rewrite of the same size that puts
+            // the modification time back (`rsync --inplace -t`) leaves the status as it was.
+            if bytesRead != nil && (isRacy || !file.fileSystemKeepsChangeTimes) {
                 guard try sameBytes(file) else {
                     throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
                 }
