@@ -529,21 +529,27 @@ def sync_section(args, table):
     bench_json(args, "prepare", vault, "test")
     cli = f"{q(args.narnia)} --vault {q(vault)} --passphrase-file {q(args.passfile)}"
     sh(f"{cli} -c {q('import ' + q(big))} 2>/dev/null")
-    t = {"sync": [], "rclone copy": [], "unlock": []}
+    t = {"sync": [], "rclone copy": [], "rclone copy sync": [], "unlock": []}
     for r in range(args.rounds):
         log(f"sync of a 1 GiB import, round {r + 1} of {args.rounds}")
-        for step in rotate(["sync", "rclone copy"], r):
+        for step in rotate(["sync", "rclone copy", "rclone copy sync"], r):
             settle()
             out = f"{w}/remote-{step.replace(' ', '-')}-{r}"
             if step == "sync":
                 t["unlock"].append(timed(f"{cli} -c pwd >/dev/null 2>&1"))
                 t["sync"].append(timed(f"{cli} -c {q('sync ' + q(out))} >/dev/null 2>&1"))
-            else:
+            elif step == "rclone copy":
                 t["rclone copy"].append(timed(f"rclone copy {q(vault)} {q(out)} 2>/dev/null"))
+            else:
+                t["rclone copy sync"].append(timed(f"rclone copy {q(vault)} {q(out)} 2>/dev/null && sync -f {q(out)}"))
             shutil.rmtree(out)
-    s, c, u = med(t["sync"]), med(t["rclone copy"]), med(t["unlock"])
+    s, c, cs, u = med(t["sync"]), med(t["rclone copy"]), med(t["rclone copy sync"]), med(t["unlock"])
     table.ratio("sync of a 1 GiB import to a folder vs rclone copy", (s - u) / c, 1.30,
                 f"{s - u:.2f} s (net of {u:.2f} s unlock) / {c:.2f} s")
+    # sync makes what it sent to a local folder durable before it says synced (rclone does
+    # not): the same with a sync after rclone is shown too.
+    table.row("  (info) sync of a 1 GiB import to a folder vs rclone copy + sync -f",
+              f"{(s - u) / cs:.2f}x  ({s - u:.2f} s / {cs:.2f} s)", "-", "-")
     shutil.rmtree(vault)
 
     log("sync with nothing to do: building a packed vault of 100,000 items")
