@@ -190,7 +190,7 @@ extension Vault {
         let newestFirst = journals.values.filter { $0.device == device }.map(\.firstSeq).max() ?? 0
         newOwnForks = recordForks.filter { $0.device == device && $0.seqs.upperBound >= newestFirst }
         for fork in newOwnForks {
-            warnings.append("\(fork.twoVersions(of: "this device")): two copies of this store wrote as one device (a backup restored and used while the original went on, or a copy of its disk); both versions are read, and this device goes on after them. If the other copy is still in use, give this one a device of its own: copy the store to a new folder (cp -a) and use the copy")
+            warnings.append("\(fork.twoVersions(of: "this device")): two copies of this store wrote as one device (a backup restored and used while the original went on, or a copy of its disk); both versions are read, and this device goes on after them. If the other copy is still in use, stop using one of them, or give this one a device of its own now (copy the store to a new folder with cp -a and use the copy): while both write as one device, changes can be lost")
         }
     }
 
