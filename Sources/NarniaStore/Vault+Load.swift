@@ -187,7 +187,7 @@ extension Vault {
             return RecordFork(device: file.device, seqs: (file.firstSeq + index)...file.lastSeq)
         }
         recordForks = RecordFork.find(copies: copyForks, journals: journals.values)
-        let newestFirst = journals.values.filter { $0.device == device }.map(\.firstSeq).max() ?? 0
+        let newestFirst = newestOwnJournal?.firstSeq ?? 0
         newOwnForks = recordForks.filter { $0.device == device && $0.seqs.upperBound >= newestFirst }
         for fork in newOwnForks {
             warnings.append("\(fork.twoVersions(of: "this device")): two copies of this store wrote as one device (a backup restored and used while the original went on, or a copy of its disk); both versions are read, and this device goes on after them. If the other copy is still in use, stop using one of them, or give this one a device of its own now (copy the store to a new folder with cp -a and use the copy): while both write as one device, changes can be lost")
@@ -205,10 +205,15 @@ extension Vault {
             newlyFoundCuts.insert(file.id)
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
         }
-        guard let newest = mine.max(by: { $0.firstSeq < $1.firstSeq }), newest.underCurrentMaster, let end = newest.end,
+        guard let newest = newestOwnJournal, newest.underCurrentMaster, let end = newest.end,
               end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq, newOwnForks.isEmpty,
               let path = inventory.files[newest.id]?.main else { return }
         journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)
+    }
+
+    /// This device's journal that begins last: the one it appends to.
+    var newestOwnJournal: JournalFile? {
+        journals.values.filter { $0.device == device }.max { $0.firstSeq < $1.firstSeq }
     }
 
     /// Bytes of this device's journals present: what compaction can shrink.

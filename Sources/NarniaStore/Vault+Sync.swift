@@ -89,8 +89,7 @@ extension Vault {
     /// True for this device's newest journal (by what opening read), not a copy of it: the
     /// one it appends to, and so the one another copy writing as this device would too.
     public func isNewestOwnJournal(_ file: SyncFile) -> Bool {
-        guard file.kind == .journal, !file.isCopy else { return false }
-        return journals.values.filter { $0.device == device }.max { $0.firstSeq < $1.firstSeq }?.id == file.id
+        file.kind == .journal && !file.isCopy && newestOwnJournal?.id == file.id
     }
 
     /// The last `count` bytes of a store file here.

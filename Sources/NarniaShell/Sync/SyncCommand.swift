@@ -57,7 +57,6 @@ enum SyncCommand {
         let sending: SyncPlan
         if report.received > 0 {
             report.change = try merge(vault)
-            report.merged = true
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
             // A forked journal of this device that the merge's snapshot retired (every version
             // of its records is in the snapshot, and no other device waits for it) is gone.
@@ -161,9 +160,8 @@ enum SyncCommand {
         /// Journals that forked: the version that was here is kept as a conflict copy, and
         /// sent there as one.
         var forks: [SyncFile] = []
-        /// How the merge changed the tree, and whether there was one.
+        /// How the merge changed the tree.
         var change: TreeChange?
-        var merged = false
     }
 
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
@@ -172,8 +170,9 @@ enum SyncCommand {
     /// nothing on standard output, so a script never takes it for a sync.
     private static func finish(_ s: Session, _ remote: String, _ report: Report, _ failure: CommandFailure?) throws {
         let change = try report.change ?? merge(s.vault)
-        // What the merge found (opening's own warnings were said at open).
-        if report.merged || report.change == nil {
+        // What the merge found, when files arrived or the merge is made here (opening's own
+        // warnings were said at open).
+        if report.received > 0 || report.change == nil {
             for warning in s.vault.warnings { s.warning("sync", warning) }
         }
         let say: (String) -> Void = failure == nil ? { s.out.line($0) } : { s.note("sync", $0) }
