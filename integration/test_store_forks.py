@@ -52,8 +52,11 @@ def journal_sizes(root: Path) -> dict[str, int]:
 
 
 def new_file(host: Path, name: str, size: int = 100) -> Path:
+    """A file of `size` bytes of its own: random hex digits, so that libmagic calls every one
+    text/plain (random bytes are now and then taken for some format, whose longer type name
+    changes the length of the record that names the file)."""
     path = host / name
-    path.write_bytes(os.urandom(size))
+    path.write_bytes(os.urandom(size).hex()[:size].encode())
     return path
 
 
