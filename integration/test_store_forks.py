@@ -141,26 +141,32 @@ def test_two_clones_taking_turns_each_see_everything_the_other_wrote(narnia, hos
     assert not untold, f"the syncs after importing {untold} said nothing of the other clone"
 
 
-def test_a_clone_that_compacted_before_the_fork_was_seen_retires_nothing_the_other_wrote(narnia, host, tmp_path):
-    """Clone A imports once and compacts (`passwd --rotate` does), retiring the journal both
-    clones wrote in; clone B imported four files in its own version of it. B's version holds
-    records A's retirement never read: it is kept, B finds the fork and goes on in a snapshot
-    of both versions, and every device ends with every file (a review: before, B's imports
-    stayed on B alone, and a new device's verify said all intact)."""
+@pytest.mark.parametrize("a_imports, b_imports", [(1, 4), (4, 1)], ids=["other-clone-wrote-more", "other-clone-wrote-fewer"])
+def test_a_clone_that_compacted_before_the_fork_was_seen_retires_nothing_the_other_wrote(narnia, host, tmp_path, a_imports, b_imports):
+    """Clone A imports and compacts (`passwd --rotate` does), retiring the journal both clones
+    wrote in; clone B imported files in its own version of it. B's version holds records A's
+    retirement never read: it is kept, B goes on in a snapshot of both versions, and every
+    device ends with every file (a review: before, B's imports stayed on B alone, and a new
+    device's verify said all intact; and when B had written fewer records than A, whose
+    retirement had then read as far by number, B's journal was deleted and its imports lost)."""
     remote = tmp_path / "remote"
     remote.mkdir()
     narnia.init()
     narnia.ok(f"import --keep {q(str(new_file(host, 'base.bin')))}; sync {q(str(remote))}")
     save(narnia.vault, tmp_path / "B")
     new_passphrase = narnia.passphrase_file("a new passphrase for both")
-    narnia.ok(f"import --keep {q(str(new_file(host, 'a1.bin')))}; passwd --rotate --new-passphrase-file {q(str(new_passphrase))}")
+    a_names = [f"a{i}.bin" for i in range(1, a_imports + 1)]
+    narnia.ok("; ".join(f"import --keep {q(str(new_file(host, name)))}" for name in a_names)
+              + f"; passwd --rotate --new-passphrase-file {q(str(new_passphrase))}")
     narnia.ok(f"sync {q(str(remote))}", passphrase="a new passphrase for both")
     save(narnia.vault, tmp_path / "A")
     put_back(tmp_path / "B", narnia.vault)
-    narnia.ok("; ".join(f"import --keep {q(str(new_file(host, f'b{i}.bin')))}" for i in range(1, 5)))
+    b_names = [f"b{i}.bin" for i in range(1, b_imports + 1)]
+    narnia.ok("; ".join(f"import --keep {q(str(new_file(host, name)))}" for name in b_names))
     narnia.c(f"sync {q(str(remote))}")   # fails: the new master key's journals need the new passphrase
-    narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase="a new passphrase for both")
-    expected = ["a1.bin", "b1.bin", "b2.bin", "b3.bin", "b4.bin", "base.bin"]
+    r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase="a new passphrase for both")
+    assert forked(r.err) or "writing as this device" in r.err, "B said nothing of the other copy" + r.describe()
+    expected = sorted(["base.bin"] + a_names + b_names)
     assert sorted(narnia.ok("ls /", passphrase="a new passphrase for both").out_lines) == expected
     put_back(tmp_path / "A", narnia.vault)
     r = narnia.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase for both")
@@ -202,3 +208,42 @@ def test_a_journal_fork_an_engine_kept_as_a_copy_is_said_once_and_both_versions_
     assert not forked(r.err), r.describe()
     for name in ("base.bin", "one.bin", "two.bin"):
         assert narnia.ok(f"cat /{name}").outb == (host / name).read_bytes()
+
+
+def test_a_change_made_after_a_fork_was_reported_survives_the_other_clones_next_snapshot(narnia, host, tmp_path):
+    """Two clones that both stay in use after a fork was reported (a review): B goes on in a
+    snapshot journal and imports b2 before syncing; A, which has written two records since, meets
+    B's snapshot (without b2), finds the fork and compacts, retiring B's snapshot journal with
+    record numbers beyond b2's. B's journal holds a record A never read: it is kept, and b2
+    reaches every copy (before, B deleted it as retired: b2 was lost, with a warning only)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'base.bin')))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "B")
+    narnia.ok(f"import --keep {q(str(new_file(host, 'a1.bin')))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "A")
+    # B meets A's version of the journal they share: the fork is reported, B goes on in a
+    # snapshot, and imports b2 without syncing.
+    put_back(tmp_path / "B", narnia.vault)
+    r = narnia.ok(f"import --keep {q(str(new_file(host, 'b1.bin')))}; sync {q(str(remote))}")
+    assert forked(r.err), r.describe()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'b2.bin')))}")
+    save(narnia.vault, tmp_path / "B")
+    # A writes two records, then meets B's snapshot (without b2).
+    put_back(tmp_path / "A", narnia.vault)
+    narnia.ok(f"import --keep {q(str(new_file(host, 'a2.bin')))}; import --keep {q(str(new_file(host, 'a3.bin')))}")
+    narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "A")
+    expected = ["a1.bin", "a2.bin", "a3.bin", "b1.bin", "b2.bin", "base.bin"]
+    put_back(tmp_path / "B", narnia.vault)
+    r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}; ls /")
+    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert narnia.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()
+    put_back(tmp_path / "A", narnia.vault)
+    r = narnia.ok(f"sync {q(str(remote))}; ls /")
+    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    other = other_device(narnia, remote, tmp_path / "other")
+    r = other.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert other.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()

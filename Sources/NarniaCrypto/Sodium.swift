@@ -69,3 +69,35 @@ public func genericHash(_ input: [UInt8], length: Int, key: [UInt8] = []) -> [UI
     }
     return out
 }
+
+/// BLAKE2b (`crypto_generichash`) of input given in pieces, `length` bytes long: a file's
+/// bytes hashed without holding them all.
+public final class StreamingHash {
+    private let state: UnsafeMutableRawPointer
+    private let length: Int
+
+    public init(length: Int) {
+        Sodium.ensureInitialized()
+        self.length = length
+        // The state wants 64-byte alignment, which a Swift value of the imported type need not get.
+        state = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        _ = crypto_generichash_init(OpaquePointer(state), nil, 0, length)
+    }
+
+    deinit { state.deallocate() }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        _ = crypto_generichash_update(OpaquePointer(state),
+                                      base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+    }
+
+    /// The hash of everything given; the hasher is spent.
+    public func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: length)
+        out.withUnsafeMutableBufferPointer { o in
+            _ = crypto_generichash_final(OpaquePointer(state), o.baseAddress!, length)
+        }
+        return out
+    }
+}

@@ -76,6 +76,8 @@ struct MergeState {
     var retired: [RetiredFile: [Knowledge]] = [:]
     var kept = Set<Identifier>()
     var notedTails = Set<Identifier>()
+    /// What retirements of journals read of their copies (`JournalRead`), by journal.
+    var journalReads: [Identifier: Set<JournalRead>] = [:]
     /// Format-1 stores this one was upgraded from.
     var upgrades = Set<Upgrade>()
     /// Every object any content value has named, winning or not: what is not in
@@ -88,13 +90,15 @@ struct MergeState {
     let keys: KeyTable
     /// This device, whose own journals' operations are marked as such.
     let device: Identifier
-    /// What this device's own journals removed, retired, kept, noted and forgot.
+    /// What this device's own journals removed, retired, read of retired journals, kept, noted
+    /// and forgot.
     var ownTombstones = Set<Identifier>()
     var ownRetired: [RetiredFile: [Knowledge]] = [:]
     var ownKept = Set<Identifier>()
     var ownNotedTails: [Identifier: (offset: Int64, bytes: Int64)] = [:]
     var ownForgotten = Set<Identifier>()
     var ownUpgrades = Set<Upgrade>()
+    var ownJournalReads = Set<JournalRead>()
     /// The versions this device's `set content`s replaced, by file (see `Operation.replaced`).
     var ownReplaced: [Identifier: Set<Identifier>] = [:]
 
@@ -180,6 +184,9 @@ struct MergeState {
         case .replaced(let id, let versions):
             for version in versions { noteReplaced(version, of: id) }
             if own { ownReplaced[id, default: []].formUnion(versions) }
+        case .journalRead(let read):
+            journalReads[read.journal, default: []].insert(read)
+            if own { ownJournalReads.insert(read) }
         case .stamp, .journal:
             break
         }

@@ -22,6 +22,23 @@ struct RetiredFile: Hashable, Sendable {
     var id: Identifier
 }
 
+/// What a device read of one copy of a journal it retired: the bytes of its whole records,
+/// by length and BLAKE2b-128 hash (a copy with other records, or more, was not read; see
+/// `Vault.holdsRecordsItsRetirementsDidNotRead`).
+struct JournalRead: Hashable, Sendable, Comparable {
+    var journal: Identifier
+    var length: Int64
+    var digest: [UInt8]
+
+    static let digestLength = 16
+
+    static func < (a: JournalRead, b: JournalRead) -> Bool {
+        if a.journal != b.journal { return a.journal < b.journal }
+        if a.length != b.length { return a.length < b.length }
+        return a.digest.lexicographicallyPrecedes(b.digest)
+    }
+}
+
 /// One change to the vault's metadata, as journal records hold it (docs/FORMAT.md,
 /// "Operations"). A record holds a list of them, applied together, all under the record's
 /// stamp unless a `stamp` operation in it gives another (compacted snapshots do).
@@ -63,6 +80,8 @@ enum Operation {
     /// Versions of a file that this device's `set content`s replaced: what a compaction keeps
     /// of the records it drops, so that no replaced version becomes a conflict copy again.
     case replaced(id: Identifier, versions: [Identifier])
+    /// What a compaction read of a copy of a journal it retires (written beside the `retire`).
+    case journalRead(JournalRead)
 
     enum Tag: UInt8 {
         case stamp = 1, journal, createFolder, createFile, move, setContent, remove, setSetting, removeSetting
@@ -70,6 +89,8 @@ enum Operation {
         /// A `set content` that names its version and what it replaced (`setContent`, tag 6,
         /// is read as a legacy one).
         case setContentVersion, replaced
+        /// What a retirement of a journal read of one of its copies.
+        case journalRead
     }
 }
 
@@ -183,6 +204,8 @@ enum RecordCoding {
             w.u8(T.upgraded.rawValue); w.raw(journal.bytes); w.raw(keyFile.bytes)
         case .replaced(let id, let versions):
             w.u8(T.replaced.rawValue); w.raw(id.bytes); w.u32(UInt32(versions.count)); for v in versions { w.raw(v.bytes) }
+        case .journalRead(let read):
+            w.u8(T.journalRead.rawValue); w.raw(read.journal.bytes); w.i64(read.length); w.raw(read.digest)
         }
     }
 
@@ -281,6 +304,11 @@ enum RecordCoding {
                 try apply(.upgraded(formerJournal: try identifier(&r), formerKeyFile: try identifier(&r)), nil)
             case .replaced:
                 try apply(.replaced(id: try item(&r), versions: try identifiers(&r)), nil)
+            case .journalRead:
+                let journal = try identifier(&r)
+                let length = try r.i64()
+                guard length > 0 else { throw MalformedRecord(why: "says a journal was read to a length below one record") }
+                try apply(.journalRead(JournalRead(journal: journal, length: length, digest: Array(try r.take(JournalRead.digestLength)))), nil)
             }
         }
     }

@@ -64,15 +64,3 @@ struct JournalVersions {
         }
     }
 }
-
-extension Vault {
-    /// True for a retired journal a copy of which here holds records past what every
-    /// retirement of it had read of its device: another copy of that device wrote them after
-    /// the retiring copy read the journal (a fork). It is kept: those records are in no
-    /// snapshot. (Once the copy that holds them finds the fork, its own snapshot carries them
-    /// and retires the journal again, past them.)
-    func holdsRecordsItsRetirementsDidNotRead(_ id: Identifier) -> Bool {
-        guard let file = journals[id], let retirements = state.retired[RetiredFile(kind: .journal, id: id)] else { return false }
-        return !retirements.contains { $0[file.device] >= file.lastSeq }
-    }
-}

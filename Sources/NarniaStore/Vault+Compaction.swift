@@ -15,10 +15,13 @@ extension Vault {
 
     /// Starts a new journal for this device holding, as a snapshot, every value its journals
     /// hold that still counts (each under its original stamp), and retires the old journals:
-    /// they are deleted once every device has read the snapshot. Merging the snapshot with
-    /// anything gives what merging the old journals did.
+    /// they are deleted once every device has read the snapshot, saying what it read of each
+    /// of their files (`journal read`). Merging the snapshot with anything gives what merging
+    /// the old journals did.
     func compact() throws {
-        let old = journals.values.filter { $0.device == device }.map(\.id)
+        let oldFiles = journals.values.filter { $0.device == device }
+        let old = oldFiles.map(\.id)
+        let reads = try oldFiles.flatMap { try journalReads(of: $0) }
         let records = try state.ownSnapshot(chunkBytes: 16 << 20, othersHaveRead: state.everyDeviceHasRead(knowledge))
         isCompacting = true
         defer { isCompacting = false }
@@ -27,7 +30,7 @@ extension Vault {
             var ops = ops
             if index == records.count - 1 {
                 let known = knowledgeOfNextRecord
-                ops += old.sorted().map { .retire(RetiredFile(kind: .journal, id: $0), known) }
+                ops += reads.map { .journalRead($0) } + old.sorted().map { .retire(RetiredFile(kind: .journal, id: $0), known) }
             }
             try commit(ops, view: .none, startsSnapshot: index == 0)
         }
@@ -135,6 +138,9 @@ extension MergeState {
         let last = currentStamp ?? anyStamp
         for (file, list) in ownRetired.sorted(by: { ($0.key.kind.rawValue, $0.key.id) < ($1.key.kind.rawValue, $1.key.id) }) {
             for knowledge in list { add(.retire(file, knowledge), last, size: 24 + 24 * knowledge.seen.count) }
+        }
+        for read in ownJournalReads.sorted() {
+            add(.journalRead(read), last, size: 48)
         }
         if !ownKept.isEmpty { add(.keep(ownKept.sorted()), last, size: 16 * ownKept.count) }
         for (journal, tail) in ownNotedTails.sorted(by: { $0.key < $1.key }) {

@@ -11,6 +11,8 @@ struct JournalFile {
     var snapshot: Bool
     /// What the main file holds (nil when only copies are present).
     var end: JournalEnd?
+    /// What each copy a sync engine made holds, by path, as read.
+    var copyEnds: [String: JournalEnd] = [:]
     /// The most records any copy holds, and the bytes after them in the copy that holds them
     /// (0 when one of the copies that hold the most ends whole).
     var records: UInt64
@@ -124,7 +126,7 @@ extension Vault {
             if end.cutBytes > 0 || isMain { warnings.append("journal \(id.hex.prefix(8)) holds no whole record yet (\(end.cutBytes) bytes)") }
             return
         }
-        if isMain { file.end = end }
+        if isMain { file.end = end } else { file.copyEnds[path] = end }
         if let keyIndex, keyIndex > 0 { file.underCurrentMaster = false }
         if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records

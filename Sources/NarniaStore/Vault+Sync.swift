@@ -50,9 +50,11 @@ extension Vault {
         file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
-    /// True when the file is retired: it must not be copied to a side that lacks it.
+    /// True when the file is retired: it must not be copied to a side that lacks it. A retired
+    /// journal that holds records no retirement of it read is not: those records go where
+    /// this store goes.
     public func isRetired(_ file: SyncFile) -> Bool {
-        state.isRetired(retiredFile(file)) && !isKeptBackKeyFile(file)
+        state.isRetired(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
     }
 
     /// True when the file is retired and every device has heard: it is deleted here (and on
@@ -257,6 +259,7 @@ extension Vault {
             journals = [:]
             journal = nil
             wholeObjectSizes = [:]
+            copyDigests = [:]
             ownRecordsMayBeLost = false
             keepOwnObjectsAtNextWrite = false
             newlyFoundCuts = []

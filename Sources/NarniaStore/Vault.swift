@@ -60,7 +60,10 @@ public final class Vault {
     var newOwnForks: [RecordFork] = []
     /// True when another copy of this store has written as this device: its unnamed objects
     /// are then all kept (the other copy's may arrive before the records that name them).
-    var ownRecordsForked: Bool { recordForks.contains { $0.device == device } }
+    var ownRecordsForked: Bool { recordForks.contains { $0.device == device } || !journalsWithUnreadRecordsFound.isEmpty }
+    /// This device's journals found (in this session) retired by another copy of this store
+    /// without records this copy holds: reported once, and `verify` fails on them.
+    var journalsWithUnreadRecordsFound = Set<Identifier>()
     /// What is known lost of other devices' records this device has read (`verify` fails on it).
     var othersRecordsMissing: [String] = []
     /// Set when this device cannot write at open (it has no journal yet): the next record
@@ -83,6 +86,8 @@ public final class Vault {
     var isCompacting = false
     /// Object file sizes seen (see `objectFileSize`).
     var wholeObjectSizes: [String: Int64] = [:]
+    /// Hashes of journal files' prefixes, by path and length (see `digest(ofCopy:length:)`).
+    var copyDigests: [String: CopyDigest] = [:]
 
     init(directory: String, lock: FileDescriptor, keyFileID: Identifier, parameters: KDFParameters,
          masters: MasterKeys, device: Identifier) throws {

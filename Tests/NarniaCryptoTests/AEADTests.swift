@@ -81,3 +81,20 @@ final class SecretTests: XCTestCase {
         XCTAssertFalse(a.isEqual(to: c))
     }
 }
+
+final class StreamingHashTests: XCTestCase {
+    /// Given in pieces of any size, the hash is BLAKE2b of the whole.
+    func testPiecesHashAsTheWhole() {
+        let bytes = randomBytes(100_000)
+        for piece in [1, 7, 4096, 100_000] {
+            let hash = StreamingHash(length: 16)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + piece, bytes.count)
+                bytes[offset..<end].withUnsafeBytes { hash.update($0) }
+                offset = end
+            }
+            XCTAssertEqual(hash.finish(), genericHash(bytes, length: 16), "pieces of \(piece)")
+        }
+    }
+}

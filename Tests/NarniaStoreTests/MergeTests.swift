@@ -462,6 +462,39 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(try open(b).settings["k"], "v")
     }
 
+    /// A compaction says what it read of each file of the journals it retires (length and
+    /// hash of its whole records). Another device's older copy of such a journal — shorter
+    /// than what was read — goes once every device has read the retirement, and so does the
+    /// compacting device's own file, which is what was read.
+    func testACompactionSaysWhatItReadAndOlderCopiesOfWhatItRetiredGo() throws {
+        let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
+        do { _ = try importFile(try open(b), "b", [2]) }   // b becomes a known device
+        try syncAll([a, b])
+        var old = ""
+        do { let va = try open(a); _ = try importFile(va, "one", [1]); old = String(va.journal!.path.dropFirst(a.count)) }
+        try syncAll([a, b])
+        let older = try XCTUnwrap(FileManager.default.contents(atPath: b + old), "b holds a's journal as it was then")
+        do {
+            let va = try open(a)
+            _ = try importFile(va, "two", [2])
+            let read = try XCTUnwrap(FileManager.default.contents(atPath: a + old))
+            let id = va.journal!.id
+            try va.compact()
+            XCTAssertEqual(va.state.journalReads[id], [JournalRead(journal: id, length: Int64(read.count), digest: genericHash(Array(read), length: 16))])
+            XCTAssertTrue(FileManager.default.fileExists(atPath: a + old), "b has not read the retirement yet")
+        }
+        try syncAll([a, b])
+        try older.write(to: URL(fileURLWithPath: b + old))
+        do {
+            let vb = try open(b)   // reads the retirement, acknowledges it, and deletes its older copy
+            XCTAssertEqual(tree(vb).count, 3, "\(tree(vb))")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: b + old), "an older copy of what was read goes")
+        try syncAll([a, b])
+        do { _ = try open(a) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a + old), "what was read goes")
+    }
+
     /// The tree updated in place after each change equals the tree derived anew.
     func testTheViewUpdatedInPlaceEqualsTheViewDerivedAnew() throws {
         let (a, b) = try { let d = try devices(["a", "b"]); return (d[0], d[1]) }()
