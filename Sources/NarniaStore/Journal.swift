@@ -231,20 +231,35 @@ final class JournalWriter {
     private let keys: JournalKeys
     private(set) var recordCount: UInt64
     private(set) var endOffset: Int64
+    /// The folder a new journal written unnamed is linked into with its first record.
+    private var unnamedIn: FileDescriptor?
 
-    private init(id: Identifier, path: String, fd: FileDescriptor, keys: JournalKeys, records: UInt64, end: Int64) {
+    private init(id: Identifier, path: String, fd: FileDescriptor, keys: JournalKeys, records: UInt64, end: Int64,
+                 unnamedIn: FileDescriptor? = nil) {
         self.id = id
         self.path = path
         self.fd = fd
         self.keys = keys
         recordCount = records
         endOffset = end
+        self.unnamedIn = unnamedIn
     }
 
-    /// Creates a new, empty journal file (the name must be free; never through a link).
-    static func create(id: Identifier, path: String, keys: JournalKeys) throws -> JournalWriter {
-        let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive])
-        return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0)
+    /// Creates a new journal at `path` in `directory` (the name must be free; never through a
+    /// link). Where the file system makes unnamed files (`O_TMPFILE`), it appears under its
+    /// name only with its first record (`append`): a crash before that leaves no empty journal
+    /// behind, which every device would report. Elsewhere it is created empty, durably.
+    static func create(id: Identifier, path: String, directory: String, keys: JournalKeys) throws -> JournalWriter {
+        let folder = try FileDescriptor.open(directory, .readOnly, options: .directory)
+        do {
+            let fd = try folder.open(".", .readWrite, options: .unnamedTemporary, permissions: 0o600)
+            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0, unnamedIn: folder)
+        } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
+            let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive])
+            try fd.sync()
+            try folder.sync()
+            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0)
+        }
     }
 
     /// Opens this device's existing journal to append after its `end` (read whole and
@@ -266,6 +281,11 @@ final class JournalWriter {
         do {
             try record.withUnsafeBytes { try fd.pwriteAll($0.baseAddress!, count: $0.count, offset: endOffset) }
             try fd.dataSync()
+            if let folder = unnamedIn {
+                try fd.link(as: id.hex, in: folder, displayPath: path)
+                try folder.sync()
+                unnamedIn = nil
+            }
         } catch {
             try? fd.truncate(to: endOffset)
             throw error
@@ -274,6 +294,4 @@ final class JournalWriter {
         recordCount += 1
     }
 
-    /// `fsync` of the file (after creating it, with the directory's sync).
-    func syncFile() throws { try fd.sync() }
 }

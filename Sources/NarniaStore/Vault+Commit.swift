@@ -118,9 +118,7 @@ extension Vault {
         let id = tags.newJournal()
         try layout.ensureShard(for: id)
         let path = layout.objectPath(for: id)
-        let writer = try JournalWriter.create(id: id, path: path, keys: journalKeys)
-        try writer.syncFile()
-        try FileSystem.syncDirectory(layout.shardDirectory(for: id))
+        let writer = try JournalWriter.create(id: id, path: path, directory: layout.shardDirectory(for: id), keys: journalKeys)
         journal = writer
         inventory.files[id] = StoreInventory.Entry(main: layout.shardName(for: id) + "/" + id.hex)
         journals[id] = JournalFile(id: id, device: device, previousSeq: previousSeq, snapshot: snapshot,

@@ -403,6 +403,25 @@ final class MergeTests: XCTestCase {
         XCTAssertFalse(try v.verify().isWhole, "verify does not say all intact")
     }
 
+    /// A journal appears under its name only with its first record: a device killed between
+    /// beginning a journal and writing that record (a compaction at open, say) leaves no empty
+    /// journal, which every device would report at every open (review Y2).
+    func testAJournalBegunButNotWrittenLeavesNothing() throws {
+        let dir = try devices(["a"])[0]
+        var path = ""
+        do {
+            let v = try open(dir)
+            _ = try v.startJournal(previousSeq: v.lastSeq, snapshot: true)
+            path = try XCTUnwrap(v.journal).path
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "no name before the first record")
+        }   // the session ends there, as a killed one would
+        let v = try open(dir)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+        XCTAssertFalse(v.warnings.contains { $0.contains("holds no whole record") }, "\(v.warnings)")
+        _ = try importFile(v, "f", [1])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: try XCTUnwrap(v.journal).path), "named with its first record")
+    }
+
     func testAnEmptyOwnJournalIsNotAnEmptyVault() throws {
         let dir = try devices(["a"])[0]
         var journal = ""
