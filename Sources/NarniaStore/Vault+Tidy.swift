@@ -81,7 +81,7 @@ extension Vault {
         // A fork of this device's records: it goes on after them at once, in a snapshot of
         // every value both versions hold (under numbers no copy has used), which every device
         // reads whatever becomes of the forked journals; they are retired by it. (Should it
-        // fail, a read-only store or a full disk, the next open tries again.)
+        // fail, a read-only store or a full disk, it says so, and the next open tries again.)
         // So does a journal of this device that another copy retired without records this
         // copy holds (a fork their numbers did not show).
         let unread = isKnownDevice ? ownJournalsWithRecordsNoRetirementRead : []
@@ -89,7 +89,11 @@ extension Vault {
             journalsWithUnreadRecordsFound.insert(id)
             warnings.append("this device's journal \(id.hex.prefix(8)) holds records that its retirement did not read: another copy of this store, writing as this device, retired it without them (a backup restored and used while the original went on, or a copy of its disk); they are kept, and this device goes on after them. If the other copy is still in use, stop using one of them, or give this one a device of its own now (copy the store to a new folder with cp -a and use the copy)")
         }
-        if isKnownDevice && (!newOwnForks.isEmpty || !unread.isEmpty) { try? compact() }
+        if isKnownDevice && (!newOwnForks.isEmpty || !unread.isEmpty) {
+            do { try compact() } catch {
+                warnings.append("this device could not go on after the other copy's records in a new journal (\(error)); both versions stay and are read, and the next open that can write tries again")
+            }
+        }
         deleteRetiredFiles()
         if isKnownDevice && !keepOwnUnnamed {
             // Only what no record ever named: leftovers of a batch that never committed.

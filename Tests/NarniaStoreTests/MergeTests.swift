@@ -422,6 +422,35 @@ final class MergeTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: try XCTUnwrap(v.journal).path), "named with its first record")
     }
 
+    /// A fork of this device's records makes it go on at once in a snapshot; when that fails
+    /// (a full disk), it says so, and the next open finishes it (review Y3: it was silent).
+    func testACompactionAfterAForkThatFailsIsSaid() throws {
+        let dir = try devices(["a"])[0]
+        var journal = ""
+        do { let v = try open(dir); _ = try importFile(v, "base", [1]); journal = v.journal!.path }
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+        do { _ = try importFile(try open(dir), "one", [2]) }
+        let one = try Data(contentsOf: URL(fileURLWithPath: journal))
+        // This copy goes back to before "one" and imports "two" under the same record number;
+        // an engine brings the other version as a conflict copy.
+        try before.write(to: URL(fileURLWithPath: journal))
+        do { _ = try importFile(try open(dir), "two", [3]) }
+        try one.write(to: URL(fileURLWithPath: journal + ".sync-conflict-20261203-000000-ABCDEFG"))
+        SystemCallFaults.inject("fdatasync", errno: ENOSPC)
+        defer { SystemCallFaults.reset() }
+        do {
+            let v = try open(dir)
+            XCTAssertTrue(v.warnings.contains { $0.contains("in two versions") }, "\(v.warnings)")
+            XCTAssertTrue(v.warnings.contains { $0.contains("could not go on") && $0.contains("tries again") }, "\(v.warnings)")
+            XCTAssertEqual(Set(v.items.values.map(\.name)), ["base", "one", "two"])
+        }
+        SystemCallFaults.reset()
+        let v = try open(dir)
+        XCTAssertFalse(v.warnings.contains { $0.contains("could not go on") }, "\(v.warnings)")
+        XCTAssertEqual(Set(v.items.values.map(\.name)), ["base", "one", "two"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "the snapshot retired the forked journal")
+    }
+
     func testAnEmptyOwnJournalIsNotAnEmptyVault() throws {
         let dir = try devices(["a"])[0]
         var journal = ""
