@@ -409,6 +409,23 @@ def test_a_cut_at_a_record_boundary_loses_no_object_its_lost_records_named(narni
     narnia.ok("verify")
 
 
+def test_objects_kept_for_lost_records_are_not_noted_once_the_records_are_back(narnia, host):
+    """The cut journal's whole version comes back beside it, as a sync engine's copy, after this
+    device wrote (its keep record): every file reads, and `verify` no longer notes the objects
+    as kept for lost records (it did at every run)."""
+    journal, sizes, files = five_imports(narnia, host)
+    whole = journal.read_bytes()
+    os.truncate(journal, sizes[2])
+    narnia.c("ls /")
+    (journal.parent / (journal.name + ".sync-conflict-20261203-120000-ABCDEFG")).write_bytes(whole)
+    r = narnia.c("ls /")
+    assert r.out_lines == [f"f{i}.bin" for i in range(5)], r.describe()
+    for name, data in files.items():
+        assert narnia.ok(f"cat /{name}").outb == data
+    v = narnia.ok("verify")
+    assert "objects are kept" not in v.err, "the records that name them are back" + v.describe()
+
+
 def test_another_devices_cut_journal_is_only_read(narnia, host):
     narnia.init()
     a = device(narnia, host / "A")

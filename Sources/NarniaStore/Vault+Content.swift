@@ -262,8 +262,11 @@ extension Vault {
         if view.skippedMoves > 0 {
             report.notes.append("\(view.skippedMoves) moves made on different devices at once would have put a folder inside itself; the latest of each was skipped")
         }
-        if !state.kept.isEmpty {
-            report.notes.append("\(state.kept.count) objects are kept because records that may name them were lost")
+        // Once the lost records are back (a whole journal restored), the objects they name are
+        // no longer kept for them: not worth a note.
+        let keptUnnamed = state.kept.filter { !state.referencedObjects.contains($0) && inventory.files[$0] != nil }
+        if !keptUnnamed.isEmpty {
+            report.notes.append("\(keptUnnamed.count) objects are kept because records that may name them were lost")
         }
         // Files named after a retired file are backups of something no longer needed: not worth
         // a word (and made copies, they would go with it).
