@@ -247,3 +247,42 @@ def test_a_change_made_after_a_fork_was_reported_survives_the_other_clones_next_
     r = other.ok(f"sync {q(str(remote))}; ls /; verify")
     assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
     assert other.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()
+
+
+def test_records_a_compaction_had_lost_are_carried_when_they_come_back(narnia, host, tmp_path):
+    """Not a fork: this device's journal was cut at a record boundary (a restore, a cut) and
+    it compacted (`passwd --rotate` does) before the whole journal came back from the remote.
+    Its retirement had not read the lost record: the whole journal is kept on every device
+    until this device carries that record into a new snapshot (before, the retirement's record
+    numbers covered it, and it was deleted everywhere: f2 lost)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    sizes = []
+    for name in ("f0.bin", "f1.bin", "f2.bin"):
+        narnia.ok(f"import --keep {q(str(new_file(host, name)))}")
+        sizes.append(journal_sizes(narnia.vault))
+    journal = next(p for p in sizes[2] if p in sizes[1] and sizes[2][p] > sizes[1][p])
+    narnia.ok(f"sync {q(str(remote))}")
+    other = other_device(narnia, remote, tmp_path / "other")
+    other.ok(f"import --keep {q(str(new_file(host, 'e1.bin')))}; sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    os.truncate(narnia.vault / journal, sizes[1][journal])
+    new = "a new passphrase after the cut"
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    narnia.ok(f"sync {q(str(remote))}", passphrase=new)    # the whole journal comes back
+    other.c(f"sync {q(str(remote))}")                        # the new master key needs the new passphrase
+    other.ok(f"sync {q(str(remote))}", passphrase=new)     # reads the retirement, and acknowledges it
+    r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
+    assert "holds records that its retirement did not read" in r.err, r.describe()
+    other.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
+    expected = ["e1.bin", "f0.bin", "f1.bin", "f2.bin"]
+    third = other_device(narnia, remote, tmp_path / "third")
+    for device in (narnia, other, third):
+        r = device.ok(f"sync {q(str(remote))}; ls /", passphrase=new)
+        assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+        assert device.ok("cat /f2.bin", passphrase=new).outb == (host / "f2.bin").read_bytes()
+    # It ended: the cut journal is gone everywhere, and later syncs are quiet.
+    assert not (narnia.vault / journal).exists() and not (remote / journal).exists()
+    r = narnia.ok(f"sync {q(str(remote))}; verify", passphrase=new)
+    assert "did not read" not in r.err, r.describe()

@@ -251,7 +251,7 @@ extension Vault {
             if newOwnForks.contains(fork) { report.problems.append(text) } else { report.notes.append(text) }
         }
         for id in journalsWithUnreadRecordsFound.sorted() {
-            report.problems.append("this device's journal \(id.hex.prefix(8)) held records that another copy of this store, writing as this device, retired it without (a fork); they were kept")
+            report.problems.append("this device's journal \(id.hex.prefix(8)) held records that its retirement did not read (another copy of this store writing as this device, or records this copy had lost); they were kept")
         }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }

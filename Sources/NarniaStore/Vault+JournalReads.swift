@@ -67,7 +67,8 @@ extension Vault {
 
     /// This device's retired journals, due for deletion, a file of which holds records no
     /// retirement of them read: another copy of this store, writing as this device, retired
-    /// them without those records (a fork). Compacting carries the records and retires the
+    /// them without those records (a fork), or this copy did when it had lost them (a cut
+    /// journal whose whole copy came back). Compacting carries the records and retires the
     /// journals again, with what this copy read.
     var ownJournalsWithRecordsNoRetirementRead: [Identifier] {
         journals.values.filter { file in

@@ -82,12 +82,13 @@ extension Vault {
         // every value both versions hold (under numbers no copy has used), which every device
         // reads whatever becomes of the forked journals; they are retired by it. (Should it
         // fail, a read-only store or a full disk, it says so, and the next open tries again.)
-        // So does a journal of this device that another copy retired without records this
-        // copy holds (a fork their numbers did not show).
+        // So does a journal of this device retired without records this copy holds: by
+        // another copy writing as this device (a fork their numbers did not show), or by this
+        // one when it had lost them (a cut journal whose whole copy came back).
         let unread = isKnownDevice ? ownJournalsWithRecordsNoRetirementRead : []
         for id in unread where !journalsWithUnreadRecordsFound.contains(id) {
             journalsWithUnreadRecordsFound.insert(id)
-            warnings.append("this device's journal \(id.hex.prefix(8)) holds records that its retirement did not read: another copy of this store, writing as this device, retired it without them (a backup restored and used while the original went on, or a copy of its disk); they are kept, and this device goes on after them. If the other copy is still in use, stop using one of them, or give this one a device of its own now (copy the store to a new folder with cp -a and use the copy)")
+            warnings.append("this device's journal \(id.hex.prefix(8)) holds records that its retirement did not read: written by another copy of this store writing as this device (a backup restored and used while the original went on, or a copy of its disk), or missing from this copy when it retired the journal; they are kept, and this device goes on after them. If another copy of this store is in use, stop using one of them, or give this one a device of its own (copy the store to a new folder with cp -a and use the copy)")
         }
         if isKnownDevice && (!newOwnForks.isEmpty || !unread.isEmpty) {
             do { try compact() } catch {
