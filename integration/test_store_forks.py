@@ -31,6 +31,11 @@ def forked(text: str) -> bool:
     return "of this device exist" in text
 
 
+def listed(r) -> list[str]:
+    """The test files `ls /` printed (its other lines are sync's and verify's), sorted."""
+    return sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l)
+
+
 def save(store: Path, to: Path) -> None:
     """The store folder's contents, as a backup holds them."""
     shutil.rmtree(to, ignore_errors=True)
@@ -135,7 +140,7 @@ def test_two_clones_taking_turns_each_see_everything_the_other_wrote(narnia, hos
     for clone, saved in clones.items():
         put_back(saved, narnia.vault)
         r = narnia.ok(f"sync {q(str(remote))}; ls /; verify")
-        assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, f"clone {clone}" + r.describe()
+        assert listed(r) == expected, f"clone {clone}" + r.describe()
     other = other_device(narnia, remote, tmp_path / "third")
     assert sorted(other.ok("ls /").out_lines) == expected
     assert not untold, f"the syncs after importing {untold} said nothing of the other clone"
@@ -170,7 +175,7 @@ def test_a_clone_that_compacted_before_the_fork_was_seen_retires_nothing_the_oth
     assert sorted(narnia.ok("ls /", passphrase="a new passphrase for both").out_lines) == expected
     put_back(tmp_path / "A", narnia.vault)
     r = narnia.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase for both")
-    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert listed(r) == expected, r.describe()
     other = other_device(narnia, remote, tmp_path / "other")
     assert sorted(other.ok("ls /", passphrase="a new passphrase for both").out_lines) == expected
     for name in expected:
@@ -199,12 +204,12 @@ def test_a_journal_fork_an_engine_kept_as_a_copy_is_said_once_and_both_versions_
 
     r = narnia.c("ls /; verify")
     assert r.rc == 1, "verify passed in the session that found the fork" + r.describe()
-    assert sorted(l for l in r.out_lines if l.endswith(".bin")) == ["base.bin", "one.bin", "two.bin"], r.describe()
+    assert listed(r) == ["base.bin", "one.bin", "two.bin"], r.describe()
     assert sum(forked(l) for l in r.err_lines if "warning" in l) == 1, r.describe()
     # The snapshot holds both versions' values; the versions themselves are retired and gone.
     assert not (narnia.vault / journal).exists() and not copy.exists()
     r = narnia.ok("ls /; verify")
-    assert sorted(l for l in r.out_lines if l.endswith(".bin")) == ["base.bin", "one.bin", "two.bin"], r.describe()
+    assert listed(r) == ["base.bin", "one.bin", "two.bin"], r.describe()
     assert not forked(r.err), r.describe()
     for name in ("base.bin", "one.bin", "two.bin"):
         assert narnia.ok(f"cat /{name}").outb == (host / name).read_bytes()
@@ -238,14 +243,14 @@ def test_a_change_made_after_a_fork_was_reported_survives_the_other_clones_next_
     expected = ["a1.bin", "a2.bin", "a3.bin", "b1.bin", "b2.bin", "base.bin"]
     put_back(tmp_path / "B", narnia.vault)
     r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}; ls /")
-    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert listed(r) == expected, r.describe()
     assert narnia.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()
     put_back(tmp_path / "A", narnia.vault)
     r = narnia.ok(f"sync {q(str(remote))}; ls /")
-    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert listed(r) == expected, r.describe()
     other = other_device(narnia, remote, tmp_path / "other")
     r = other.ok(f"sync {q(str(remote))}; ls /; verify")
-    assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+    assert listed(r) == expected, r.describe()
     assert other.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()
 
 
@@ -280,7 +285,7 @@ def test_records_a_compaction_had_lost_are_carried_when_they_come_back(narnia, h
     third = other_device(narnia, remote, tmp_path / "third")
     for device in (narnia, other, third):
         r = device.ok(f"sync {q(str(remote))}; ls /", passphrase=new)
-        assert sorted(l for l in r.out_lines if l.endswith(".bin") and ":" not in l) == expected, r.describe()
+        assert listed(r) == expected, r.describe()
         assert device.ok("cat /f2.bin", passphrase=new).outb == (host / "f2.bin").read_bytes()
     # It ended: the cut journal is gone everywhere, and later syncs are quiet.
     assert not (narnia.vault / journal).exists() and not (remote / journal).exists()
