@@ -44,25 +44,43 @@ extension Vault {
     }
 
     /// True when a file of the retired journal `file` holds records that no retirement of it
-    /// read. Where retirements say what they read of each copy, this device's own journals
-    /// (whose other versions only a fork makes) must match one of those reads exactly;
-    /// another device's may also be shorter than the longest read (an older copy of what was
-    /// read: only the copy of the store that wrote a fork can tell the two versions apart,
-    /// and it keeps its own). Retirements written before reads were said are taken by their
-    /// record numbers.
+    /// read. Where retirements say what they read of each copy, a file of this device's own
+    /// journal must match one of those reads exactly, or be an older copy (a prefix) of a file
+    /// here that does; another device's may also be shorter than the longest read (an older
+    /// copy of what was read: only the copy of the store that wrote a fork can tell the two
+    /// versions apart, and it keeps its own). Retirements written before reads were said are
+    /// taken by their record numbers.
     func holdsRecordsNoRetirementRead(_ file: JournalFile) -> Bool {
         guard let retirements = state.retired[RetiredFile(kind: .journal, id: file.id)] else { return false }
         guard let reads = state.journalReads[file.id], let longest = reads.map(\.length).max() else {
             return !retirements.contains { $0[file.device] >= file.lastSeq }
         }
-        return readCopies(of: file).contains { copy in
-            let length = copy.end.offset
-            guard length > 0 else { return false }
-            if file.device != device && length < longest { return false }
-            guard reads.contains(where: { $0.length == length }) else { return true }
-            guard let digest = try? digest(ofCopy: copy.path, length: length) else { return true }
-            return !reads.contains(JournalRead(journal: file.id, length: length, digest: digest))
+        let copies = readCopies(of: file).filter { $0.end.offset > 0 }
+        let matching = copies.filter { copy in
+            guard reads.contains(where: { $0.length == copy.end.offset }),
+                  let digest = try? digest(ofCopy: copy.path, length: copy.end.offset) else { return false }
+            return reads.contains(JournalRead(journal: file.id, length: copy.end.offset, digest: digest))
         }
+        return copies.contains { copy in
+            let length = copy.end.offset
+            if matching.contains(where: { $0.path == copy.path }) { return false }
+            if file.device != device { return length >= longest }
+            // An older copy of one that matches (a sync engine's, say) holds nothing more.
+            return !matching.contains { longer in
+                longer.end.offset > length
+                    && (try? Self.isPrefix(layout.root + "/" + copy.path, of: layout.root + "/" + longer.path, length: length)) == true
+            }
+        }
+    }
+
+    /// True when a copy of the retired journal `id` elsewhere (on a `sync` remote), of `size`
+    /// bytes, may hold records no retirement of it read: it is longer than the longest read.
+    /// It is then fetched and read here rather than deleted there. (A copy no longer than that
+    /// is taken for an older copy of what was read: the device that wrote other records under
+    /// those numbers, a fork, keeps its own copy and carries them.)
+    func copyElsewhereMayHoldRecordsNoRetirementRead(_ id: Identifier, size: Int64) -> Bool {
+        guard let longest = state.journalReads[id]?.map(\.length).max() else { return false }
+        return size > longest
     }
 
     /// This device's retired journals, due for deletion, a file of which holds records no

@@ -50,13 +50,22 @@ extension Vault {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
             var versions = JournalVersions()
+            var ends: [String: JournalEnd] = [:]
             for path in entry.all {
                 do {
-                    try readJournal(id, path: path, isMain: path == entry.main,
-                                    eachRecord: entry.all.count > 1 ? { versions.note(index: $0, payload: $1) } : nil)
+                    ends[path] = try readJournal(id, path: path, isMain: path == entry.main,
+                                                 eachRecord: entry.all.count > 1 ? { versions.note(index: $0, payload: $1) } : nil)
                 } catch MetadataError.unknownMasterKey {
                     failed.append(path)
                 }
+            }
+            // What each file held, once the journal is known (a file read before the one that
+            // holds its first record, holding none, counts too).
+            if var file = journals[id] {
+                for (path, end) in ends {
+                    if path == entry.main { file.end = end } else { file.copyEnds[path] = end }
+                }
+                journals[id] = file
             }
             if let index = versions.firstDifference { copyForks[id] = index }
             guard !failed.isEmpty else { continue }
@@ -81,9 +90,9 @@ extension Vault {
         bytesAtLastCompaction = ownJournalBytes
     }
 
-    /// Reads one file of journal `id`, applying its records to the merged state.
-    /// `eachRecord` hears every record's index and payload.
-    private func readJournal(_ id: Identifier, path: String, isMain: Bool, eachRecord: ((UInt64, [UInt8]) -> Void)?) throws {
+    /// Reads one file of journal `id`, applying its records to the merged state, and returns
+    /// what it holds. `eachRecord` hears every record's index and payload.
+    private func readJournal(_ id: Identifier, path: String, isMain: Bool, eachRecord: ((UInt64, [UInt8]) -> Void)?) throws -> JournalEnd {
         let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
         var file = journals[id]
         var owner = file?.device
@@ -124,9 +133,8 @@ extension Vault {
             // Not one whole record: a journal created by a device that crashed before its
             // first record was durable, or one still arriving. Nothing in it to read.
             if end.cutBytes > 0 || isMain { warnings.append("journal \(id.hex.prefix(8)) holds no whole record yet (\(end.cutBytes) bytes)") }
-            return
+            return end
         }
-        if isMain { file.end = end } else { file.copyEnds[path] = end }
         if let keyIndex, keyIndex > 0 { file.underCurrentMaster = false }
         if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records
@@ -136,6 +144,7 @@ extension Vault {
             file.cutBytesOfLongest = min(file.cutBytesOfLongest, end.cutBytes)
         }
         journals[id] = file
+        return end
     }
 
     /// What this device has read: for each device, every record up to the highest number

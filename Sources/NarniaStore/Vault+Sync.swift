@@ -58,9 +58,17 @@ extension Vault {
     }
 
     /// True when the file is retired and every device has heard: it is deleted here (and on
-    /// the remote, where a key file also needs `remoteKeepsAKeyFile`).
+    /// the remote, where a key file also needs `remoteKeepsAKeyFile`, and a journal
+    /// `mayDeleteThere`).
     public func mayDelete(_ file: SyncFile) -> Bool {
         state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
+    }
+
+    /// True when the remote's copy of a retired journal, of `size` bytes, may hold records no
+    /// retirement of it read (`copyElsewhereMayHoldRecordsNoRetirementRead`): it is fetched
+    /// and read here, never deleted there unread.
+    public func isUnreadThere(_ file: SyncFile, size: Int64) -> Bool {
+        file.kind == .journal && state.isRetired(retiredFile(file)) && copyElsewhereMayHoldRecordsNoRetirementRead(file.id, size: size)
     }
 
     /// True for a key file while the one this session opened with is not live
@@ -252,7 +260,7 @@ extension Vault {
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-                     bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks)
+                     bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
         do {
             keys = try KeyTable()
             state = MergeState(keys: keys, device: device)
@@ -268,7 +276,7 @@ extension Vault {
         } catch {
             (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-             bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks) = saved
+             bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
             warnings = savedWarnings
             throw error
         }

@@ -60,6 +60,11 @@ extension Vault {
                 warnings.append(text)
                 lostOwnRecordsFound = text
                 ops.append(.keep(split.named))
+                // The journal that lost them is left as it is, and this device goes on in a new
+                // one: writing on after the cut would give the lost records' numbers to other
+                // records, and a copy elsewhere that still holds them would then be taken for an
+                // older copy of what this one holds.
+                journal = nil
             }
             if !split.unsure.isEmpty && split.modesSayNothing {
                 warnings.append("\(split.unsure.count) objects this device wrote are named by no record: left by a write cut short, or named by records this copy no longer holds; this file system keeps no file modes, which would tell which, so they are kept")

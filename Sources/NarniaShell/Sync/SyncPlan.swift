@@ -35,6 +35,12 @@ struct SyncPlan {
         var hereByPath: [String: (SyncFile, Int64)] = [:]
         for (file, size) in here { hereByPath[file.path] = (file, size) }
         for (file, size) in here {
+            // A longer copy there of a retired journal may hold what no retirement read: it
+            // is fetched and read here first (the next sync deletes both if it holds nothing).
+            if let remote = there[file.path], vault.isUnreadThere(file, size: remote) {
+                if remote != size { plan.fetch(file, remote) }
+                continue
+            }
             if vault.mayDelete(file) {
                 plan.deleteHere.append(file)
                 if there[file.path] != nil { plan.deleteThere.append(file) }
@@ -53,6 +59,7 @@ struct SyncPlan {
         }
         for (path, size) in there where hereByPath[path] == nil {
             guard let file = vault.syncFile(path) else { continue }
+            if vault.isUnreadThere(file, size: size) { plan.fetch(file, size); continue }
             if vault.mayDelete(file) { plan.deleteThere.append(file); continue }
             if !vault.isRetired(file) { plan.fetch(file, size) }
         }
