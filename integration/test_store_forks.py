@@ -344,3 +344,31 @@ def test_an_older_copy_of_a_retired_journal_of_this_device_goes_without_a_word(n
     r = narnia.ok(f"sync {q(str(remote))}; ls /; verify", passphrase=new)
     assert "did not read" not in r.err and not forked(r.err), r.describe()
     assert not copy.exists() and not (narnia.vault / journal).exists()
+
+
+def test_a_longer_remote_copy_of_a_retired_journal_read_and_found_old_goes_there_too(narnia, host, tmp_path):
+    """A remote copy of a retired journal longer than what was read is fetched and read before
+    anything is deleted; when it holds nothing more (its extra bytes are zeros, as a file
+    preallocated by some tool), it goes there in the same sync, instead of being fetched again
+    at every sync."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'a0.bin')))}; sync {q(str(remote))}")
+    other = other_device(narnia, remote, tmp_path / "other")
+    other.ok(f"import --keep {q(str(new_file(host, 'b0.bin')))}; sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    here = journal_sizes(narnia.vault)
+    journal = max(here, key=lambda p: here[p])
+    new = "a new passphrase"
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    narnia.ok(f"sync {q(str(remote))}", passphrase=new)
+    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), "the remote holds what was read"
+    with open(remote / journal, "ab") as padded:
+        padded.write(bytes(1 << 16))
+    other.c(f"sync {q(str(remote))}")
+    other.ok(f"sync {q(str(remote))}", passphrase=new)   # reads the retirement and acknowledges it
+    r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
+    assert not (remote / journal).exists() and not (narnia.vault / journal).exists(), r.describe()
+    assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
+    assert "did not read" not in r.err, r.describe()

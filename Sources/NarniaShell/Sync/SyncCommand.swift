@@ -25,6 +25,8 @@ enum SyncCommand {
             rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
         }
         var report = Report()
+        // Journals put in place from the remote (some retired, fetched to be read first).
+        var takenJournals: [SyncFile] = []
         // One name for the copies of forked journals, here and there.
         let copySuffix = conflictSuffix(vault)
 
@@ -37,7 +39,9 @@ enum SyncCommand {
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             for file in fetching.fetch {
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
-                case .taken, .keptAsCopy: report.received += 1
+                case .taken, .keptAsCopy:
+                    report.received += 1
+                    if file.kind == .journal { takenJournals.append(file) }
                 case .forked:
                     report.received += 1
                     report.forks.append(file)
@@ -54,10 +58,16 @@ enum SyncCommand {
         // files, then journals, then the copies of forked journals; and delete retired files
         // every device has heard of, on both sides.
         // Nothing arrived: the merge would change nothing, and the plan stands as it was.
-        let sending: SyncPlan
+        var sending: SyncPlan
         if report.received > 0 {
             report.change = try merge(vault)
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+            // A retired journal fetched to be read (longer there than any retirement of it had
+            // read) that the merge then deleted here held nothing unread: nor does its copy there.
+            for file in takenJournals where vault.isRetired(file) && !sending.deleteThere.contains(file)
+                && (try? FileSystem.lstatIfExists(vault.directory + "/" + file.path)) == nil {
+                sending.deleteThere.append(file)
+            }
             // A forked journal of this device that the merge's snapshot retired (every version
             // of its records is in the snapshot, and no other device waits for it) is gone.
             report.forks.removeAll { (try? FileSystem.lstatIfExists(vault.directory + "/" + $0.path + copySuffix)) == nil }
