@@ -372,3 +372,25 @@ def test_a_longer_remote_copy_of_a_retired_journal_read_and_found_old_goes_there
     assert not (remote / journal).exists() and not (narnia.vault / journal).exists(), r.describe()
     assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
     assert "did not read" not in r.err, r.describe()
+
+
+def test_a_retired_journal_ending_in_a_cut_tail_goes_from_the_remote_and_syncs_settle(narnia, host, tmp_path):
+    """A journal ending in bytes that are no whole record (a write cut short) reaches the remote
+    and is retired by a compaction: the remote's copy, longer than what was read only by that
+    tail, is read once and deleted there, and later syncs do nothing (review Z2: it was fetched
+    again at every sync, and one sync failed sending a journal the merge had just deleted)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'a0.bin')))}")
+    here = journal_sizes(narnia.vault)
+    journal = max(here, key=lambda p: here[p])
+    with open(narnia.vault / journal, "ab") as cut:
+        cut.write(os.urandom(12))
+    narnia.c(f"sync {q(str(remote))}")
+    new = "a new passphrase"
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
+    assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
+    assert not (remote / journal).exists() and not (narnia.vault / journal).exists(), r.describe()
+    assert listed(narnia.ok("ls /", passphrase=new)) == ["a0.bin"]

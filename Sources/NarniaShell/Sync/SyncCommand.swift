@@ -25,6 +25,8 @@ enum SyncCommand {
             rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
         }
         var report = Report()
+        let startSize = Dictionary(fetching.here.map { ($0.0.path, $0.1) }, uniquingKeysWith: { a, _ in a })
+        func isHere(_ file: SyncFile) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + file.path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
         var takenJournals: [SyncFile] = []
         // One name for the copies of forked journals, here and there.
@@ -62,10 +64,11 @@ enum SyncCommand {
         if report.received > 0 {
             report.change = try merge(vault)
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
-            // A retired journal fetched to be read (longer there than any retirement of it had
-            // read) that the merge then deleted here held nothing unread: nor does its copy there.
-            for file in takenJournals where vault.isRetired(file) && !sending.deleteThere.contains(file)
-                && (try? FileSystem.lstatIfExists(vault.directory + "/" + file.path)) == nil {
+            // A retired journal the merge read and then deleted here held nothing unread: nor
+            // does its copy there, the one fetched or one of the same length (which, longer than
+            // any retirement of it read by a cut tail, the plan would fetch again and again).
+            let readThen = takenJournals + fetching.here.map(\.0).filter { $0.kind == .journal && startSize[$0.path] == there[$0.path] }
+            for file in readThen where vault.isRetired(file) && !sending.deleteThere.contains(file) && !isHere(file) {
                 sending.deleteThere.append(file)
             }
             // A forked journal of this device that the merge's snapshot retired (every version
@@ -77,10 +80,9 @@ enum SyncCommand {
         }
         // Journals to send: new ones; those the remote has a shorter copy of that the one here
         // extends (compared in step 1); and those that were the same on both sides and have
-        // grown here since (the merge appended to this device's own).
-        let startSize = Dictionary(fetching.here.map { ($0.0.path, $0.1) }, uniquingKeysWith: { a, _ in a })
+        // grown here since (the merge appended to this device's own) — not one it deleted.
         let grown = sending.fetch.filter { file in
-            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path])
+            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path]) && isHere(file)
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")

@@ -35,10 +35,10 @@ struct SyncPlan {
         var hereByPath: [String: (SyncFile, Int64)] = [:]
         for (file, size) in here { hereByPath[file.path] = (file, size) }
         for (file, size) in here {
-            // A longer copy there of a retired journal may hold what no retirement read: it
-            // is fetched and read here first (the next sync deletes both if it holds nothing).
-            if let remote = there[file.path], vault.isUnreadThere(file, size: remote) {
-                if remote != size { plan.fetch(file, remote) }
+            // A copy there of a retired journal longer than any retirement of it read, and
+            // than the one here, may hold what none read: it is fetched and read here first.
+            if let remote = there[file.path], remote != size, vault.isUnreadThere(file, size: remote) {
+                plan.fetch(file, remote)
                 continue
             }
             if vault.mayDelete(file) {
