@@ -392,3 +392,21 @@ def test_a_retired_journal_ending_in_a_cut_tail_goes_from_the_remote_and_syncs_s
     assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
     assert not (remote / journal).exists() and not (narnia.vault / journal).exists(), r.describe()
     assert listed(narnia.ok("ls /", passphrase=new)) == ["a0.bin"]
+
+
+def test_a_file_named_as_a_copy_of_a_retired_journal_that_does_not_open_goes_with_it(narnia, host, tmp_path):
+    """A file named as a copy of a journal that does not open is no copy of it (every file of a
+    journal begins with the same record): set aside while the journal stays, and deleted with
+    it, not kept (and sent) for good."""
+    remote, other, journal, new = compacted_beside_another_device(narnia, host, tmp_path)
+    junk = narnia.vault / (journal + ".sync-conflict-20261203-120000-ABCDEFG")
+    junk.write_bytes(os.urandom(300))
+    r = narnia.c("verify", passphrase=new)
+    assert r.rc == 1 and "does not open as one" in r.err, r.describe()
+    narnia.ok(f"sync {q(str(remote))}", passphrase=new)
+    other.c(f"sync {q(str(remote))}")
+    other.ok(f"sync {q(str(remote))}", passphrase=new)   # reads the retirement and acknowledges it
+    narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
+    assert not junk.exists() and not (narnia.vault / journal).exists()
+    assert not list(remote.glob(journal + "*")), "nothing of it is left on the remote"
+    narnia.ok("verify", passphrase=new)

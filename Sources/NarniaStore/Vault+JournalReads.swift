@@ -30,12 +30,14 @@ extension Vault {
 
     /// True for a retired journal that must stay: a file of it holds records that no
     /// retirement of it read (`holdsRecordsNoRetirementRead`), or was not read here as it is
-    /// now (one that does not open, one that arrived or changed since it was read).
+    /// now (one that arrived or changed since it was read). A file named as a copy of it that
+    /// does not open is no copy of it (every file of a journal begins with the same record),
+    /// and goes with it.
     func holdsRecordsItsRetirementsDidNotRead(_ id: Identifier) -> Bool {
         guard let file = journals[id], state.retired[RetiredFile(kind: .journal, id: id)] != nil else { return false }
         let copies = readCopies(of: file)
         let read = Set(copies.map(\.path))
-        if inventory.files[id]?.all.contains(where: { !read.contains($0) }) ?? false { return true }
+        if inventory.files[id]?.all.contains(where: { !read.contains($0) && !unreadableCopies.contains($0) }) ?? false { return true }
         for copy in copies {
             guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + copy.path) else { continue }
             if Int64(st.st_size) != copy.end.offset + copy.end.cutBytes { return true }
