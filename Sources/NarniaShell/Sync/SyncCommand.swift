@@ -26,7 +26,7 @@ enum SyncCommand {
         }
         var report = Report()
         let startSize = Dictionary(fetching.here.map { ($0.0.path, $0.1) }, uniquingKeysWith: { a, _ in a })
-        func isHere(_ file: SyncFile) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + file.path)) != nil }
+        func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
         var takenJournals: [SyncFile] = []
         // One name for the copies of forked journals, here and there.
@@ -68,12 +68,12 @@ enum SyncCommand {
             // does its copy there, the one fetched or one of the same length (which, longer than
             // any retirement of it read by a cut tail, the plan would fetch again and again).
             let readThen = takenJournals + fetching.here.map(\.0).filter { $0.kind == .journal && startSize[$0.path] == there[$0.path] }
-            for file in readThen where vault.isRetired(file) && !sending.deleteThere.contains(file) && !isHere(file) {
+            for file in readThen where vault.isRetired(file) && !sending.deleteThere.contains(file) && !isHere(file.path) {
                 sending.deleteThere.append(file)
             }
             // A forked journal of this device that the merge's snapshot retired (every version
             // of its records is in the snapshot, and no other device waits for it) is gone.
-            report.forks.removeAll { (try? FileSystem.lstatIfExists(vault.directory + "/" + $0.path + copySuffix)) == nil }
+            report.forks.removeAll { !isHere($0.path + copySuffix) }
         } else {
             report.change = TreeChange(added: [], removed: 0)
             sending = fetching
@@ -82,7 +82,7 @@ enum SyncCommand {
         // extends (compared in step 1); and those that were the same on both sides and have
         // grown here since (the merge appended to this device's own) — not one it deleted.
         let grown = sending.fetch.filter { file in
-            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path]) && isHere(file)
+            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path]) && isHere(file.path)
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
