@@ -29,17 +29,13 @@ public struct VerifyReport: Sendable {
 extension Vault {
     /// Makes the written objects `ids` durable, with the entries of new shard directories: one
     /// `syncfs` of the store's file system where that reaches the disk, else (FUSE, NFS, SMB:
-    /// `FileDescriptor.syncFileSystemReachesDisk`) an `fsync` of each object and of the
-    /// directories holding them.
+    /// `FileDescriptor.syncFileSystemReachesDisk`) an `fsync` of each object, of the shard
+    /// directories holding them and of the store's directory.
     func syncObjects(_ ids: [Identifier]) throws {
-        if lockHandle.syncFileSystemReachesDisk {
-            return try layout.syncingShards { try lockHandle.syncFileSystem() }
+        try layout.syncingShards {
+            try FileSystem.makeDurable(files: ids.map { layout.objectPath(for: $0) },
+                                       folders: Set(ids.map(layout.shardDirectory(for:))).sorted() + [layout.root], on: lockHandle)
         }
-        for id in ids {
-            try FileDescriptor.open(layout.objectPath(for: id), .readOnly, options: .noFollow).sync()
-        }
-        for directory in Set(ids.map(layout.shardDirectory(for:))).sorted() { try FileSystem.syncDirectory(directory) }
-        try layout.syncUnsyncedShards()
     }
 
     /// The path of the object holding `content` in this copy of the store, or nil when it has

@@ -214,19 +214,14 @@ extension Vault {
     /// record acknowledges the records they hold, which a power cut must not leave it without
     /// (a review found received journals empty after one, the acknowledgement durable). One
     /// `syncfs` each time where that reaches the disk; else an `fsync` of each file, then of
-    /// the store's folders.
+    /// the store's folders. A file the fetch did not bring is passed over.
     public func syncReceived(in folder: String, _ files: [SyncFile], placed: Bool) throws {
-        if lockHandle.syncFileSystemReachesDisk { return try lockHandle.syncFileSystem() }
         if !placed {
-            for file in files {
-                guard let fd = try? FileDescriptor.open(folder + "/" + file.path, .readOnly, options: .noFollow) else { continue }
-                try fd.sync()
-            }
-            return
+            let fetched = files.map { folder + "/" + $0.path }.filter { (try? FileSystem.lstatIfExists($0))??.isRegularFile == true }
+            return try FileSystem.makeDurable(files: fetched, folders: [], on: lockHandle)
         }
         let shards = Set(files.compactMap { $0.kind == .keyFile ? nil : $0.path.split(separator: "/").first.map(String.init) })
-        for shard in shards.sorted() { try FileSystem.syncDirectory(layout.root + "/" + shard) }
-        try FileSystem.syncDirectory(layout.root)
+        try FileSystem.makeDurable(files: [], folders: shards.sorted().map { layout.root + "/" + $0 } + [layout.root], on: lockHandle)
     }
 
     /// True when the first `length` bytes of `path` and of `longer` are the same.

@@ -68,6 +68,16 @@ public enum FileSystem {
         try fd.sync()
     }
 
+    /// Makes files written on one file system durable, with the entries of `folders`: one
+    /// `syncfs` of that file system where it reaches the disk (`FileDescriptor
+    /// .syncFileSystemReachesDisk`: not on FUSE, NFS or SMB), else an `fsync` of each file,
+    /// then of each folder. `anchor` is any descriptor on that file system.
+    public static func makeDurable(files: [String], folders: [String], on anchor: FileDescriptor) throws {
+        if anchor.syncFileSystemReachesDisk { return try anchor.syncFileSystem() }
+        for path in files { try FileDescriptor.open(path, .readOnly, options: .noFollow).sync() }
+        for folder in folders { try syncDirectory(folder) }
+    }
+
     /// The names in a directory, without `.` and `..`. Names that are not valid UTF-8 cannot be
     /// spelled as a `String` without changing them, so they are left out here; see
     /// `listDirectoryCountingUndecodable` where that matters.

@@ -146,10 +146,8 @@ enum SyncCommand {
     private static func syncLocalRemote(_ remote: String, _ sent: [String]) throws {
         guard !sent.isEmpty, remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":"),
               let top = try? FileDescriptor.open(remote, .readOnly, options: .directory) else { return }
-        if top.syncFileSystemReachesDisk { return try top.syncFileSystem() }
-        for path in sent { try FileDescriptor.open(remote + "/" + path, .readOnly, options: .noFollow).sync() }
-        for folder in Set(sent.map { FileSystem.parentDirectory(of: remote + "/" + $0) }).sorted() { try FileSystem.syncDirectory(folder) }
-        try FileSystem.syncDirectory(remote)
+        let files = sent.map { remote + "/" + $0 }
+        try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [remote], on: top)
     }
 
     /// Merges what arrived (`Vault.reload`). Journals sealed under a master key this session
