@@ -354,9 +354,17 @@ def run_measuring_rss(argv, env, cwd, timeout=300) -> tuple[int, int, bytes]:
     return rc, rss, b"".join(err)
 
 
+def skip_unless_root_for_strace_paths() -> None:
+    """`strace -y` names descriptors by reading /proc/PID/fd, which only root may do for narnia
+    (it makes itself not dumpable): tests that need the paths skip as an ordinary user."""
+    if os.geteuid() != 0:
+        pytest.skip("strace -y cannot name the files of a process that is not dumpable unless run as root")
+
+
 def traced_calls(n: "Narnia", command: str, log: Path, calls: list[str]) -> list[str]:
     """Runs `narnia -c COMMAND` (which must succeed) under strace, children too, with the paths
     of descriptors shown; returns the lines of the system calls `calls`, in order."""
+    skip_unless_root_for_strace_paths()
     argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=" + ",".join(calls)] + n.argv(["-c", command])
     r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)
     assert r.returncode == 0, r.stderr
@@ -364,13 +372,38 @@ def traced_calls(n: "Narnia", command: str, log: Path, calls: list[str]) -> list
     return [line for line in log.read_text().splitlines() if pattern.search(line)]
 
 
+def overwrite(path: Path, data: bytes) -> None:
+    """Writes `data` over a store file as whoever holds the store's folder may: the file is
+    read-only to its owner (objects and journals are 0400; root writes them anyway), so it is
+    made writable for the write and then given its mode back (a mode narnia reads)."""
+    with writable(path):
+        path.write_bytes(data)
+
+
+class writable:
+    """`with writable(path):` the store file `path` may be written by its owner, as in
+    `overwrite`; its mode is put back after."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def __enter__(self) -> Path:
+        self.mode = self.path.stat().st_mode & 0o7777
+        self.path.chmod(self.mode | 0o200)
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        self.path.chmod(self.mode)
+
+
 def mounted_fuse(argv: list[str], mount: Path):
     """Mounts with the FUSE command `argv` (its last word the mount point `mount`), skipping the
     test where FUSE cannot mount; yields the mount point and unmounts it after (a generator for
-    a fixture's `yield from`)."""
+    a fixture's `yield from`). Some FUSE programs exit 0 when they could not mount (fusefat,
+    as an ordinary user without access to /dev/fuse): the mount itself is checked."""
     r = subprocess.run(argv, capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount FUSE here: {r.stderr.strip()}")
+    if r.returncode != 0 or not os.path.ismount(mount):
+        pytest.skip(f"cannot mount FUSE here: {(r.stderr or r.stdout).strip()[-300:]}")
     try:
         yield mount
     finally:

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from harness import Narnia, mounted_fuse, q, traced_calls
+from harness import Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
 
 
@@ -47,6 +47,7 @@ def fuse_store(narnia_bin, tmp_path, fuse_mount):
 
 def synced_paths(n: Narnia, command: str, tmp_path) -> tuple[set[str], int]:
     """Runs `command` under strace; returns the paths `fsync`ed and the number of `syncfs` calls."""
+    skip_unless_root_for_strace_paths()
     log = tmp_path / "strace.log"
     argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=fsync,fdatasync,syncfs"] + n.argv(["-c", command])
     r = subprocess.run(argv, capture_output=True, text=True, env=n.env, cwd=n.workdir)

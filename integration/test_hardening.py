@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Narnia, q
+from harness import Narnia, overwrite, q
 
 
 def store_journal(n: Narnia) -> Path:
@@ -123,7 +123,7 @@ def set_limits(key: Path, ops: int, mem_kib: int):
     mask = hashlib.blake2b(salt, digest_size=8).digest()
     raw = ops.to_bytes(4, "little") + mem_kib.to_bytes(4, "little")
     data[16:24] = bytes(a ^ b for a, b in zip(raw, mask))
-    key.write_bytes(bytes(data))
+    overwrite(key, bytes(data))
 
 
 def test_limits_beyond_sensitive_are_refused_before_deriving(narnia):
@@ -157,7 +157,7 @@ def test_a_dash_line_may_go_on_but_damage_fails_the_run(narnia, host, command):
     obj = [narnia.vault / p for p in narnia.store().sizes() if p not in before and narnia.vault / p != journal][0]
     data = bytearray(obj.read_bytes())
     data[100] ^= 1
-    obj.write_bytes(bytes(data))
+    overwrite(obj, bytes(data))
     batch = host / "batch"
     batch.write_text(command.replace("OUT", q(str(host / "out.bin"))) + "\npwd\n")
     r = narnia("-b", str(batch))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from corpus import MIB, text_lines
-from harness import CHUNK, Narnia, find_object, object_size, q
+from harness import CHUNK, Narnia, find_object, object_size, overwrite, q, writable
 
 LOST = "its encrypted object, written on this device, is not in the store: deleted, or a restored store not yet given it back"
 HEADER = 24
@@ -61,18 +61,18 @@ class TamperVault:
         p = self.objects[name]
         data = bytearray(p.read_bytes())
         data[offset % len(data)] ^= 0x01
-        p.write_bytes(bytes(data))
+        overwrite(p, bytes(data))
 
     def truncate(self, name: str, size: int):
         p = self.objects[name]
-        with open(p, "r+b") as f:
+        with writable(p), open(p, "r+b") as f:
             f.truncate(size)
 
     def swap_objects(self, a: str, b: str):
         pa, pb = self.objects[a], self.objects[b]
         da, db = pa.read_bytes(), pb.read_bytes()
-        pa.write_bytes(db)
-        pb.write_bytes(da)
+        overwrite(pa, db)
+        overwrite(pb, da)
 
     def swap_chunks(self, name: str, i: int, j: int):
         p = self.objects[name]
@@ -83,7 +83,7 @@ class TamperVault:
         assert len(ci) == len(cj) == size, "swap_chunks needs two full chunks"
         data[HEADER + i * size:HEADER + (i + 1) * size] = cj
         data[HEADER + j * size:HEADER + (j + 1) * size] = ci
-        p.write_bytes(bytes(data))
+        overwrite(p, bytes(data))
 
     def delete(self, name: str):
         self.objects[name].unlink()
@@ -189,7 +189,7 @@ def test_tamper_everything_at_once(tv, tmp_path):
 
 def test_appended_bytes_never_give_wrong_content(tv, tmp_path):
     p = tv.objects["flip.bin"]
-    with open(p, "ab") as f:
+    with writable(p), open(p, "ab") as f:
         f.write(random.Random(3).randbytes(CHUNK // 4))
     dest = tmp_path / "out.bin"
     e = tv.n.c(f"export /t/flip.bin {q(str(dest))}")
@@ -208,7 +208,7 @@ def test_damaged_metadata_is_reported(tv):
     target = max(meta, key=lambda p: p.stat().st_size)
     data = bytearray(target.read_bytes())
     data[len(data) // 3] ^= 0x40
-    target.write_bytes(bytes(data))
+    overwrite(target, bytes(data))
     r = tv.n.c("ls /t")
     assert r.rc == 1, ("damaged metadata must make the command fail with exit 1, "
                        "not silently drop or keep changes") + r.describe()
@@ -223,7 +223,7 @@ def test_damaged_key_file_is_refused(tv):
     before = key.read_bytes()
     data = bytearray(before)
     data[len(data) // 2] ^= 0x01
-    key.write_bytes(bytes(data))
+    overwrite(key, bytes(data))
     r = tv.n.c("ls /t")
     assert r.rc in (1, 3), "a damaged key file must be refused (exit 1 or 3)" + r.describe()
     assert r.out == "", "nothing should be listed with a damaged key file" + r.describe()

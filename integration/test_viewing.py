@@ -79,6 +79,8 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    except PermissionError:  # another user's: alive
+        pass
     try:  # a zombie counts as dead
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(") ")[-1].split()[0] != "Z"
