@@ -127,6 +127,58 @@ def test_move_keeps_an_original_rewritten_with_its_times_put_back(vault, stick, 
     assert vault.ok("cat /notes.txt").out == "first version\n"
 
 
+def age_to_inbox(vault, plain: bytes, out) -> None:
+    """Writes `plain` encrypted with age to the vault's inbox recipient at `out`."""
+    age = shutil.which("age")
+    if age is None:
+        pytest.skip("age is not installed (make test installs it)")
+    [recipient] = [l.split()[1] for l in vault.ok("inbox-key").out_lines if l.startswith("age ")]
+    subprocess.run([age, "-r", recipient, "-o", str(out)], input=plain, check=True)
+
+
+@pytest.mark.parametrize("age", ["new", "an-hour-old"])
+def test_move_keeps_an_age_original_rewritten_with_its_times_put_back(vault, stick, tmp_path, age):
+    """An age file sent to the inbox recipient goes in decrypted, so its bytes are not the
+    vault's: one rewritten in place (another encryption, same size, its times put back) after
+    `import --move` read it was deleted on a file system that keeps no change time (review W5,
+    for age files). It is decrypted again and compared with the vault's copy."""
+    original = stick / "notes.txt.age"
+    age_to_inbox(vault, b"first version\n", original)
+    if age == "an-hour-old":
+        hour_ago = time.time_ns() - 3600 * 10**9
+        os.utime(original, ns=(hour_ago, hour_ago))
+    other = tmp_path / "other.age"
+    age_to_inbox(vault, b"other version\n", other)
+    assert other.stat().st_size == original.stat().st_size
+    log = tmp_path / "strace.log"
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
+        + vault.argv(["-c", f"import --move {q(str(original))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 30
+    while "syncfs(" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
+        time.sleep(0.05)
+    before = os.stat(original)
+    with open(original, "r+b") as f:
+        f.write(other.read_bytes())
+    os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert original.read_bytes() == other.read_bytes()
+    assert "changed while it was imported; the original is kept" in err, err
+    assert vault.ok("cat /notes.txt").out == "first version\n"
+
+
+def test_move_removes_a_new_age_original_that_is_unchanged(vault, stick):
+    """A new age file was always kept ("too recently to be sure", review W6), and a second
+    `import --move` imported it again as `notes (2).txt`; it is compared like any other."""
+    original = stick / "notes.txt.age"
+    age_to_inbox(vault, b"just sent\n", original)
+    r = vault.ok(f"import --move {q(str(original))}")
+    assert not original.exists() and "kept" not in r.err, r.describe()
+    assert vault.ok("cat /notes.txt").out == "just sent\n"
+
+
 def test_move_removes_a_new_original_that_is_unchanged(vault, stick):
     """The comparison a new file gets does not keep one that did not change."""
     original = stick / "new.txt"

@@ -198,7 +198,8 @@ struct ImportRun: HostTreeVisitor {
                 do {
                     try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
-                        return try Self.holds(file, sameBytesAs: item, in: session.vault)
+                        if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
+                        return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
                     }
                 } catch let e as CommandFailure {
                     session.warning("import", e.message)
@@ -214,19 +215,38 @@ struct ImportRun: HostTreeVisitor {
 
     /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.
     static func holds(_ file: FileDescriptor, sameBytesAs item: Item, in vault: Vault) throws -> Bool {
+        try reads(sameBytesAs: item, in: vault) { try file.readFully(into: $0, count: $1) }
+    }
+
+    /// True when the age file `file` (opened at its start) still decrypts to exactly the bytes
+    /// of `item` in the vault; false when it no longer opens as age sent to this vault.
+    static func holds(ageFile file: FileDescriptor, sameBytesAs item: Item, in vault: Vault) throws -> Bool {
+        do {
+            guard let age = try AgeImport.decrypting(file, size: Int64(try file.status().st_size), vault: vault) else { return false }
+            return try reads(sameBytesAs: item, in: vault) { try age.payload.read(into: $0, max: $1) }
+        } catch is AgeError {
+            return false
+        }
+    }
+
+    /// True when `source` (which fills a buffer and returns the count, 0 at its end) gives
+    /// exactly the bytes of `item` in the vault, and then ends.
+    private static func reads(sameBytesAs item: Item, in vault: Vault,
+                              from source: (UnsafeMutableRawPointer, Int) throws -> Int) throws -> Bool {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var same = true
         try vault.readContent(of: item) { p, n in
             var done = 0
             while same && done < n {
                 let k = min(n - done, buffer.count)
-                let got = try buffer.withUnsafeMutableBytes { try file.readFully(into: $0.baseAddress!, count: k) }
+                var got = 0
+                while got < k, case let r = try buffer.withUnsafeMutableBytes({ try source($0.baseAddress! + got, k - got) }), r > 0 { got += r }
                 same = got == k && buffer.withUnsafeBytes { memcmp($0.baseAddress!, p + done, k) == 0 }
                 done += k
             }
         }
         var extra: UInt8 = 0
-        return try same && file.readFully(into: &extra, count: 1) == 0
+        return try same && source(&extra, 1) == 0
     }
 
     /// With `--move`, removes the now-empty host folders whose vault folders were committed,
@@ -265,8 +285,9 @@ struct Original {
 
     /// Removes the original if it is unchanged and no program has it open for writing; throws
     /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its
-    /// start, still holds the bytes the vault took, for a file too new for its status to tell
-    /// or on a file system whose change time tells nothing (`fileSystemKeepsChangeTimes`).
+    /// start, still holds the bytes the vault took (an age file: still decrypts to them), for a
+    /// file too new for its status to tell or on a file system whose change time tells nothing
+    /// (`fileSystemKeepsChangeTimes`).
     func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws {
         // A link named on the command line is the link removed (its target is kept): what it
         // points to is what is compared.
@@ -279,12 +300,9 @@ struct Original {
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
         let removed = try file.whileNoOneWrites {
-            if isRacy && bytesRead == nil {
-                throw CommandFailure("\(path): modified moments before it was imported, too recently to be sure it is unchanged; the original is kept (the vault holds the version read)")
-            }
             // Where the change time witnesses nothing, a rewrite of the same size that puts
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
-            if bytesRead != nil && (isRacy || !file.fileSystemKeepsChangeTimes) {
+            if isRacy || !file.fileSystemKeepsChangeTimes {
                 guard try sameBytes(file) else {
                     throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
                 }

@@ -17,7 +17,15 @@ struct AgeImport {
     /// when it is not an age file sent to this vault.
     /// - Throws: `AgeError` when it is one but its header or length is damaged.
     static func open(_ fd: FileDescriptor, size: Int64, name: String, vault: Vault) throws -> AgeImport? {
-        guard name.hasSuffix(".age"), name.count > 4, size >= Int64(AgeHeader.magic.count) else { return nil }
+        guard name.hasSuffix(".age"), name.count > 4 else { return nil }
+        return try decrypting(fd, size: size, vault: vault).map { AgeImport(name: String(name.dropLast(4)), size: $0.size, payload: $0.payload) }
+    }
+
+    /// The plaintext size and decrypting reader of the open host file `fd` of `size` bytes,
+    /// read from its start, or nil when it is not age sent to this vault.
+    /// - Throws: `AgeError` when it is but its header or length is damaged.
+    static func decrypting(_ fd: FileDescriptor, size: Int64, vault: Vault) throws -> (size: UInt64, payload: AgePayloadReader)? {
+        guard size >= Int64(AgeHeader.magic.count) else { return nil }
         var head = [UInt8](repeating: 0, count: Int(min(size, Int64(AgeHeader.maximumLength))))
         let n = try head.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
         head.removeLast(head.count - n)
@@ -28,6 +36,6 @@ struct AgeImport {
         }
         try fd.seek(to: Int64(header.length))
         let payload = try AgePayloadReader(fileKey: fileKey, source: { try fd.readFully(into: $0, count: $1) })
-        return AgeImport(name: String(name.dropLast(4)), size: UInt64(plain), payload: payload)
+        return (UInt64(plain), payload)
     }
 }
