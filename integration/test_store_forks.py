@@ -115,6 +115,85 @@ def test_a_backup_restored_and_used_while_the_original_went_on_loses_nothing(nar
     assert other.ok(f"cat /{restored}").outb == (host / restored).read_bytes()
 
 
+def rclone_whose_fetches_lose_their_journals(at: Path, remote: Path) -> Path:
+    """A folder holding an `rclone` that, copying from `remote` (a fetch), brings every file of
+    the list but the journals (the largest: the tests' contents are 100 bytes) and then fails,
+    as a network error would. For PATH."""
+    at.mkdir()
+    script = at / "rclone"
+    script.write_text(f"""#!/bin/bash
+real=$(PATH="${{PATH#*:}}" command -v rclone)
+if [ "$1" = copy ] && [ "${{@: -2:1}}" = {q(str(remote))} ]; then
+    list=$3
+    [ "$2" = --files-from-raw ] || exit 2
+    (cd {q(str(remote))} && xargs -d '\\n' ls -S < "$list" | tail -n +2) > "$list.part"
+    "$real" copy --files-from-raw "$list.part" "${{@:4}}"
+    echo "a network error" >&2
+    exit 1
+fi
+exec "$real" "$@"
+""")
+    script.chmod(0o755)
+    return at
+
+
+def test_a_fetch_cut_off_in_a_fork_loses_nothing(narnia, host, tmp_path):
+    """Review AA: a sync that met the other version of this device's journal fetched it and the
+    other copy's object, and the fetch failed (a network error, or a kill) after the object
+    had arrived: the object, of this device's tag and named by no record here, was taken for
+    the trace of records this copy lost, this device began a new journal, and the forked one,
+    of one length on both sides, was never compared again. Every later sync said synced with
+    nothing to move, verify passed: this device never had original.bin, and no other device
+    restored.bin. This device's objects now wait for the journals of their fetch."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'first.bin')))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "backup")
+    narnia.ok(f"import --keep {q(str(new_file(host, 'original.bin')))}; sync {q(str(remote))}")
+    put_back(tmp_path / "backup", narnia.vault)
+    narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
+
+    failing = rclone_whose_fetches_lose_their_journals(tmp_path / "bin", remote)
+    cut = narnia.c(f"sync {q(str(remote))}", env=dict(narnia.env, PATH=f"{failing}:{narnia.env['PATH']}"))
+    assert cut.rc != 0 and "a network error" in cut.err, cut.describe()
+    for _ in range(2):
+        narnia.ok(f"sync {q(str(remote))}")
+    r = narnia.ok(f"ls /; verify")
+    assert listed(r) == ["first.bin", "original.bin", "restored.bin"], r.describe()
+    other = other_device(narnia, remote, tmp_path / "other")
+    assert listed(other.ok(f"sync {q(str(remote))}; ls /; verify")) == ["first.bin", "original.bin", "restored.bin"]
+
+
+def test_a_fork_in_an_older_journal_is_carried_too(narnia, host, tmp_path):
+    """Review AA: a sync killed between the two renames that keep the version here as a copy
+    and put the other in its place left only the copy; the next change began a new journal,
+    and once the other version arrived the fork, no longer in the newest journal, was taken
+    for one a compaction had carried. It never was: both versions stayed on every device for
+    good, verify noted the fork at every run, and no leftover was ever deleted here. (The
+    version here now keeps its name until the other takes it; this is the state such a kill
+    left, made by hand.)"""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'first.bin')))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "backup")
+    narnia.ok(f"import --keep {q(str(new_file(host, 'original.bin')))}; sync {q(str(remote))}")
+    put_back(tmp_path / "backup", narnia.vault)
+    narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
+    sizes = journal_sizes(narnia.vault)
+    journal = narnia.vault / max(sizes, key=lambda p: sizes[p])
+    journal.rename(journal.with_name(journal.name + ".sync-conflict-20261203-094500-ABCDEFG"))
+    narnia.ok(f"mkdir /later; sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    r = narnia.ok("ls /; verify")
+    assert listed(r) == ["first.bin", "original.bin", "restored.bin"], r.describe()
+    assert not forked(r.err), "the fork was never carried" + r.describe()
+    other = other_device(narnia, remote, tmp_path / "other")
+    r = other.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert listed(r) == ["first.bin", "original.bin", "restored.bin"] and not forked(r.err), r.describe()
+
+
 def test_two_clones_taking_turns_each_see_everything_the_other_wrote(narnia, host, tmp_path):
     """Two clones of one disk used by turns (each goes on from its own state), syncing with one
     remote: every import of either is on both, and on a third device."""

@@ -190,16 +190,24 @@ extension Vault {
     /// Finds record numbers that name two records (`RecordFork`; `copies` gives, for journals
     /// whose copies disagree, the first record index where they do). Another device's are
     /// noted by `verify`: both versions are read. This device's mean another copy of its store
-    /// writes as it: while a fork reaches its newest journal it is reported, appends stop,
-    /// and `tidy` compacts at once, past every number either copy used.
+    /// writes as it: while a journal holding a fork is not retired (no compaction has carried
+    /// it) it is reported, appends stop, and `tidy` compacts at once, past every number either
+    /// copy used. (Whether the fork reached the newest journal is no test: a sync killed while
+    /// it took the other version in left this device to begin a new journal before the fork
+    /// was seen, and it was never carried; review AA.)
     private func noteRecordForks(copies: [Identifier: UInt64]) {
         let copyForks = copies.compactMap { id, index -> RecordFork? in
             guard let file = journals[id], file.firstSeq + index <= file.lastSeq else { return nil }
             return RecordFork(device: file.device, seqs: (file.firstSeq + index)...file.lastSeq)
         }
         recordForks = RecordFork.find(copies: copyForks, journals: journals.values)
-        let newestFirst = newestOwnJournal?.firstSeq ?? 0
-        newOwnForks = recordForks.filter { $0.device == device && $0.seqs.upperBound >= newestFirst }
+        let mine = journals.values.filter { $0.device == device && $0.records > 0 }
+        newOwnForks = recordForks.filter { fork in
+            fork.device == device && mine.contains { file in
+                file.firstSeq <= fork.seqs.upperBound && fork.seqs.lowerBound <= file.lastSeq
+                    && state.retired[RetiredFile(kind: .journal, id: file.id)] == nil
+            }
+        }
         for fork in newOwnForks {
             warnings.append("\(fork.twoVersions(of: "this device")): two copies of this store wrote as one device (a backup restored and used while the original went on, or a copy of its disk); both versions are read, and this device goes on after them. If the other copy is still in use, stop using one of them, or give this one a device of its own now (copy the store to a new folder with cp -a and use the copy): while both write as one device, changes can be lost")
         }

@@ -189,7 +189,7 @@ extension Vault {
                     ? !(try Self.isPrefix(received, of: target, length: size))
                     : !(try Self.isPrefix(target, of: received, length: local))
                 if forks && !file.isCopy {
-                    try FileSystem.rename(target, target + conflictSuffix)
+                    try Self.keepAsCopy(target, target + conflictSuffix)
                     try FileSystem.rename(received, target)
                     return .forked
                 }
@@ -199,7 +199,7 @@ extension Vault {
                     return .keptAsCopy
                 }
             }
-        } else if file.kind == .object && tags.withKeyOpen({ tags.isOwnObject(file.id) }) {
+        } else if isOwnObject(file) {
             // An object of this device's tag that it does not hold: written by another copy
             // of this store writing as this device, or by this device before a restore. A
             // record named it somewhere: marked so, it is never taken for a leftover.
@@ -207,6 +207,29 @@ extension Vault {
         }
         try FileSystem.rename(received, target)
         return .taken
+    }
+
+    /// Gives the journal version at `path` the name `copy` before another takes its name: a
+    /// second name (a hard link), so that it keeps one at every moment. Two renames left it
+    /// under the copy's name alone when killed between them, and the next open began a new
+    /// journal before the fork was seen (review AA). Where there are no hard links (FAT, some
+    /// FUSE file systems) it is renamed.
+    static func keepAsCopy(_ path: String, _ copy: String) throws {
+        do {
+            try FileSystem.link(path, copy)
+        } catch let e as SystemError where e.code == EEXIST {
+            // Linked by a sync killed before the rename: the same file under both names.
+            guard let a = try FileSystem.lstatIfExists(path), let b = try FileSystem.lstatIfExists(copy),
+                  a.st_dev == b.st_dev, a.st_ino == b.st_ino else { return try FileSystem.rename(path, copy) }
+        } catch let e as SystemError where [EPERM, EOPNOTSUPP, ENOSYS, EMLINK, EXDEV].contains(e.code) {
+            try FileSystem.rename(path, copy)
+        }
+    }
+
+    /// True for an object this device's tag names (written by it, or by another copy of this
+    /// store writing as it).
+    public func isOwnObject(_ file: SyncFile) -> Bool {
+        file.kind == .object && tags.withKeyOpen { tags.isOwnObject(file.id) }
     }
 
     /// Makes files a sync fetched into `folder` (the receiving folder, in the store) durable

@@ -47,6 +47,11 @@ public enum FileSystem {
         _ = try retryingInterrupts("rename", from) { Glibc.rename(from, to) }
     }
 
+    /// `link(2)`: a second name for the file at `existing`.
+    public static func link(_ existing: String, _ new: String) throws {
+        _ = try retryingInterrupts("link", new) { Glibc.link(existing, new) }
+    }
+
     /// `unlink(2)`; a missing file is not an error when `missingOK`.
     public static func unlink(_ path: String, missingOK: Bool = false) throws {
         if SystemCallFaults.armed.load(ordering: .relaxed), let code = SystemCallFaults.take("unlink") {

@@ -33,13 +33,19 @@ enum SyncCommand {
         let copySuffix = conflictSuffix(vault)
 
         // 1. Fetch what is missing here; objects and key files are put in place before the
-        // journals that name them.
+        // journals that name them — but this device's own objects after every journal, and
+        // only once all have arrived: one here that no record here names is taken for the
+        // trace of records this copy lost, and another copy writing as this device wrote it
+        // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
             let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
-            for file in fetching.fetch {
+            let ownObjects = fetching.fetch.filter(vault.isOwnObject)
+            var journalsArrived = true
+            for file in fetching.fetch.filter({ !vault.isOwnObject($0) }) + ownObjects {
+                if vault.isOwnObject(file) && !journalsArrived { break }
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
                 case .taken, .keptAsCopy:
                     report.received += 1
@@ -48,7 +54,7 @@ enum SyncCommand {
                     report.received += 1
                     report.forks.append(file)
                 case .hereIsLonger: if file.kind == .journal { report.extendsThere.insert(file.path) }
-                case .incomplete: break
+                case .incomplete: if file.kind == .journal { journalsArrived = false }
                 }
             }
             try vault.syncReceived(in: folder, fetching.fetch, placed: true)
