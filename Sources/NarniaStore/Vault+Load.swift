@@ -166,9 +166,24 @@ extension Vault {
         lastSeq = max(mine, acknowledged)
         if knowledge[device] < lastSeq {
             ownRecordsMayBeLost = true
-            warnings.append("records \(knowledge[device] + 1)–\(lastSeq) of this device are missing from this copy of the store; objects they may name are kept")
+            let gaps = Self.gaps(in: ranges[device] ?? [], upTo: lastSeq)
+            let one = gaps.count == 1 && gaps[0].count == 1
+            let named = gaps.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)–\($0.upperBound)" }.joined(separator: ", ")
+            warnings.append("record\(one ? "" : "s") \(named) of this device \(one ? "is" : "are") missing from this copy of the store; objects they may name are kept")
         }
         noteOthersRecordsMissing()
+    }
+
+    /// The record numbers from 1 to `last` that none of `ranges` holds, as ranges.
+    static func gaps(in ranges: [(UInt64, UInt64)], upTo last: UInt64) -> [ClosedRange<UInt64>] {
+        var gaps: [ClosedRange<UInt64>] = []
+        var next: UInt64 = 1
+        for (low, high) in ranges.sorted(by: { $0.0 < $1.0 }) where next <= last {
+            if low > next { gaps.append(next...min(low - 1, last)) }
+            next = max(next, high + 1)
+        }
+        if next <= last { gaps.append(next...last) }
+        return gaps
     }
 
     /// Another device's records that this device has read here (its own latest record says

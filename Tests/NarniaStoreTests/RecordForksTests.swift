@@ -52,4 +52,13 @@ final class RecordForksTests: XCTestCase {
         XCTAssertEqual(RecordFork(device: a, seqs: 4...4).twoVersions(of: "this device"), "record 4 of this device exists in two versions")
         XCTAssertEqual(RecordFork(device: a, seqs: 4...6).twoVersions(of: "this device"), "records 4–6 of this device exist in two versions")
     }
+
+    /// Review AA saw "records 5–7 of this device are missing" when only 5 was: the gaps are named.
+    func testMissingOwnRecordsAreTheGapsNotTheRangeToTheLast() {
+        XCTAssertEqual(Vault.gaps(in: [(1, 4), (6, 7)], upTo: 7), [5...5])
+        XCTAssertEqual(Vault.gaps(in: [(6, 7), (1, 2)], upTo: 9), [3...5, 8...9])
+        XCTAssertEqual(Vault.gaps(in: [(1, 3), (2, 9)], upTo: 9), [])
+        XCTAssertEqual(Vault.gaps(in: [], upTo: 2), [1...2])
+        XCTAssertEqual(Vault.gaps(in: [(4, 20)], upTo: 2), [1...2])
+    }
 }
