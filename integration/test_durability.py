@@ -62,6 +62,31 @@ def store_objects(n: Narnia) -> set[str]:
     return {str(p) for p in n.vault.glob("??/*") if p.is_file()}
 
 
+def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_empty_journal(fuse_store, tmp_path):
+    """Review AA: where there are no unnamed files (FUSE, FAT) a new journal was created empty
+    under its name, then written: a kill between left a journal of 0 bytes that every sync
+    spread, and every device reported at every open for good (no device can tell whose it
+    is). It now waits for its first record in a folder of this device's, removed at the next
+    open. Killed here at that record's write: another device's first journal (a copy of the
+    store in another folder)."""
+    other = Narnia(fuse_store.binary, tmp_path / "other")
+    other.vault = fuse_store.vault.parent / "vault2"
+    subprocess.run(["cp", "-a", str(fuse_store.vault), str(other.vault)], check=True)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=SIGKILL:when=1"] \
+        + other.argv(["-c", "mkdir /x"])
+    r = subprocess.run(argv, capture_output=True, text=True, env=other.env, cwd=other.workdir)
+    assert r.returncode != 0, "the kill did not happen"
+    empty = [p for p in other.vault.glob("??/*") if p.stat().st_size == 0]
+    for n in (other, fuse_store):
+        r = n.ok("ls /")
+        assert "holds no whole record" not in r.err, r.describe()
+    subprocess.run(["cp", "-a", f"{other.vault}/.", str(fuse_store.vault)], check=True)   # as a sync engine would
+    r = fuse_store.ok("ls /; verify")
+    assert "holds no whole record" not in r.err and not empty, f"{empty}" + r.describe()
+    assert other.ok("mkdir /x; ls /").out_lines == ["x"]
+    assert [p for p in other.vault.iterdir() if p.is_dir() and len(p.name) > 2] == [], "the staging folder stayed"
+
+
 def test_on_fuse_every_object_is_fsynced_before_the_originals_go(fuse_store, tmp_path):
     n = fuse_store
     host = tmp_path / "host"

@@ -231,34 +231,55 @@ final class JournalWriter {
     private let keys: JournalKeys
     private(set) var recordCount: UInt64
     private(set) var endOffset: Int64
-    /// The folder a new journal written unnamed is linked into with its first record.
-    private var unnamedIn: FileDescriptor?
+    /// Where a new journal waits for its first record, which gives it its name.
+    private enum Naming {
+        /// Under its name already.
+        case named
+        /// Written unnamed (`O_TMPFILE`), to be linked into this folder.
+        case unnamed(in: FileDescriptor)
+        /// Written at `file` in this device's own staging folder `folder`, to be renamed into
+        /// place (where there are no unnamed files; the folder goes at the next open).
+        case staged(file: String, folder: String)
+    }
+    private var naming: Naming
 
     private init(id: Identifier, path: String, fd: FileDescriptor, keys: JournalKeys, records: UInt64, end: Int64,
-                 unnamedIn: FileDescriptor? = nil) {
+                 naming: Naming = .named) {
         self.id = id
         self.path = path
         self.fd = fd
         self.keys = keys
         recordCount = records
         endOffset = end
-        self.unnamedIn = unnamedIn
+        self.naming = naming
     }
 
     /// Creates a new journal at `path` in `directory` (the name must be free; never through a
-    /// link). Where the file system makes unnamed files (`O_TMPFILE`), it appears under its
-    /// name only with its first record (`append`): a crash before that leaves no empty journal
-    /// behind, which every device would report. Elsewhere it is created empty, durably.
-    static func create(id: Identifier, path: String, directory: String, keys: JournalKeys) throws -> JournalWriter {
+    /// link). It appears under its name only with its first record (`append`): a crash before
+    /// that leaves no empty journal behind, which every device would report for good (no
+    /// device can tell whose an empty journal is). It is written unnamed (`O_TMPFILE`), or
+    /// where the file system makes no unnamed files (FAT, FUSE) in a folder `staging` makes,
+    /// one this device removes at its next open.
+    static func create(id: Identifier, path: String, directory: String, keys: JournalKeys,
+                       staging: () throws -> String) throws -> JournalWriter {
         let folder = try FileDescriptor.open(directory, .readOnly, options: .directory)
         do {
             let fd = try folder.open(".", .readWrite, options: .unnamedTemporary, permissions: 0o600)
-            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0, unnamedIn: folder)
+            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0, naming: .unnamed(in: folder))
         } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
-            let fd = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive])
-            try fd.sync()
-            try folder.sync()
-            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0)
+            let stage = try staging()
+            let file = stage + "/" + id.hex
+            let fd = try FileDescriptor.open(file, .readWrite, options: [.create, .exclusive])
+            return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: 0, end: 0, naming: .staged(file: file, folder: stage))
+        }
+    }
+
+    /// Removes what a journal whose first record could not be written left (it holds nothing).
+    func abandon() {
+        switch naming {
+        case .named: try? FileSystem.unlink(path, missingOK: true)
+        case .unnamed: break
+        case .staged(_, let folder): FileSystem.removeTreeOfFiles(folder)
         }
     }
 
@@ -281,11 +302,17 @@ final class JournalWriter {
         do {
             try record.withUnsafeBytes { try fd.pwriteAll($0.baseAddress!, count: $0.count, offset: endOffset) }
             try fd.dataSync()
-            if let folder = unnamedIn {
+            switch naming {
+            case .named: break
+            case .unnamed(let folder):
                 try fd.link(as: id.hex, in: folder, displayPath: path)
                 try folder.sync()
-                unnamedIn = nil
+            case .staged(let file, let folder):
+                try FileSystem.rename(file, path)
+                try FileSystem.syncDirectory(FileSystem.parentDirectory(of: path))
+                try? FileSystem.removeDirectory(folder)
             }
+            naming = .named
         } catch {
             try? fd.truncate(to: endOffset)
             throw error

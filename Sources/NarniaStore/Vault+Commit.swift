@@ -118,7 +118,8 @@ extension Vault {
         let id = tags.newJournal()
         try layout.ensureShard(for: id)
         let path = layout.objectPath(for: id)
-        let writer = try JournalWriter.create(id: id, path: path, directory: layout.shardDirectory(for: id), keys: journalKeys)
+        let writer = try JournalWriter.create(id: id, path: path, directory: layout.shardDirectory(for: id), keys: journalKeys,
+                                              staging: makeReceivingFolder)
         journal = writer
         inventory.files[id] = StoreInventory.Entry(main: layout.shardName(for: id) + "/" + id.hex)
         journals[id] = JournalFile(id: id, device: device, previousSeq: previousSeq, snapshot: snapshot,
@@ -132,7 +133,7 @@ extension Vault {
     /// A journal whose first record could not be written is this device's own and holds
     /// nothing: it goes.
     private func abandonNewJournal(_ writer: JournalWriter) {
-        try? FileSystem.unlink(writer.path, missingOK: true)
+        writer.abandon()
         inventory.files[writer.id] = nil
         journals[writer.id] = nil
         journal = nil

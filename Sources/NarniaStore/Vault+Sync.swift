@@ -127,8 +127,9 @@ extension Vault {
         return out
     }
 
-    /// A new folder inside the store for files to arrive into, named with this device's tag
-    /// (an interrupted sync's folder is removed at the next open).
+    /// A new folder inside the store for files to arrive into (a sync), or a new journal to
+    /// wait in for its first record where there are no unnamed files, named with this
+    /// device's tag (one an interrupted process left is removed at the next open).
     public func makeReceivingFolder() throws -> String {
         let id = tags.withKeyOpen { tags.newSyncTemporary() }
         let path = layout.root + "/" + id.hex
