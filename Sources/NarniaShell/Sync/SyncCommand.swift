@@ -42,10 +42,10 @@ enum SyncCommand {
             let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
-            let ownObjects = fetching.fetch.filter(vault.isOwnObject)
+            let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.path))
             var journalsArrived = true
-            for file in fetching.fetch.filter({ !vault.isOwnObject($0) }) + ownObjects {
-                if vault.isOwnObject(file) && !journalsArrived { break }
+            for file in fetching.fetch.filter({ !own.contains($0.path) }) + fetching.fetch.filter({ own.contains($0.path) }) {
+                if own.contains(file.path) && !journalsArrived { break }
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
                 case .taken, .keptAsCopy:
                     report.received += 1
