@@ -23,6 +23,7 @@ import pytest
 
 from harness import Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
+from test_store_forks import a_fork_whose_fetch_is_cut_off
 
 
 @pytest.fixture
@@ -85,6 +86,15 @@ def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_
     assert "holds no whole record" not in r.err and not empty, f"{empty}" + r.describe()
     assert other.ok("mkdir /x; ls /").out_lines == ["x"]
     assert [p for p in other.vault.iterdir() if p.is_dir() and len(p.name) > 2] == [], "the staging folder stayed"
+
+
+def test_on_fuse_a_fetch_cut_off_in_a_fork_says_so(narnia_bin, host, tmp_path, fuse_mount):
+    """Review AB: on FUSE each folder a fetch put files in is `fsync`ed; that of this device's
+    object held back for its journal, never made here, was too, and the sync failed saying
+    "no such file or directory" in place of what happened."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.vault = fuse_mount / "vault"
+    a_fork_whose_fetch_is_cut_off(n, host, tmp_path, "a network error")
 
 
 def test_on_fuse_every_object_is_fsynced_before_the_originals_go(fuse_store, tmp_path):

@@ -115,10 +115,11 @@ def test_a_backup_restored_and_used_while_the_original_went_on_loses_nothing(nar
     assert other.ok(f"cat /{restored}").outb == (host / restored).read_bytes()
 
 
-def rclone_whose_fetches_lose_their_journals(at: Path, remote: Path) -> Path:
+def rclone_whose_fetches_lose_their_journals(at: Path, remote: Path, error: str | None = "a network error") -> Path:
     """A folder holding an `rclone` that, copying from `remote` (a fetch), brings every file of
-    the list but the journals (the largest: the tests' contents are 100 bytes) and then fails,
-    as a network error would. For PATH."""
+    the list but the journals (the largest: the tests' contents are 100 bytes) and then fails
+    saying `error`, as a network error would — or, with `error` None, exits 0 as rclone does
+    when a listed file went from the remote before it was copied. For PATH."""
     at.mkdir()
     script = at / "rclone"
     script.write_text(f"""#!/bin/bash
@@ -128,8 +129,7 @@ if [ "$1" = copy ] && [ "${{@: -2:1}}" = {q(str(remote))} ]; then
     [ "$2" = --files-from-raw ] || exit 2
     (cd {q(str(remote))} && xargs -d '\\n' ls -S < "$list" | tail -n +2) > "$list.part"
     "$real" copy --files-from-raw "$list.part" "${{@:4}}"
-    echo "a network error" >&2
-    exit 1
+    {"exit 0" if error is None else f'echo {q(error)} >&2; exit 1'}
 fi
 exec "$real" "$@"
 """)
@@ -137,14 +137,26 @@ exec "$real" "$@"
     return at
 
 
-def test_a_fetch_cut_off_in_a_fork_loses_nothing(narnia, host, tmp_path):
+@pytest.mark.parametrize("rclone_says", ["a network error", None], ids=["failed", "exit-0"])
+def test_a_fetch_cut_off_in_a_fork_loses_nothing(narnia, host, tmp_path, rclone_says):
     """Review AA: a sync that met the other version of this device's journal fetched it and the
     other copy's object, and the fetch failed (a network error, or a kill) after the object
     had arrived: the object, of this device's tag and named by no record here, was taken for
     the trace of records this copy lost, this device began a new journal, and the forked one,
     of one length on both sides, was never compared again. Every later sync said synced with
     nothing to move, verify passed: this device never had original.bin, and no other device
-    restored.bin. This device's objects now wait for the journals of their fetch."""
+    restored.bin. This device's objects now wait for the journals of their fetch.
+
+    Review AB: when rclone said nothing of the journal that did not come (exit 0: it went from
+    the remote during the sync), the version here was sent over the one there, which alone
+    named original.bin: lost on every device. The sync now fails, having sent nothing."""
+    a_fork_whose_fetch_is_cut_off(narnia, host, tmp_path, rclone_says)
+
+
+def a_fork_whose_fetch_is_cut_off(narnia: Narnia, host: Path, tmp_path: Path, rclone_says: str | None) -> None:
+    """Two copies of the store write as one device; the sync that meets the other version
+    brings its object but not its journal (`rclone_says` as in
+    `rclone_whose_fetches_lose_their_journals`): it must fail, and later syncs lose nothing."""
     remote = tmp_path / "remote"
     remote.mkdir()
     narnia.init()
@@ -154,9 +166,9 @@ def test_a_fetch_cut_off_in_a_fork_loses_nothing(narnia, host, tmp_path):
     put_back(tmp_path / "backup", narnia.vault)
     narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
 
-    failing = rclone_whose_fetches_lose_their_journals(tmp_path / "bin", remote)
+    failing = rclone_whose_fetches_lose_their_journals(tmp_path / "bin", remote, rclone_says)
     cut = narnia.c(f"sync {q(str(remote))}", env=dict(narnia.env, PATH=f"{failing}:{narnia.env['PATH']}"))
-    assert cut.rc != 0 and "a network error" in cut.err, cut.describe()
+    assert cut.rc != 0 and (rclone_says or "did not arrive") in cut.err and "partly synced" in cut.err, cut.describe()
     for _ in range(2):
         narnia.ok(f"sync {q(str(remote))}")
     r = narnia.ok(f"ls /; verify")

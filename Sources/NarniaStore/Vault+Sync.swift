@@ -222,7 +222,9 @@ extension Vault {
             // Linked by a sync killed before the rename: the same file under both names.
             guard let a = try FileSystem.lstatIfExists(path), let b = try FileSystem.lstatIfExists(copy),
                   a.st_dev == b.st_dev, a.st_ino == b.st_ino else { return try FileSystem.rename(path, copy) }
-        } catch let e as SystemError where [EPERM, EOPNOTSUPP, ENOSYS, EMLINK, EXDEV].contains(e.code) {
+        } catch {
+            // Not possible here (EPERM, EOPNOTSUPP, EXDEV…), or failing (EIO, EACCES on a
+            // FUSE file system): the rename still keeps the version, as before hard links.
             try FileSystem.rename(path, copy)
         }
     }
@@ -238,14 +240,16 @@ extension Vault {
     /// record acknowledges the records they hold, which a power cut must not leave it without
     /// (a review found received journals empty after one, the acknowledgement durable). One
     /// `syncfs` each time where that reaches the disk; else an `fsync` of each file, then of
-    /// the store's folders. A file the fetch did not bring is passed over.
+    /// the store's folders. A file the fetch did not bring is passed over, and so is a shard
+    /// folder none was put in (this device's objects held back).
     public func syncReceived(in folder: String, _ files: [SyncFile], placed: Bool) throws {
         if !placed {
             let fetched = files.map { folder + "/" + $0.path }.filter { (try? FileSystem.lstatIfExists($0))??.isRegularFile == true }
             return try FileSystem.makeDurable(files: fetched, folders: [], on: lockHandle)
         }
         let shards = Set(files.compactMap { $0.kind == .keyFile ? nil : $0.path.split(separator: "/").first.map(String.init) })
-        try FileSystem.makeDurable(files: [], folders: shards.sorted().map { layout.root + "/" + $0 } + [layout.root], on: lockHandle)
+            .map { layout.root + "/" + $0 }.filter { (try? FileSystem.lstatIfExists($0)) != nil }
+        try FileSystem.makeDurable(files: [], folders: shards.sorted() + [layout.root], on: lockHandle)
     }
 
     /// True when the first `length` bytes of `path` and of `longer` are the same.

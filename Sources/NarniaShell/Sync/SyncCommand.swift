@@ -44,6 +44,7 @@ enum SyncCommand {
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.path))
             var journalsArrived = true
+            var missing = 0
             for file in fetching.fetch.filter({ !own.contains($0.path) }) + fetching.fetch.filter({ own.contains($0.path) }) {
                 if own.contains(file.path) && !journalsArrived { break }
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
@@ -54,11 +55,19 @@ enum SyncCommand {
                     report.received += 1
                     report.forks.append(file)
                 case .hereIsLonger: if file.kind == .journal { report.extendsThere.insert(file.path) }
-                case .incomplete: if file.kind == .journal { journalsArrived = false }
+                case .incomplete:
+                    if file.kind == .journal { journalsArrived = false }
+                    if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil { missing += 1 }
                 }
             }
             try vault.syncReceived(in: folder, fetching.fetch, placed: true)
             if outcome.status != 0 { return try finish(s, remote, report, rclone.failure("fetch from \(remote)", outcome)) }
+            // rclone says nothing of a listed file that went before it was fetched (review AB):
+            // the remote changed during the sync, and what was planned against its listing
+            // (the version of a forked journal to send, say) no longer holds.
+            if missing > 0 {
+                return try finish(s, remote, report, CommandFailure("\(missing) of the files listed in \(s.err.name(remote)) did not arrive: it changed during the sync"))
+            }
         }
 
         // 2. Merge what arrived (this device acknowledges what others retired, and retires
@@ -86,9 +95,11 @@ enum SyncCommand {
         }
         // Journals to send: new ones; those the remote has a shorter copy of that the one here
         // extends (compared in step 1); and those that were the same on both sides and have
-        // grown here since (the merge appended to this device's own) — not one it deleted.
+        // grown here since (the merge appended to this device's own) — not one it deleted,
+        // nor one whose version there forks from this one's (it came here, or the sync failed).
         let grown = sending.fetch.filter { file in
-            file.kind == .journal && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path]) && isHere(file.path)
+            file.kind == .journal && !fetching.forkedThere.contains(file.path) && isHere(file.path)
+                && (report.extendsThere.contains(file.path) || startSize[file.path] == there[file.path])
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
@@ -141,7 +152,10 @@ enum SyncCommand {
         let count = 64
         for (file, size) in plan.sameLengthJournals where vault.isNewestOwnJournal(file) && size >= Int64(count) {
             let there = try rclone.tail(of: remote + "/" + file.path, count: count)
-            if there != (try vault.tail(of: file, count: count)) { plan.fetch(file, size) }
+            if there != (try vault.tail(of: file, count: count)) {
+                plan.fetch(file, size)
+                plan.forkedThere.insert(file.path)
+            }
         }
     }
 

@@ -19,6 +19,9 @@ struct SyncPlan {
     /// Journals of the same length on both sides, taken to be the same (see
     /// `SyncCommand.compareOwnJournals`).
     var sameLengthJournals: [(SyncFile, Int64)] = []
+    /// Those of them fetched because their ends differ: the remote holds another version of
+    /// this device's journal, and the version here must never be sent over it.
+    var forkedThere: Set<String> = []
     /// This store's files with their sizes when the plan was made.
     var here: [(SyncFile, Int64)] = []
     /// Bytes to move each way.
