@@ -92,6 +92,30 @@ checked before any file), and the export fails."""
     assert (stick / "pics" / "Photo.jpg").read_bytes() == b"upper photo\n"
 
 
+def move_rewriting_the_original(vault, original, rewritten: bytes, tmp_path) -> str:
+    """Runs `import --move ORIGINAL` and, while its commit's `syncfs` is held 3 s (between the
+    original's read and its removal), rewrites the original in place with `rewritten` (of the
+    same size) and puts its times back, so that its status does not change. Returns stderr."""
+    log = tmp_path / "strace.log"
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
+        + vault.argv(["-c", f"import --move {q(str(original))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 30
+    while "syncfs(" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
+        time.sleep(0.05)
+    before = os.stat(original)
+    assert len(rewritten) == before.st_size
+    with open(original, "r+b") as f:
+        f.write(rewritten)
+    os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(original)
+    assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    return err
+
+
 @pytest.mark.parametrize("age", ["new", "an-hour-old"])
 def test_move_keeps_an_original_rewritten_with_its_times_put_back(vault, stick, tmp_path, age):
     """FAT keeps modification times to 2 s: a file rewritten in place with the same size just
@@ -105,23 +129,7 @@ def test_move_keeps_an_original_rewritten_with_its_times_put_back(vault, stick, 
     if age == "an-hour-old":
         hour_ago = time.time_ns() - 3600 * 10**9
         os.utime(original, ns=(hour_ago, hour_ago))
-    log = tmp_path / "strace.log"
-    # The commit's syncfs is held 3 s: time to rewrite the original between its read and removal.
-    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
-        + vault.argv(["-c", f"import --move {q(str(original))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 30
-    while "syncfs(" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
-        time.sleep(0.05)
-    before = os.stat(original)
-    with open(original, "r+b") as f:
-        f.write(b"other version\n")
-    os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = os.stat(original)
-    assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (before.st_size, before.st_mtime_ns, before.st_ctime_ns)
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+    err = move_rewriting_the_original(vault, original, b"other version\n", tmp_path)
     assert original.read_bytes() == b"other version\n"
     assert "changed while it was imported; the original is kept" in err, err
     assert vault.ok("cat /notes.txt").out == "first version\n"
@@ -150,20 +158,7 @@ def test_move_keeps_an_age_original_rewritten_with_its_times_put_back(vault, sti
     other = tmp_path / "other.age"
     age_to_inbox(vault, b"other version\n", other)
     assert other.stat().st_size == original.stat().st_size
-    log = tmp_path / "strace.log"
-    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
-        + vault.argv(["-c", f"import --move {q(str(original))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 30
-    while "syncfs(" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
-        time.sleep(0.05)
-    before = os.stat(original)
-    with open(original, "r+b") as f:
-        f.write(other.read_bytes())
-    os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+    err = move_rewriting_the_original(vault, original, other.read_bytes(), tmp_path)
     assert original.read_bytes() == other.read_bytes()
     assert "changed while it was imported; the original is kept" in err, err
     assert vault.ok("cat /notes.txt").out == "first version\n"

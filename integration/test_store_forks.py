@@ -137,6 +137,21 @@ exec "$real" "$@"
     return at
 
 
+def restored_beside_the_original(narnia: Narnia, host: Path, tmp_path: Path) -> Path:
+    """A store whose original imported original.bin and synced it to a remote (returned),
+    and was then restored from a backup that imported restored.bin instead: first.bin,
+    imported before the backup, is on both; the journals are of one length."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok(f"import --keep {q(str(new_file(host, 'first.bin')))}; sync {q(str(remote))}")
+    save(narnia.vault, tmp_path / "backup")
+    narnia.ok(f"import --keep {q(str(new_file(host, 'original.bin')))}; sync {q(str(remote))}")
+    put_back(tmp_path / "backup", narnia.vault)
+    narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
+    return remote
+
+
 @pytest.mark.parametrize("rclone_says", ["a network error", None], ids=["failed", "exit-0"])
 def test_a_fetch_cut_off_in_a_fork_loses_nothing(narnia, host, tmp_path, rclone_says):
     """Review AA: a sync that met the other version of this device's journal fetched it and the
@@ -157,14 +172,7 @@ def a_fork_whose_fetch_is_cut_off(narnia: Narnia, host: Path, tmp_path: Path, rc
     """Two copies of the store write as one device; the sync that meets the other version
     brings its object but not its journal (`rclone_says` as in
     `rclone_whose_fetches_lose_their_journals`): it must fail, and later syncs lose nothing."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    narnia.init()
-    narnia.ok(f"import --keep {q(str(new_file(host, 'first.bin')))}; sync {q(str(remote))}")
-    save(narnia.vault, tmp_path / "backup")
-    narnia.ok(f"import --keep {q(str(new_file(host, 'original.bin')))}; sync {q(str(remote))}")
-    put_back(tmp_path / "backup", narnia.vault)
-    narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
+    remote = restored_beside_the_original(narnia, host, tmp_path)
 
     failing = rclone_whose_fetches_lose_their_journals(tmp_path / "bin", remote, rclone_says)
     cut = narnia.c(f"sync {q(str(remote))}", env=dict(narnia.env, PATH=f"{failing}:{narnia.env['PATH']}"))
@@ -185,14 +193,7 @@ def test_a_fork_in_an_older_journal_is_carried_too(narnia, host, tmp_path):
     good, verify noted the fork at every run, and no leftover was ever deleted here. (The
     version here now keeps its name until the other takes it; this is the state such a kill
     left, made by hand.)"""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    narnia.init()
-    narnia.ok(f"import --keep {q(str(new_file(host, 'first.bin')))}; sync {q(str(remote))}")
-    save(narnia.vault, tmp_path / "backup")
-    narnia.ok(f"import --keep {q(str(new_file(host, 'original.bin')))}; sync {q(str(remote))}")
-    put_back(tmp_path / "backup", narnia.vault)
-    narnia.ok(f"import --keep {q(str(new_file(host, 'restored.bin')))}")
+    remote = restored_beside_the_original(narnia, host, tmp_path)
     sizes = journal_sizes(narnia.vault)
     journal = narnia.vault / max(sizes, key=lambda p: sizes[p])
     journal.rename(journal.with_name(journal.name + ".sync-conflict-20261203-094500-ABCDEFG"))
