@@ -146,6 +146,26 @@ def test_a_copy_under_a_name_no_engine_gives_is_named_by_verify(narnia, host):
     assert "named like store files" not in narnia.ok("verify").err
 
 
+def test_a_copy_whose_name_is_not_utf8_is_named_by_verify(narnia, host):
+    """A journal branch kept by an engine under a copy name that is not UTF-8 (Dropbox's copy
+    named after a host in Latin-1) cannot be read under its name; it went unmentioned, by
+    `verify` too (review AC). Renamed in UTF-8, it is read."""
+    journal, branch1 = forked_journal(narnia, host)
+    narnia.ok("ls /")
+    kept = os.fsencode(journal) + b" (conflicted copy from caf\xe9)"
+    with open(kept, "wb") as f:
+        f.write(branch1)
+    v = narnia.ok("verify")
+    note = (f"narnia: note: verify: 1 file is named like store files but not in UTF-8, and not read: "
+            f"{journal.parent.name}/{journal.name} (conflicted copy from caf\\xe9) (to have one read as a copy, "
+            f"rename it in UTF-8, keeping its hex digits and its sync engine's suffix)")
+    assert note in v.err_lines, v.describe()
+    assert "branch1.bin" not in narnia.ok("ls /").out_lines
+    os.rename(kept, os.fsencode(journal) + b" (conflicted copy from caf\xc3\xa9)")
+    assert "branch1.bin" in narnia.ok("ls /").out_lines
+    assert "named like store files" not in narnia.ok("verify").err
+
+
 def test_hand_backups_beside_a_store_file_are_left_alone(narnia, host):
     """Hand backups of the key file (`KEY-before-passwd`, `KEY-OLD`, `KEY.bak`) outlive the key
     file's retirement by `passwd`, and a folder under a copy's name is left alone: when every

@@ -35,6 +35,11 @@ struct StoreInventory {
     /// engine gives (`<id>.bak`, say): never read, never deleted, and `verify` names them, since
     /// they may hold what a copy would.
     var unrecognised: [(path: String, id: Identifier)] = []
+    /// Names shaped like a store file's (they begin with its hex digits) that are not valid
+    /// UTF-8 (a copy a sync engine named after a host in Latin-1, say), spelled with each such
+    /// byte as `\xHH`: a `String` cannot hold them, so they are never read nor deleted, and
+    /// `verify` names them.
+    var undecodable: [String] = []
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
@@ -47,7 +52,9 @@ struct StoreInventory {
     /// Lists the top level of the store at `root`: key files, inbox public key files, folders.
     static func scanTopLevel(_ root: String) throws -> StoreInventory {
         var inventory = StoreInventory()
-        for name in try FileSystem.listDirectory(root) {
+        let listing = try FileSystem.listDirectoryCountingUndecodable(root)
+        inventory.undecodable += listing.undecodable.filter { StoreName.beginsLikeStoreFile($0, digits: 32) }
+        for name in listing.names {
             if StoreName.isShardName(name) {
                 inventory.shardNames.append(name)
             } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
@@ -76,9 +83,12 @@ struct StoreInventory {
         for name in names {
             guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
             shards.insert(name)
-            for entry in try FileSystem.listDirectory(root + "/" + name) {
+            let listing = try FileSystem.listDirectoryCountingUndecodable(root + "/" + name)
+            for entry in listing.names {
                 addShardEntry(entry, shard: name, root: root)
             }
+            undecodable += listing.undecodable.filter { StoreName.beginsLikeStoreFile($0, digits: 32) || StoreName.beginsLikeStoreFile($0, digits: 30) }
+                .map { name + "/" + $0 }
         }
     }
 
@@ -167,6 +177,7 @@ final class ShardListing: Sendable {
         inventory.files = listed.files
         inventory.shards = listed.shards
         inventory.unrecognised += listed.unrecognised
+        inventory.undecodable += listed.undecodable
     }
 
     /// Waits for the listing to end; later calls return at once.

@@ -127,6 +127,12 @@ enum StoreName {
         return id
     }
 
+    /// True when `name` begins with exactly `digits` hex digits followed by something: the
+    /// shape of a store file's copy, whatever the rest says.
+    static func beginsLikeStoreFile(_ name: String, digits: Int) -> Bool {
+        name.utf8.prefix(while: isHexDigit).count == digits && name.utf8.count > digits
+    }
+
     static func isHexDigit(_ c: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c)
     }

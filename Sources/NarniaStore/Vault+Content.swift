@@ -270,11 +270,24 @@ extension Vault {
             ![RetiredFile.Kind.object, .journal, .keyFile].contains { state.isRetired(RetiredFile(kind: $0, id: file.id)) }
         }.map(\.path).sorted()
         if !names.isEmpty {
-            let shown = names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
-            let files = names.count == 1 ? "1 file is" : "\(names.count) files are"
-            report.notes.append("\(files) named like store files but as no sync engine names a copy, and not read: \(shown) (to have one read as a copy, add .sync-conflict to its name)")
+            report.notes.append("\(someFiles(names)) named like store files but as no sync engine names a copy, and not read: \(firstFew(names)) (to have one read as a copy, add .sync-conflict to its name)")
+        }
+        // Spelled with \xHH for each byte that is not UTF-8 (the output escapes the rest).
+        let undecodable = inventory.undecodable.sorted()
+        if !undecodable.isEmpty {
+            report.notes.append("\(someFiles(undecodable)) named like store files but not in UTF-8, and not read: \(firstFew(undecodable)) (to have one read as a copy, rename it in UTF-8, keeping its hex digits and its sync engine's suffix)")
         }
         return report
+    }
+
+    /// "1 file is" or "N files are".
+    private func someFiles(_ names: [String]) -> String {
+        names.count == 1 ? "1 file is" : "\(names.count) files are"
+    }
+
+    /// The first three of `names`, with an ellipsis when there are more.
+    private func firstFew(_ names: [String]) -> String {
+        names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
     }
 
     /// Bytes the store uses for `item`'s content (padding and tags included).

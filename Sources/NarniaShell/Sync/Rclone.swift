@@ -104,21 +104,24 @@ struct Rclone {
     }
 
     /// The files of a remote (`rclone lsjson -R --files-only`) by path, with their sizes; an
-    /// empty list for a remote that does not exist yet.
-    func list(_ remote: String) throws -> [String: Int64] {
+    /// empty list for a remote that does not exist yet. rclone lists a name that is not UTF-8
+    /// with U+FFFD for each byte it cannot read (the local backend) and cannot fetch it under
+    /// that name: such paths are apart, in `misspelled`.
+    func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String]) {
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
         if outcome.cancelled { throw Cancelled() }
-        if outcome.status == 3 { return [:] }   // rclone: directory not found
+        if outcome.status == 3 { return ([:], []) }   // rclone: directory not found
         guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
         guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
             throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
         }
         var files: [String: Int64] = [:]
+        var misspelled: [String] = []
         for entry in entries {
             guard let path = entry["Path"] as? String, let size = entry["Size"] as? NSNumber else { continue }
-            files[path] = size.int64Value
+            if path.unicodeScalars.contains("\u{FFFD}") { misspelled.append(path) } else { files[path] = size.int64Value }
         }
-        return files
+        return (files, misspelled)
     }
 
     /// The last `count` bytes of a file on a remote (`rclone cat --tail`).

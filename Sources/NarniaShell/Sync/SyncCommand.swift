@@ -14,7 +14,14 @@ enum SyncCommand {
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }
         let vault = s.vault
-        let there = try rclone.list(remote)
+        let (there, misspelled) = try rclone.list(remote)
+        // Store files there that rclone cannot fetch are said, not taken for files that went
+        // during the sync (which fails it: review AC); they stay there, unread, until renamed.
+        let unfetchable = misspelled.filter { vault.syncFile($0) != nil }.sorted(by: utf8Order)
+        if !unfetchable.isEmpty {
+            let (files, it) = unfetchable.count == 1 ? ("1 file", "it") : ("\(unfetchable.count) files", "them")
+            s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files but not in UTF-8, which rclone cannot fetch: \(unfetchable.map(s.err.name).joined(separator: ", ")) (to have \(it) read, rename \(it) there in UTF-8, keeping the hex digits and the sync engine's suffix)")
+        }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         try compareOwnJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
         let folder = try vault.makeReceivingFolder()
