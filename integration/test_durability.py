@@ -88,6 +88,33 @@ def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_
     assert [p for p in other.vault.iterdir() if p.is_dir() and len(p.name) > 2] == [], "the staging folder stayed"
 
 
+@pytest.mark.parametrize("on_fuse", [False, True], ids=["unnamed-file", "staging-folder-on-fuse"])
+def test_a_new_journal_whose_name_does_not_reach_the_disk_is_taken_back_not_emptied(narnia_bin, tmp_path, request, on_fuse):
+    """Review AD: a new journal's first record is written, the journal is named (linked, or on
+    FUSE renamed from its staging folder), and its folder's `fsync` fails (EIO, injected as the
+    second `fsync`: the first is the store folder's). The failed append cut the file, under
+    its name by then, to 0 bytes and left it: every device reported it at every open, for
+    good. Now the name is taken back, and the command says what failed."""
+    n = Narnia(narnia_bin, tmp_path)
+    if on_fuse:
+        n.vault = request.getfixturevalue("fuse_mount") / "vault"
+    n.init()
+    other = Narnia(narnia_bin, tmp_path / "other")
+    other.vault = n.vault.parent / "vault2"
+    subprocess.run(["cp", "-a", str(n.vault), str(other.vault)], check=True)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:error=EIO:when=2"] \
+        + other.argv(["-c", "mkdir /x"])
+    r = subprocess.run(argv, capture_output=True, text=True, env=other.env, cwd=other.workdir)
+    assert r.returncode == 1 and re.search(r"error: mkdir: .*/vault2/[0-9a-f]{2}: input/output error", r.stderr), r.stderr
+    empty = [p.name for p in other.vault.glob("??/*") if p.stat().st_size == 0]
+    assert empty == [], "a journal was left empty under its name"
+    subprocess.run(["cp", "-a", f"{other.vault}/.", str(n.vault)], check=True)   # as a sync engine would
+    for device in (other, n):
+        r = device.ok("ls /; verify")
+        assert "holds no whole record" not in r.err and "x" not in r.out_lines, r.describe()
+    assert other.ok("mkdir /x; ls /").out_lines == ["x"]
+
+
 def test_on_fuse_a_fetch_cut_off_in_a_fork_says_so(narnia_bin, host, tmp_path, fuse_mount):
     """Review AB: on FUSE each folder a fetch put files in is `fsync`ed; that of this device's
     object held back for its journal, never made here, was too, and the sync failed saying

@@ -295,7 +295,9 @@ final class JournalWriter {
 
     /// Appends one record holding `payload` and makes it durable (`fdatasync`). On failure
     /// (a full disk, say) the file is cut back to its previous length: those bytes are this
-    /// device's own and were never committed.
+    /// device's own and were never committed. A new journal whose name was given but not made
+    /// durable is named for `abandon`, which takes the name back: cut to nothing under it, it
+    /// was reported by every device at every open, for good (review AD).
     func append(_ payload: [UInt8]) throws {
         var record = keys.seal(payload, journal: id, index: recordCount)
         defer { record.withUnsafeMutableBytes { wipe($0) } }
@@ -306,13 +308,14 @@ final class JournalWriter {
             case .named: break
             case .unnamed(let folder):
                 try fd.link(as: id.hex, in: folder, displayPath: path)
+                naming = .named
                 try folder.sync()
             case .staged(let file, let folder):
                 try FileSystem.rename(file, path)
+                naming = .named
                 try FileSystem.syncDirectory(FileSystem.parentDirectory(of: path))
                 try? FileSystem.removeDirectory(folder)
             }
-            naming = .named
         } catch {
             try? fd.truncate(to: endOffset)
             throw error
