@@ -29,6 +29,8 @@ int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
 
 int narnia_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
 
+int narnia_lease_type(int fd) { return fcntl(fd, F_GETLEASE); }
+
 int narnia_start_writeback(int fd, int64_t offset, int64_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }

@@ -232,15 +232,17 @@ public final class FileDescriptor: @unchecked Sendable {
     /// only while no process has it open for writing. Returns false, without running `body`,
     /// when one has; where leases cannot be taken (a file system without them, a file of
     /// another user) `body` runs without one. Lease breaks are signalled with SIGIO, which the
-    /// program ignores: an opener for writing meanwhile waits until `body` returns.
-    public func whileNoOneWrites(_ body: () throws -> Void) throws -> Bool {
+    /// program ignores: an opener for writing meanwhile waits until `body` returns, and
+    /// `body`'s argument says whether one waits (`F_GETLEASE` no longer `F_RDLCK`; always false
+    /// without a lease): what it does after asking, that opener meets.
+    public func whileNoOneWrites(_ body: (_ writerWaits: () -> Bool) throws -> Void) throws -> Bool {
         guard narnia_take_read_lease(raw) == 0 else {
             if errno == EAGAIN { return false }
-            try body()
+            try body { false }
             return true
         }
         defer { _ = narnia_release_lease(raw) }
-        try body()
+        try body { narnia_lease_type(self.raw) != F_RDLCK }
         return true
     }
 

@@ -15,6 +15,8 @@ int narnia_flock(int fd, int operation);
 int narnia_take_read_lease(int fd);
 /// fcntl(F_SETLEASE, F_UNLCK).
 int narnia_release_lease(int fd);
+/// The lease held on fd (`F_GETLEASE`): F_RDLCK while held, its target type once a break is pending.
+int narnia_lease_type(int fd);
 /// syncfs(2): flushes the file system holding fd.
 int narnia_syncfs(int fd);
 /// fstatfs(2)'s f_type of the file system holding fd, or -1 with errno set.

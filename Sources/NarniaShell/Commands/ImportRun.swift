@@ -299,13 +299,18 @@ struct Original {
             throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
-        let removed = try file.whileNoOneWrites {
+        let removed = try file.whileNoOneWrites { writerWaits in
             // Where the change time witnesses nothing, a rewrite of the same size that puts
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
             if isRacy || !file.fileSystemKeepsChangeTimes {
                 guard try sameBytes(file) else {
                     throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
                 }
+            }
+            // A program that opened it for writing meanwhile waits for the lease: removed
+            // now, the original would take its write with it, in silence (review AD).
+            guard !writerWaits() else {
+                throw CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")
             }
             if let place { try place.folder.unlink(place.name) } else { try FileSystem.unlink(path) }
         }
