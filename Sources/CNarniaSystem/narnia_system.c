@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <termios.h>
 #include <string.h>
+#include <stdio.h>
 
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
@@ -30,6 +31,10 @@ int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
 int narnia_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
 
 int narnia_lease_type(int fd) { return fcntl(fd, F_GETLEASE); }
+
+int narnia_rename_no_replace(int directory, const char *from, const char *to) {
+    return renameat2(directory, from, directory, to, RENAME_NOREPLACE);
+}
 
 int narnia_start_writeback(int fd, int64_t offset, int64_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);

@@ -289,6 +289,19 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = try retryingInterrupts("rename", pathOfEntry(newName)) { renameat(raw, name, raw, newName) }
     }
 
+    /// Renames `name` to `newName` within this directory only if `newName` names nothing:
+    /// `renameat2` with `RENAME_NOREPLACE`, or where the file system cannot promise that (FUSE),
+    /// a hard link then the removal of the old name. Fails with `EEXIST` when `newName` exists,
+    /// and with the link's error (`EPERM`, `ENOSYS`, …) where neither can be done.
+    public func renameWithoutReplacing(_ name: String, to newName: String) throws {
+        do {
+            _ = try retryingInterrupts("rename", pathOfEntry(newName)) { narnia_rename_no_replace(raw, name, newName) }
+        } catch let e as SystemError where e.code == EINVAL {
+            _ = try retryingInterrupts("link", pathOfEntry(newName)) { linkat(raw, name, raw, newName, 0) }
+            try unlink(name)
+        }
+    }
+
     /// The names in this directory (without `.` and `..`), each with its `d_type` (`DT_REG`,
     /// `DT_DIR`, …, or `DT_UNKNOWN` where the file system does not say: what the directory said
     /// when read, which a later `fstat` of what is opened must confirm), and, apart, the names

@@ -17,6 +17,9 @@ int narnia_take_read_lease(int fd);
 int narnia_release_lease(int fd);
 /// The lease held on fd (`F_GETLEASE`): F_RDLCK while held, its target type once a break is pending.
 int narnia_lease_type(int fd);
+/// renameat2(2) with RENAME_NOREPLACE within one directory: EEXIST when `to` exists, EINVAL
+/// where the file system cannot promise it.
+int narnia_rename_no_replace(int directory, const char *from, const char *to);
 /// syncfs(2): flushes the file system holding fd.
 int narnia_syncfs(int fd);
 /// fstatfs(2)'s f_type of the file system holding fd, or -1 with errno set.

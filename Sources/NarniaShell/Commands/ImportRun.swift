@@ -309,14 +309,47 @@ struct Original {
             }
             // A program that opened it for writing meanwhile waits for the lease: removed
             // now, the original would take its write with it, in silence (review AD).
-            guard !writerWaits() else {
-                throw CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")
-            }
-            if let place { try place.folder.unlink(place.name) } else { try FileSystem.unlink(path) }
+            guard !writerWaits() else { throw Self.openedForWriting(path) }
+            try removeAside(writerWaits: writerWaits)
         }
         guard removed else {
             throw CommandFailure("\(path): another program has it open for writing; the original is kept (the vault holds the version read)")
         }
+    }
+
+    /// Removes the original by first renaming it to a hidden name in its folder, while the
+    /// lease is held: a program that looked its name up before the rename waits for the lease
+    /// and is seen before the removal (the original goes back under its name); one that looks
+    /// it up after finds nothing there. A program whose open was under way in the kernel across
+    /// the rename and the last look is still seen once the file is gone, and said. Where the
+    /// file system can neither rename without replacing nor link, the original is removed
+    /// under its name.
+    private func removeAside(writerWaits: () -> Bool) throws {
+        let (folder, name) = try place ?? (FileDescriptor.open(FileSystem.parentDirectory(of: path), .readOnly, options: .directory),
+                                           String(path.split(separator: "/").last ?? Substring(path)))
+        let aside = ".narnia-removing-" + String(UInt64.random(in: 0 ... .max), radix: 16)
+        do {
+            try folder.renameWithoutReplacing(name, to: aside)
+        } catch let e as SystemError where e.code != EEXIST && e.code != ENOENT {
+            try folder.unlink(name)
+            return
+        }
+        if writerWaits() {
+            do {
+                try folder.renameWithoutReplacing(aside, to: name)
+            } catch {
+                throw CommandFailure("\(path): another program opened it for writing; the original is kept as \(folder.pathOfEntry(aside)) (\(describe(error)))")
+            }
+            throw Self.openedForWriting(path)
+        }
+        try folder.unlink(aside)
+        if writerWaits() {
+            throw CommandFailure("\(path): another program opened it for writing as it was removed: what that program writes goes to the removed file (save it again)")
+        }
+    }
+
+    private static func openedForWriting(_ path: String) -> CommandFailure {
+        CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")
     }
 
     /// The same file, with the same size and times. The change time counts only while the
