@@ -20,6 +20,7 @@ import subprocess
 import time
 
 import pytest
+from pathlib import Path
 
 from harness import Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
@@ -63,6 +64,43 @@ def store_objects(n: Narnia) -> set[str]:
     return {str(p) for p in n.vault.glob("??/*") if p.is_file()}
 
 
+def a_first_journal_killed_at_its_first_record(n: Narnia, tmp_path) -> Narnia:
+    """A copy of `n`'s store beside it (another device), killed as its first journal's first
+    record is written: on FUSE, its staging folder is left at the copy's top."""
+    other = Narnia(n.binary, tmp_path / "other")
+    other.vault = n.vault.parent / "vault2"
+    subprocess.run(["cp", "-a", str(n.vault), str(other.vault)], check=True)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=SIGKILL:when=1"] \
+        + other.argv(["-c", "mkdir /x"])
+    r = subprocess.run(argv, capture_output=True, text=True, env=other.env, cwd=other.workdir)
+    assert r.returncode != 0, "the kill did not happen"
+    return other
+
+
+def staging_folders(n: Narnia) -> list[Path]:
+    return [p for p in n.vault.iterdir() if p.is_dir() and len(p.name) == 32]
+
+
+def test_on_fuse_a_staging_folder_left_by_a_device_no_one_will_be_again_goes_after_a_day(fuse_store, tmp_path):
+    """Review AD: a new journal's staging folder was removed only by the device that made it,
+    and a FUSE or FAT store remounted under other numbers is another device: the folder stayed
+    for good, carried by every sync engine. Here it comes to a device that is not the one that
+    made it (a sync engine's copy): kept while it may still be in use, removed once left for a
+    day, with nothing committed lost and nothing to report."""
+    other = a_first_journal_killed_at_its_first_record(fuse_store, tmp_path)
+    subprocess.run(["cp", "-a", f"{other.vault}/.", str(fuse_store.vault)], check=True)   # as a sync engine would
+    left = staging_folders(fuse_store)
+    assert len(left) == 1 and [p.name for p in left[0].iterdir()] != [], "no staging folder was left"
+    fuse_store.ok("mkdir /kept; ls /")
+    assert staging_folders(fuse_store) == left, "a staging folder that may be in use was removed"
+    day_ago = time.time() - 25 * 3600
+    for p in [*left[0].iterdir(), left[0]]:
+        os.utime(p, (day_ago, day_ago))
+    r = fuse_store.ok("ls /; verify")
+    assert staging_folders(fuse_store) == [], "the left staging folder stayed"
+    assert r.out_lines[0] == "kept" and r.err_lines == [], r.describe()
+
+
 def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_empty_journal(fuse_store, tmp_path):
     """Review AA: where there are no unnamed files (FUSE, FAT) a new journal was created empty
     under its name, then written: a kill between left a journal of 0 bytes that every sync
@@ -70,13 +108,7 @@ def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_
     is). It now waits for its first record in a folder of this device's, removed at the next
     open. Killed here at that record's write: another device's first journal (a copy of the
     store in another folder)."""
-    other = Narnia(fuse_store.binary, tmp_path / "other")
-    other.vault = fuse_store.vault.parent / "vault2"
-    subprocess.run(["cp", "-a", str(fuse_store.vault), str(other.vault)], check=True)
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=SIGKILL:when=1"] \
-        + other.argv(["-c", "mkdir /x"])
-    r = subprocess.run(argv, capture_output=True, text=True, env=other.env, cwd=other.workdir)
-    assert r.returncode != 0, "the kill did not happen"
+    other = a_first_journal_killed_at_its_first_record(fuse_store, tmp_path)
     empty = [p for p in other.vault.glob("??/*") if p.stat().st_size == 0]
     for n in (other, fuse_store):
         r = n.ok("ls /")
@@ -85,7 +117,7 @@ def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_
     r = fuse_store.ok("ls /; verify")
     assert "holds no whole record" not in r.err and not empty, f"{empty}" + r.describe()
     assert other.ok("mkdir /x; ls /").out_lines == ["x"]
-    assert [p for p in other.vault.iterdir() if p.is_dir() and len(p.name) > 2] == [], "the staging folder stayed"
+    assert staging_folders(other) == [], "the staging folder stayed"
 
 
 @pytest.mark.parametrize("on_fuse", [False, True], ids=["unnamed-file", "staging-folder-on-fuse"])

@@ -259,7 +259,7 @@ final class JournalWriter {
     /// that leaves no empty journal behind, which every device would report for good (no
     /// device can tell whose an empty journal is). It is written unnamed (`O_TMPFILE`), or
     /// where the file system makes no unnamed files (FAT, FUSE) in a folder `staging` makes,
-    /// one this device removes at its next open.
+    /// one this device removes at its next open (any device, once left for a day).
     static func create(id: Identifier, path: String, directory: String, keys: JournalKeys,
                        staging: () throws -> String) throws -> JournalWriter {
         let folder = try FileDescriptor.open(directory, .readOnly, options: .directory)
@@ -314,6 +314,9 @@ final class JournalWriter {
                 try FileSystem.rename(file, path)
                 naming = .named
                 try FileSystem.syncDirectory(FileSystem.parentDirectory(of: path))
+                // The old entry's removal too: on FAT a power cut could leave both entries
+                // pointing at the journal's clusters.
+                try? FileSystem.syncDirectory(folder)
                 try? FileSystem.removeDirectory(folder)
             }
         } catch {

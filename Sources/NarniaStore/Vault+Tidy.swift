@@ -26,7 +26,7 @@ extension Vault {
     /// deletes what is provably unneeded: retired files every device has heard of, and this
     /// device's own leftovers (no process of this device is writing: the lock is held) when
     /// its records are whole. At open (not while a sync runs), also the receiving folders of
-    /// this device's interrupted syncs.
+    /// this device's interrupted syncs and the staging folders of new journals left behind.
     func tidy(atOpen: Bool = true) throws {
         let unnamed = ownUnnamedObjects
         // Asked once, and only if an unnamed object needs it: it makes a probe file.
@@ -109,7 +109,7 @@ extension Vault {
                 }
             }
         }
-        if atOpen { removeOwnSyncFolders() }
+        if atOpen { removeTemporaryFolders() }
     }
 
     /// This device's unnamed objects split by their mode: those still `uncommittedMode`,
@@ -161,10 +161,35 @@ extension Vault {
         return marked.st_mode & 0o7777 == Self.committedMode
     }
 
-    /// Removes the receiving folders of this device's interrupted syncs.
-    func removeOwnSyncFolders() {
-        let own = inventory.folders.filter { tags.isOwnSyncTemporary($0) }
-        for id in own { FileSystem.removeTreeOfFiles(layout.root + "/" + id.hex) }
-        inventory.folders.removeAll { own.contains($0) }
+    /// Removes the receiving folders of this device's interrupted syncs and the staging
+    /// folders of its new journals, and the staging folders any device left (`leftStaging`).
+    func removeTemporaryFolders() {
+        let left = inventory.folders.filter { tags.isOwnSyncTemporary($0) || isLeftStaging($0) }
+        for id in left { FileSystem.removeTreeOfFiles(layout.root + "/" + id.hex) }
+        inventory.folders.removeAll { left.contains($0) }
+    }
+
+    /// How long a folder must have been left untouched before it is taken for another
+    /// device's staging folder that nothing will come back to.
+    static let leftStagingAge: Int64 = 24 * 3600 * 1_000_000_000
+
+    /// True for a folder at the store's top holding nothing but files named as journals, none
+    /// changed for `leftStagingAge`: the staging folder of a new journal killed before its
+    /// first record was renamed into place (FAT, FUSE; `JournalWriter.create`), so never
+    /// committed. Its device cannot be told from its name (the tag needs that device's
+    /// identifier, and a device killed at its first record is known to no one): it may be
+    /// this very copy under the identity it had before a remount gave its directory other
+    /// numbers, or another machine's, which a sync engine copied here.
+    private func isLeftStaging(_ id: Identifier) -> Bool {
+        let path = layout.root + "/" + id.hex
+        guard let names = try? FileSystem.listDirectory(path),
+              names.allSatisfy({ name in Identifier(hex: Substring(name)).map(tags.isJournal) ?? false }),
+              let folder = try? FileSystem.lstatIfExists(path) else { return false }
+        var newest = folder.modifiedNanoseconds
+        for name in names {
+            guard let st = try? FileSystem.lstatIfExists(path + "/" + name), st.isRegularFile else { return false }
+            newest = max(newest, st.modifiedNanoseconds)
+        }
+        return newest < SystemClock.nowNanoseconds() - Self.leftStagingAge
     }
 }
