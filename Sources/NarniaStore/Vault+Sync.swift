@@ -196,7 +196,7 @@ extension Vault {
                 }
                 if local >= size && !forks { return .hereIsLonger }
                 if forks || isOwnOpenJournal(file) {
-                    try FileSystem.rename(received, target + conflictSuffix)
+                    try FileSystem.rename(received, Self.unusedName(target + conflictSuffix))
                     return .keptAsCopy
                 }
             }
@@ -215,18 +215,36 @@ extension Vault {
     /// under the copy's name alone when killed between them, and the next open began a new
     /// journal before the fork was seen (review AA). Where there are no hard links (FAT, some
     /// FUSE file systems) it is renamed.
+    /// A copy of that name that is another file already (two made by this device in one
+    /// second) is kept too: the version takes the first free name of `unusedName(copy)`'s.
     static func keepAsCopy(_ path: String, _ copy: String) throws {
-        do {
-            try FileSystem.link(path, copy)
-        } catch let e as SystemError where e.code == EEXIST {
-            // Linked by a sync killed before the rename: the same file under both names.
-            guard let a = try FileSystem.lstatIfExists(path), let b = try FileSystem.lstatIfExists(copy),
-                  a.st_dev == b.st_dev, a.st_ino == b.st_ino else { return try FileSystem.rename(path, copy) }
-        } catch {
-            // Not possible here (EPERM, EOPNOTSUPP, EXDEV…), or failing (EIO, EACCES on a
-            // FUSE file system): the rename still keeps the version, as before hard links.
-            try FileSystem.rename(path, copy)
+        var copy = copy
+        while true {
+            do {
+                return try FileSystem.link(path, copy)
+            } catch let e as SystemError where e.code == EEXIST {
+                // Linked by a sync killed before the rename: the same file under both names.
+                if let a = try FileSystem.lstatIfExists(path), let b = try FileSystem.lstatIfExists(copy),
+                   a.st_dev == b.st_dev, a.st_ino == b.st_ino { return }
+                copy = try unusedName(copy)
+            } catch {
+                // Not possible here (EPERM, EOPNOTSUPP, EXDEV…), or failing (EIO, EACCES on a
+                // FUSE file system): the rename still keeps the version, as before hard links.
+                return try FileSystem.rename(path, unusedName(copy))
+            }
         }
+    }
+
+    /// `name`, or when a file has it, the first of `name-2`, `name-3`, … none has: a conflict
+    /// copy is never renamed over another.
+    static func unusedName(_ name: String) throws -> String {
+        var candidate = name
+        var n = 1
+        while try FileSystem.lstatIfExists(candidate) != nil {
+            n += 1
+            candidate = "\(name)-\(n)"
+        }
+        return candidate
     }
 
     /// True for an object this device's tag names (written by it, or by another copy of this

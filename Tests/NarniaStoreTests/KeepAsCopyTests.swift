@@ -55,4 +55,20 @@ final class KeepAsCopyTests: XCTestCase {
         XCTAssertEqual(contents(journal + ".copy"), "here")
         XCTAssertEqual(contents(journal), "here")
     }
+
+    /// Review AB's F4: a version whose copy name another copy had already (two made by one
+    /// device in the same second) was renamed over it, which lost that one.
+    func testAnotherCopyOfTheSameNameIsNotReplaced() throws {
+        for code in [nil, EPERM] {
+            let journal = try write("j", "here")
+            _ = try write("j.copy", "earlier")
+            _ = try write("j.copy-2", "earlier still")
+            if let code { SystemCallFaults.inject("link", errno: code) }
+            try Vault.keepAsCopy(journal, journal + ".copy")
+            XCTAssertEqual(contents(journal + ".copy"), "earlier", "errno \(code ?? 0)")
+            XCTAssertEqual(contents(journal + ".copy-2"), "earlier still", "errno \(code ?? 0)")
+            XCTAssertEqual(contents(journal + ".copy-3"), "here", "errno \(code ?? 0)")
+            for name in ["j", "j.copy", "j.copy-2", "j.copy-3"] { try? FileManager.default.removeItem(atPath: folder + "/" + name) }
+        }
+    }
 }
