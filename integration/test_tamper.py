@@ -230,6 +230,16 @@ def test_damaged_key_file_is_refused(tv):
     assert any(l.startswith("narnia: error:") for l in r.err_lines), "expected a clear error" + r.describe()
 
 
+def test_a_key_file_cut_to_an_inbox_key_s_length_is_named_as_possibly_cut(tv):
+    """A key file cut to 72 bytes is listed as an inbox public key (that length): the error
+    said there was no key file at all."""
+    key = tv.n.store().key_file()
+    overwrite(key, key.read_bytes()[:72])
+    r = tv.n.c("ls /t")
+    assert r.rc == 1 and r.out == "", r.describe()
+    assert "key file is damaged (there is none; one of the files of 72 bytes at the store's top, an inbox key's length, may be a key file cut short)" in r.err, r.describe()
+
+
 @pytest.mark.parametrize("case", ["delete", "flip-middle", "truncate-to-zero"])
 def test_damaged_items_can_be_removed(tv, case):
     """After verify names a damaged item, the user can remove it, and verify passes again."""

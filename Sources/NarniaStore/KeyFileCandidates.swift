@@ -85,7 +85,12 @@ enum KeyFileCandidates {
         }
         guard !candidates.isEmpty else {
             if inventory.keyFiles.isEmpty && inventory.files.isEmpty { throw VaultError.noVault(root) }
-            throw inventory.keyFiles.isEmpty ? VaultError.damagedKeyFile("there is none") : VaultError.damagedKeyFile("none has the length of a key file")
+            if !inventory.keyFiles.isEmpty { throw VaultError.damagedKeyFile("none has the length of a key file") }
+            // A key file cut to an inbox public key's length is listed as one: say so.
+            if !inventory.inboxKeys.isEmpty {
+                throw VaultError.damagedKeyFile("there is none; one of the files of \(InboxPublicKeyFile.length) bytes at the store's top, an inbox key's length, may be a key file cut short")
+            }
+            throw VaultError.damagedKeyFile("there is none")
         }
         // Format 2 before format 1 (an upgrade in progress), newest first.
         candidates.sort { ($0.former ? 1 : 0, -$0.modified, $0.id) < ($1.former ? 1 : 0, -$1.modified, $1.id) }
