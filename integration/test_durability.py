@@ -391,3 +391,15 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
         assert "another program opened it for writing as it was removed: what that program writes goes to the removed file" in err.decode(), err.decode()
     assert [p.name for p in host.iterdir()] == (["photo.jpg"] if arrives.startswith("before") else []), "a hidden file stayed"
     assert vault.ok("ls /").out_lines == ["photo.jpg"]
+
+
+def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_taken_in_again(vault, host):
+    """A narnia killed between renaming an original to its hidden name and removing it leaves
+    the file: its vault copy is committed, so importing the folder again skips it, saying so,
+    rather than taking it in a second time under the hidden name."""
+    (host / "photo.jpg").write_bytes(b"taken in")
+    (host / ".narnia-removing-3f2a9c").write_bytes(b"taken in before")
+    r = vault.ok(f"import --move {q(str(host))}; ls -a /{host.name}")
+    assert r.out_lines[-1:] == ["photo.jpg"], r.describe()
+    assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: an original an import --move was removing when it was killed" in r.err, r.describe()
+    assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]

@@ -127,6 +127,8 @@ extension HostTreeVisitor {
                         warn("\(child): symbolic link skipped")
                     } else if kind == S_IFDIR {
                         subfolders.append((fd, entry, child, try ItemName.validated(entry), place))
+                    } else if kind == S_IFREG && entry.hasPrefix(Original.asidePrefix) {
+                        warn("\(child): skipped: an original an import --move was removing when it was killed (its vault copy was committed); delete it, or rename it to take it in")
                     } else if kind == S_IFREG {
                         let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
                         visitFile(file, path: child, name: try ItemName.validated(entry), folder: fd, entry: entry, in: place)

@@ -327,7 +327,7 @@ struct Original {
     private func removeAside(writerWaits: () -> Bool) throws {
         let (folder, name) = try place ?? (FileDescriptor.open(FileSystem.parentDirectory(of: path), .readOnly, options: .directory),
                                            String(path.split(separator: "/").last ?? Substring(path)))
-        let aside = ".narnia-removing-" + String(UInt64.random(in: 0 ... .max), radix: 16)
+        let aside = Self.asidePrefix + String(UInt64.random(in: 0 ... .max), radix: 16)
         do {
             try folder.renameWithoutReplacing(name, to: aside)
         } catch let e as SystemError where e.code != EEXIST && e.code != ENOENT {
@@ -347,6 +347,10 @@ struct Original {
             throw CommandFailure("\(path): another program opened it for writing as it was removed: what that program writes goes to the removed file (save it again)")
         }
     }
+
+    /// How the hidden name of an original being removed begins: a walk of its folder skips a
+    /// file so named (left by a narnia killed between the rename and the removal).
+    static let asidePrefix = ".narnia-removing-"
 
     private static func openedForWriting(_ path: String) -> CommandFailure {
         CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")
