@@ -840,3 +840,80 @@ def test_a_store_file_rclone_cannot_fetch_is_named_and_the_sync_goes_on(narnia, 
     assert "rclone cannot fetch" not in r.err, r.describe()
     assert sorted(l for l in narnia.ok("ls /").out_lines) == ["base.bin", "branch1.bin", "branch2.bin"]
     assert narnia.ok("cat /branch1.bin").outb == (host / "branch1.bin").read_bytes()
+
+
+def two_devices_on_a_local_remote(narnia_bin: Path, host: Path, tmp_path: Path) -> tuple[Device, Device, Path]:
+    """A and B on the folder remote `tmp_path/remote`, B one record ahead of A there."""
+    a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
+    a.n.init()
+    (host / "a.bin").write_bytes(os.urandom(2000))
+    a.ok(f"import {q(str(host / 'a.bin'))}")
+    remote = tmp_path / "remote"
+    a.sync(str(remote))
+    b = make_device(narnia_bin, tmp_path, "B", remote)
+    (host / "b.bin").write_bytes(os.urandom(2000))
+    b.ok(f"import {q(str(host / 'b.bin'))}")
+    b.sync(str(remote))
+    return a, b, remote
+
+
+def remote_files(remote: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(remote)): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+
+
+def test_a_listing_cut_short_by_a_folder_that_went_sends_nothing(narnia_bin, host, tmp_path):
+    """Review AF (high): rclone's `lsjson -R` exits 3, "directory not found", also when a folder
+    in the remote goes while it lists (another program's, a sync engine removing an empty
+    one). That was taken for a remote not made yet: everything was sent, and the journals
+    there, B's longer one too, were replaced by the copies here. Now the sync fails, sending
+    nothing. Here an rclone in PATH says so of every recursive listing."""
+    a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "rclone").write_text('#!/bin/sh\ncase "$*" in *"lsjson -R"*) echo "ERROR : d7: directory not found" >&2; exit 3;; esac\n'
+                                 'exec /usr/bin/rclone "$@"\n')
+    (fake / "rclone").chmod(0o755)
+    before = remote_files(remote)
+    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    assert r.rc == 1 and f"rclone could not list {remote} (exit status 3): a folder in it went while it was listed" in r.err, r.describe()
+    assert remote_files(remote) == before, "files were sent on a listing that was not the remote's"
+    a.sync(str(remote))
+    assert sorted(a.ok("ls /").out_lines) == ["a.bin", "b.bin"]
+
+
+def test_a_bare_remote_name_gets_the_journals_where_it_gets_the_objects(narnia_bin, host, tmp_path):
+    """Review AF (high): `sync here:` joined `here:` and a journal's path with a `/`, which the
+    local and sftp backends read from the file system's root: objects went to the remote,
+    journals elsewhere (or failed, for good, where / cannot be written)."""
+    a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
+    a.n.init()
+    (host / "a.bin").write_bytes(os.urandom(2000))
+    a.ok(f"import {q(str(host / 'a.bin'))}")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    config = tmp_path / "rclone.conf"
+    config.write_text("[here]\ntype = local\n")
+    a.sync("here:", env={**a.n.env, "RCLONE_CONFIG": str(config)}, cwd=remote)
+    here = {str(p.relative_to(a.vault)) for p in a.vault.rglob("*") if p.is_file()}
+    assert set(remote_files(remote)) == here
+    b = make_device(narnia_bin, tmp_path, "B", remote)
+    assert b.ok("ls /").out_lines == ["a.bin"]
+
+
+def test_rclone_settings_that_change_what_is_copied_are_not_given_to_it_and_are_named(narnia_bin, host, tmp_path):
+    """Review AF (high): with RCLONE_IGNORE_EXISTING=true the renaming of a sent journal over
+    the copy there was skipped, and every sync said "synced" while the remote kept the older
+    journal; filters (RCLONE_EXCLUDE, RCLONE_MAX_SIZE…) made every sync fail, and
+    RCLONE_DRY_RUN=true sent nothing, saying it had. Such settings are taken out of rclone's
+    environment, and named in a note."""
+    a, b, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    settings = {"RCLONE_IGNORE_EXISTING": "true", "RCLONE_EXCLUDE": "*.tmp", "RCLONE_MAX_SIZE": "1k", "RCLONE_DRY_RUN": "true"}
+    env = {**a.n.env, **settings}
+    a.sync(str(remote), env=env)
+    (host / "c.bin").write_bytes(os.urandom(2000))
+    a.ok(f"import {q(str(host / 'c.bin'))}")
+    r = a.sync(str(remote), env=env)
+    assert ("narnia: note: sync: not given to rclone: RCLONE_DRY_RUN, RCLONE_EXCLUDE, RCLONE_IGNORE_EXISTING, "
+            "RCLONE_MAX_SIZE (it would change which store files are listed, copied or replaced)") in r.err_lines, r.describe()
+    b.sync(str(remote))
+    assert sorted(b.ok("ls /").out_lines) == ["a.bin", "b.bin", "c.bin"]

@@ -23,6 +23,34 @@ struct Rclone {
         return Rclone(path: path)
     }
 
+    /// rclone settings from the environment that would change which store files are listed,
+    /// copied or replaced (filters, `--ignore-existing`, `--dry-run`, following links, name
+    /// encodings…): `sync` must see and send every store file as it is. Those set are removed
+    /// from rclone's environment, and `sync` names them in a note. Backend settings
+    /// (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and transfer counts pass.
+    static func ignoredSettings(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        environment.keys.filter { name in
+            guard name.hasPrefix("RCLONE_") else { return false }
+            let setting = name.dropFirst("RCLONE_".count)
+            return ignoredSettingPrefixes.contains { setting.hasPrefix($0) } || ignoredSettingNames.contains(String(setting))
+        }.sorted()
+    }
+
+    private static let ignoredSettingPrefixes = ["INCLUDE", "EXCLUDE", "FILTER", "FILES_FROM", "METADATA_INCLUDE", "METADATA_EXCLUDE", "METADATA_FILTER"]
+    private static let ignoredSettingNames: Set<String> = [
+        "DRY_RUN", "INTERACTIVE", "I", "IGNORE_EXISTING", "IMMUTABLE", "IGNORE_ERRORS", "IGNORE_SIZE", "UPDATE",
+        "MIN_SIZE", "MAX_SIZE", "MIN_AGE", "MAX_AGE", "MAX_DEPTH", "IGNORE_CASE", "DELETE_EXCLUDED",
+        "MAX_TRANSFER", "MAX_DURATION", "CUTOFF_MODE", "LINKS", "L", "COPY_LINKS", "SKIP_LINKS", "ONE_FILE_SYSTEM",
+        "LOCAL_UNICODE_NORMALIZATION", "LOCAL_ENCODING", "LOCAL_LINKS", "LOCAL_COPY_LINKS", "LOCAL_SKIP_LINKS",
+    ]
+
+    /// `path` under `remote`: `name:` and `name:folder/` take it as it is. A `/` after a bare
+    /// `name:` makes the path absolute for the local and sftp backends (the file system's
+    /// root, not the remote's), which sent journals elsewhere than the objects (review AF).
+    static func join(_ remote: String, _ path: String) -> String {
+        remote.hasSuffix(":") || remote.hasSuffix("/") ? remote + path : remote + "/" + path
+    }
+
     /// What one run gave.
     struct Outcome {
         var status: Int32
@@ -36,6 +64,7 @@ struct Rclone {
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
         var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        for name in Self.ignoredSettings() { command.environment[name] = .some(nil) }
         command.privateFiles = true   // a copy of the store (a local remote) is as private as the store
         command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if let fd = command.standardInput { close(fd) } }
@@ -110,7 +139,15 @@ struct Rclone {
     func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String]) {
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
         if outcome.cancelled { throw Cancelled() }
-        if outcome.status == 3 { return ([:], []) }   // rclone: directory not found
+        if outcome.status == 3 {
+            // rclone: directory not found — the remote itself, which is new and empty, or a
+            // folder in it that went while it was listed (review AF): then the listing is not
+            // the remote's, and files sent on it would replace longer journals there.
+            let top = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype", remote])
+            if top.cancelled { throw Cancelled() }
+            if top.status == 3 { return ([:], []) }
+            throw CommandFailure("rclone could not list \(remote) (exit status 3): a folder in it went while it was listed (another program changing it?); nothing was sent, run sync again")
+        }
         guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
         guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
             throw CommandFailure("rclone listed \(remote) in a form narnia does not read")

@@ -13,6 +13,10 @@ enum SyncCommand {
         }
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }
+        let ignored = Rclone.ignoredSettings()
+        if !ignored.isEmpty {
+            s.note("sync", "not given to rclone: \(ignored.joined(separator: ", ")) (it would change which store files are listed, copied or replaced)")
+        }
         let vault = s.vault
         let (there, misspelled) = try rclone.list(remote)
         // Store files there that rclone cannot fetch are said, not taken for files that went
@@ -120,9 +124,9 @@ enum SyncCommand {
         let sendingSuffix = temporarySuffix(vault)
         for file in sending.sendJournals + grown {
             watch("sending journals")
-            var outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: remote + "/" + file.path + sendingSuffix)
+            var outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: Rclone.join(remote, file.path + sendingSuffix))
             if outcome.status == 0 && !outcome.cancelled {
-                outcome = try rclone.move(remote + "/" + file.path + sendingSuffix, to: remote + "/" + file.path)
+                outcome = try rclone.move(Rclone.join(remote, file.path + sendingSuffix), to: Rclone.join(remote, file.path))
             }
             if outcome.cancelled { throw Cancelled() }
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
@@ -130,7 +134,7 @@ enum SyncCommand {
         }
         for file in report.forks {
             let copy = file.path + copySuffix
-            let outcome = try rclone.copy(file: vault.directory + "/" + copy, to: remote + "/" + copy)
+            let outcome = try rclone.copy(file: vault.directory + "/" + copy, to: Rclone.join(remote, copy))
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
             report.sent += 1
         }
@@ -158,7 +162,7 @@ enum SyncCommand {
     static func compareOwnJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
         let count = 64
         for (file, size) in plan.sameLengthJournals where vault.isNewestOwnJournal(file) && size >= Int64(count) {
-            let there = try rclone.tail(of: remote + "/" + file.path, count: count)
+            let there = try rclone.tail(of: Rclone.join(remote, file.path), count: count)
             if there != (try vault.tail(of: file, count: count)) {
                 plan.fetch(file, size)
                 plan.forkedThere.insert(file.path)
