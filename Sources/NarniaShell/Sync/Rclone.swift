@@ -134,8 +134,9 @@ struct Rclone {
 
     /// The files of a remote (`rclone lsjson -R --files-only`) by path, with their sizes; an
     /// empty list for a remote that does not exist yet. rclone lists a name that is not UTF-8
-    /// with U+FFFD for each byte it cannot read (the local backend) and cannot fetch it under
-    /// that name: such paths are apart, in `misspelled`.
+    /// with U+FFFD for each byte it cannot read (the local backend), and others not as they
+    /// are (`isMisread`), and cannot fetch them under the name listed: such paths are apart,
+    /// in `misspelled`.
     func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String]) {
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
         if outcome.cancelled { throw Cancelled() }
@@ -156,9 +157,17 @@ struct Rclone {
         var misspelled: [String] = []
         for entry in entries {
             guard let path = entry["Path"] as? String, let size = entry["Size"] as? NSNumber else { continue }
-            if path.unicodeScalars.contains("\u{FFFD}") { misspelled.append(path) } else { files[path] = size.int64Value }
+            if path.unicodeScalars.contains(where: Self.isMisread) { misspelled.append(path) } else { files[path] = size.int64Value }
         }
         return (files, misspelled)
+    }
+
+    /// A character rclone lists in place of another (its encodings): U+FFFD for a byte that is
+    /// not UTF-8, a control picture (`␍`, U+2400–U+2421) for a control character, and `‛`,
+    /// which quotes a character it would otherwise take for one of those (`a‛␍x` for `a␍x`).
+    /// It fetches such a name, but the file arrives under the name on disk, not the one listed.
+    private static func isMisread(_ c: Unicode.Scalar) -> Bool {
+        c == "\u{FFFD}" || c == "\u{201B}" || (0x2400...0x2421).contains(c.value) || c.value < 0x20 || c.value == 0x7F
     }
 
     /// The last `count` bytes of a file on a remote (`rclone cat --tail`).

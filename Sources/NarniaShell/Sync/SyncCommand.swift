@@ -24,7 +24,7 @@ enum SyncCommand {
         let unfetchable = misspelled.filter { vault.syncFile($0) != nil }.sorted(by: utf8Order)
         if !unfetchable.isEmpty {
             let (files, it) = unfetchable.count == 1 ? ("1 file", "it") : ("\(unfetchable.count) files", "them")
-            s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files but not in UTF-8, which rclone cannot fetch: \(unfetchable.map(s.err.name).joined(separator: ", ")) (to have \(it) read, rename \(it) there in UTF-8, keeping the hex digits and the sync engine's suffix)")
+            s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files that rclone lists under another name and cannot fetch (not UTF-8, or holding a control character or ‛): \(unfetchable.map(s.err.name).joined(separator: ", ")) (to have \(it) read, rename \(it) there in UTF-8 without those, keeping the hex digits and the sync engine's suffix)")
         }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         try compareOwnJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
