@@ -216,7 +216,7 @@ extension Vault {
     /// journal before the fork was seen (review AA). Where there are no hard links (FAT, some
     /// FUSE file systems) it is renamed.
     /// A copy of that name that is another file already (two made by this device in one
-    /// second) is kept too: the version takes the first free name of `unusedName(copy)`'s.
+    /// second) is kept too: the version takes the next free name (`unusedName`).
     static func keepAsCopy(_ path: String, _ copy: String) throws {
         var copy = copy
         while true {

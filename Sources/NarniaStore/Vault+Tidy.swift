@@ -162,7 +162,7 @@ extension Vault {
     }
 
     /// Removes the receiving folders of this device's interrupted syncs and the staging
-    /// folders of its new journals, and the staging folders any device left (`leftStaging`).
+    /// folders of its new journals, and the staging folders any device left (`isLeftStaging`).
     func removeTemporaryFolders() {
         let left = inventory.folders.filter { tags.isOwnSyncTemporary($0) || isLeftStaging($0) }
         for id in left { FileSystem.removeTreeOfFiles(layout.root + "/" + id.hex) }
