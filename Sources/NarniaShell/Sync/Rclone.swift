@@ -24,8 +24,10 @@ struct Rclone {
     }
 
     /// rclone settings from the environment that would change which store files are listed,
-    /// copied or replaced (filters, `--ignore-existing`, `--dry-run`, following links, name
-    /// encodings…): `sync` must see and send every store file as it is. Those set are removed
+    /// copied, replaced or deleted, or what a run prints or exits with (filters,
+    /// `--dirs-only`, `--ignore-existing`, `--dry-run`, `--max-delete`, `--backup-dir`,
+    /// following links, name encodings, `--progress`…): `sync` must see and send every store
+    /// file as it is. Those set are removed
     /// from rclone's environment, and `sync` names them in a note. Backend settings
     /// (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and transfer counts pass.
     static func ignoredSettings(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
@@ -42,6 +44,8 @@ struct Rclone {
         "MIN_SIZE", "MAX_SIZE", "MIN_AGE", "MAX_AGE", "MAX_DEPTH", "IGNORE_CASE", "DELETE_EXCLUDED",
         "MAX_TRANSFER", "MAX_DURATION", "CUTOFF_MODE", "LINKS", "L", "COPY_LINKS", "SKIP_LINKS", "ONE_FILE_SYSTEM",
         "LOCAL_UNICODE_NORMALIZATION", "LOCAL_ENCODING", "LOCAL_LINKS", "LOCAL_COPY_LINKS", "LOCAL_SKIP_LINKS",
+        "DIRS_ONLY", "HASH_FILTER", "MAX_DELETE", "MAX_DELETE_SIZE", "BACKUP_DIR", "SUFFIX", "SUFFIX_KEEP_EXTENSION",
+        "COMPARE_DEST", "COPY_DEST", "ERROR_ON_NO_TRANSFER", "PROGRESS", "P", "STAT",
     ]
 
     /// `path` under `remote`: `name:` and `name:folder/` take it as it is. A `/` after a bare

@@ -15,7 +15,7 @@ enum SyncCommand {
         rclone.isCancelled = { Session.interruptRequested != 0 }
         let ignored = Rclone.ignoredSettings()
         if !ignored.isEmpty {
-            s.note("sync", "not given to rclone: \(ignored.joined(separator: ", ")) (it would change which store files are listed, copied or replaced)")
+            s.note("sync", "not given to rclone: \(ignored.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
         }
         let vault = s.vault
         let (there, misspelled) = try rclone.list(remote)
