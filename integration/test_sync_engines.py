@@ -925,3 +925,23 @@ def test_rclone_settings_that_change_what_is_copied_are_not_given_to_it_and_are_
             "RCLONE_MAX_SIZE, RCLONE_PROGRESS (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)") in r.err_lines, r.describe()
     b.sync(str(remote))
     assert sorted(b.ok("ls /").out_lines) == ["a.bin", "b.bin", "c.bin"]
+
+
+def test_a_store_file_that_is_a_link_on_the_remote_is_named_not_missed(narnia_bin, host, tmp_path):
+    """Review AF: rclone does not follow a symbolic link it lists (a notice only), so a store
+    file there that is one was missed at every sync, "synced", exit 0: the item stayed "not on
+    this device" for good. It is named in a warning; put in place of the link, it is read."""
+    a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    b_object = next(p for p in remote.glob("??/*") if not (a.vault / p.relative_to(remote)).exists())   # B's object or journal
+    aside = tmp_path / "aside"
+    b_object.rename(aside)
+    b_object.symlink_to(aside)
+    name = str(b_object.relative_to(remote))
+    for _ in range(2):
+        r = a.sync(str(remote))
+        assert (f"narnia: warning: sync: {remote} holds 1 file named like store files that are symbolic links, which rclone "
+                f"does not follow: {name} (to have it read, put the file there in place of the link)") in r.err_lines, r.describe()
+    b_object.unlink()
+    aside.rename(b_object)
+    a.sync(str(remote))
+    assert a.ok("cat /b.bin").outb == (host / "b.bin").read_bytes()

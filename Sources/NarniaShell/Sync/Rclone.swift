@@ -140,8 +140,8 @@ struct Rclone {
     /// empty list for a remote that does not exist yet. rclone lists a name that is not UTF-8
     /// with U+FFFD for each byte it cannot read (the local backend), and others not as they
     /// are (`isMisread`), and cannot fetch them under the name listed: such paths are apart,
-    /// in `misspelled`.
-    func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String]) {
+    /// in `misspelled`. `links` are the symbolic links it skipped.
+    func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String], links: [String]) {
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 {
@@ -150,7 +150,7 @@ struct Rclone {
             // the remote's, and files sent on it would replace longer journals there.
             let top = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype", remote])
             if top.cancelled { throw Cancelled() }
-            if top.status == 3 { return ([:], []) }
+            if top.status == 3 { return ([:], [], []) }
             throw CommandFailure("rclone could not list \(remote) (exit status 3): a folder in it went while it was listed (another program changing it?); nothing was sent, run sync again")
         }
         guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
@@ -163,7 +163,18 @@ struct Rclone {
             guard let path = entry["Path"] as? String, let size = entry["Size"] as? NSNumber else { continue }
             if path.unicodeScalars.contains(where: Self.isMisread) { misspelled.append(path) } else { files[path] = size.int64Value }
         }
-        return (files, misspelled)
+        return (files, misspelled, Self.skippedLinks(in: outcome.errors))
+    }
+
+    /// The paths of the symbolic links rclone said it skipped while listing (its notice
+    /// `PATH: Can't follow symlink without -L/--copy-links`): a store file there that is a link
+    /// is not listed, and would otherwise be missed without a word.
+    private static func skippedLinks(in lines: [String]) -> [String] {
+        let notice = ": Can't follow symlink without -L/--copy-links"
+        return lines.compactMap { line in
+            guard line.hasSuffix(notice), let start = line.range(of: "NOTICE: ") else { return nil }
+            return String(line[start.upperBound...].dropLast(notice.count))
+        }
     }
 
     /// A character rclone lists in place of another (its encodings): U+FFFD for a byte that is
