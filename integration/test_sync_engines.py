@@ -911,18 +911,19 @@ def test_rclone_settings_that_change_what_is_copied_are_not_given_to_it_and_are_
     the copy there was skipped, and every sync said "synced" while the remote kept the older
     journal; filters (RCLONE_EXCLUDE, RCLONE_MAX_SIZE…) and RCLONE_PROGRESS made every sync
     fail, RCLONE_DRY_RUN=true sent nothing, saying it had, and RCLONE_DIRS_ONLY=true listed the
-    remote as empty and sent the journals here over longer ones. Such settings are taken out of rclone's
+    remote as empty and sent the journals here over longer ones; with RCLONE_RETRIES=0 rclone
+    runs nothing and exits 0. Such settings are taken out of rclone's
     environment, and named in a note."""
     a, b, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
     settings = {"RCLONE_IGNORE_EXISTING": "true", "RCLONE_EXCLUDE": "*.tmp", "RCLONE_MAX_SIZE": "1k", "RCLONE_DRY_RUN": "true",
-                "RCLONE_DIRS_ONLY": "true", "RCLONE_PROGRESS": "true"}
+                "RCLONE_DIRS_ONLY": "true", "RCLONE_PROGRESS": "true", "RCLONE_RETRIES": "0"}
     env = {**a.n.env, **settings}
     a.sync(str(remote), env=env)
     (host / "c.bin").write_bytes(os.urandom(2000))
     a.ok(f"import {q(str(host / 'c.bin'))}")
     r = a.sync(str(remote), env=env)
     assert ("narnia: note: sync: not given to rclone: RCLONE_DIRS_ONLY, RCLONE_DRY_RUN, RCLONE_EXCLUDE, RCLONE_IGNORE_EXISTING, "
-            "RCLONE_MAX_SIZE, RCLONE_PROGRESS (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)") in r.err_lines, r.describe()
+            "RCLONE_MAX_SIZE, RCLONE_PROGRESS, RCLONE_RETRIES (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)") in r.err_lines, r.describe()
     b.sync(str(remote))
     assert sorted(b.ok("ls /").out_lines) == ["a.bin", "b.bin", "c.bin"]
 

@@ -45,7 +45,7 @@ struct Rclone {
         "MAX_TRANSFER", "MAX_DURATION", "CUTOFF_MODE", "LINKS", "L", "COPY_LINKS", "SKIP_LINKS", "ONE_FILE_SYSTEM",
         "LOCAL_UNICODE_NORMALIZATION", "LOCAL_ENCODING", "LOCAL_LINKS", "LOCAL_COPY_LINKS", "LOCAL_SKIP_LINKS",
         "DIRS_ONLY", "HASH_FILTER", "MAX_DELETE", "MAX_DELETE_SIZE", "BACKUP_DIR", "SUFFIX", "SUFFIX_KEEP_EXTENSION",
-        "COMPARE_DEST", "COPY_DEST", "ERROR_ON_NO_TRANSFER", "PROGRESS", "P", "STAT",
+        "COMPARE_DEST", "COPY_DEST", "ERROR_ON_NO_TRANSFER", "PROGRESS", "P", "STAT", "RETRIES", "DISCARD",
     ]
 
     /// `path` under `remote`: `name:` and `name:folder/` take it as it is. A `/` after a bare
