@@ -629,6 +629,21 @@ def test_mv_never_replaces_silently(sample):
     assert "other.bin" not in sample.ok("ls /").out_lines, "mv -f removes the source"
 
 
+@pytest.mark.parametrize("command", ["mv -f", "cp -f", "mv"])
+@pytest.mark.parametrize("destination", ["/docs/notes.txt/", "/docs/notes.txt/.", "/Archvie/"])
+def test_a_destination_ending_in_a_slash_must_be_a_folder(sample, command, destination):
+    """Review AE: the `/` was dropped, so `mv -f report.txt notes.txt/` replaced notes.txt and
+    `mv report.txt Archvie/` (a folder's name mistyped) renamed the file. As coreutils, a file
+    goes only into a folder so named; a folder may still take the name."""
+    before = find_all(sample)
+    r = sample.fails(f"{command} /other.bin {destination}", command.split()[0])
+    wanted = "no such folder" if "Archvie" in destination else "not a folder"
+    assert r.err_lines[-1].endswith(f"{destination.rstrip('/.')}: {wanted}"), r.describe()
+    assert find_all(sample) == before and sample.ok("cat /docs/notes.txt").outb == NOTES
+    sample.ok("mv /photos /albums/")
+    assert "albums" in sample.ok("ls /").out_lines
+
+
 def test_mv_never_replaces_a_folder(sample):
     sample.ok("mkdir -p /a/same /b/same; cd /b/same; import - keep.txt", input=b"keep")
     sample.fails("mv -f /a/same /b", "mv")

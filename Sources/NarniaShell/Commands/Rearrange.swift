@@ -112,6 +112,12 @@ enum Rearrange {
         let destID = s.resolve(dest)
         let intoFolder = destID.map { s.vault.isFolder($0) } ?? false
         guard intoFolder || sources.count == 1 else { throw CommandFailure("\(s.inMessage(dest)): not a folder") }
+        // As coreutils: `mv -f a b/` with no folder `b` never renames a file to `b`, nor
+        // replaces a file `b` (review AE); a folder may still take the name, as there.
+        let wantsFolder = destWord.text.hasSuffix("/") || destWord.text.hasSuffix("/.")
+        if wantsFolder && !intoFolder, let (_, id) = sources.first, !s.vault.isFolder(id) {
+            throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
+        }
         for (path, id) in sources {
             if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
             let folder: Identifier, name: String
