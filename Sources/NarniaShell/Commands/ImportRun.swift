@@ -296,7 +296,7 @@ struct Original {
             ?? FileDescriptor.open(path, .readOnly, options: options)
         let now = try file.status()
         guard Self.same(read, after), Self.same(read, now), bytesRead.map({ $0 == UInt64(read.st_size) }) ?? true else {
-            throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+            throw Self.changedWhileImported(path)
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
         let removed = try file.whileNoOneWrites { writerWaits in
@@ -304,7 +304,7 @@ struct Original {
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
             if isRacy || !file.fileSystemKeepsChangeTimes {
                 guard try sameBytes(file) else {
-                    throw CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+                    throw Self.changedWhileImported(path)
                 }
             }
             // A program that opened it for writing meanwhile waits for the lease: removed
@@ -351,6 +351,10 @@ struct Original {
     /// How the hidden name of an original being removed begins: a walk of its folder skips a
     /// file so named (left by a narnia killed between the rename and the removal).
     static let asidePrefix = ".narnia-removing-"
+
+    private static func changedWhileImported(_ path: String) -> CommandFailure {
+        CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+    }
 
     private static func openedForWriting(_ path: String) -> CommandFailure {
         CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")

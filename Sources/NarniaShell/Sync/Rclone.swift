@@ -9,6 +9,9 @@ import NarniaSystem
 /// Ctrl-C reaches the shell, which then stops it; `panic` kills it like any helper.
 struct Rclone {
     let path: String
+    /// The settings of `ignoredSettings` set in this process's environment, read once: each
+    /// run removes them from rclone's environment, and `sync` names them.
+    let withheldSettings = Rclone.ignoredSettings()
     /// Called with the bytes transferred so far by the running command.
     var progress: ((UInt64) -> Void)?
     /// Polled while rclone runs; true stops it.
@@ -27,9 +30,8 @@ struct Rclone {
     /// copied, replaced or deleted, or what a run prints or exits with (filters,
     /// `--dirs-only`, `--ignore-existing`, `--dry-run`, `--max-delete`, `--backup-dir`,
     /// following links, name encodings, `--progress`…): `sync` must see and send every store
-    /// file as it is. Those set are removed
-    /// from rclone's environment, and `sync` names them in a note. Backend settings
-    /// (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and transfer counts pass.
+    /// file as it is. Backend settings (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and
+    /// transfer counts pass.
     static func ignoredSettings(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         environment.keys.filter { name in
             guard name.hasPrefix("RCLONE_") else { return false }
@@ -68,7 +70,7 @@ struct Rclone {
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
         var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
-        for name in Self.ignoredSettings() { command.environment[name] = .some(nil) }
+        for name in withheldSettings { command.environment[name] = .some(nil) }
         command.privateFiles = true   // a copy of the store (a local remote) is as private as the store
         command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if let fd = command.standardInput { close(fd) } }

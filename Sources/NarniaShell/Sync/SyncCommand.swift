@@ -13,17 +13,17 @@ enum SyncCommand {
         }
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }
-        let ignored = Rclone.ignoredSettings()
-        if !ignored.isEmpty {
-            s.note("sync", "not given to rclone: \(ignored.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
+        if !rclone.withheldSettings.isEmpty {
+            s.note("sync", "not given to rclone: \(rclone.withheldSettings.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
         }
         let vault = s.vault
         let (there, misspelled, links) = try rclone.list(remote)
         // Store files there that rclone cannot fetch are said, not taken for files that went
         // during the sync (which fails it: review AC); they stay there, unread, until renamed.
-        warnUnread(s, remote, misspelled, "that rclone lists under another name and cannot fetch (not UTF-8, or holding a control character or ‛)",
-                   fix: "rename IT there in UTF-8 without those, keeping the hex digits and the sync engine's suffix")
-        warnUnread(s, remote, links, "that are symbolic links, which rclone does not follow", fix: "put the file there in place of the link")
+        warnUnread(s, remote, misspelled, "that rclone lists under another name and cannot fetch (not UTF-8, or holding a control character or ‛)") {
+            "rename \($0) there in UTF-8 without those, keeping the hex digits and the sync engine's suffix"
+        }
+        warnUnread(s, remote, links, "that are symbolic links, which rclone does not follow") { _ in "put the file there in place of the link" }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         try compareOwnJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
         let folder = try vault.makeReceivingFolder()
@@ -151,13 +151,13 @@ enum SyncCommand {
     }
 
     /// Warns of the files of `paths` on the remote named like store files that this sync does
-    /// not read (`what` they are), naming them and how to have them read (`fix`, where `IT`
-    /// stands for "it" or "them"); they are left there.
-    private static func warnUnread(_ s: Session, _ remote: String, _ paths: [String], _ what: String, fix: String) {
+    /// not read (`what` they are), naming them and how to have them read (`fix`, given "it"
+    /// or "them"); they are left there.
+    private static func warnUnread(_ s: Session, _ remote: String, _ paths: [String], _ what: String, fix: (String) -> String) {
         let unread = paths.filter { s.vault.syncFile($0) != nil }.sorted(by: utf8Order)
         guard !unread.isEmpty else { return }
         let (files, it) = unread.count == 1 ? ("1 file", "it") : ("\(unread.count) files", "them")
-        s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files \(what): \(unread.map(s.err.name).joined(separator: ", ")) (to have \(it) read, \(fix.replacingOccurrences(of: "IT", with: it)))")
+        s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files \(what): \(unread.map(s.err.name).joined(separator: ", ")) (to have \(it) read, \(fix(it)))")
     }
 
     /// This device's newest journal, of the same length on both sides, can still differ:
