@@ -31,6 +31,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -42,7 +43,7 @@ import pytest
 from engines import (RcloneServer, Syncthing, SYNCTHING_TMP_PREFIXES, have, rclone_children,
                      wait_connected, wait_in_sync)
 from harness import Narnia, Result, find_object, object_size, q
-from test_devices import forked_journal
+from test_devices import forked_journal, own_journal
 
 MIB = 1048576
 IMPORTED_RE = re.compile(r"^imported (.+) -> (/.*)$")
@@ -848,6 +849,50 @@ def test_a_store_file_rclone_cannot_fetch_is_named_and_the_sync_goes_on(narnia, 
     assert narnia.ok("cat /branch1.bin").outb == (host / "branch1.bin").read_bytes()
 
 
+def test_copies_whose_names_differ_only_in_unicode_normalisation_are_two_files(narnia, host, tmp_path):
+    """Review AF (L1): the listing was keyed by Swift strings, which compare canonically, so two
+    copies on the remote named `… café`, one spelled NFC and one NFD (engines on two systems),
+    were one file to sync: one was fetched and the records of the other's branch never, without
+    a word. Names are told apart byte for byte, as the file system does."""
+    import unicodedata
+    from test_store_forks import put_back, save
+    narnia.init()
+    (host / "base.bin").write_bytes(os.urandom(1000))
+    narnia.ok(f"import {q(str(host / 'base.bin'))}")
+    save(narnia.vault, tmp_path / "saved")
+    branches = []
+    for n in (1, 2, 3):
+        (host / f"branch{n}.bin").write_bytes(os.urandom(1000 * n))
+        if n > 1:
+            put_back(tmp_path / "saved", narnia.vault)
+        journal, _ = own_journal(narnia, f"import {q(str(host / f'branch{n}.bin'))}")
+        branches.append(journal.read_bytes())
+        save(narnia.vault, tmp_path / f"branch{n}")
+    remote = tmp_path / "remote"
+    narnia.ok(f"sync {q(str(remote))}")
+    for n in (1, 2):   # their objects, as the devices that wrote them would have sent them
+        for f in (tmp_path / f"branch{n}").glob("??/*"):
+            if f.name != journal.name and not (remote / f.parent.name / f.name).exists():
+                (remote / f.parent.name).mkdir(exist_ok=True)
+                shutil.copy(f, remote / f.parent.name / f.name)
+    copies = [os.fsencode(journal.name + unicodedata.normalize(form, " (conflicted copy from caf\u00e9)")) for form in ("NFC", "NFD")]
+    assert copies[0] != copies[1]
+    for name, branch in zip(copies, branches):
+        with open(os.path.join(os.fsencode(remote / journal.parent.name), name), "wb") as f:
+            f.write(branch)
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert SYNCED_RE.match(r.out_lines[0]).group(3) == "4", r.describe()   # two copies, two objects
+    assert sorted(narnia.ok("ls /").out_lines) == ["base.bin", "branch1.bin", "branch2.bin", "branch3.bin"]
+    for n in (1, 2):
+        assert narnia.ok(f"cat /branch{n}.bin").outb == (host / f"branch{n}.bin").read_bytes()
+    for _ in range(2):
+        narnia.ok(f"sync {q(str(remote))}")
+    assert "intact" in narnia.ok("verify").out
+    other = Narnia(narnia.binary, tmp_path / "other-work")
+    other.vault = remote
+    assert sorted(other.ok("ls /").out_lines) == ["base.bin", "branch1.bin", "branch2.bin", "branch3.bin"]
+
+
 def two_devices_on_a_local_remote(narnia_bin: Path, host: Path, tmp_path: Path) -> tuple[Device, Device, Path]:
     """A and B on the folder remote `tmp_path/remote`, B one record ahead of A there."""
     a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
@@ -926,6 +971,33 @@ def test_rclone_settings_that_change_what_is_copied_are_not_given_to_it_and_are_
             "RCLONE_MAX_SIZE, RCLONE_PROGRESS, RCLONE_RETRIES (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)") in r.err_lines, r.describe()
     b.sync(str(remote))
     assert sorted(b.ok("ls /").out_lines) == ["a.bin", "b.bin", "c.bin"]
+
+
+def test_a_shard_folder_that_is_a_link_on_the_remote_stops_the_sync(narnia_bin, host, tmp_path):
+    """Review AF (M2): rclone lists nothing in a linked folder, yet writes through the link: A
+    took B's longer journal there for missing and sent its shorter copy over it. A shard folder
+    that is a link now fails the sync before anything is sent."""
+    a, b, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    a.sync(str(remote))
+    (host / "b2.bin").write_bytes(os.urandom(2000))
+    b.ok(f"import {q(str(host / 'b2.bin'))}")
+    b.sync(str(remote))
+    longer = next(p for p in remote.glob("??/*") if (a.vault / p.relative_to(remote)).exists()
+                  and (a.vault / p.relative_to(remote)).stat().st_size < p.stat().st_size)   # B's journal
+    shard = longer.parent
+    aside = tmp_path / "aside"
+    shard.rename(aside)
+    shard.symlink_to(aside)
+    before = remote_files(aside)
+    r = a.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and (f"narnia: error: sync: {shard} is a symbolic link, which rclone does not follow: the store "
+                          "files in the folder it points to cannot be listed, and files sent there would replace them "
+                          "unseen; nothing was sent") in r.err_lines, r.describe()
+    assert remote_files(aside) == before
+    shard.unlink()
+    aside.rename(shard)
+    a.sync(str(remote))
+    assert a.ok("cat /b2.bin").outb == (host / "b2.bin").read_bytes()
 
 
 def test_a_store_file_that_is_a_link_on_the_remote_is_named_not_missed(narnia_bin, host, tmp_path):

@@ -12,7 +12,7 @@ extension Vault {
     /// The files of `file` read here — the journal and the copies sync engines made of it —
     /// with what each held when read (the journal's own file as this device last wrote it).
     func readCopies(of file: JournalFile) -> [(path: String, end: JournalEnd)] {
-        var copies = file.copyEnds.map { (path: $0.key, end: $0.value) }
+        var copies = file.copyEnds.map { (path: $0.key.text, end: $0.value) }
         if let end = file.end, let main = inventory.files[file.id]?.main { copies.append((main, end)) }
         return copies.sorted { $0.path < $1.path }
     }
@@ -36,8 +36,8 @@ extension Vault {
     func holdsRecordsItsRetirementsDidNotRead(_ id: Identifier) -> Bool {
         guard let file = journals[id], state.retired[RetiredFile(kind: .journal, id: id)] != nil else { return false }
         let copies = readCopies(of: file)
-        let read = Set(copies.map(\.path))
-        if inventory.files[id]?.all.contains(where: { !read.contains($0) && !unreadableCopies.contains($0) }) ?? false { return true }
+        let read = Set(copies.map { StorePath($0.path) })
+        if inventory.files[id]?.all.map(StorePath.init).contains(where: { !read.contains($0) && !unreadableCopies.contains($0) }) ?? false { return true }
         for copy in copies {
             guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + copy.path) else { continue }
             if Int64(st.st_size) != copy.end.offset + copy.end.cutBytes { return true }

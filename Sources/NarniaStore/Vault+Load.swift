@@ -12,7 +12,7 @@ struct JournalFile {
     /// What the main file holds (nil when only copies are present).
     var end: JournalEnd?
     /// What each copy a sync engine made holds, by path, as read.
-    var copyEnds: [String: JournalEnd] = [:]
+    var copyEnds: [StorePath: JournalEnd] = [:]
     /// The most records any copy holds, and the bytes after them in the copy that holds them
     /// (0 when one of the copies that hold the most ends whole).
     var records: UInt64
@@ -50,10 +50,10 @@ extension Vault {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
             var versions = JournalVersions()
-            var ends: [String: JournalEnd] = [:]
+            var ends: [StorePath: JournalEnd] = [:]
             for path in entry.all {
                 do {
-                    ends[path] = try readJournal(id, path: path, isMain: path == entry.main,
+                    ends[StorePath(path)] = try readJournal(id, path: path, isMain: path == entry.main,
                                                  eachRecord: entry.all.count > 1 ? { versions.note(index: $0, payload: $1) } : nil)
                 } catch MetadataError.unknownMasterKey {
                     failed.append(path)
@@ -63,7 +63,7 @@ extension Vault {
             // holds its first record, holding none, counts too).
             if var file = journals[id] {
                 for (path, end) in ends {
-                    if path == entry.main { file.end = end } else { file.copyEnds[path] = end }
+                    if path.text == entry.main { file.end = end } else { file.copyEnds[path] = end }
                 }
                 journals[id] = file
             }
@@ -73,7 +73,7 @@ extension Vault {
             // Every file of a journal begins with the same first record, which another file of
             // it opened: these are no copies of it, or altered. Set aside, not a refusal.
             for path in failed {
-                unreadableCopies.append(path)
+                unreadableCopies.append(StorePath(path))
                 warnings.append("\(path), named as a file of journal \(id.hex.prefix(8)), does not open as one (no copy of it, or altered); it is not read, and left as it is")
             }
         }

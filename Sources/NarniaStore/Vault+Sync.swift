@@ -19,12 +19,22 @@ public struct SyncFile: Sendable, Equatable {
     public let kind: SyncFileKind
     /// True for a copy a sync engine made (`….sync-conflict-…`).
     package let isCopy: Bool
+
+    /// The path, as a key of tables of store files (told apart byte for byte).
+    public var key: StorePath { StorePath(path) }
+
+    public static func == (a: SyncFile, b: SyncFile) -> Bool {
+        a.key == b.key && a.id == b.id && a.kind == b.kind && a.isCopy == b.isCopy
+    }
 }
 
 /// The store's side of `sync` (docs/FORMAT.md, "What sync engines may do to the store"): which
 /// files are which, what they should hold, what is retired, and taking in what arrived. The
 /// transfers themselves are the shell's (it runs rclone).
 extension Vault {
+    /// True for the name of a shard folder at a store's top (two hex digits).
+    public static func isShardFolder(_ path: String) -> Bool { StoreName.isShardName(path) }
+
     /// Reads a path relative to a store (`<32 hex>` at the top, `<2 hex>/<32 or 30 hex>` in a
     /// shard, each possibly with a conflict suffix); nil for anything else.
     public func syncFile(_ path: String) -> SyncFile? {
@@ -81,9 +91,9 @@ extension Vault {
     /// True when the remote, whose files and sizes are `there`, holds the key file this session
     /// opened with, whole (or will, once `sending` is sent): only then may a retired key file
     /// go there.
-    public func remoteKeepsAKeyFile(_ there: [String: Int64], sending: [SyncFile]) -> Bool {
+    public func remoteKeepsAKeyFile(_ there: [StorePath: Int64], sending: [SyncFile]) -> Bool {
         guard let whole = liveKeyFile(keyFileID), let entry = inventory.keyFiles[keyFileID] else { return false }
-        return entry.all.contains { name in there[name] == whole.length || sending.contains { $0.path == name } }
+        return entry.all.map(StorePath.init).contains { name in there[name] == whole.length || sending.contains { $0.key == name } }
     }
 
     private func retiredFile(_ file: SyncFile) -> RetiredFile {

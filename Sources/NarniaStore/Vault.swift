@@ -76,7 +76,7 @@ public final class Vault {
     var lostOwnRecordsFound: String?
     /// Files named as a journal or its copy, of a journal another file of which opens, that do
     /// not open themselves: set aside (`verify` fails on them) rather than refusing the vault.
-    var unreadableCopies: [String] = []
+    var unreadableCopies: [StorePath] = []
     /// How many times content failed authentication (or had grown) in this session: a batch run
     /// that met any exits 1, even where a `-` line let the command fail.
     public internal(set) var damageFound = 0

@@ -71,6 +71,9 @@ struct Rclone {
         let out = try Pipe(), err = try Pipe()
         var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
         for name in withheldSettings { command.environment[name] = .some(nil) }
+        // Store files are named byte for byte: rclone would otherwise take two names that
+        // differ only in Unicode normalisation for one file, and fetch or delete one of them.
+        command.environment["RCLONE_NO_UNICODE_NORMALIZATION"] = "true"
         command.privateFiles = true   // a copy of the store (a local remote) is as private as the store
         command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if let fd = command.standardInput { close(fd) } }
@@ -138,12 +141,13 @@ struct Rclone {
         if !text.isEmpty { outcome.errors.append(text) }
     }
 
-    /// The files of a remote (`rclone lsjson -R --files-only`) by path, with their sizes; an
+    /// The files of a remote (`rclone lsjson -R --files-only`) by path (byte for byte: two
+    /// names that differ only in Unicode normalisation are two files), with their sizes; an
     /// empty list for a remote that does not exist yet. rclone lists a name that is not UTF-8
     /// with U+FFFD for each byte it cannot read (the local backend), and others not as they
     /// are (`isMisread`), and cannot fetch them under the name listed: such paths are apart,
     /// in `misspelled`. `links` are the symbolic links it skipped.
-    func list(_ remote: String) throws -> (files: [String: Int64], misspelled: [String], links: [String]) {
+    func list(_ remote: String) throws -> (files: [StorePath: Int64], misspelled: [String], links: [String]) {
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 {
@@ -159,11 +163,11 @@ struct Rclone {
         guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
             throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
         }
-        var files: [String: Int64] = [:]
+        var files: [StorePath: Int64] = [:]
         var misspelled: [String] = []
         for entry in entries {
             guard let path = entry["Path"] as? String, let size = entry["Size"] as? NSNumber else { continue }
-            if path.unicodeScalars.contains(where: Self.isMisread) { misspelled.append(path) } else { files[path] = size.int64Value }
+            if path.unicodeScalars.contains(where: Self.isMisread) { misspelled.append(path) } else { files[StorePath(path)] = size.int64Value }
         }
         return (files, misspelled, Self.skippedLinks(in: outcome.errors))
     }

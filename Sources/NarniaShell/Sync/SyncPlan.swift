@@ -21,7 +21,7 @@ struct SyncPlan {
     var sameLengthJournals: [(SyncFile, Int64)] = []
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
-    var forkedThere: Set<String> = []
+    var forkedThere: Set<StorePath> = []
     /// This store's files with their sizes when the plan was made.
     var here: [(SyncFile, Int64)] = []
     /// Bytes to move each way.
@@ -32,24 +32,24 @@ struct SyncPlan {
     enum Verdict { case same, fetch, send, compare }
 
     /// The plan. `here` holds this store's files with their sizes; `there` the remote's, by path.
-    static func make(here: [(SyncFile, Int64)], there: [String: Int64], vault: Vault) -> SyncPlan {
+    static func make(here: [(SyncFile, Int64)], there: [StorePath: Int64], vault: Vault) -> SyncPlan {
         var plan = SyncPlan()
         plan.here = here
-        var hereByPath: [String: (SyncFile, Int64)] = [:]
-        for (file, size) in here { hereByPath[file.path] = (file, size) }
+        var hereByPath: [StorePath: (SyncFile, Int64)] = [:]
+        for (file, size) in here { hereByPath[file.key] = (file, size) }
         for (file, size) in here {
             // A copy there of a retired journal longer than any retirement of it read, and
             // than the one here, may hold what none read: it is fetched and read here first.
-            if let remote = there[file.path], remote != size, vault.isUnreadThere(file, size: remote) {
+            if let remote = there[file.key], remote != size, vault.isUnreadThere(file, size: remote) {
                 plan.fetch(file, remote)
                 continue
             }
             if vault.mayDelete(file) {
                 plan.deleteHere.append(file)
-                if there[file.path] != nil { plan.deleteThere.append(file) }
+                if there[file.key] != nil { plan.deleteThere.append(file) }
                 continue
             }
-            guard let remote = there[file.path] else {
+            guard let remote = there[file.key] else {
                 if !vault.isRetired(file) { plan.send(file, size) }
                 continue
             }
@@ -61,7 +61,7 @@ struct SyncPlan {
             }
         }
         for (path, size) in there where hereByPath[path] == nil {
-            guard let file = vault.syncFile(path) else { continue }
+            guard let file = vault.syncFile(path.text) else { continue }
             if vault.isUnreadThere(file, size: size) { plan.fetch(file, size); continue }
             if vault.mayDelete(file) { plan.deleteThere.append(file); continue }
             if !vault.isRetired(file) { plan.fetch(file, size) }
