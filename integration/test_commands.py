@@ -644,6 +644,20 @@ def test_a_destination_ending_in_a_slash_must_be_a_folder(sample, command, desti
     assert "albums" in sample.ok("ls /").out_lines
 
 
+@pytest.mark.parametrize("command", ["mv", "cp", "mv -f"])
+def test_two_sources_of_one_name_are_refused_before_anything_moves(sample, command):
+    """Review AE: `mv /a/x /b/x /dest` moved the first and then failed "already exists", with
+    no path, on the second: half done. Two sources bound for one name are refused first, as
+    export refuses two items bound for one host file. One source named twice is one."""
+    sample.ok("mkdir -p /a /b /dest; cd /a; import - x.txt; cd /b; import - x.txt", input=b"x")
+    before = find_all(sample)
+    r = sample.fails(f"{command} /a/x.txt /b/x.txt /dest", command.split()[0])
+    assert r.err_lines[-1].endswith(": /dest/x.txt: more than one source would go there (/a/x.txt and /b/x.txt)"), r.describe()
+    assert find_all(sample) == before
+    sample.ok(f"{command} /a/x.txt /a/x.txt /dest")
+    assert "x.txt" in sample.ok("ls /dest").out_lines
+
+
 def test_mv_never_replaces_a_folder(sample):
     sample.ok("mkdir -p /a/same /b/same; cd /b/same; import - keep.txt", input=b"keep")
     sample.fails("mv -f /a/same /b", "mv")
@@ -986,6 +1000,24 @@ def test_a_relative_vault_path_stays_put_when_lcd_moves(narnia, host, tmp_path):
     assert r.rc == 0 and "verified 1 items, all intact" in r.out, r.describe()
     assert narnia.ok("cat /photo.bin", cwd=here, vault="store").outb == data
     assert narnia.ok("ls /", cwd=there, vault="store").out == ""
+
+
+def test_import_move_of_a_link_named_on_the_command_line_keeps_it_and_names_its_file(vault, host):
+    """Review AE: `import --move LINK` removed the link and kept the file it points to, its
+    plaintext, without a word. A link is not the original: both are kept, and the warning names
+    the file. A linked folder is walked as any folder named there: its files are the originals,
+    removed; the link and the folder it points to stay."""
+    elsewhere = host / "elsewhere"
+    write_tree(elsewhere, {"t.txt": b"target", "d/x.txt": b"in a linked folder", "d/sub/y.txt": b"deeper"})
+    (host / "link.txt").symlink_to("elsewhere/t.txt")
+    (host / "linkdir").symlink_to("elsewhere/d")
+    r = vault.ok(f"import --move {q(str(host / 'link.txt'))} {q(str(host / 'linkdir'))}")
+    assert f"narnia: warning: import: {host / 'link.txt'}: a symbolic link: the file it points to, {elsewhere / 't.txt'}, " \
+        "is kept, and so is the link (the vault holds its bytes; remove them once you are sure)" in r.err_lines, r.describe()
+    assert (host / "link.txt").is_symlink() and (elsewhere / "t.txt").read_bytes() == b"target"
+    assert vault.ok("cat /link.txt /linkdir/x.txt /linkdir/sub/y.txt").outb == b"targetin a linked folderdeeper"
+    assert (host / "linkdir").is_symlink() and (elsewhere / "d").is_dir(), "the link and its folder stay"
+    assert not (elsewhere / "d/x.txt").exists() and not (elsewhere / "d/sub").exists(), "its files were moved"
 
 
 def test_import_move_of_two_hard_links_removes_both(vault, host):

@@ -63,6 +63,33 @@ def test_export_skip_existing_leaves_files_already_there(vault, host):
     assert sorted(p.name for p in (out / "doc").iterdir()) == ["a.bin", "b.bin"]
 
 
+def test_skip_existing_takes_a_file_of_the_same_size_but_another_time_for_another_file(vault, host):
+    """Review AE: `--skip-existing` compared sizes only, so a host file of the same size but
+    other content (a document edited in place) was skipped as "already there": export left it
+    and said so, exit 0; import, a backup run again, never took the new version. The
+    modification time, which both keep, is compared too, as rsync's quick check does."""
+    src = host / "doc"
+    make_files(src, ["a.bin", "b.bin"])
+    vault.ok(f"import -q {q(str(src))}")
+    out = host / "out"
+    out.mkdir()
+    vault.ok(f"export /doc {q(str(out))}")
+    edited = out / "doc" / "a.bin"
+    edited.write_bytes(os.urandom(edited.stat().st_size))
+    os.utime(edited, (time.time() + 10, time.time() + 10))   # edited later
+    r = vault.fails(f"export --skip-existing /doc {q(str(out))}", "export")
+    assert f"narnia: error: export: {edited}: already exists" in r.err_lines, r.describe()
+    assert ("narnia: hint: nothing was exported; it is another file than the one exported (its size or modification "
+            "time differs): --force replaces it") in r.err_lines, r.describe()
+    assert "skipped /doc/b.bin" not in r.out, "nothing is done when one is in the way"
+    (src / "b.bin").write_bytes(os.urandom((src / "b.bin").stat().st_size))
+    os.utime(src / "b.bin", (time.time() + 10, time.time() + 10))
+    r = vault.ok(f"import --skip-existing {q(str(src))}")
+    assert [l for l in r.out_lines if l.startswith("skipped ")] == [f"skipped {src}/a.bin -> /doc/a.bin (already there)"], r.describe()
+    assert f"imported {src}/b.bin -> /doc/b (2).bin" in r.out_lines, r.describe()
+    assert vault.ok("cat '/doc/b (2).bin'").outb == (src / "b.bin").read_bytes()
+
+
 # -- 8. A line per file in scripts, a summary on a terminal -----------------------------------
 
 

@@ -60,14 +60,14 @@ final class HostFolder {
         return current
     }
 
-    /// True when a regular file of `size` bytes is at `components` (`--skip-existing`: a file
-    /// exported before), not following links.
-    /// A file there under another spelling (`Photo.jpg` for `photo.jpg` on FAT) is not.
-    func holdsFile(_ components: [String], size: UInt64) throws -> Bool {
+    /// True when a regular file of `size` bytes modified at `modified` is at `components`
+    /// (`--skip-existing`: a file exported before, `Transfer.isCopiedBefore`), not following
+    /// links. A file there under another spelling (`Photo.jpg` for `photo.jpg` on FAT) is not.
+    func holdsFile(_ components: [String], size: UInt64, modified: Int64) throws -> Bool {
         guard let dir = try folder(Array(components.dropLast()), create: false),
               let st = try dir.statusOfEntry(components.last!) else { return false }
         guard (try? checkSameName(components, found: st, in: dir)) != nil else { return false }
-        return st.isRegularFile && UInt64(st.st_size) == size
+        return st.isRegularFile && Transfer.isCopiedBefore(size: size, modified: modified, there: (UInt64(st.st_size), st.modifiedNanoseconds))
     }
 
     /// Checks that `found`, the entry that the last of `components` finds in `dir`, is the one
@@ -102,14 +102,19 @@ final class HostFolder {
     }
 
     /// Checks that a file may be written at `components`: no link or non-folder on the way,
-    /// nothing there, or (with `force`) a file or link to replace, never a folder.
-    func checkWritable(_ components: [String], force: Bool) throws {
+    /// nothing there, or (with `force`) a file or link to replace, never a folder. With
+    /// `skipping` (`--skip-existing`) what is there is not the file exported before.
+    func checkWritable(_ components: [String], force: Bool, skipping: Bool) throws {
         guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
         guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
         try checkSameName(components, found: st, in: dir)
         if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
-        if !force { throw CommandFailure("\(shown): already exists", hint: "nothing was exported; --force replaces what is there, --skip-existing leaves it and exports the rest") }
+        if !force {
+            throw CommandFailure("\(shown): already exists", hint: skipping
+                ? "nothing was exported; it is another file than the one exported (its size or modification time differs): --force replaces it"
+                : "nothing was exported; --force replaces what is there, --skip-existing leaves it and exports the rest")
+        }
     }
 
     /// Writes a file for `components` with what `fill` writes into the descriptor it is given,

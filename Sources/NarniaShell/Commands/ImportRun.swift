@@ -25,7 +25,8 @@ enum HostTree {
 /// One `import` command: walks host paths, stages items in group-committed batches, reports
 /// each item only once committed, and removes originals (with `--move`) only after that.
 /// With `--skip-existing` (to finish an import cut short) a folder of the same name is merged
-/// into and a file of the same name and size is left alone, its original too.
+/// into and a file of the same name, size and modification time is left alone, its original
+/// too.
 struct ImportRun: HostTreeVisitor {
     let session: Session
     let verb = "import"
@@ -103,17 +104,26 @@ struct ImportRun: HostTreeVisitor {
                 walkFolder(fd, display: path, name: try itemName(path), in: folder)
             } else {
                 let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
-                importFile(fd, display: path, name: try itemName(path), original: nil, into: folder)
+                importFile(fd, display: path, name: try itemName(path), original: nil, linkedFile: move ? Self.linkedFile(path) : nil, into: folder)
             }
         } catch {
             fail(describe(error))
         }
     }
 
+    /// The file a path named on the command line points to, when it is a symbolic link.
+    private static func linkedFile(_ path: String) -> String? {
+        guard (try? FileSystem.lstatIfExists(path))??.isSymbolicLink == true, let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
     /// Imports an opened host file, which must be a regular file (`readyToRead`). `original`
-    /// is where it lies (its folder, opened, and its name there), for `--move`.
+    /// is where it lies (its folder, opened, and its name there), for `--move`; `linkedFile`,
+    /// the file a link named on the command line points to (then nothing is removed).
     private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
-                                     original place: (folder: FileDescriptor, name: String)?, into folder: Identifier) {
+                                     original place: (folder: FileDescriptor, name: String)?, linkedFile: String? = nil,
+                                     into folder: Identifier) {
         do {
             let started = SystemClock.nowNanoseconds()
             let st = try readyToRead(fd, shown: path)
@@ -121,7 +131,8 @@ struct ImportRun: HostTreeVisitor {
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
             let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
-            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder, there.size == size {
+            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder,
+               Transfer.isCopiedBefore(size: size, modified: modified, there: (there.size, there.modified)) {
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                 return
             }
@@ -138,7 +149,7 @@ struct ImportRun: HostTreeVisitor {
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             // Only `--move` compares the file after the read with the file before, and keeps
             // the original's folder open to remove it from.
-            let original = Original(place: move ? place : nil, path: path, read: st, after: move ? try fd.status() : st,
+            let original = Original(place: move ? place : nil, path: path, linkedFile: linkedFile, read: st, after: move ? try fd.status() : st,
                                     bytesRead: age == nil ? item.size : nil, readStarted: started)
             pendingOriginals.append((item.id, path, original))
             if move, let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
@@ -265,6 +276,10 @@ struct Original {
     let place: (folder: FileDescriptor, name: String)?
     /// The path shown in messages (and removed when `place` is nil).
     let path: String
+    /// Set when `path`, named on the command line, is a symbolic link: the file it points to.
+    /// Neither is removed (review AE): the link is not the original, and the file may be
+    /// another's to keep.
+    let linkedFile: String?
     /// Its status when opened, and once read to its end.
     let read: stat
     let after: stat
@@ -289,8 +304,9 @@ struct Original {
     /// file too new for its status to tell or on a file system whose change time tells nothing
     /// (`fileSystemKeepsChangeTimes`).
     func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws {
-        // A link named on the command line is the link removed (its target is kept): what it
-        // points to is what is compared.
+        if let linkedFile {
+            throw CommandFailure("\(path): a symbolic link: the file it points to, \(linkedFile), is kept, and so is the link (the vault holds its bytes; remove them once you are sure)")
+        }
         let options: OpenOptions = [.nonBlocking, .noControllingTerminal]
         let file = try place.map { try $0.folder.open($0.name, .readOnly, options: options.union(.noFollow), displayPath: path) }
             ?? FileDescriptor.open(path, .readOnly, options: options)

@@ -118,7 +118,11 @@ enum Rearrange {
         if wantsFolder && !intoFolder, let (_, id) = sources.first, !s.vault.isFolder(id) {
             throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
         }
-        for (path, id) in sources {
+        // Two sources bound for one name (`mv a/x b/x dest`): the second would meet the first
+        // half way through (review AE); refused, as export does, before anything moves.
+        var bound: [Identifier: [String: VaultPath]] = [:]
+        var seen = Set<Identifier>()
+        for (path, id) in sources where seen.insert(id).inserted {
             if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
             let folder: Identifier, name: String
             if intoFolder {
@@ -134,6 +138,10 @@ enum Rearrange {
             if s.vault.isFolder(id) && s.vault.isSelfOrAncestor(id, of: folder) {
                 throw CommandFailure("cannot \(verb == "mv" ? "move" : "copy") \(path) into itself")
             }
+            if let other = bound[folder]?[name] {
+                throw CommandFailure("\(s.inMessage(dest.appending(name))): more than one source would go there (\(s.inMessage(other)) and \(s.inMessage(path)))")
+            }
+            bound[folder, default: [:]][name] = path
             var replacing: Identifier?
             if let existing = s.vault.child(named: name, in: folder), existing.id == id {
                 throw CommandFailure("\(s.inMessage(path)): source and destination are the same item")

@@ -21,6 +21,14 @@ enum Transfer {
     static let exportBatchFiles = retainedFolders
     static let exportBatchBytes: UInt64 = batchBytes
 
+    /// `--skip-existing`'s check, rsync's quick check: a file of the same size and
+    /// modification time as the one to copy is taken for a copy made before (import and export
+    /// both keep the time). Times count to 2 seconds, which FAT keeps. Size alone took another
+    /// file of the same size, a document edited in place, for the copy (review AE).
+    static func isCopiedBefore(size: UInt64, modified: Int64, there: (size: UInt64, modified: Int64)) -> Bool {
+        size == there.size && abs(modified - there.modified) < 2_000_000_000
+    }
+
     // MARK: import
 
     /// `import [--move|--keep] [--skip-existing] [-v|-q] HOSTPATH... | import - NAME`. Every source
@@ -145,10 +153,12 @@ enum Transfer {
             throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
         }
         for folder in folders { _ = try host.folder(folder, create: false) }
+        // Said once nothing is in the way: a failed command prints nothing on standard output.
+        var skipped: [String] = []
         if skipExisting {
             plan = try plan.filter { item, components in
-                guard try host.holdsFile(components, size: item.size) else { return true }
-                report.skip("skipped \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components))) (already there)")
+                guard try host.holdsFile(components, size: item.size, modified: item.modified) else { return true }
+                skipped.append("skipped \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components))) (already there)")
                 return false
             }
         }
@@ -156,13 +166,14 @@ enum Transfer {
         var blocked: [CommandFailure] = []
         for (_, components) in plan {
             do {
-                try host.checkWritable(components, force: force)
+                try host.checkWritable(components, force: force, skipping: skipExisting)
             } catch let e as CommandFailure {
                 blocked.append(e)
             }
         }
         for (i, e) in blocked.enumerated() { s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint : nil) }
         if !blocked.isEmpty { throw Reported() }
+        for line in skipped { report.skip(line) }
         // A folder the host cannot make (FAT takes `dir` for the `Dir` just made) is reported
         // once, and the files below it are not tried.
         var refused: [[String]] = []
