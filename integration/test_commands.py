@@ -658,6 +658,20 @@ def test_two_sources_of_one_name_are_refused_before_anything_moves(sample, comma
     assert "x.txt" in sample.ok("ls /dest").out_lines
 
 
+@pytest.mark.parametrize("command", ["rm -r", "ls", "cd", "mv /other.bin", "mkdir"])
+def test_dot_dot_climbs_only_out_of_a_folder_that_is_there(sample, command):
+    """Review AE: `..` was resolved as text, so `rm -r typo/../docs` (a folder's name
+    mistyped) removed /docs. As a file system resolves it, `..` climbs only out of a folder
+    that is there, whatever the command."""
+    before = find_all(sample)
+    r = sample.fails(f"{command} /Dosc/../docs", command.split()[0])
+    assert r.err_lines[-1].endswith(": /Dosc: no such folder"), r.describe()
+    r = sample.fails(f"{command} /other.bin/../docs", command.split()[0])
+    assert r.err_lines[-1].endswith(": /other.bin: not a folder"), r.describe()
+    assert find_all(sample) == before
+    sample.ok("cd /photos/../docs; ls ../docs/../photos")
+
+
 def test_mv_never_replaces_a_folder(sample):
     sample.ok("mkdir -p /a/same /b/same; cd /b/same; import - keep.txt", input=b"keep")
     sample.fails("mv -f /a/same /b", "mv")

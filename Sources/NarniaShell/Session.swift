@@ -148,9 +148,28 @@ public final class Session: @unchecked Sendable {
         guard !word.text.isEmpty else { throw CommandFailure("'': no such file or folder") }
         let word = HiddenNames.resolving(word, in: self)
         let pattern = PathPattern(word.mapSegments { $0.precomposedNFC })
+        if !pattern.hasWildcards { try checkClimbs(pattern) }
         let paths = pattern.expand(relativeTo: cwd) { childNames($0) }
         if pattern.hasWildcards && paths.isEmpty { throw CommandFailure("\(word.text): no match") }
         return paths
+    }
+
+    /// Checks that each `..` of a plain path climbs out of a folder that is there, as a file
+    /// system resolves it: `rm -r typo/../keep` with no folder `typo` fails, rather than acting
+    /// on `keep` (review AE). (A pattern's `..` already climbs only out of folders it finds.)
+    func checkClimbs(_ pattern: PathPattern) throws {
+        var path = pattern.isAbsolute ? VaultPath.root : cwd
+        for component in pattern.components {
+            switch component {
+            case .parent:
+                guard childNames(path) != nil else {
+                    throw CommandFailure("\(inMessage(path)): \(resolve(path) == nil ? "no such folder" : "not a folder")")
+                }
+                path = path.parent
+            case .name(let name): path = path.appending(name)
+            case .glob: return
+            }
+        }
     }
 
     /// Expands and requires existence: returns (path, item id) pairs.
