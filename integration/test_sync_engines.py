@@ -932,6 +932,21 @@ def test_a_listing_cut_short_by_a_folder_that_went_sends_nothing(narnia_bin, hos
     assert sorted(a.ok("ls /").out_lines) == ["a.bin", "b.bin"]
 
 
+def test_a_failure_names_rclones_error_not_a_notice_after_it(narnia_bin, host, tmp_path):
+    """Review AF: a failed sync quoted rclone's last line, which can be a notice that is no
+    reason for it ("Config file … not found"). Its last error is quoted."""
+    a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "rclone").write_text('#!/bin/sh\ncase "$*" in *"lsjson -R"*) echo "2026/12/04 06:00:00 ERROR : d7: permission denied" >&2;'
+                                 ' echo "2026/12/04 06:00:00 NOTICE: Config file \\"/x/rclone.conf\\" not found - using defaults" >&2; exit 6;; esac\n'
+                                 'exec /usr/bin/rclone "$@"\n')
+    (fake / "rclone").chmod(0o755)
+    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    assert r.rc == 1 and r.err_lines[-1] == (f"narnia: error: sync: rclone could not list {remote} (exit status 6): "
+                                             "2026/12/04 06:00:00 ERROR : d7: permission denied"), r.describe()
+
+
 def test_a_bare_remote_name_gets_the_journals_where_it_gets_the_objects(narnia_bin, host, tmp_path):
     """Review AF (high): `sync here:` joined `here:` and a journal's path with a `/`, which the
     local and sftp backends read from the file system's root: objects went to the remote,

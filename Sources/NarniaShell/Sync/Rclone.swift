@@ -226,9 +226,11 @@ struct Rclone {
         return try run(["delete", "--files-from-raw", list, remote])
     }
 
-    /// The error for a failed run: what rclone said last.
+    /// The error for a failed run: what rclone said last, its notices aside (`Config file …
+    /// not found`, a link it skipped), which are no reason for the failure.
     func failure(_ what: String, _ outcome: Outcome) -> CommandFailure {
-        let said = outcome.errors.last.map { ": " + $0 } ?? ""
+        let reason = outcome.errors.last { !$0.contains(" NOTICE: ") && !$0.contains(" INFO  : ") } ?? outcome.errors.last
+        let said = reason.map { ": " + $0 } ?? ""
         return CommandFailure("rclone could not \(what) (exit status \(outcome.status))\(said)")
     }
 }
