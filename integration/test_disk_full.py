@@ -133,3 +133,18 @@ def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narni
         assert left == ["f0.bin"] and (mount / "src" / "f0.bin").read_bytes() == (src / "f0.bin").read_bytes(), left
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_copy_that_does_not_fit_says_the_disk_is_full_not_a_store_file(small_vault, tmp_path):
+    """Review AE: `cp` onto a full disk named the store file it was writing ("/…/91/91be…: the
+    disk is full"), which says nothing to the user. It says the disk holding the vault is full;
+    nothing of the copy is there."""
+    n = small_vault
+    (tmp_path / "big.bin").write_bytes(os.urandom(7 << 20))
+    n.ok(f"import {q(str(tmp_path / 'big.bin'))}")
+    before = store_names(n)
+    r = n.c("cp /big.bin /copy.bin")
+    assert r.rc == 1 and r.errors == ["narnia: error: cp: the disk holding the vault is full"], r.describe()
+    assert "narnia: hint: free space on it, then run the command again" in r.err_lines, r.describe()
+    assert n.ok("ls /").out_lines == ["big.bin"] and store_names(n) == before
+    n.ok("verify")

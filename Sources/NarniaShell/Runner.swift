@@ -1,3 +1,4 @@
+import NarniaSystem
 import NarniaLanguage
 import NarniaStore
 
@@ -42,10 +43,18 @@ extension Session {
             out.flush()
             err.line("narnia: \(located)\(spec.name): interrupted")
             err.flush()
+        } catch let e as SystemError where e.isDiskFull && (e.path.map(isInStore) ?? true) {
+            // A store file's name says nothing to the user (review AE).
+            error(spec.name, "the disk holding the vault is full", hint: "free space on it, then run the command again")
         } catch {
             self.error(spec.name, describe(error))
         }
         return false
+    }
+
+    /// True for a path inside the vault's store.
+    private func isInStore(_ path: String) -> Bool {
+        path.hasPrefix(vault.directory.hasSuffix("/") ? vault.directory : vault.directory + "/")
     }
 
     /// Runs `command` with the host's shell (`!`); prints why it failed. Returns success.
