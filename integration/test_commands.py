@@ -1040,6 +1040,18 @@ def test_import_move_of_two_hard_links_removes_both(vault, host):
     (d / "a.txt").write_bytes(b"same inode")
     os.link(d / "a.txt", d / "b.txt")
     r = vault.ok(f"import --move {q(str(d))}")
-    assert not any("changed while it was imported" in l for l in r.err_lines), r.describe()
+    assert not any("changed while it was imported" in l or "hard link" in l for l in r.err_lines), r.describe()
     assert not d.exists(), "both links and then the folder were removed"
     assert vault.ok("cat /links/a.txt /links/b.txt").outb == b"same inodesame inode"
+
+
+def test_import_move_names_an_original_whose_other_name_still_holds_its_bytes(vault, host):
+    """`import --move` of a file with a hard link elsewhere removed the name given and left the
+    plaintext under the other, without a word. The other name is not removed (it may be
+    another's), but the warning says the bytes are still on the disk."""
+    (host / "a.txt").write_bytes(b"two names")
+    os.link(host / "a.txt", host / "elsewhere.txt")
+    r = vault.ok(f"import --move {q(str(host / 'a.txt'))}")
+    assert f"narnia: warning: import: {host / 'a.txt'}: removed, but another name (a hard link) still holds its bytes on the disk" \
+        in r.err_lines, r.describe()
+    assert not (host / "a.txt").exists() and (host / "elsewhere.txt").read_bytes() == b"two names"

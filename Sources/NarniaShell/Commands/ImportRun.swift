@@ -46,6 +46,9 @@ struct ImportRun: HostTreeVisitor {
     /// those whose vault folders wait in the batch: only the first may be removed.
     private var movedFolders: [String] = []
     private var pendingFolders: [String] = []
+    /// With `--move`, originals removed that had other names (hard links), still open: their
+    /// bytes stay on the disk under a name this import did not remove (`warnOfOtherNames`).
+    private var removedWithOtherNames: [(path: String, file: FileDescriptor)] = []
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
@@ -207,10 +210,16 @@ struct ImportRun: HostTreeVisitor {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
             if move {
                 do {
-                    try original.removeIfUnchanged { file in
+                    let linked = try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
                         if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
                         return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
+                    }
+                    if let linked {
+                        removedWithOtherNames.append((host, linked))
+                        // Descriptors are limited: the oldest is looked at now (the other names
+                        // of a file are most often in its folder, removed by then).
+                        if removedWithOtherNames.count > Transfer.retainedFolders { warnOfOtherNames(removedWithOtherNames.removeFirst()) }
                     }
                 } catch let e as CommandFailure {
                     session.warning("import", e.message)
@@ -261,9 +270,20 @@ struct ImportRun: HostTreeVisitor {
     }
 
     /// With `--move`, removes the now-empty host folders whose vault folders were committed,
-    /// deepest first; non-empty ones stay.
-    func removeMovedFolders() {
+    /// deepest first; non-empty ones stay. Then names the originals removed whose bytes other
+    /// names still hold.
+    mutating func finishMove() {
         for folder in movedFolders.reversed() { _ = Glibc.rmdir(folder) }
+        removedWithOtherNames.forEach(warnOfOtherNames)
+        removedWithOtherNames.removeAll()
+    }
+
+    /// Warns when a removed original still has names: a hard link this import did not take
+    /// keeps its plaintext on the disk, which `--move` is meant to take away.
+    private func warnOfOtherNames(_ removed: (path: String, file: FileDescriptor)) {
+        guard let st = try? removed.file.status(), st.st_nlink > 0 else { return }
+        let names = st.st_nlink == 1 ? "another name (a hard link) still holds" : "\(st.st_nlink) other names (hard links) still hold"
+        warn("\(removed.path): removed, but \(names) its bytes on the disk")
     }
 }
 
@@ -302,8 +322,10 @@ struct Original {
     /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its
     /// start, still holds the bytes the vault took (an age file: still decrypts to them), for a
     /// file too new for its status to tell or on a file system whose change time tells nothing
-    /// (`fileSystemKeepsChangeTimes`).
-    func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws {
+    /// (`fileSystemKeepsChangeTimes`). Returns the file, still open, when it had other names
+    /// (hard links), which may still hold its bytes once this one is gone.
+    @discardableResult
+    func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws -> FileDescriptor? {
         if let linkedFile {
             throw CommandFailure("\(path): a symbolic link: the file it points to, \(linkedFile), is kept, and so is the link (the vault holds its bytes; remove them once you are sure)")
         }
@@ -331,6 +353,7 @@ struct Original {
         guard removed else {
             throw CommandFailure("\(path): another program has it open for writing; the original is kept (the vault holds the version read)")
         }
+        return now.st_nlink > 1 ? file : nil
     }
 
     /// Removes the original by first renaming it to a hidden name in its folder, while the

@@ -60,7 +60,7 @@ enum Transfer {
             run.importPath(path, into: folder)
         }
         run.commit()
-        run.removeMovedFolders()
+        run.finishMove()
         run.progress?.finish()
         report.finish()
         if run.interrupted { throw Cancelled() }
