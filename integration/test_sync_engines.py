@@ -947,6 +947,22 @@ def test_a_failure_names_rclones_error_not_a_notice_after_it(narnia_bin, host, t
                                              "2026/12/04 06:00:00 ERROR : d7: permission denied"), r.describe()
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder (as-ordinary-user.sh runs it)")
+def test_a_folder_of_the_remote_that_cannot_be_read_stops_no_sync(narnia_bin, host, tmp_path):
+    """Review AF (M4): the remote's listing read every folder in it, so one that cannot be read
+    (`lost+found` at the top of a USB disk used as the remote) made every sync fail. Only the
+    top and the shard folders, where store files are, are read."""
+    a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    (remote / "lost+found").mkdir()
+    (remote / "lost+found" / "x").write_bytes(b"x")
+    (remote / "lost+found").chmod(0)
+    try:
+        a.sync(str(remote))
+        assert sorted(a.ok("ls /").out_lines) == ["a.bin", "b.bin"]
+    finally:
+        (remote / "lost+found").chmod(0o700)
+
+
 def test_a_bare_remote_name_gets_the_journals_where_it_gets_the_objects(narnia_bin, host, tmp_path):
     """Review AF (high): `sync here:` joined `here:` and a journal's path with a `/`, which the
     local and sftp backends read from the file system's root: objects went to the remote,

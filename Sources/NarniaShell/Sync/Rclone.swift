@@ -141,14 +141,19 @@ struct Rclone {
         if !text.isEmpty { outcome.errors.append(text) }
     }
 
-    /// The files of a remote (`rclone lsjson -R --files-only`) by path (byte for byte: two
+    /// The store files of a remote (`rclone lsjson -R --files-only`, at its top and in its
+    /// shard folders) by path (byte for byte: two
     /// names that differ only in Unicode normalisation are two files), with their sizes; an
     /// empty list for a remote that does not exist yet. rclone lists a name that is not UTF-8
     /// with U+FFFD for each byte it cannot read (the local backend), and others not as they
     /// are (`isMisread`), and cannot fetch them under the name listed: such paths are apart,
     /// in `misspelled`. `links` are the symbolic links it skipped.
     func list(_ remote: String) throws -> (files: [StorePath: Int64], misspelled: [String], links: [String]) {
-        let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype", remote])
+        // Only where store files can be: the top and its shard folders. Other folders (a USB
+        // disk's `lost+found`, another program's) are not read: one that cannot be read made
+        // every sync fail (review AF), and a large one slowed each.
+        let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype",
+                               "--include", "/*", "--include", "/[0-9a-f][0-9a-f]/*", remote])
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 {
             // rclone: directory not found — the remote itself, which is new and empty, or a
