@@ -84,8 +84,10 @@ extension Vault {
     /// `passwd --rotate`: a new master key under a new passphrase (docs/FORMAT.md, "Rotating
     /// the master key"). Every key file present is retired and the new one, holding the new key
     /// and those it replaced, is written; then this device's records are written anew, as a
-    /// snapshot under the new key, and its old journals retired. Nothing written afterwards
-    /// opens with an old key file. Content keeps its per-item keys.
+    /// snapshot under the new key, and its old journals retired; last, a new inbox key pair
+    /// is made (its secret half under the new key), or the old key file would read every file
+    /// dropped afterwards (review AH). Nothing written afterwards opens with an old key file.
+    /// Content keeps its per-item keys.
     ///
     /// A crash before the snapshot leaves the new key file, which reads everything: the next
     /// open writes the snapshot (see `resealOwnRecordsIfNeeded`).
@@ -113,6 +115,7 @@ extension Vault {
         for id in journals.keys { journals[id]!.underCurrentMaster = false }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
         try compact()
+        _ = try rotateInboxKey()
     }
 
     /// After a rotation made elsewhere (or one cut short here), this device's journals are
