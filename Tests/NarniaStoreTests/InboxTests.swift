@@ -65,6 +65,25 @@ extension MergeTests {
         XCTAssertTrue(report.damaged.isEmpty)
     }
 
+    /// Anyone with the public key can write a drop's header: one saying it holds 2^63 bytes
+    /// overflowed the length check, which stopped every unlock on every device the store went
+    /// to (review AH). It is a drop that is not whole, left alone and said.
+    func testADropSayingItHoldsMoreThanAnyCanIsLeftAlone() throws {
+        let dirs = try devices(["A"])
+        let dropper = try InboxDropper(store: dirs[0])
+        for size: UInt64 in [1 << 63, .max, DropFormat.largestSize + 1] {
+            let id = Identifier.random()
+            let header = DropHeader(size: size, modified: 0, dropped: 0, batch: .random(), path: "huge.bin")
+            let sealed = try dropper.sealHeader(header, contentKey: try Secret.random(count: SymmetricKeyLength), drop: id)
+            try dropper.layout.ensureShard(for: id)
+            try FileDescriptor.open(dropper.layout.objectPath(for: id), .writeOnly, options: [.create, .exclusive]).writeAll(sealed + randomBytes(100))
+        }
+        let vault = try open(dirs[0])
+        let adoption = try adopt(vault)
+        XCTAssertEqual(adoption.items.count, 0)
+        XCTAssertEqual(adoption.problems.filter { $0.contains("more than any drop can (altered)") }.count, 3, "\(adoption.problems)")
+    }
+
     /// A dropper other than this program may send names that are not NFC; the vault holds
     /// every name NFC (as `import` gives them), so they are adopted normalised.
     func testNamesFromADropAreAdoptedNFC() throws {

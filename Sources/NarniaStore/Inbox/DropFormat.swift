@@ -19,6 +19,10 @@ enum DropFormat {
     /// The longest relative path a drop can carry, in bytes.
     static let maximumPathBytes = sealedHeaderPlaintext - fixedFields
     static let keyContext = "narnia drop"
+    /// The largest content a drop may say it holds (64 PiB): anyone with the public key can
+    /// write a header, and a larger size overflowed the length check, which stopped every
+    /// unlock of the vault on every device (review AH).
+    static let largestSize: UInt64 = 1 << 56
 
     /// The drop file's exact length for content of `size` bytes.
     static func length(size: UInt64) -> Int64 { Int64(headerLength) + ContentFormat.objectLength(size: size) }

@@ -6,7 +6,7 @@ import NarniaSystem
 /// random name. It takes no lock and writes only new files, so it works while a session holds
 /// the vault; the next unlock, on any device, adopts what it dropped.
 public final class InboxDropper {
-    private let layout: StoreLayout
+    let layout: StoreLayout
     private let recipient: InboxPublicKeyFile
     private let pipeline = ChunkPipeline()
     /// Shared by the files of this dropper: the folders a folder drop makes are keyed by it.
@@ -69,7 +69,7 @@ public final class InboxDropper {
 
     /// The first 4,096 bytes of a drop: the ephemeral public key (its top bit random, as X25519
     /// ignores it, so that drops do not stand out), the nonce and the sealed header.
-    private func sealHeader(_ header: DropHeader, contentKey: Secret, drop: Identifier) throws -> [UInt8] {
+    func sealHeader(_ header: DropHeader, contentKey: Secret, drop: Identifier) throws -> [UInt8] {
         let (ephemeralSecret, publicKey) = try X25519.generateKeyPair()
         var ephemeral = publicKey
         ephemeral[31] |= randomBytes(1)[0] & 0x80

@@ -168,6 +168,9 @@ extension Vault {
     /// Checks a drop whose header opened: its length, its path, and every chunk.
     private func check(_ id: Identifier, header: DropHeader, contentKey: Secret, fd: FileDescriptor, length: Int64,
                        classifyLater: (UnsafeRawBufferPointer) -> () -> ContentType) throws -> FoundDrop {
+        guard header.size <= DropFormat.largestSize else {
+            throw DropProblem(why: "says it holds \(header.size) bytes, more than any drop can (altered)")
+        }
         let expected = DropFormat.length(size: header.size)
         if length < expected { throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)") }
         if length > expected { throw DropProblem(why: "has \(length) bytes instead of \(expected) (altered)") }
