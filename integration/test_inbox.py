@@ -471,3 +471,25 @@ def test_an_inbox_folder_moved_away_gets_no_more_drops(vault, host, away):
     vault.ok(away)
     drop(vault, host / "b.txt")
     assert vault.ok("ls -1 /Inbox").out_lines == ["b.txt"]
+
+
+def test_a_shard_folder_that_is_a_link_is_said_and_nothing_is_written_through_it(vault, host, tmp_path):
+    """Review AH: writers followed a shard folder that is a symbolic link (someone who can write
+    the store, a sync engine carrying links), readers skipped it: `drop` and `import` said done
+    for files no open would ever read, `verify` then found the object missing, and nothing was
+    said of the link. Opening and `verify` name it; nothing is written through it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for i in range(256):
+        shard = vault.vault / f"{i:02x}"
+        if not shard.exists():
+            shard.symlink_to(elsewhere)
+    (host / "f.txt").write_bytes(b"hi")
+    r = vault("drop", str(host / "f.txt"))
+    assert r.rc == 1 and "in the store is a symbolic link: nothing is written through it" in r.err, r.describe()
+    r = vault.fails(f"import {q(str(host / 'f.txt'))}", "import")
+    assert any(l.startswith("narnia: warning: the store's shard folders ") and "are not folders (symbolic links?)" in l
+               for l in r.err_lines), r.describe()
+    r = vault.c("verify")
+    assert r.rc == 1 and "are not folders (symbolic links?)" in r.err, r.describe()
+    assert list(elsewhere.iterdir()) == []

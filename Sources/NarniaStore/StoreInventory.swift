@@ -40,6 +40,20 @@ struct StoreInventory {
     /// byte as `\xHH`: a `String` cannot hold them, so they are never read nor deleted, and
     /// `verify` names them.
     var undecodable: [String] = []
+    /// Names of shard folders that are something else (a symbolic link, a special file):
+    /// nothing in them is read, and nothing is written through them (`StoreLayout.ensureShard`).
+    var notShards: [String] = []
+
+    /// What `notShards` means, said at open and by `verify`: one line, however many.
+    var notShardProblems: [String] {
+        guard !notShards.isEmpty else { return [] }
+        let names = notShards.sorted()
+        let listed = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", … (\(names.count) in all)" : "")
+        if names.count == 1 {
+            return ["the store's shard folder \(listed) is not a folder (a symbolic link?): nothing in it is read, and nothing is written through it: put a folder of that name there"]
+        }
+        return ["the store's shard folders \(listed) are not folders (symbolic links?): nothing in them is read, and nothing is written through them: put folders of those names there"]
+    }
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
     /// inbox public key files, folders), which is all a dropper needs.
@@ -81,7 +95,11 @@ struct StoreInventory {
     /// files in them.
     mutating func scanShards(_ root: String, names: [String]) throws {
         for name in names {
-            guard let st = try FileSystem.lstatIfExists(root + "/" + name), st.isDirectory else { continue }
+            guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
+            guard st.isDirectory else {
+                notShards.append(name)
+                continue
+            }
             shards.insert(name)
             let listing = try FileSystem.listDirectoryCountingUndecodable(root + "/" + name)
             for entry in listing.names {
@@ -178,6 +196,7 @@ final class ShardListing: Sendable {
         inventory.shards = listed.shards
         inventory.unrecognised += listed.unrecognised
         inventory.undecodable += listed.undecodable
+        inventory.notShards += listed.notShards
     }
 
     /// Waits for the listing to end; later calls return at once.

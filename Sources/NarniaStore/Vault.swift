@@ -310,6 +310,7 @@ public final class Vault {
                 vault.warnings.append("this vault's master key was rotated on two devices at once, with different passphrases; it opened with both, and 'passwd' sets one passphrase that opens everything")
             }
         }
+        vault.warnings += vault.inventory.notShardProblems
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         vault.checkInboxPublicFiles()
