@@ -167,6 +167,9 @@ def test_a_damaged_drop_is_reported_and_left_alone(vault, host):
     assert r.rc == 0 and "Inbox" not in r.out
     assert f"drop {Path(path).name[:8]} is damaged" in r.err, r.describe()
     assert f.exists(), "a damaged drop is left as it is"
+    # verify says it too, and fails: it said "all intact" (review AH).
+    r = vault.c("verify")
+    assert r.rc == 1 and any(l.startswith(f"narnia: error: verify: drop {Path(path).name[:8]} is damaged") for l in r.err_lines), r.describe()
     data[HEADER + 24 + 100] ^= 1
     f.write_bytes(bytes(data))
     assert vault.ok("ls /Inbox").out_lines == ["x.bin"]
@@ -189,6 +192,8 @@ def test_a_truncated_drop_waits_whole_for_the_rest(vault):
     r = vault.c("ls /")
     assert r.rc == 0 and "Inbox" not in r.out
     assert "is incomplete" in r.err, r.describe()
+    r = vault.c("verify")   # still arriving, perhaps: a note, not a fault
+    assert r.rc == 0 and any(l.startswith("narnia: note: verify: drop ") and "is incomplete" in l for l in r.err_lines), r.describe()
     assert f.stat().st_size == len(whole) // 2, "never cut, never deleted"
     f.write_bytes(whole)
     assert vault.ok("cat /Inbox/big.bin").outb == content

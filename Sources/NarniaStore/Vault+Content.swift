@@ -251,6 +251,8 @@ extension Vault {
         }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
         report.problems += inventory.notShardProblems
+        report.problems += dropsLeft.filter { !$0.mayBeArriving }.map(\.said)
+        report.notes += dropsLeft.filter(\.mayBeArriving).map(\.said)
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }
         report.problems += othersRecordsMissing
         if view.held > 0 {

@@ -77,6 +77,9 @@ public final class Vault {
     /// Files named as a journal or its copy, of a journal another file of which opens, that do
     /// not open themselves: set aside (`verify` fails on them) rather than refusing the vault.
     var unreadableCopies: [StorePath] = []
+    /// The drops the last adoption left, as it said them, and whether each may still be
+    /// arriving (not whole yet): `verify` repeats them (review AH).
+    var dropsLeft: [(said: String, mayBeArriving: Bool)] = []
     /// How many times content failed authentication (or had grown) in this session: a batch run
     /// that met any exits 1, even where a `-` line let the command fail.
     public internal(set) var damageFound = 0

@@ -51,14 +51,17 @@ extension Vault {
         opener.beginAccess()
         defer { opener.endAccess() }
         var found: [FoundDrop] = []
+        dropsLeft = []
         for (id, paths) in dropCandidates() {
             do {
                 guard let drop = try openDrop(id, paths: paths, opener: opener, classifyLater: classifyLater) else { continue }
                 found.append(drop)
             } catch let problem as DropProblem {
                 adoption.problems.append("drop \(id.hex.prefix(8)) \(problem.why); it was left as it is")
+                dropsLeft.append((adoption.problems.last!, problem.mayBeArriving))
             } catch {
                 adoption.problems.append("drop \(id.hex.prefix(8)) could not be read (\(error)); it was left as it is")
+                dropsLeft.append((adoption.problems.last!, false))
             }
         }
         guard !found.isEmpty else { return adoption }
@@ -132,6 +135,8 @@ extension Vault {
     /// Why a recognised drop is not adopted.
     private struct DropProblem: Error {
         let why: String
+        /// True for a drop not whole yet (a sync engine still bringing it): not a fault.
+        var mayBeArriving = false
     }
 
     /// Tries the files of object `id` (its file, then the copies a sync engine made of it) as
@@ -172,7 +177,9 @@ extension Vault {
             throw DropProblem(why: "says it holds \(header.size) bytes, more than any drop can (altered)")
         }
         let expected = DropFormat.length(size: header.size)
-        if length < expected { throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)") }
+        if length < expected {
+            throw DropProblem(why: "is incomplete (\(length) of its \(expected) bytes are here: still arriving, or cut)", mayBeArriving: true)
+        }
         if length > expected { throw DropProblem(why: "has \(length) bytes instead of \(expected) (altered)") }
         // Names as `import` gives them (NFC): a dropper other than this program may send others.
         let given = header.path.split(separator: "/", omittingEmptySubsequences: false)
