@@ -11,6 +11,18 @@ public enum MetadataError: Error, CustomStringConvertible {
     /// sealed under a key from a rotation (`passwd --rotate`) whose key file this passphrase
     /// did not open, or altered.
     case unknownMasterKey([Identifier])
+    /// As `unknownMasterKey`, where this passphrase opened a key file of the current rotation
+    /// and another key file, which it does not open, holds the rest: rotations on two devices
+    /// at once with different passphrases, and no terminal to ask for the other one.
+    case needsAnotherPassphrase([Identifier])
+
+    /// True when the passphrase given is the wrong one for this vault as it now is.
+    public var isAboutThePassphrase: Bool {
+        switch self {
+        case .damaged: false
+        case .unknownMasterKey, .needsAnotherPassphrase: true
+        }
+    }
 
     public var description: String {
         switch self {
@@ -18,6 +30,9 @@ public enum MetadataError: Error, CustomStringConvertible {
         case .unknownMasterKey(let journals):
             let names = journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
             return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (journal\(journals.count == 1 ? "" : "s") \(names) cannot be read)"
+        case .needsAnotherPassphrase(let journals):
+            let names = journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
+            return "the master key was rotated on two devices at once, with different passphrases: this one opens one rotation's key file, and another passphrase the other's (journal\(journals.count == 1 ? "" : "s") \(names)); open the vault once on a terminal, which asks for the other passphrase, and run 'passwd' there to set one that opens everything"
         }
     }
 }

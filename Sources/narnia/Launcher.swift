@@ -338,7 +338,7 @@ struct Launcher {
             } catch VaultError.refusedLimits(let limits) {
                 Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
             } catch let e as MetadataError {
-                if case .unknownMasterKey = e { Launcher.fail(e.description, status: 3) }
+                if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 Launcher.fail(describe(e), hint: "nothing was changed; open a copy from another device or a backup restored to a new folder (man narnia: USING A VAULT ON SEVERAL DEVICES)", status: 1)
             } catch {
                 Launcher.fail(describe(error), status: 1)
