@@ -133,6 +133,9 @@ struct ImportRun: HostTreeVisitor {
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
             let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
+            if age == nil, name.hasSuffix(".age"), try AgeImport.hasUnreadableHeader(fd, size: Int64(st.st_size)) {
+                warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
+            }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
             if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder,
                Transfer.isCopiedBefore(size: size, modified: modified, there: (there.size, there.modified)) {

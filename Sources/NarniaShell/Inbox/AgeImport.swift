@@ -21,6 +21,15 @@ struct AgeImport {
         return try decrypting(fd, size: size, vault: vault).map { AgeImport(name: String(name.dropLast(4)), size: $0.size, payload: $0.payload) }
     }
 
+    /// True when the open host file `fd` begins as an age file but its header does not parse
+    /// (cut inside it, or altered): imported as it is, it is said (review AH).
+    static func hasUnreadableHeader(_ fd: FileDescriptor, size: Int64) throws -> Bool {
+        var head = [UInt8](repeating: 0, count: Int(min(size, Int64(AgeHeader.maximumLength))))
+        let n = try head.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
+        head.removeLast(head.count - n)
+        return head.starts(with: AgeHeader.magic) && (try? AgeHeader(parsing: head)) == nil
+    }
+
     /// The plaintext size and decrypting reader of the open host file `fd` of `size` bytes,
     /// read from its start, or nil when it is not age sent to this vault.
     /// - Throws: `AgeError` when it is but its header or length is damaged.
