@@ -367,6 +367,12 @@ def test_a_forged_public_key_file_is_reported_deleted_and_replaced(vault, host):
     (host / "z.txt").write_text("z\n")
     drop(vault, host / "z.txt")
     assert vault.ok("cat /Inbox/z.txt").out == "z\n"
+    # A forged copy is said as a copy, by its name: the file itself stays (review AH).
+    copy = key.with_name(key.name + ".sync-conflict-20260101-000000-ABCDEFG")
+    copy.write_bytes(bytes(forged))
+    r = vault.c("pwd")
+    assert f"a copy of the inbox public key file {key.name[:8]} ({copy.name}) was not made by this vault" in r.err, r.describe()
+    assert not copy.exists() and vault.ok("inbox-key").out == shown
 
 
 def test_a_folder_drop_arriving_over_two_unlocks_stays_one_folder(vault, host):

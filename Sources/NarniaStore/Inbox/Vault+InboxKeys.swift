@@ -128,7 +128,8 @@ extension Vault {
                 let expected = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: id, body: file.body) }
                 let pair = pairs.first { $0.file == id }
                 guard file.authenticator != expected || (pair != nil && pair!.publicKey != file.publicKey) else { continue }
-                warnings.append("the inbox public key file \(id.hex.prefix(8)) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later — or a second vault was made in this folder ('init' on two copies of a synced folder); it was deleted. Files dropped with it cannot be adopted here; check the fingerprint 'inbox-key' shows where you drop from")
+                let which = path == entry.main ? "the inbox public key file \(id.hex.prefix(8))" : "a copy of the inbox public key file \(id.hex.prefix(8)) (\(path))"
+                warnings.append("\(which) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later — or a second vault was made in this folder ('init' on two copies of a synced folder); it was deleted. Files dropped with it cannot be adopted here; check the fingerprint 'inbox-key' shows where you drop from")
                 try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 if path == entry.main { inventory.inboxKeys[id]?.main = nil }
                 inventory.inboxKeys[id]?.copies.removeAll { $0 == path }
