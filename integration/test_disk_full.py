@@ -148,3 +148,17 @@ def test_a_copy_that_does_not_fit_says_the_disk_is_full_not_a_store_file(small_v
     assert "narnia: hint: free space on it, then run the command again" in r.err_lines, r.describe()
     assert n.ok("ls /").out_lines == ["big.bin"] and store_names(n) == before
     n.ok("verify")
+
+
+def test_a_drop_that_does_not_fit_says_the_disk_is_full_from_a_pipe_too(small_vault, tmp_path):
+    """A drop from standard input onto a full disk named the store's shard folder
+    ("-: /…/9e/.: the disk is full", review AH), where a file's drop said the disk holding the
+    vault is full. Both say it; nothing is left in the store."""
+    n = small_vault
+    before = store_names(n)
+    big = os.urandom(SIZE_MIB * 2 << 20)
+    (tmp_path / "big.bin").write_bytes(big)
+    for args, shown in ((["-", "big.bin"], "-"), ([str(tmp_path / "big.bin")], str(tmp_path / "big.bin"))):
+        r = n("drop", *args, input=big if args[0] == "-" else None)
+        assert r.rc == 1 and f"narnia: error: drop: {shown}: not dropped: the disk holding the vault is full" in r.err_lines, r.describe()
+    assert store_names(n) == before

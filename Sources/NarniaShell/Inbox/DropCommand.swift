@@ -152,6 +152,8 @@ struct DropRun: HostTreeVisitor {
             fail("\(err.name(name)): \(e.description)")
         } catch is Cancelled {
             return
+        } catch let e as SystemError where e.isDiskFull {
+            fail("-: not dropped: the disk holding the vault is full")
         } catch {
             fail("-: \(describe(error))")
         }
