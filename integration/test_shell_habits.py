@@ -49,13 +49,19 @@ def test_import_skip_existing_merges_folders_and_leaves_files_of_the_same_size(v
     assert "/doc (2)" in tree_of(vault)
 
 
-def test_export_skip_existing_leaves_files_already_there(vault, host):
+def imported_and_exported(vault, host) -> tuple[Path, Path]:
+    """`host/doc` holding a.bin and b.bin, imported as /doc and exported to `host/out`."""
     src = host / "doc"
     make_files(src, ["a.bin", "b.bin"])
     vault.ok(f"import -q {q(str(src))}")
     out = host / "out"
     out.mkdir()
     vault.ok(f"export /doc {q(str(out))}")
+    return src, out
+
+
+def test_export_skip_existing_leaves_files_already_there(vault, host):
+    src, out = imported_and_exported(vault, host)
     (out / "doc" / "a.bin").unlink()
     vault.fails(f"export /doc {q(str(out))}", "export")
     r = vault.ok(f"export --skip-existing /doc {q(str(out))}")
@@ -68,12 +74,7 @@ def test_skip_existing_takes_a_file_of_the_same_size_but_another_time_for_anothe
     other content (a document edited in place) was skipped as "already there": export left it
     and said so, exit 0; import, a backup run again, never took the new version. The
     modification time, which both keep, is compared too, as rsync's quick check does."""
-    src = host / "doc"
-    make_files(src, ["a.bin", "b.bin"])
-    vault.ok(f"import -q {q(str(src))}")
-    out = host / "out"
-    out.mkdir()
-    vault.ok(f"export /doc {q(str(out))}")
+    src, out = imported_and_exported(vault, host)
     edited = out / "doc" / "a.bin"
     edited.write_bytes(os.urandom(edited.stat().st_size))
     os.utime(edited, (time.time() + 10, time.time() + 10))   # edited later
