@@ -86,6 +86,9 @@ enum KeyFileCandidates {
         guard !candidates.isEmpty else {
             if inventory.keyFiles.isEmpty && inventory.files.isEmpty { throw VaultError.noVault(root) }
             if !inventory.keyFiles.isEmpty { throw VaultError.damagedKeyFile("none has the length of a key file") }
+            if !inventory.notKeyFiles.isEmpty {
+                throw VaultError.damagedKeyFile("there is none that is a regular file: \(inventory.notKeyFiles.sorted().joined(separator: ", ")), named as one, is a symbolic link or a special file, not read; put the file itself there")
+            }
             // A key file cut to an inbox public key's length is listed as one: say so.
             if !inventory.inboxKeys.isEmpty {
                 throw VaultError.damagedKeyFile("there is none; one of the files of \(InboxPublicKeyFile.length) bytes at the store's top, an inbox key's length, may be a key file cut short")

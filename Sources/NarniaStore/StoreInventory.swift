@@ -43,16 +43,33 @@ struct StoreInventory {
     /// Names of shard folders that are something else (a symbolic link, a special file):
     /// nothing in them is read, and nothing is written through them (`StoreLayout.ensureShard`).
     var notShards: [String] = []
+    /// Names of key files at the top that are not regular files (a symbolic link, a FIFO):
+    /// not read.
+    var notKeyFiles: [String] = []
 
-    /// What `notShards` means, said at open and by `verify`: one line, however many.
-    var notShardProblems: [String] {
-        guard !notShards.isEmpty else { return [] }
-        let names = notShards.sorted()
-        let listed = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", … (\(names.count) in all)" : "")
-        if names.count == 1 {
-            return ["the store's shard folder \(listed) is not a folder (a symbolic link?): nothing in it is read, and nothing is written through it: put a folder of that name there"]
+    /// What `notShards` and `notKeyFiles` mean, said at open and by `verify`: a line for each
+    /// kind, however many.
+    var misshapenProblems: [String] {
+        var problems: [String] = []
+        if !notShards.isEmpty {
+            let (one, listed) = Self.list(notShards)
+            problems.append(one
+                ? "the store's shard folder \(listed) is not a folder (a symbolic link?): nothing in it is read, and nothing is written through it: put a folder of that name there"
+                : "the store's shard folders \(listed) are not folders (symbolic links?): nothing in them is read, and nothing is written through them: put folders of those names there")
         }
-        return ["the store's shard folders \(listed) are not folders (symbolic links?): nothing in them is read, and nothing is written through them: put folders of those names there"]
+        if !notKeyFiles.isEmpty {
+            let (one, listed) = Self.list(notKeyFiles)
+            problems.append(one
+                ? "\(listed) at the store's top, named as a key file, is not a regular file (a symbolic link?): it is not read; remove it, or put the file itself there"
+                : "\(listed) at the store's top, named as key files, are not regular files (symbolic links?): they are not read; remove them, or put the files themselves there")
+        }
+        return problems
+    }
+
+    /// Whether `names` is one name, and the first few of them sorted.
+    private static func list(_ names: [String]) -> (one: Bool, listed: String) {
+        let sorted = names.sorted()
+        return (sorted.count == 1, sorted.prefix(4).joined(separator: ", ") + (sorted.count > 4 ? ", … (\(sorted.count) in all)" : ""))
     }
 
     /// Lists the store at `root`; with `readingShards` false, only its top level (key files,
@@ -78,10 +95,13 @@ struct StoreInventory {
                 if isCopy && !st.isRegularFile { continue }
                 if st.isDirectory && !isCopy {
                     inventory.folders.append(id)
-                } else if st.isRegularFile && st.st_size == InboxPublicKeyFile.length {
+                } else if !st.isRegularFile {
+                    // A link or a special file is not read (a sync engine carries links; one
+                    // refused at every unlock made the vault unopenable): it is said.
+                    inventory.notKeyFiles.append(name)
+                } else if st.st_size == InboxPublicKeyFile.length {
                     inventory.inboxKeys[id, default: Entry()].add(name, isCopy: isCopy)
                 } else {
-                    // Links and special files are kept here too, so that reading refuses them.
                     inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)
                 }
             } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32) {

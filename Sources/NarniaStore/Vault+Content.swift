@@ -250,7 +250,7 @@ extension Vault {
             report.problems.append("this device's journal \(id.hex.prefix(8)) held records that its retirement did not read (another copy of this store writing as this device, or records this copy had lost); they were kept")
         }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
-        report.problems += inventory.notShardProblems
+        report.problems += inventory.misshapenProblems
         report.problems += dropsLeft.filter { !$0.mayBeArriving }.map(\.said)
         report.notes += dropsLeft.filter(\.mayBeArriving).map(\.said)
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }

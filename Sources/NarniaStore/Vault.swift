@@ -321,7 +321,7 @@ public final class Vault {
                 vault.warnings.append("this vault's master key was rotated on two devices at once, with different passphrases; it opened with both, and 'passwd' sets one passphrase that opens everything")
             }
         }
-        vault.warnings += vault.inventory.notShardProblems
+        vault.warnings += vault.inventory.misshapenProblems
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         vault.checkInboxPublicFiles()
