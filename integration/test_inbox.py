@@ -322,6 +322,7 @@ def test_a_drop_on_one_device_is_adopted_on_another_after_sync(narnia, host, tmp
     shutil.copy2(a.vault / path, remote / path)
     r = b.ok(f"sync {q(str(remote))}; cat /Inbox/clip.bin")
     assert r.outb.endswith((host / "clip.bin").read_bytes()), "adopted in the session whose sync brought it"
+    assert b"\nnew: /Inbox/clip.bin\n" in r.outb, "said as the other new items are (review AH)" + r.describe()
     # A adopts the same drop at its own unlock; after both sync, one item.
     for d in (a, b, a):
         d.ok(f"sync {q(str(remote))}")

@@ -25,20 +25,24 @@ enum Inbox {
 }
 
 extension Session {
-    /// Adopts the drops found in the store (at the start of every session). Damaged drops are
-    /// warnings; an interactive session says once how many files arrived, and scripts get
-    /// nothing on standard output.
-    public func adoptDrops() {
+    /// Adopts the drops found in the store (at the start of every session, and after `sync`)
+    /// and returns the paths of the items they became. Damaged drops are warnings; with
+    /// `announcing`, an interactive session says once how many files arrived (scripts get
+    /// nothing on standard output).
+    @discardableResult
+    public func adoptDrops(announcing: Bool = true) -> [String] {
         do {
             let adoption = try vault.adoptDrops(classifyLater: classifyLater)
             for problem in adoption.problems { warning("inbox", problem) }
             let count = adoption.items.count
-            if interactive && count > 0 {
+            if announcing && interactive && count > 0 {
                 out.line("\(count) new file\(count == 1 ? "" : "s") in \(out.name(adoption.folder))")
                 out.flush()
             }
+            return adoption.items.map { vaultPath(of: $0.id).description }
         } catch {
             warning("inbox", "could not adopt the dropped files: \(describe(error)); they stay in the store for the next unlock")
+            return []
         }
     }
 }

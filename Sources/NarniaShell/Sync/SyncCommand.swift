@@ -230,16 +230,16 @@ enum SyncCommand {
         if report.received > 0 || report.change == nil {
             for warning in s.vault.warnings { s.warning("sync", warning) }
         }
+        // Drops the sync brought in are adopted now, as at unlock: new items too.
+        let adopted = s.adoptDrops(announcing: false)
         let say: (String) -> Void = failure == nil ? { s.out.line($0) } : { s.note("sync", $0) }
         let on = failure == nil ? s.out : s.err
         say("\(failure == nil ? "synced" : "partly synced") with \(on.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
-        let added = change.added.sorted(by: utf8Order)
+        let added = (change.added + adopted).sorted(by: utf8Order)
         let shown = s.interactive ? Array(added.prefix(20)) : added
         for path in shown { say("new: \(on.name(path))") }
         if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
         if change.removed > 0 { say(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
-        // Drops the sync brought in are adopted now, as at unlock.
-        s.adoptDrops()
         if let failure { throw failure }
     }
 
