@@ -52,16 +52,19 @@ extension Vault {
         defer { opener.endAccess() }
         var found: [FoundDrop] = []
         dropsLeft = []
+        func leave(_ id: Identifier, _ why: String, mayBeArriving: Bool = false) {
+            let said = "drop \(id.hex.prefix(8)) \(why); it was left as it is"
+            adoption.problems.append(said)
+            dropsLeft.append((said, mayBeArriving))
+        }
         for (id, paths) in dropCandidates() {
             do {
                 guard let drop = try openDrop(id, paths: paths, opener: opener, classifyLater: classifyLater) else { continue }
                 found.append(drop)
             } catch let problem as DropProblem {
-                adoption.problems.append("drop \(id.hex.prefix(8)) \(problem.why); it was left as it is")
-                dropsLeft.append((adoption.problems.last!, problem.mayBeArriving))
+                leave(id, problem.why, mayBeArriving: problem.mayBeArriving)
             } catch {
-                adoption.problems.append("drop \(id.hex.prefix(8)) could not be read (\(error)); it was left as it is")
-                dropsLeft.append((adoption.problems.last!, false))
+                leave(id, "could not be read (\(error))")
             }
         }
         guard !found.isEmpty else { return adoption }
