@@ -114,12 +114,19 @@ def colour_env(vault, **extra):
 
 
 def tree_listing(root: Path) -> set[str]:
-    out = set()
-    if not root.exists():
-        return out
-    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: None):
-        for n in dirnames + filenames:
-            out.add(os.path.join(dirpath, n))
+    """Every path under `root`, links not followed. Walked with a list, not `os.walk`, whose
+    recursion failed on a folder nested a thousand deep that another program left in /tmp."""
+    out: set[str] = set()
+    pending = [str(root)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            out.add(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
     return out
 
 
