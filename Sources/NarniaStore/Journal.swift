@@ -155,15 +155,15 @@ enum JournalReader {
         return fd
     }
 
-    /// Reads the records of the journal `id` from `fd` and hands each payload (with its index)
-    /// to `apply`; the payload is wiped afterwards. The journal is read with the first of
+    /// Reads the records of the journal `id` from `fd` and hands each payload (with its index,
+    /// and the offset where the record ends) to `apply`; the payload is wiped afterwards. The journal is read with the first of
     /// `keyChain` that opens its first record. Returns where the whole records end, and the
     /// index in `keyChain` of the keys that read them (nil when there was no whole record).
     /// - Throws: `MetadataError.unknownMasterKey` when no keys open the first record,
     ///   `.damaged` for a later record that fails authentication or does not parse, other
     ///   than a cut at the very end.
     static func read(_ fd: FileDescriptor, id: Identifier, keyChain: [JournalKeys], name: String,
-                     apply: (UInt64, [UInt8]) throws -> Void) throws -> (end: JournalEnd, keys: Int?) {
+                     apply: (UInt64, [UInt8], Int64) throws -> Void) throws -> (end: JournalEnd, keys: Int?) {
         var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
         var chosen: Int?
         if try fd.size() >= Int64(JournalKeys.headerLength) {
@@ -180,7 +180,7 @@ enum JournalReader {
 
     /// Reads the journal `id` with one set of keys (see above).
     static func read(_ fd: FileDescriptor, id: Identifier, keys: JournalKeys, name: String,
-                     apply: (UInt64, [UInt8]) throws -> Void) throws -> JournalEnd {
+                     apply: (UInt64, [UInt8], Int64) throws -> Void) throws -> JournalEnd {
         let size = try fd.size()
         var offset: Int64 = 0
         var index: UInt64 = 0
@@ -212,7 +212,7 @@ enum JournalReader {
             body.removeLast(body.count - payloadLength)
             defer { body.withUnsafeMutableBytes { wipe($0) } }
             do {
-                try apply(index, body)
+                try apply(index, body, offset + Int64(JournalKeys.headerLength) + bodyLength)
             } catch let e as MalformedRecord {
                 throw MetadataError.damaged("\(name), record \(index) \(e.why)")
             }

@@ -19,6 +19,9 @@ struct JournalFile {
     var cutBytesOfLongest: Int64 = 0
     /// The record number of its last record.
     var lastSeq: UInt64
+    /// In a snapshot journal of this device: where the snapshot ends (after the record that
+    /// retires the journals it replaced); what this device appended since is growth.
+    var snapshotEnd: Int64?
     /// False when its records are sealed under a master key that a rotation replaced.
     var underCurrentMaster = true
 
@@ -87,7 +90,17 @@ extension Vault {
         noteRecordForks(copies: copyForks)
         chooseAppendTarget()
         rebuildView()
-        bytesAtLastCompaction = ownJournalBytes
+        bytesAtLastCompaction = ownJournalBytesAtLastCompaction
+    }
+
+    /// What this device's journals held when its newest snapshot was written (its older
+    /// journals, still present, and the snapshot): the growth since, not since this session
+    /// began, is what `compactIfWorthIt` weighs — a vault used through `-c` and `-b` opened
+    /// anew at every command, and never compacted (review AG). Without a snapshot, 0.
+    var ownJournalBytesAtLastCompaction: Int64 {
+        let own = journals.values.filter { $0.device == device }
+        guard let last = own.filter({ $0.snapshotEnd != nil }).max(by: { $0.previousSeq < $1.previousSeq }) else { return 0 }
+        return own.filter { $0.previousSeq < last.previousSeq }.reduce(last.snapshotEnd!) { $0 + ($1.end?.offset ?? 0) }
     }
 
     /// Reads one file of journal `id`, applying its records to the merged state, and returns
@@ -97,14 +110,17 @@ extension Vault {
         var file = journals[id]
         var owner = file?.device
         var seq: UInt64 = 0
+        var snapshotEnd: Int64?
         let name = "journal \(id.hex.prefix(8))"
-        let (end, keyIndex) = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: name) { index, payload in
+        let (end, keyIndex) = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: name) { index, payload, recordEnd in
             eachRecord?(index, payload)
             var header: RecordHeader?
             var stamp: Stamp?
             var first = true
+            var retiresJournals = false
             try RecordCoding.decode(payload, begin: { header = $0 }) { op, key in
                 defer { first = false }
+                if case .retire(let retired, _) = op, retired.kind == .journal { retiresJournals = true }
                 if case .journal(let device, let previous, let snapshot) = op {
                     guard index == 0, first else { throw MalformedRecord(why: "starts a journal in the middle of one") }
                     guard header!.seq == previous + 1 else { throw MalformedRecord(why: "has the wrong record number") }
@@ -128,6 +144,7 @@ extension Vault {
             clock.observe(Stamp(wall: header.wall, counter: header.counter, device: owner))
             state.noteRecord(device: owner, header: header)
             seq = header.seq
+            if retiresJournals && isMain && file.snapshot && owner == device { snapshotEnd = recordEnd }
         }
         guard var file else {
             // Not one whole record: a journal created by a device that crashed before its
@@ -136,6 +153,7 @@ extension Vault {
             return end
         }
         if let keyIndex, keyIndex > 0 { file.underCurrentMaster = false }
+        if let snapshotEnd { file.snapshotEnd = snapshotEnd }
         if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records
             file.lastSeq = seq

@@ -50,7 +50,7 @@ extension Vault {
         for path in entry.all {
             let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
             var copy = FormerState()
-            _ = try JournalReader.read(fd, id: id, keys: journalKeys, name: "the format-1 journal") { _, payload in
+            _ = try JournalReader.read(fd, id: id, keys: journalKeys, name: "the format-1 journal") { _, payload, _ in
                 try FormerRecord.decode(payload) { try copy.apply($0) }
             }
             former.absorb(copy)

@@ -510,6 +510,37 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(try open(b).settings["k"], "v")
     }
 
+    /// Growth since this device's last snapshot, not since the session began, is what
+    /// compaction weighs: a vault opened anew for every change (`-c`, `-b`) never compacted,
+    /// its journal growing without end (review AG). Once compacted, small growth does not
+    /// compact it again.
+    func testAVaultOpenedAnewForEachChangeStillCompacts() throws {
+        let dir = try devices(["a"])[0]
+        let value = String(repeating: "x", count: 60_000)
+        func snapshots(_ v: Vault) -> [Identifier] {
+            v.journals.values.filter { $0.device == v.device && $0.snapshot }.map(\.id)
+        }
+        do {   // live metadata estimated at 160 KB: one open's 60 KB is not worth a compaction
+            let batch = ImportBatch.begin(in: try open(dir))
+            for i in 0..<1000 { _ = try batch.addFolder(named: "f\(i)", in: .root, modified: 0) }
+            try batch.commit()
+        }
+        for i in 0..<200 {   // 12 MB of records, 60 KB at each open
+            do { try open(dir).setSetting("k\(i % 3)", value + "\(i)") }
+        }
+        let compacted: [Identifier]
+        do {
+            let v = try open(dir)
+            compacted = snapshots(v)
+            XCTAssertFalse(compacted.isEmpty, "never compacted")
+            XCTAssertLessThan(v.ownJournalBytes, 8 << 20)
+        }
+        for i in 0..<3 {
+            do { try open(dir).setSetting("small\(i)", "v") }
+        }
+        do { XCTAssertEqual(snapshots(try open(dir)), compacted, "compacted again for a few bytes") }
+    }
+
     /// A compaction says what it read of each file of the journals it retires (length and
     /// hash of its whole records). Another device's older copy of such a journal — shorter
     /// than what was read — goes once every device has read the retirement, and so does the
