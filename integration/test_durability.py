@@ -349,7 +349,7 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     """Review AD's race left by the test above: an opener for writing arriving between the last
     look at the lease and the removal wrote into the removed file, in silence. The original is
     now first renamed to a hidden name, the lease asked again, and only then removed. Each
-    system call of the removal is held 1.5 s (strace), and the program opens the original in
+    system call of the removal is held 3 s (strace), and the program opens the original in
     that time: by its name, before the rename (it is kept, and says so), or, as an open under
     way in the kernel across the rename would, through narnia's own descriptor of it (the
     removal goes on, and says what the program writes is lost). FUSE (bindfs) cannot rename
@@ -361,7 +361,9 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     os.utime(original, (time.time() - 3600, time.time() - 3600))   # old: no byte comparison
     ino = os.stat(original).st_ino
     held = "renameat2,linkat,unlinkat,unlink" if arrives.startswith("before") else "unlinkat,unlink"
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={held}", "-e", f"inject={held}:delay_enter=1500000"] \
+    # Held 3 s each: a CI run on a loaded machine once missed a 1.5 s window (the original was
+    # gone by the time the program looked it up, after the lease was seen).
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={held}", "-e", f"inject={held}:delay_enter=3000000"] \
         + vault.argv(["-c", f"import --move {q(str(original))}"])
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=vault.env, cwd=vault.workdir)
     deadline = time.monotonic() + 60
