@@ -308,7 +308,7 @@ public final class Vault {
             // never wrote. (Inbox key files, which `inbox-key --rotate` retires, are not counted.)
             let retiredHere = vault.inventory.keyFiles.keys.map { RetiredFile(kind: .keyFile, id: $0) }
             if retiredHere.allSatisfy({ vault.state.ownRetired[$0] != nil }) {
-                vault.warnings.append("a change of passphrase on this device did not finish (interrupted, or the disk was full): its new key file was never written, and the old passphrase still opens the vault; run 'passwd' again")
+                vault.warnings.append("a change of passphrase on this device did not finish (interrupted, or the disk was full): its new key file was never written, and the old passphrase still opens the vault; run it again ('passwd --rotate' if it was a rotation: plain 'passwd' keeps the master key an old key file opens)")
             } else {
                 vault.warnings.append("this passphrase was changed, but the new key file is not here (still arriving from the device that changed it, or never written there); once it is, only the new passphrase opens the vault")
             }
