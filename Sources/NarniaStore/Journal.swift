@@ -28,12 +28,15 @@ public enum MetadataError: Error, CustomStringConvertible {
         switch self {
         case .damaged(let why): return "the vault's metadata is damaged (\(why))"
         case .unknownMasterKey(let journals):
-            let names = journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
-            return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (journal\(journals.count == 1 ? "" : "s") \(names) cannot be read)"
+            return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (\(Self.named(journals)) cannot be read)"
         case .needsAnotherPassphrase(let journals):
-            let names = journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
-            return "the master key was rotated on two devices at once, with different passphrases: this one opens one rotation's key file, and another passphrase the other's (journal\(journals.count == 1 ? "" : "s") \(names)); open the vault once on a terminal, which asks for the other passphrase, and run 'passwd' there to set one that opens everything"
+            return "the master key was rotated on two devices at once, with different passphrases: this one opens one rotation's key file, and another passphrase the other's (\(Self.named(journals))); open the vault once on a terminal, which asks for the other passphrase, and run 'passwd' there to set one that opens everything"
         }
+    }
+
+    /// "journal 1a2b3c4d" or "journals 1a2b3c4d, 5e6f7a8b".
+    private static func named(_ journals: [Identifier]) -> String {
+        "journal\(journals.count == 1 ? "" : "s") " + journals.map { String($0.hex.prefix(8)) }.sorted().joined(separator: ", ")
     }
 }
 
@@ -156,9 +159,10 @@ enum JournalReader {
     }
 
     /// Reads the records of the journal `id` from `fd` and hands each payload (with its index,
-    /// and the offset where the record ends) to `apply`; the payload is wiped afterwards. The journal is read with the first of
-    /// `keyChain` that opens its first record. Returns where the whole records end, and the
-    /// index in `keyChain` of the keys that read them (nil when there was no whole record).
+    /// and the offset where the record ends) to `apply`; the payload is wiped afterwards. The
+    /// journal is read with the first of `keyChain` that opens its first record. Returns where
+    /// the whole records end, and the index in `keyChain` of the keys that read them (nil when
+    /// there was no whole record).
     /// - Throws: `MetadataError.unknownMasterKey` when no keys open the first record,
     ///   `.damaged` for a later record that fails authentication or does not parse, other
     ///   than a cut at the very end.

@@ -48,13 +48,14 @@ final class StoreLayout: Sendable {
             if durable { try syncUnsyncedShards() }
             return
         }
-        if let st = try FileSystem.lstatIfExists(dir), !st.isDirectory {
+        if let st = try FileSystem.lstatIfExists(dir) {
             // A link there (someone who can write the store, a sync engine carrying links)
             // is not followed: what went through it would be reported done, yet never read
             // (review AH).
-            throw VaultError.refused("\(dir) in the store is \(st.isSymbolicLink ? "a symbolic link" : "not a folder"): nothing is written through it; put a folder of that name there")
-        }
-        if !FileSystem.isDirectory(dir) {
+            guard st.isDirectory else {
+                throw VaultError.refused("\(dir) in the store is \(st.isSymbolicLink ? "a symbolic link" : "not a folder"): nothing is written through it; put a folder of that name there")
+            }
+        } else {
             try FileSystem.makeDirectory(dir, existingOK: true)
             if !durable {
                 unsyncedShards.withLock { _ = $0.insert(dir) }

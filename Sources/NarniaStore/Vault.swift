@@ -281,8 +281,8 @@ public final class Vault {
                 guard masters.all.count > known else {
                     // Another live key file this passphrase does not open, while the one it
                     // opened is live too: a rotation elsewhere under another passphrase.
-                    let live = vault.inventory.keyFiles.keys.filter { $0 != unlocked.id && vault.liveKeyFile($0) != nil }
-                    if anotherPassphrase == nil, !live.isEmpty, unlocked.contents.masters.all.count > 1 {
+                    let anotherLive = vault.inventory.keyFiles.keys.contains { $0 != unlocked.id && vault.liveKeyFile($0) != nil }
+                    if anotherPassphrase == nil, anotherLive, unlocked.contents.masters.all.count > 1 {
                         throw MetadataError.needsAnotherPassphrase(journals)
                     }
                     throw MetadataError.unknownMasterKey(journals)

@@ -24,10 +24,17 @@ struct AgeImport {
     /// True when the open host file `fd` begins as an age file but its header does not parse
     /// (cut inside it, or altered): imported as it is, it is said (review AH).
     static func hasUnreadableHeader(_ fd: FileDescriptor, size: Int64) throws -> Bool {
+        let head = try head(of: fd, size: size)
+        return head.starts(with: AgeHeader.magic) && (try? AgeHeader(parsing: head)) == nil
+    }
+
+    /// The first bytes of the open host file `fd` of `size` bytes, as many as an age header
+    /// may take.
+    private static func head(of fd: FileDescriptor, size: Int64) throws -> [UInt8] {
         var head = [UInt8](repeating: 0, count: Int(min(size, Int64(AgeHeader.maximumLength))))
         let n = try head.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
         head.removeLast(head.count - n)
-        return head.starts(with: AgeHeader.magic) && (try? AgeHeader(parsing: head)) == nil
+        return head
     }
 
     /// The plaintext size and decrypting reader of the open host file `fd` of `size` bytes,
@@ -35,9 +42,7 @@ struct AgeImport {
     /// - Throws: `AgeError` when it is but its header or length is damaged.
     static func decrypting(_ fd: FileDescriptor, size: Int64, vault: Vault) throws -> (size: UInt64, payload: AgePayloadReader)? {
         guard size >= Int64(AgeHeader.magic.count) else { return nil }
-        var head = [UInt8](repeating: 0, count: Int(min(size, Int64(AgeHeader.maximumLength))))
-        let n = try head.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: $0.count, offset: 0) }
-        head.removeLast(head.count - n)
+        let head = try head(of: fd, size: size)
         guard head.starts(with: AgeHeader.magic), let header = try? AgeHeader(parsing: head),
               let fileKey = try vault.ageFileKey(header) else { return nil }
         guard let plain = AgePayloadReader.plaintextSize(payloadLength: size - Int64(header.length)) else {
