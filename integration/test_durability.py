@@ -22,7 +22,7 @@ import time
 import pytest
 from pathlib import Path
 
-from harness import Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
+from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
 from test_store_forks import a_fork_whose_fetch_is_cut_off
 
@@ -405,3 +405,72 @@ def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_t
     assert r.out_lines[-1:] == ["photo.jpg"], r.describe()
     assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: an original an import --move was removing when it was killed" in r.err, r.describe()
     assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]
+
+
+# Each command's arguments, whether it opens the vault, and the warning the next open gives
+# after it was killed at its new file's first write (passwd's retirement record came first).
+WHOLE_FILE_WRITERS = {
+    "passwd": (lambda n: ["-c", f"passwd --new-passphrase-file {q(str(n.passphrase_file('battery staple')))}"], True,
+               "a change of passphrase on this device did not finish"),
+    "inbox-key --rotate": (lambda n: ["-c", "inbox-key --rotate"], True, None),
+    "drop": (lambda n: ["drop", str(n.workdir / "dropped.txt")], False, None),
+}
+
+
+@pytest.mark.parametrize("command", list(WHOLE_FILE_WRITERS))
+def test_on_fuse_a_store_file_cut_short_by_a_kill_leaves_nothing_under_its_name(narnia_bin, tmp_path, fuse_mount, command):
+    """Review AG (F3, F4): where there are no unnamed files (FUSE here, FAT), a new key file,
+    inbox public key file or drop was made under its final name, then written: a kill between
+    left it empty there — every open said a new key file was "still arriving", the inbox key
+    could not be read and `drop` failed until `inbox-key --rotate`, a drop stayed "not whole".
+    It is now written under a hidden temporary name and renamed; the kill (at its first write)
+    leaves only that name, which no open reads and one removes once left for a day."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.vault = fuse_mount / "vault"
+    n.init()
+    n.ok("mkdir /kept")
+    (n.workdir / "dropped.txt").write_text("a dropped file\n")
+    make_args, opened, expected_warning = WHOLE_FILE_WRITERS[command]
+    args = make_args(n)
+    pristine = tmp_path / "pristine"
+    subprocess.run(["cp", "-a", str(n.vault), str(pristine)], check=True)
+    before = set(n.store().sizes())
+
+    # The first write into a file the command makes in the store, found by tracing it once.
+    log = tmp_path / "strace.log"
+    skip_unless_root_for_strace_paths()
+    argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=write,pwrite64"] + n.argv(args, passphrase=DEFAULT_PASSPHRASE if opened else None)
+    assert subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir).returncode == 0
+    vault, seen = str(n.vault), {"write": 0, "pwrite64": 0}
+    for line in log.read_text().splitlines():
+        if not (m := re.search(r"\b(write|pwrite64)\((\d+)<([^>]*)>", line)):
+            continue
+        call, path = m[1], m[3]
+        seen[call] += 1     # strace counts each system call's invocations apart
+        if path.startswith(vault + "/") and os.path.relpath(path, vault) not in before:
+            break
+    else:
+        pytest.fail(f"{command} wrote no new file in the store")
+
+    shutil.rmtree(n.vault)
+    subprocess.run(["cp", "-a", str(pristine), str(n.vault)], check=True)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={seen[call]}"] + n.argv(args, passphrase=DEFAULT_PASSPHRASE if opened else None)
+    r = subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir)
+    assert r.returncode != 0, "the command was not killed"
+
+    empty = [p for p, size in n.store().sizes().items() if size == 0 and not Path(p).name.startswith(".")]
+    assert empty == [], f"{command} killed left empty store files under their names"
+    r = n.ok("ls /; verify")
+    warnings = [l for l in r.err_lines if l != INSECURE_KDF_WARNING]
+    assert r.out_lines[0] == "kept" and len(warnings) == (expected_warning is not None), r.describe()
+    assert all(expected_warning in w for w in warnings), r.describe()
+    drop = n("drop", str(n.workdir / "dropped.txt"), passphrase=None)
+    assert drop.rc == 0, drop.describe()
+    left = [p for p in n.vault.rglob(".narnia-writing-*")]
+    assert len(left) == 1, f"the temporary file is not where it was: {left}"
+    n.ok("pwd")
+    assert left[0].exists(), "a temporary file a day old at most was removed: it may be a drop being written"
+    day_ago = time.time() - 25 * 3600
+    os.utime(left[0], (day_ago, day_ago))
+    n.ok("pwd")
+    assert not left[0].exists(), "a temporary file left for a day was not removed"

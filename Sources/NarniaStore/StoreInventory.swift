@@ -46,6 +46,17 @@ struct StoreInventory {
     /// Names of key files at the top that are not regular files (a symbolic link, a FIFO):
     /// not read.
     var notKeyFiles: [String] = []
+    /// Files this program writes under a temporary name and renames or removes when done
+    /// (`WholeFile`'s fallback, the file-mode probe), as paths relative to the store: any
+    /// listed was left by a process killed meanwhile, or is being written now.
+    var temporaryFiles: [String] = []
+
+    /// The prefixes of the temporary names in `temporaryFiles`.
+    static let temporaryPrefixes = [WholeFile.temporaryPrefix, Vault.modeProbePrefix]
+
+    private static func isTemporary(_ name: String) -> Bool {
+        temporaryPrefixes.contains { name.hasPrefix($0) }
+    }
 
     /// What `notShards` and `notKeyFiles` mean, said at open and by `verify`: a line for each
     /// kind, however many.
@@ -88,6 +99,8 @@ struct StoreInventory {
         for name in listing.names {
             if StoreName.isShardName(name) {
                 inventory.shardNames.append(name)
+            } else if isTemporary(name) {
+                inventory.temporaryFiles.append(name)
             } else if let (id, isCopy) = StoreName.identifier(in: name, digits: 32) {
                 guard let st = try FileSystem.lstatIfExists(root + "/" + name) else { continue }
                 // A copy is a regular file: anything else under a copy's name is no copy, and is
@@ -132,6 +145,10 @@ struct StoreInventory {
 
     private mutating func addShardEntry(_ name: String, shard: String, root: String) {
         let path = shard + "/" + name
+        if Self.isTemporary(name) {
+            temporaryFiles.append(path)
+            return
+        }
         // A name's hex digits are the identifier's own (lower case), so its shard is their start.
         if let (id, isCopy) = StoreName.identifier(in: name, digits: 32), name.utf8.starts(with: shard.utf8) {
             if isCopy && !isRegularFile(root + "/" + path) { return }
@@ -217,6 +234,7 @@ final class ShardListing: Sendable {
         inventory.unrecognised += listed.unrecognised
         inventory.undecodable += listed.undecodable
         inventory.notShards += listed.notShards
+        inventory.temporaryFiles += listed.temporaryFiles
     }
 
     /// Waits for the listing to end; later calls return at once.

@@ -151,7 +151,7 @@ extension Vault {
         var probe: FileDescriptor? = try? dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: Self.uncommittedMode)
         var name: String?
         if probe == nil {
-            name = ".narnia-mode-probe-" + Identifier.random().hex.prefix(12)
+            name = Self.modeProbePrefix + Identifier.random().hex.prefix(12)
             probe = try? dir.open(name!, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: Self.uncommittedMode)
         }
         defer { if let name { try? dir.unlink(name, missingOK: true) } }
@@ -161,12 +161,32 @@ extension Vault {
         return marked.st_mode & 0o7777 == Self.committedMode
     }
 
+    /// How the name of the file `fileSystemKeepsCommitMark` makes begins, where it cannot be
+    /// unnamed.
+    static let modeProbePrefix = ".narnia-mode-probe-"
+
     /// Removes the receiving folders of this device's interrupted syncs and the staging
-    /// folders of its new journals, and the staging folders any device left (`isLeftStaging`).
+    /// folders of its new journals, the staging folders any device left (`isLeftStaging`),
+    /// and the temporary files left (`removeLeftTemporaryFiles`).
     func removeTemporaryFolders() {
         let left = inventory.folders.filter { tags.isOwnSyncTemporary($0) || isLeftStaging($0) }
         for id in left { FileSystem.removeTreeOfFiles(layout.root + "/" + id.hex) }
         inventory.folders.removeAll { left.contains($0) }
+        removeLeftTemporaryFiles()
+    }
+
+    /// Removes the temporary files (`StoreInventory.temporaryFiles`) left untouched for
+    /// `leftStagingAge`: a process writing one changes it within seconds and renames or removes
+    /// it when done, so one left that long belongs to a process killed meanwhile — on this
+    /// device or another, since a sync engine may carry it — and was never named: nothing reads
+    /// it. A younger one may be a drop being written now, and is left.
+    func removeLeftTemporaryFiles() {
+        let limit = SystemClock.nowNanoseconds() - Self.leftStagingAge
+        inventory.temporaryFiles.removeAll { path in
+            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + path) else { return true }
+            guard st.isRegularFile, st.modifiedNanoseconds < limit else { return false }
+            return (try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)) != nil
+        }
     }
 
     /// How long a folder must have been left untouched before it is taken for another

@@ -2,10 +2,17 @@ import Glibc
 import NarniaSystem
 
 /// Writing a store file that must appear whole or not at all: written unnamed (`O_TMPFILE`),
-/// synced, then linked in under its name; where the file system has no unnamed files, written
-/// under its name with `O_EXCL` and removed on failure. The folder is synced after. Key files,
-/// inbox public key files and drops are written this way.
+/// synced, then linked in under its name; where the file system has no unnamed files (FAT,
+/// FUSE), written under a hidden temporary name (`temporaryPrefix`), synced, then renamed to
+/// its name without replacing anything. A kill leaves no file under the name, only, on those
+/// file systems, the temporary one, which an open removes once left for a day
+/// (`Vault.removeLeftWrites`). The folder is synced after. Key files, inbox public key files
+/// and drops are written this way.
 enum WholeFile {
+    /// How the temporary names of the fallback begin: a hidden name no store file has, which
+    /// readers skip and `verify` does not name.
+    static let temporaryPrefix = ".narnia-writing-"
+
     static func write(_ bytes: [UInt8], named name: String, in directory: FileDescriptor, path: String) throws {
         try write(named: name, in: directory, path: path) { try $0.writeAll(bytes) }
     }
@@ -15,21 +22,36 @@ enum WholeFile {
     static func write(named name: String, in directory: FileDescriptor, path: String,
                       _ fill: (FileDescriptor) throws -> Void) throws {
         let file: FileDescriptor
-        var named = false
+        var temporary: String?
         do {
             file = try directory.open(".", .readWrite, options: .unnamedTemporary, permissions: 0o600)
         } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
-            file = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusive, .noFollow])
-            named = true
+            temporary = temporaryPrefix + Identifier.random().hex.prefix(12)
+            file = try directory.open(temporary!, .readWrite, options: [.create, .exclusive, .noFollow], permissions: 0o600)
         }
         do {
             try fill(file)
             try file.sync()
-            if !named { try file.link(as: name, in: directory, displayPath: path) }
+            if let temporary {
+                try rename(temporary, to: name, in: directory)
+            } else {
+                try file.link(as: name, in: directory, displayPath: path)
+            }
         } catch {
-            if named { try? FileSystem.unlink(path, missingOK: true) }
+            if let temporary { try? directory.unlink(temporary, missingOK: true) }
             throw error
         }
         try directory.sync()
+    }
+
+    /// Renames the temporary file to its name without replacing a file there; where the file
+    /// system can neither rename so nor make hard links (a FUSE file system without links), by
+    /// a plain rename, since the name is a fresh random identifier that nothing else takes.
+    private static func rename(_ temporary: String, to name: String, in directory: FileDescriptor) throws {
+        do {
+            try directory.renameWithoutReplacing(temporary, to: name)
+        } catch let e as SystemError where [EPERM, ENOSYS, EOPNOTSUPP].contains(e.code) {
+            try directory.rename(temporary, to: name)
+        }
     }
 }
