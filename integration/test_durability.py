@@ -272,6 +272,33 @@ def test_export_force_replaces_a_file_only_with_one_on_disk(vault, tmp_path):
     assert (out / "a.txt").read_bytes() == b"new content\n"
 
 
+def test_a_file_export_force_left_when_killed_is_named_by_the_next_export(vault, tmp_path):
+    """Review AG (F5): `export -f` links the new file under a hidden `.narnia-partial-…` name
+    and renames it over the old one; killed in between, the whole plaintext stayed beside the
+    target, and nothing ever named it. It cannot be avoided (no call puts an unnamed file over
+    a name); the next export into that folder names it, and leaves it (it may be another
+    export's, under way)."""
+    (tmp_path / "a.txt").write_bytes(b"new content\n")
+    vault.ok(f"import {q(str(tmp_path / 'a.txt'))}")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_bytes(b"old\n")
+    log = tmp_path / "strace.log"
+    command = f"export -f /a.txt {q(str(out))}"
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=renameat,renameat2"] + vault.argv(["-c", command])
+    assert subprocess.run(argv, capture_output=True, env=vault.env, cwd=vault.workdir).returncode == 0
+    call, when = first_call(log, ["renameat", "renameat2"], lambda line: ".narnia-partial-" in line)
+    (out / "a.txt").write_bytes(b"old\n")
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={when}"] \
+        + vault.argv(["-c", command])
+    assert subprocess.run(argv, capture_output=True, env=vault.env, cwd=vault.workdir).returncode != 0
+    left = sorted(p.name for p in out.glob(".narnia-partial-*"))
+    assert len(left) == 1 and (out / "a.txt").read_bytes() == b"old\n", left
+    r = vault.ok(command)
+    assert any(f"{out}/{left[0]}: left by an export killed" in line for line in r.err_lines), r.describe()
+    assert (out / left[0]).exists() and (out / "a.txt").read_bytes() == b"new content\n"
+
+
 def test_files_appear_whole_for_an_ordinary_user_before_linux_6_10(narnia, tmp_path):
     """Before Linux 6.10, `linkat(fd, "", …, AT_EMPTY_PATH)` needs CAP_DAC_READ_SEARCH, which an
     ordinary user lacks (ENOENT): `init`, `passwd`, drops and every `export` failed for them on
@@ -407,6 +434,19 @@ def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_t
     assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]
 
 
+def first_call(log: Path, calls: list[str], matching) -> tuple[str, int]:
+    """The first of the system calls `calls` in the strace log `log` whose line is `matching`:
+    its name and its number among the calls of that name (which strace's `inject=…:when=`
+    counts apart)."""
+    seen = dict.fromkeys(calls, 0)
+    for line in log.read_text().splitlines():
+        if m := re.search(r"\b(" + "|".join(calls) + r")\(", line):
+            seen[m[1]] += 1
+            if matching(line):
+                return m[1], seen[m[1]]
+    pytest.fail(f"none of {calls} in {log} is the one looked for")
+
+
 # Each command's arguments, whether it opens the vault, and the warning the next open gives
 # after it was killed at its new file's first write (passwd's retirement record came first).
 WHOLE_FILE_WRITERS = {
@@ -441,20 +481,15 @@ def test_on_fuse_a_store_file_cut_short_by_a_kill_leaves_nothing_under_its_name(
     skip_unless_root_for_strace_paths()
     argv = ["strace", "-f", "-y", "-o", str(log), "-e", "trace=write,pwrite64"] + n.argv(args, passphrase=DEFAULT_PASSPHRASE if opened else None)
     assert subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir).returncode == 0
-    vault, seen = str(n.vault), {"write": 0, "pwrite64": 0}
-    for line in log.read_text().splitlines():
-        if not (m := re.search(r"\b(write|pwrite64)\((\d+)<([^>]*)>", line)):
-            continue
-        call, path = m[1], m[3]
-        seen[call] += 1     # strace counts each system call's invocations apart
-        if path.startswith(vault + "/") and os.path.relpath(path, vault) not in before:
-            break
-    else:
-        pytest.fail(f"{command} wrote no new file in the store")
+
+    def into_a_new_store_file(line: str) -> bool:
+        m = re.search(r"\(\d+<([^>]*)>", line)
+        return bool(m) and m[1].startswith(str(n.vault) + "/") and os.path.relpath(m[1], n.vault) not in before
+    call, when = first_call(log, ["write", "pwrite64"], into_a_new_store_file)
 
     shutil.rmtree(n.vault)
     subprocess.run(["cp", "-a", str(pristine), str(n.vault)], check=True)
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={seen[call]}"] + n.argv(args, passphrase=DEFAULT_PASSPHRASE if opened else None)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={when}"] + n.argv(args, passphrase=DEFAULT_PASSPHRASE if opened else None)
     r = subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir)
     assert r.returncode != 0, "the command was not killed"
 

@@ -22,6 +22,12 @@ final class HostFolder {
     /// The exact names (bytes) in the folders at these components, read when first needed: an
     /// entry that was there before the export counts only if it bears the very name asked for.
     private var listings: [[String]: Set<[UInt8]>] = [:]
+    /// The folders looked into for temporary files left (`leftTemporaryFiles`).
+    private var lookedForLeftFiles = Set<[String]>()
+    /// The host paths of temporary files (`temporaryName`) found in the folders files are
+    /// checked for: left by an export killed (`kill -9`, a crash) before it renamed them, each
+    /// holding a copy of a vault file, whole or in part, that nothing removes.
+    private(set) var leftTemporaryFiles: [String] = []
 
     init(top: FileDescriptor, display: String) {
         self.top = top
@@ -106,6 +112,7 @@ final class HostFolder {
     /// `skipping` (`--skip-existing`) what is there is not the file exported before.
     func checkWritable(_ components: [String], force: Bool, skipping: Bool) throws {
         guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
+        lookForLeftFiles(in: dir, at: Array(components.dropLast()))
         guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
         try checkSameName(components, found: st, in: dir)
@@ -204,8 +211,20 @@ final class HostFolder {
         return true
     }
 
+    private static let temporaryPrefix = ".narnia-partial-"
+
     private static func temporaryName() -> String {
-        ".narnia-partial-" + Identifier.random().hex.prefix(12)
+        temporaryPrefix + Identifier.random().hex.prefix(12)
+    }
+
+    /// Adds the temporary files in `dir`, the folder at `components`, to `leftTemporaryFiles`
+    /// (once per folder). They are named, not removed: one may be another export's, under way.
+    private func lookForLeftFiles(in dir: FileDescriptor, at components: [String]) {
+        guard lookedForLeftFiles.insert(components).inserted, let listed = try? dir.typedEntries() else { return }
+        for (name, _) in listed.entries where name.hasPrefix(Self.temporaryPrefix) {
+            let rest = name.dropFirst(Self.temporaryPrefix.count)
+            if rest.count == 12 && rest.allSatisfy(\.isHexDigit) { leftTemporaryFiles.append(path(components + [name])) }
+        }
     }
 }
 
