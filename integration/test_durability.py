@@ -509,3 +509,22 @@ def test_on_fuse_a_store_file_cut_short_by_a_kill_leaves_nothing_under_its_name(
     os.utime(left[0], (day_ago, day_ago))
     n.ok("pwd")
     assert not left[0].exists(), "a temporary file left for a day was not removed"
+
+
+def test_objects_a_kill_left_unmarked_after_their_record_are_marked_at_the_next_open(vault, host):
+    """Review AG (F2): an object is made 0400 once the record naming it is durable; a kill in
+    between left it 0600 until a compaction, so that, were that record lost later, it would
+    be deleted as a leftover never named. The next open marks it."""
+    for name in ("a", "b", "c"):     # 3 MB each: an object of its own, not one pack for all
+        (host / f"{name}.txt").write_bytes(name.encode() * 3_000_000)
+    before = set(vault.store().sizes())
+    command = "import " + " ".join(q(str(host / f"{name}.txt")) for name in ("a", "b", "c"))
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=chmod", "-e", "inject=chmod:signal=SIGKILL:when=2"] \
+        + vault.argv(["-c", command])
+    assert subprocess.run(argv, capture_output=True, env=vault.env, cwd=vault.workdir).returncode != 0
+    new = [vault.vault / p for p in set(vault.store().sizes()) - before]
+    modes = sorted(p.stat().st_mode & 0o777 for p in new)
+    assert modes == [0o400, 0o600, 0o600], f"the kill did not fall between the marks: {modes}"
+    assert vault.ok("ls /").out_lines == ["a.txt", "b.txt", "c.txt"]
+    modes = sorted(p.stat().st_mode & 0o777 for p in new)
+    assert modes == [0o400, 0o400, 0o400], f"the objects of the record were not all marked: {modes}"

@@ -94,6 +94,16 @@ enum Operation {
     }
 }
 
+extension Operation {
+    /// The content a `createFile` or `setContent` gives its file; nil for every other operation.
+    var contentGiven: ContentInfo? {
+        switch self {
+        case .createFile(_, _, _, _, let content), .setContent(_, _, let content, _): content
+        default: nil
+        }
+    }
+}
+
 /// Which version of a file a content value is, and which version it replaced: what tells a
 /// change made knowing another from two made at once on two devices, both of which are kept
 /// (docs/FORMAT.md, "Concurrent contents").

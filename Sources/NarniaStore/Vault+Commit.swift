@@ -80,14 +80,7 @@ extension Vault {
 
     /// The content objects a record's operations name.
     static func objectsGivenAsContent(by ops: [Operation]) -> Set<Identifier> {
-        var ids = Set<Identifier>()
-        for op in ops {
-            switch op {
-            case .createFile(_, _, _, _, let content), .setContent(_, _, let content, _): ids.insert(content.objectID)
-            default: break
-            }
-        }
-        return ids
+        Set(ops.compactMap { $0.contentGiven?.objectID })
     }
 
     /// The mode of an object no record has named yet, and of one a durable record of this
@@ -96,12 +89,13 @@ extension Vault {
     static let uncommittedMode: mode_t = 0o600
     static let committedMode: mode_t = 0o400
 
-    /// Marks this device's objects that a durable record now names as committed. Failures
-    /// are ignored: an unmarked object is only deleted if no record names it, as before.
+    /// Marks this device's objects that a durable record now names as committed, the greatest
+    /// last (so that one still unmarked tells a marking cut short: `finishKilledMarking`).
+    /// Failures are ignored: an unmarked object is only deleted if no record names it, as before.
     func markCommitted(_ ids: Set<Identifier>) {
         guard !ids.isEmpty else { return }
         let own = tags.withKeyOpen { ids.filter { tags.isOwnObject($0) } }
-        for id in own { _ = Glibc.chmod(layout.objectPath(for: id), Self.committedMode) }
+        for id in own.sorted() { _ = Glibc.chmod(layout.objectPath(for: id), Self.committedMode) }
     }
 
     /// What this device's next record will say it has read (its own record included), for a

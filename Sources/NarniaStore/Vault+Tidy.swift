@@ -110,6 +110,27 @@ extension Vault {
             }
         }
         if atOpen { removeTemporaryFolders() }
+        finishKilledMarking { marksHold }
+    }
+
+    /// Marks committed this device's objects that its records name but that are still
+    /// `uncommittedMode`: a process killed between a record and the marking of its objects
+    /// (`markCommitted`) left them so, and, should that record be lost later, they would be
+    /// deleted as never named (review AG). Asked of one file at each open, the greatest object
+    /// its newest record names, which is marked last; only when that one is unmarked (and the
+    /// file system keeps modes) are the others looked at.
+    private func finishKilledMarking(marksHold: () -> Bool?) {
+        guard let last = newestOwnRecordLastObject.object, state.referencedObjects.contains(last),
+              isUnmarked(last), marksHold() == true else { return }
+        let own = tags.withKeyOpen { state.referencedObjects.filter { tags.isOwnObject($0) && !tags.isJournal($0) } }
+        let unmarked = own.filter { id in inventory.files[id].map { !$0.legacy && $0.main != nil } == true && isUnmarked(id) }
+        markCommitted(Set(unmarked))
+    }
+
+    /// True when the format-2 object `id` is a regular file of `uncommittedMode`.
+    private func isUnmarked(_ id: Identifier) -> Bool {
+        guard let st = try? FileSystem.lstatIfExists(layout.objectPath(for: id)) else { return false }
+        return st.isRegularFile && st.st_mode & 0o7777 == Self.uncommittedMode
     }
 
     /// This device's unnamed objects split by their mode: those still `uncommittedMode`,

@@ -69,6 +69,10 @@ public final class Vault {
     /// Set when this device cannot write at open (it has no journal yet): the next record
     /// keeps the objects that `ownRecordsMayBeLost` protects.
     var keepOwnObjectsAtNextWrite = false
+    /// The greatest object this device's newest record names as content, and that record's
+    /// number: marked committed last (`markCommitted`), so still `uncommittedMode` only when
+    /// the marking was cut short (`finishKilledMarking`).
+    var newestOwnRecordLastObject: (seq: UInt64, object: Identifier?) = (0, nil)
     /// This device's journals found cut short by this open (not reported before).
     var newlyFoundCuts = Set<Identifier>()
     /// Set when this session found objects of this device that records it no longer holds
