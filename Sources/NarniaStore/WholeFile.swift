@@ -6,7 +6,7 @@ import NarniaSystem
 /// FUSE), written under a hidden temporary name (`temporaryPrefix`), synced, then renamed to
 /// its name without replacing anything. A kill leaves no file under the name, only, on those
 /// file systems, the temporary one, which an open removes once left for a day
-/// (`Vault.removeLeftWrites`). The folder is synced after. Key files, inbox public key files
+/// (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox public key files
 /// and drops are written this way.
 enum WholeFile {
     /// How the temporary names of the fallback begin: a hidden name no store file has, which
