@@ -528,3 +528,27 @@ def test_objects_a_kill_left_unmarked_after_their_record_are_marked_at_the_next_
     assert vault.ok("ls /").out_lines == ["a.txt", "b.txt", "c.txt"]
     modes = sorted(p.stat().st_mode & 0o777 for p in new)
     assert modes == [0o400, 0o400, 0o400], f"the objects of the record were not all marked: {modes}"
+
+
+def test_on_fuse_a_drop_waiting_on_its_pipe_keeps_its_temporary_file(narnia_bin, tmp_path, fuse_mount):
+    """Review AI: a drop from a pipe writes nothing until a chunk has come, so its temporary file
+    can stay untouched for longer than the day after which an open removes one as left by a
+    killed process — and the drop then failed, its input consumed. The dropper holds it
+    locked, and an open leaves a locked one."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.vault = fuse_mount / "vault"
+    n.init()
+    feeder = subprocess.Popen(["sh", "-c", "head -c 1000 /dev/urandom; sleep 4"], stdout=subprocess.PIPE)
+    dropping = n.popen("drop", "-", "slow.bin", passphrase=None, stdin=feeder.stdout)
+    feeder.stdout.close()
+    deadline = time.monotonic() + 10
+    while not (left := list(n.vault.rglob(".narnia-writing-*"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(left) == 1, "the drop made no temporary file"
+    day_ago = time.time() - 25 * 3600
+    os.utime(left[0], (day_ago, day_ago))
+    n.ok("pwd")
+    assert left[0].exists(), "an open removed the temporary file of a drop under way"
+    out, err = dropping.communicate(timeout=60)
+    assert dropping.returncode == 0, err
+    assert "slow.bin" in n.ok("ls /Inbox").out

@@ -197,16 +197,20 @@ extension Vault {
     }
 
     /// Removes the temporary files (`StoreInventory.temporaryFiles`) left untouched for
-    /// `leftStagingAge`: a process writing one changes it within seconds and renames or removes
-    /// it when done, so one left that long belongs to a process killed meanwhile — on this
-    /// device or another, since a sync engine may carry it — and was never named: nothing reads
-    /// it. A younger one may be a drop being written now, and is left.
+    /// `leftStagingAge` that no process of this machine holds locked (`WholeFile` locks its
+    /// file while it writes it: a drop from a pipe may wait for input that long). One left so
+    /// belongs to a process killed meanwhile — on this device or another, since a sync engine
+    /// may carry it — and was never named: nothing reads it. A younger one may be a drop being
+    /// written on another machine, and is left.
     func removeLeftTemporaryFiles() {
         let limit = SystemClock.nowNanoseconds() - Self.leftStagingAge
         inventory.temporaryFiles.removeAll { path in
-            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + path) else { return true }
-            guard st.isRegularFile, st.modifiedNanoseconds < limit else { return false }
-            return (try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)) != nil
+            let full = layout.root + "/" + path
+            guard let st = try? FileSystem.lstatIfExists(full) else { return true }
+            guard st.isRegularFile, st.modifiedNanoseconds < limit,
+                  let file = try? FileDescriptor.open(full, .readOnly, options: [.noFollow, .nonBlocking]),
+                  (try? file.tryLockExclusive()) == true else { return false }
+            return (try? FileSystem.unlink(full, missingOK: true)) != nil
         }
     }
 

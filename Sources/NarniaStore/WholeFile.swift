@@ -5,8 +5,8 @@ import NarniaSystem
 /// synced, then linked in under its name; where the file system has no unnamed files (FAT,
 /// FUSE), written under a hidden temporary name (`temporaryPrefix`), synced, then renamed to
 /// its name without replacing anything. A kill leaves no file under the name, only, on those
-/// file systems, the temporary one, which an open removes once left for a day
-/// (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox public key files
+/// file systems, the temporary one, which an open removes once left for a day and no longer
+/// locked (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox public key files
 /// and drops are written this way.
 enum WholeFile {
     /// How the temporary names of the fallback begin: a hidden name no store file has, which
@@ -28,6 +28,9 @@ enum WholeFile {
         } catch let e as SystemError where [EOPNOTSUPP, EISDIR, EINVAL].contains(e.code) {
             temporary = temporaryPrefix + Identifier.random().hex.prefix(12)
             file = try directory.open(temporary!, .readWrite, options: [.create, .exclusive, .noFollow], permissions: 0o600)
+            // Held while it is written, so that an open on this machine never takes it for one
+            // left (a drop from a pipe can wait for input for longer than a day).
+            _ = try? file.tryLockExclusive()
         }
         do {
             try fill(file)

@@ -222,8 +222,11 @@ final class HostFolder {
     private func lookForLeftFiles(in dir: FileDescriptor, at components: [String]) {
         guard lookedForLeftFiles.insert(components).inserted, let listed = try? dir.typedEntries() else { return }
         for (name, _) in listed.entries where name.hasPrefix(Self.temporaryPrefix) {
-            let rest = name.dropFirst(Self.temporaryPrefix.count)
-            if rest.count == 12 && rest.allSatisfy(\.isHexDigit) { leftTemporaryFiles.append(path(components + [name])) }
+            let rest = name.utf8.dropFirst(Self.temporaryPrefix.utf8.count)
+            if rest.count == 12 && rest.allSatisfy({ "0123456789abcdef".utf8.contains($0) }),
+               (try? dir.statusOfEntry(name))??.isRegularFile == true {
+                leftTemporaryFiles.append(path(components + [name]))
+            }
         }
     }
 }

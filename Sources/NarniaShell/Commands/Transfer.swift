@@ -174,7 +174,7 @@ enum Transfer {
         for (i, e) in blocked.enumerated() { s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint : nil) }
         if !blocked.isEmpty { throw Reported() }
         for left in host.leftTemporaryFiles {
-            s.warning("export", "\(s.err.name(left)): left by an export killed before it renamed it into place; it holds a copy of a vault file, whole or in part: delete it")
+            s.warning("export", "\(s.err.name(left)): left by an export killed before it renamed it into place, unless an export into this folder is running now; it holds a copy of a vault file, whole or in part: delete it once none is")
         }
         for line in skipped { report.skip(line) }
         // A folder the host cannot make (FAT takes `dir` for the `Dir` just made) is reported
