@@ -74,7 +74,7 @@ enum Transfer {
             throw CommandFailure("\(flag) does not go with 'import - NAME'")
         }
         guard !s.commandsFromStandardInput else {
-            throw CommandFailure("standard input carries the commands", hint: "use narnia -c 'import - NAME' < FILE")
+            throw CommandFailure("standard input carries the commands here (the terminal, or a script read from it)", hint: "use narnia -c 'import - NAME' < FILE")
         }
         let name: String
         do { name = try ItemName.validated(a.operands[1].text) } catch let e as NameError { throw CommandFailure("\(a.operands[1].text): \(e.description)") }
