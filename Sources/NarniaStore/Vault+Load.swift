@@ -122,7 +122,10 @@ extension Vault {
             try RecordCoding.decode(payload, begin: { header = $0 }) { op, key in
                 defer { first = false }
                 if case .retire(let retired, _) = op, retired.kind == .journal { retiresJournals = true }
-                if owner == self.device, let content = op.contentGiven { lastObject = max(lastObject ?? content.objectID, content.objectID) }
+                if owner == self.device, let object = op.contentGiven?.objectID, object > lastObject ?? .root,
+                   self.tags.withKeyOpen({ self.tags.isOwnObject(object) }) {
+                    lastObject = object
+                }
                 if case .journal(let device, let previous, let snapshot) = op {
                     guard index == 0, first else { throw MalformedRecord(why: "starts a journal in the middle of one") }
                     guard header!.seq == previous + 1 else { throw MalformedRecord(why: "has the wrong record number") }

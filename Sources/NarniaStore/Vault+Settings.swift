@@ -64,10 +64,25 @@ extension Vault {
         let id = Identifier.random()
         let known = knowledgeOfNextRecord
         try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
-        try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
+        let notDurable = try writingKeyFile(again: "passwd") { try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters) }
         keyFileID = id
         kdfParameters = parameters
+        if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
+    }
+
+    /// Runs `write`, which writes a new key file; returns, rather than throws, the error to
+    /// report when the file was written but its name may not be durable: the new passphrase
+    /// is in force from then on (the retired key files are kept, and open again only should
+    /// the name be lost), which the error says, so that no one throws it away; running
+    /// `command` again finishes the change (review AI).
+    private func writingKeyFile(again command: String, _ write: () throws -> Void) throws -> VaultError? {
+        do {
+            try write()
+            return nil
+        } catch let e as WholeFile.NameNotDurable {
+            return .refused("\(e): the new passphrase opens the vault now; run '\(command)' again with it as the current one")
+        }
     }
 
     /// True when `passphrase` opens the key file this session uses (`passwd` asks for it
@@ -103,8 +118,9 @@ extension Vault {
         let previous = masters
         masters = rotated
         let id = Identifier.random()
+        let notDurable: VaultError?
         do {
-            try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters)
+            notDurable = try writingKeyFile(again: "passwd --rotate") { try writeKeyFile(id: id, kek: kek, salt: salt, parameters: parameters) }
         } catch {
             masters = previous
             throw error
@@ -113,6 +129,7 @@ extension Vault {
         kdfParameters = parameters
         journalKeyChain.insert(fresh, at: 0)
         for id in journals.keys { journals[id]!.underCurrentMaster = false }
+        if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
         try compact()
         _ = try rotateInboxKey()

@@ -9,6 +9,15 @@ import NarniaSystem
 /// locked (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox public key files
 /// and drops are written this way.
 enum WholeFile {
+    /// The file is under its name, but the folder's `fsync` failed: it may not survive a power
+    /// cut. Callers for which "not written" would mislead (a new key file is in force from now
+    /// on) say so.
+    struct NameNotDurable: Error, CustomStringConvertible {
+        let path: String
+        let cause: any Error
+        var description: String { "\(path) was written, but the disk reported an error making its name durable (\(cause))" }
+    }
+
     /// How the temporary names of the fallback begin: a hidden name no store file has, which
     /// readers skip and `verify` does not name.
     static let temporaryPrefix = ".narnia-writing-"
@@ -40,11 +49,14 @@ enum WholeFile {
             } else {
                 try file.link(as: name, in: directory, displayPath: path)
             }
+        } catch let e as SystemError where e.operation == "unlink" && temporary != nil {
+            // Linked under its name (FUSE's fallback), its temporary name not removed: the file
+            // is in place; the temporary name goes at an open a day later.
         } catch {
             if let temporary { try? directory.unlink(temporary, missingOK: true) }
             throw error
         }
-        try directory.sync()
+        do { try directory.sync() } catch { throw NameNotDurable(path: path, cause: error) }
     }
 
     /// Renames the temporary file to its name without replacing a file there; where the file
