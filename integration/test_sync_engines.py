@@ -1049,3 +1049,44 @@ def test_a_store_file_that_is_a_link_on_the_remote_is_named_not_missed(narnia_bi
     aside.rename(b_object)
     a.sync(str(remote))
     assert a.ok("cat /b.bin").outb == (host / "b.bin").read_bytes()
+
+
+def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
+    """Review AJ: `sync` into the folder of another vault mixed the two stores: each unlock then
+    took the other's inbox key for a forgery and deleted it (drop failed), and with one
+    passphrase for both, one vault's tree took the other's place. A remote holding store files
+    none of which is this vault's is refused, nothing sent; one that a first sync cut short
+    left holding only some of this vault's files is not."""
+    a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
+    a.n.init()
+    (host / "a.bin").write_bytes(os.urandom(2000))
+    a.ok(f"import {q(str(host / 'a.bin'))}")
+    other = Narnia(narnia_bin, tmp_path / "other")
+    other.init()
+    other.ok("mkdir /theirs")
+    before = remote_files(other.vault)
+    r = a.c(f"sync {q(str(other.vault))}")
+    assert r.rc == 1 and f"narnia: error: sync: {other.vault} holds the store of another vault" in r.err, r.describe()
+    assert remote_files(other.vault) == before
+    assert other.ok("ls /").out_lines == ["theirs"]
+
+    # A first sync that sent key files and objects but no journal yet.
+    remote = tmp_path / "remote"
+    a.sync(str(remote))
+    for journal in [p for p in remote.glob("??/*") if p.stat().st_mode & 0o200]:   # journals are 0600, objects 0400
+        journal.unlink()
+    a.sync(str(remote))
+    assert make_device(narnia_bin, tmp_path, "B", remote).ok("ls /").out_lines == ["a.bin"]
+
+
+@pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store"])
+def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
+    """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
+    the folder holding it (a Syncthing folder: key files and shard folders among the user's
+    own files), where export, import and drop refuse such paths."""
+    remote = vault.vault / "inside" if where == "inside-the-store" else vault.vault.parent
+    before = sorted(p.name for p in vault.vault.parent.iterdir())
+    r = vault.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
+    assert sorted(p.name for p in vault.vault.parent.iterdir()) == before
+    assert not (vault.vault / "inside").exists()

@@ -53,6 +53,26 @@ extension Vault {
         return nil
     }
 
+    /// True when `files` (a remote's store files) hold some but none of this vault's: no
+    /// journal named with its key, no key file, inbox key file or object it knows (present
+    /// here, retired, or named by a record), no object of this device. They are another
+    /// vault's store; syncing with it would mix the two in one folder, each unlock taking the
+    /// other's inbox key for a forgery and deleting it, and with one passphrase for both, one
+    /// vault's tree taking the other's place (review AJ).
+    public func holdsOnlyAnotherVault(_ files: [SyncFile]) -> Bool {
+        guard !files.isEmpty else { return false }
+        let retired = Set(state.retired.keys.map(\.id))
+        return !tags.withKeyOpen {
+            files.contains { file in
+                switch file.kind {
+                case .journal: true
+                case .keyFile: inventory.keyFiles[file.id] != nil || inventory.inboxKeys[file.id] != nil || retired.contains(file.id)
+                case .object: state.objectUses[file.id] != nil || retired.contains(file.id) || tags.isOwnObject(file.id)
+                }
+            }
+        }
+    }
+
     /// The exact length a file must have, when the metadata says (objects items use); nil
     /// for journals, key files (whose length grows with rotations) and objects no record here
     /// names.

@@ -17,7 +17,12 @@ enum SyncCommand {
             s.note("sync", "not given to rclone: \(rclone.withheldSettings.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
         }
         let vault = s.vault
+        try checkFolderRemote(s, remote)
         let (there, misspelled, links) = try rclone.list(remote)
+        if vault.holdsOnlyAnotherVault(there.keys.compactMap { vault.syncFile($0.text) }) {
+            throw CommandFailure("\(s.err.name(remote)) holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
+                                 hint: "sync with an empty folder or remote, or one that holds a copy of this vault")
+        }
         // A shard folder there that is a link is not listed, yet what is sent goes through it:
         // journals in it would be replaced unseen by shorter copies (review AF).
         if let shard = links.first(where: Vault.isShardFolder) {
@@ -184,12 +189,35 @@ enum SyncCommand {
         }
     }
 
+    /// True when `remote` is a folder here (rclone's local backend: a path with no `name:`).
+    private static func isFolderHere(_ remote: String) -> Bool {
+        remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":")
+    }
+
+    /// Refuses a folder remote that is the vault's own store, lies inside it, or holds it (a
+    /// Syncthing folder the store is kept in, say): the store's files would land among its
+    /// own, or among the user's (review AJ). Compared by identity, as `export` compares its
+    /// destination; a copy of the store elsewhere is a remote like any other.
+    private static func checkFolderRemote(_ s: Session, _ remote: String) throws {
+        guard isFolderHere(remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
+        // A folder not made yet is where its nearest folder that exists is.
+        var nearest = remote.hasPrefix("/") ? remote : (FileSystem.currentDirectory() ?? ".") + "/" + remote
+        while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
+        if HostFileIdentity.isInStore(nearest, store: store, marker: nil) {
+            throw CommandFailure("\(s.err.name(remote)): the vault's own store, or inside it; nothing was sent", hint: "sync with a folder outside the store")
+        }
+        if let folder = HostFileIdentity(of: remote), HostFileIdentity.isInStore(s.vault.directory, store: folder, marker: nil) {
+            throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
+                                 hint: "sync with a folder of its own, outside the store")
+        }
+    }
+
     /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
     /// makes what was sent there durable before the sync says it is done: rclone does not
     /// sync what it writes, and a power cut left a remote one sync behind (a review). One
     /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder.
     private static func syncLocalRemote(_ remote: String, _ sent: [String]) throws {
-        guard !sent.isEmpty, remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":"),
+        guard !sent.isEmpty, isFolderHere(remote),
               let top = try? FileDescriptor.open(remote, .readOnly, options: .directory) else { return }
         let files = sent.map { remote + "/" + $0 }
         try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [remote], on: top)
