@@ -449,3 +449,14 @@ def test_mkdir_over_a_file_says_it_already_exists(vault, host):
     assert r.rc == 1 and r.err_lines == ["narnia: error: mkdir: /notes.txt: already exists"], r.describe()
     r = vault.c("mkdir -p /notes.txt/sub")
     assert r.rc == 1 and r.err_lines == ["narnia: error: mkdir: /notes.txt: not a folder"], r.describe()
+
+
+def test_mget_takes_every_operand_as_a_vault_path(vault, host):
+    """Review AJ: `mget a b` exported a to the host path b, as `export a b` does; sftp's mget
+    fetches both into the current folder."""
+    (host / "a.txt").write_text("a\n")
+    (host / "b.txt").write_text("b\n")
+    out = host / "out"
+    out.mkdir()
+    vault.ok(f"lcd {q(str(host))}; put a.txt b.txt; lcd out; mget a.txt b.txt")
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"]

@@ -39,8 +39,10 @@ public protocol CommandDescription {
 
 /// A command's words after flag parsing.
 public struct ParsedArguments {
-    /// The command name as typed.
+    /// The command's name (an alias typed gives the name it stands for).
     public let command: String
+    /// The name typed, an alias (`mget`) or the command's name; empty where none was typed.
+    public var typedName = ""
     /// Flags present, by first spelling (`-l`), with their value for flags that take one.
     public var flags: [String: String]
     /// The operands, in order, as words (quoting kept for globbing).

@@ -32,7 +32,8 @@ extension Session {
                 try Maintenance.help(self, ParsedArguments(command: "help", operands: [Word(quoted: spec.name)]))
                 return true
             }
-            let arguments = try spec.parse(Array(words.dropFirst()))
+            var arguments = try spec.parse(Array(words.dropFirst()))
+            arguments.typedName = first.text
             try spec.run(self, arguments)
             return true
         } catch is Reported {

@@ -97,10 +97,11 @@ enum Transfer {
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: export [--force] [--skip-existing] PATH... [HOSTDEST]") }
-        // One operand: into the current host folder (`lcd`), as sftp's get does.
+        // One operand: into the current host folder (`lcd`), as sftp's get does; and every
+        // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
         let dest: String
         let named: ArraySlice<Word>
-        if a.operands.count == 1 {
+        if a.operands.count == 1 || a.typedName == "mget" {
             dest = s.currentHostDirectory()
             named = a.operands[...]
         } else {
