@@ -202,7 +202,7 @@ def test_rm_i_cp_a_and_mv_n(vault, host):
     make_files(host / "d", ["a.bin", "b.bin"])
     vault.ok(f"import -q {q(str(host / 'd'))}")
     r = vault.fails("rm -i /d/a.bin", "rm")
-    assert any("terminal" in l for l in r.errors), r.describe()
+    assert any("interactive shell" in l for l in r.errors), r.describe()
     vault.ok("cp -a /d /e; mkdir /f; cp /d/a.bin /f/b.bin")
     assert vault.ok("ls /e").out_lines == ["a.bin", "b.bin"]
     vault.ok("mv -n /d/b.bin /f")

@@ -46,6 +46,10 @@ struct Options {
                 inline = String(arg[arg.index(after: eq)...])
             }
             func v() throws -> String { try inline ?? value(flag) }
+            // A flag that takes no value refuses one (`--keep-going=no` turned it on: review AJ).
+            if let inline, ["--keep-going", "--verbose", "--version", "--help"].contains(flag) {
+                throw UsageError(description: "\(flag) takes no value, not '\(inline)'")
+            }
             switch flag {
             case "--vault": o.vault = try v()
             case "--passphrase-file": o.passphraseFile = try v()

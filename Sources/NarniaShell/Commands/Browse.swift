@@ -242,7 +242,8 @@ enum Browse {
     /// and `items` for a folder.
     private static func statJSON(_ s: Session, path: VaultPath, id: Identifier) -> String {
         guard let item = s.vault.item(id) else {
-            return "{\"path\":\"/\",\"kind\":\"folder\",\"items\":\(s.vault.children(of: .root).count)}"
+            // The root has no name and no times (review AJ: `type` was missing too).
+            return "{\"path\":\"/\",\"type\":\"folder\",\"kind\":\"folder\",\"items\":\(s.vault.children(of: .root).count)}"
         }
         var object = Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item), dropped: s.vault.droppedTime(of: item))
         object.removeLast()
