@@ -60,6 +60,25 @@ public struct ParsedArguments {
 }
 
 extension CommandDescription {
+    /// The one-letter flags `letters` stand for, each with its value when it takes one and the
+    /// rest of the letters give it; `valueFollows` when the last takes one from the next word.
+    /// Nil when a letter is no flag of this command.
+    private func combined(_ letters: Substring) -> (flags: [(FlagSpec, String?)], valueFollows: Bool)? {
+        var flags: [(FlagSpec, String?)] = []
+        var rest = letters
+        while let letter = rest.first {
+            rest = rest.dropFirst()
+            guard let flag = flag("-\(letter)") else { return nil }
+            guard flag.takesValue else {
+                flags.append((flag, nil))
+                continue
+            }
+            flags.append((flag, rest.isEmpty ? nil : String(rest)))
+            return (flags, rest.isEmpty)
+        }
+        return (flags, false)
+    }
+
     /// The flag spelled `spelling`.
     public func flag(_ spelling: String) -> FlagSpec? {
         flags.first { $0.spellings.contains(spelling) }
@@ -107,17 +126,15 @@ extension CommandDescription {
                 parsed.flags[flag.spelling] = String(text[text.index(after: equals)...])
                 continue
             }
-            let letters = text.dropFirst()
-            if !text.hasPrefix("--"), letters.count > 1,
-               let combined = Optional(letters.map { self.flag("-\($0)") }),
-               combined.allSatisfy({ $0 != nil && !$0!.takesValue }) {
-                for flag in combined { parsed.flags[flag!.spelling] = "" }
-                continue
-            }
-            // `-L2`: a one-letter flag with its value attached, as getopt reads it.
-            if !text.hasPrefix("--"), letters.count > 1, let first = letters.first,
-               let flag = flag("-\(first)"), flag.takesValue {
-                parsed.flags[flag.spelling] = String(letters.dropFirst())
+            // One-letter flags combined, as getopt reads them: `-rf`; one that takes a value
+            // takes the rest of the word (`-L2`), or the next word when it ends it (`-dL 1`).
+            if !text.hasPrefix("--"), text.count > 2, let cluster = combined(text.dropFirst()) {
+                for (flag, value) in cluster.flags { parsed.flags[flag.spelling] = value ?? "" }
+                if cluster.valueFollows {
+                    guard index < words.count else { throw CommandFailure("\(text) needs a value") }
+                    parsed.flags[cluster.flags.last!.0.spelling] = words[index].text
+                    index += 1
+                }
                 continue
             }
             throw CommandFailure("unknown option \(text)", hint: "see 'help \(name)'")

@@ -26,6 +26,12 @@ final class CommandDescriptionTests: XCTestCase {
         let attached = try parse("add -cblue x")
         XCTAssertEqual(attached.flags["-c"], "blue", "a one-letter flag's value may follow it at once, as getopt reads it")
         XCTAssertEqual(attached.operandTexts, ["x"])
+        // Review AJ: `tree -dL 1` was refused; getopt gives the last flag of a cluster the next word.
+        let ending = try parse("add -rc red x")
+        XCTAssertTrue(ending.has("-r"))
+        XCTAssertEqual(ending.flags["-c"], "red")
+        XCTAssertEqual(ending.operandTexts, ["x"])
+        XCTAssertEqual(try parse("add -fcred x").flags["-c"], "red")
     }
 
     func testDoubleDashAndQuotesMakeOperands() throws {
@@ -35,7 +41,8 @@ final class CommandDescriptionTests: XCTestCase {
 
     func testUnknownAndValuelessFlagsAreErrors() {
         XCTAssertThrowsError(try parse("add -x")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "unknown option -x") }
-        XCTAssertThrowsError(try parse("add -rc")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "unknown option -rc") }
+        XCTAssertThrowsError(try parse("add -rx")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "unknown option -rx") }
+        XCTAssertThrowsError(try parse("add -rc")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "-rc needs a value") }
         XCTAssertThrowsError(try parse("add -c")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "-c needs a value") }
         XCTAssertThrowsError(try parse("add --verbose=1"))
     }
