@@ -35,6 +35,12 @@ public protocol CommandDescription {
     /// A few sentences for `help CMD`.
     var details: String { get }
     var flags: [FlagSpec] { get }
+    /// Flags that contradict each other (`-v` and `-q`): two of one group are refused.
+    var exclusive: [[String]] { get }
+}
+
+extension CommandDescription {
+    public var exclusive: [[String]] { [] }
 }
 
 /// A command's words after flag parsing.
@@ -138,6 +144,10 @@ extension CommandDescription {
                 continue
             }
             throw CommandFailure("unknown option \(text)", hint: "see 'help \(name)'")
+        }
+        for group in exclusive {
+            let given = group.filter(parsed.has)
+            if given.count > 1 { throw CommandFailure("\(given.joined(separator: " and ")) cannot both be given") }
         }
         return parsed
     }

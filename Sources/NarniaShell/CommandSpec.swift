@@ -21,10 +21,11 @@ public struct CommandSpec: CommandDescription, Sendable {
     public let operands: [Operand]
     /// For commands whose last operand is a host path (`export`), that kind overrides the rest.
     public let lastOperandIsHost: Bool
+    public let exclusive: [[String]]
     let run: @Sendable (Session, ParsedArguments) throws -> Void
 
     init(_ name: String, aliases: [String] = [], usage: String = "", abstract: String, details: String = "",
-         flags: [FlagSpec] = [], operands: [Operand] = [], lastOperandIsHost: Bool = false,
+         flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [], lastOperandIsHost: Bool = false,
          run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
@@ -34,6 +35,7 @@ public struct CommandSpec: CommandDescription, Sendable {
         self.flags = flags
         self.operands = operands
         self.lastOperandIsHost = lastOperandIsHost
+        self.exclusive = exclusive
         self.run = run
     }
 

@@ -11,6 +11,7 @@ final class CommandDescriptionTests: XCTestCase {
         var details = "Adds every NAME. " + String(repeating: "More words to wrap. ", count: 8)
         var flags = [FlagSpec(["-r"], "recursive"), FlagSpec(["-f"], "force"),
                      FlagSpec(["-c", "--colour"], value: "COLOUR", "its colour")]
+        var exclusive: [[String]] = []
     }
 
     private func parse(_ line: String) throws -> ParsedArguments {
@@ -41,6 +42,9 @@ final class CommandDescriptionTests: XCTestCase {
 
     func testUnknownAndValuelessFlagsAreErrors() {
         XCTAssertThrowsError(try parse("add -x")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "unknown option -x") }
+        XCTAssertThrowsError(try Example(exclusive: [["-r", "-f"]]).parse([Word(unquoted: "-rf")])) {
+            XCTAssertEqual(($0 as? CommandFailure)?.message, "-r and -f cannot both be given")
+        }
         XCTAssertThrowsError(try parse("add -rx")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "unknown option -rx") }
         XCTAssertThrowsError(try parse("add -rc")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "-rc needs a value") }
         XCTAssertThrowsError(try parse("add -c")) { XCTAssertEqual(($0 as? CommandFailure)?.message, "-c needs a value") }

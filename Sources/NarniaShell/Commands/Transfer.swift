@@ -49,7 +49,6 @@ enum Transfer {
             }
         }
         guard !sources.isEmpty else { throw Reported() }
-        if a.has("--move") && a.has("--keep") { throw CommandFailure("--move and --keep cannot both be given") }
         let move = try a.has("--move") || (!a.has("--keep") && s.removeOriginalsAskedOnce())
         // Made after the question, whose answer takes no part of the time the summary gives.
         let report = report()

@@ -39,6 +39,7 @@ public struct DropCommand {
                 operands.append(arg)
             }
         }
+        if verbose && quiet { return usageError("-v and -q cannot both be given") }
         if showKey && !operands.isEmpty { return usageError("--show-key takes no files") }
         if !showKey && operands.isEmpty { return usageError("missing file") }
         if operands.first == "-" && operands.count != 2 { return usageError("drop - NAME takes one name") }
