@@ -98,6 +98,12 @@ public enum CommandTable {
         all.first { $0.name == name || $0.aliases.contains(name) }
     }
 
+    /// `usage: NAME USAGE` for a hint, as `help NAME` gives it.
+    static func usage(of name: String) -> String {
+        guard let spec = find(name) else { return "usage: \(name)" }
+        return "usage: \(spec.name) \(spec.usage)"
+    }
+
     /// The command name or alias closest to a mistyped `word` (`exprot` → `export`): at most
     /// one edit (a letter added, dropped, changed, or two swapped) for short words, two for
     /// words of five letters or more; nil when none is that close, or two are.

@@ -75,7 +75,7 @@ extension Maintenance {
             // remove-originals is stored even when off: its absence means "not asked yet".
             try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)
         default:
-            throw CommandFailure("too many arguments", hint: "usage: set [KEY [VALUE]]")
+            throw CommandFailure("too many arguments", hint: CommandTable.usage(of: "set"))
         }
     }
 

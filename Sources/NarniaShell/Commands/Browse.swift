@@ -208,7 +208,7 @@ enum Browse {
     }
 
     static func stat(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: stat PATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "stat")) }
         var first = true
         let failed = try forEachExisting(s, a, a.operands) { path, id in
             if !first && !a.has("--json") { s.out.line("") }

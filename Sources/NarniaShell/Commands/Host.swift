@@ -21,7 +21,7 @@ enum Host {
 
     /// `lmkdir [-p] HOSTPATH...`: folders on the host, mode 0700 (they may receive exports).
     static func lmkdir(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: lmkdir [-p] HOSTPATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: CommandTable.usage(of: "lmkdir")) }
         for word in a.operands {
             for path in try s.expandHost(word) {
                 if a.has("-p") {

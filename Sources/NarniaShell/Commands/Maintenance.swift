@@ -40,7 +40,7 @@ enum Maintenance {
     /// asks for the current passphrase first (as passwd(1) does), then the new one twice;
     /// Ctrl-C at any question cancels the command and changes nothing.
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "usage: passwd [--rotate] [--new-passphrase-file FILE]") }
+        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: CommandTable.usage(of: "passwd")) }
         let passphrase: Secret
         if let file = a.flags["--new-passphrase-file"] {
             passphrase = try PassphraseSource.readFirstLine(path: file)
@@ -71,7 +71,7 @@ enum Maintenance {
     static func help(_ s: Session, _ a: ParsedArguments) throws {
         let width = HelpText.width(terminalColumns: s.out.isTerminal ? terminalWidth() : nil)
         let lines: [String]
-        guard a.operands.count <= 1 else { throw CommandFailure("takes at most one command name", hint: "usage: help [COMMAND]") }
+        guard a.operands.count <= 1 else { throw CommandFailure("takes at most one command name", hint: CommandTable.usage(of: "help")) }
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
             lines = HelpText.page(spec, width: width)

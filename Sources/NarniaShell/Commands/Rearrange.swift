@@ -6,7 +6,7 @@ enum Rearrange {
     /// Makes each folder named; an operand that cannot be made is reported and the others go
     /// on, as coreutils' `mkdir` does (a failure of the store itself stops the command).
     static func mkdir(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: "usage: mkdir [-p] PATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder name", hint: CommandTable.usage(of: "mkdir")) }
         let failed = try s.forEachOperand(a.operands, of: a.command) { try makeFolder(s, $0, parents: a.has("-p")) }
         if failed { throw Reported() }
     }
@@ -44,7 +44,7 @@ enum Rearrange {
 
     static func rm(_ s: Session, _ a: ParsedArguments) throws {
         let force = a.has("-f"), recursive = a.has("-r")
-        guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: "usage: rm [-r] [-f] PATH...") }
+        guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "rm")) }
         var targets: [(VaultPath, Identifier)] = []
         for word in a.operands {
             try refuseDotOrDotDot(word)
@@ -80,7 +80,7 @@ enum Rearrange {
     }
 
     static func rmdir(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: "usage: rmdir PATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: CommandTable.usage(of: "rmdir")) }
         var targets: [Identifier] = []
         for word in a.operands {
             try refuseDotOrDotDot(word)
@@ -98,7 +98,7 @@ enum Rearrange {
     private typealias Plan = (source: Identifier, sourcePath: VaultPath, folder: Identifier, name: String, replacing: Identifier?)
 
     private static func plan(_ s: Session, _ a: ParsedArguments, verb: String) throws -> [Plan] {
-        guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: "usage: \(verb) SRC... DEST") }
+        guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: CommandTable.usage(of: verb)) }
         let force = a.has("-f")
         var sources: [(VaultPath, Identifier)] = []
         for word in a.operands.dropLast() {

@@ -34,7 +34,7 @@ enum Transfer {
     /// `import [--move|--keep] [--skip-existing] [-v|-q] HOSTPATH... | import - NAME`. Every source
     /// that can be imported is, as cp does; each bad one is reported and makes the exit 1.
     static func importCommand(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: "usage: import [--move|--keep] [--skip-existing] HOSTPATH... | import - NAME") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing host path", hint: CommandTable.usage(of: "import")) }
         guard let folder = s.resolve(s.cwd) else { throw CommandFailure("the current folder no longer exists") }
         func report() -> TransferReport { TransferReport(out: s.out, verb: "imported", verbose: a.has("-v"), quiet: a.has("-q")) }
         if a.operands[0].text == "-" && a.operands[0].quotedScalars.first != true {
@@ -95,7 +95,7 @@ enum Transfer {
     // MARK: export
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: export [--force] [--skip-existing] PATH... [HOSTDEST]") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "export")) }
         // One operand: into the current host folder (`lcd`), as sftp's get does; and every
         // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
         let dest: String
@@ -253,7 +253,7 @@ enum Transfer {
     // MARK: cat
 
     static func cat(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: cat [--force] PATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "cat")) }
         var items: [Item] = []
         for word in a.operands {
             for (path, id) in try s.existing(word) {

@@ -9,7 +9,7 @@ import NarniaSystem
 enum SyncCommand {
     static func run(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.count == 1, let remote = a.operands.first?.text, !remote.isEmpty else {
-            throw CommandFailure("needs one remote", hint: "usage: sync REMOTE  (an rclone remote name:path, or a folder)")
+            throw CommandFailure("needs one remote", hint: CommandTable.usage(of: "sync") + "  (an rclone remote name:path, or a folder)")
         }
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }

@@ -21,7 +21,7 @@ enum Viewing {
                            "xxd": "xxd", "ffmpeg": "ffmpeg", "sh": "dash"]
 
     static func open(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: "usage: open PATH...") }
+        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "open")) }
         var items: [(VaultPath, Item)] = []
         for word in a.operands {
             for (path, id) in try s.existing(word) {
