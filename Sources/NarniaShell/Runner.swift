@@ -24,7 +24,7 @@ extension Session {
         }
         Session.interruptRequested = 0
         defer {
-            settleCurrentFolder()
+            settleCurrentFolder(after: spec.name)
             out.flush()
         }
         do {

@@ -108,20 +108,21 @@ public final class Session: @unchecked Sendable {
                          isCancelled: { Session.interruptRequested != 0 })
     }
 
-    /// After a command: when the current folder was moved, follows it; when it was removed,
-    /// moves to the nearest folder above it that still exists. Says so either way.
-    func settleCurrentFolder() {
+    /// After `command`: when the current folder was moved, follows it; when it was removed,
+    /// moves to the nearest folder above it that still exists. Says so either way, in the
+    /// command's name (a note said `cd:` after an `rm`: review AJ).
+    func settleCurrentFolder(after command: String) {
         guard resolve(cwd) != cwdID || !vault.isFolder(cwdID) else { return }
         let before = cwd
         if cwdID != .root, vault.isFolder(cwdID) {
             cwd = vaultPath(of: cwdID)
-            note("cd", "the current folder \(before) moved to \(cwd)")
+            note(command, "the current folder \(before) moved to \(cwd)")
             return
         }
         var path = cwd
         while !path.isRoot, resolve(path).map({ !vault.isFolder($0) }) ?? true { path = path.parent }
         cwd = path
-        note("cd", "the current folder \(before) no longer exists; now in \(path)")
+        note(command, "the current folder \(before) no longer exists; now in \(path)")
     }
 
     // MARK: Vault paths
