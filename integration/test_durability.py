@@ -600,3 +600,18 @@ def test_on_fuse_passwd_whose_key_file_is_in_place_never_says_it_failed_alone(na
         assert r.returncode == 1 and "the new passphrase opens the vault now; run 'passwd' again" in r.stderr, (r.returncode, r.stderr)
     assert n.c("pwd", passphrase="battery staple").rc == 0
     assert n.c("pwd").rc == 3
+
+
+def test_an_init_killed_before_its_first_file_can_be_run_again(narnia_bin, tmp_path):
+    """Review AI (N2): `init` killed at its first link left only an empty shard folder, which
+    no open read ("no vault", "holds other files") and init refused ("not an empty folder"):
+    the folder had to be emptied by hand. An empty shard folder holds nothing; init goes on."""
+    n = Narnia(narnia_bin, tmp_path)
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:signal=SIGKILL:when=1"] \
+        + n.argv(["init"])
+    assert subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir).returncode != 0
+    assert [p for p in n.vault.rglob("*") if p.is_file()] == [], "the kill fell after a file was written"
+    r = n("-c", "pwd")
+    assert r.rc == 3 and "create one with" in r.err, r.describe()
+    n.init()
+    assert n.ok("mkdir /x; ls /").out_lines == ["x"]

@@ -356,7 +356,7 @@ struct Launcher {
         let hint: String
         if let st = try? FileSystem.statIfExists(dir), !st.isDirectory {
             hint = "\(shown) is not a folder; give --vault the store's folder"
-        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty {
+        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty, (try? Vault.checkCanCreate(at: dir)) == nil {
             hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
         } else {
             hint = "create one with: narnia --vault \(shellQuote(dir)) init"
