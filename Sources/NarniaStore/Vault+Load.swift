@@ -118,14 +118,11 @@ extension Vault {
             var stamp: Stamp?
             var first = true
             var retiresJournals = false
-            var lastObject: Identifier?
+            var contents: [Identifier] = []
             try RecordCoding.decode(payload, begin: { header = $0 }) { op, key in
                 defer { first = false }
                 if case .retire(let retired, _) = op, retired.kind == .journal { retiresJournals = true }
-                if owner == self.device, let object = op.contentGiven?.objectID, object > lastObject ?? .root,
-                   self.tags.withKeyOpen({ self.tags.isOwnObject(object) }) {
-                    lastObject = object
-                }
+                if owner == self.device, let object = op.contentGiven?.objectID { contents.append(object) }
                 if case .journal(let device, let previous, let snapshot) = op {
                     guard index == 0, first else { throw MalformedRecord(why: "starts a journal in the middle of one") }
                     guard header!.seq == previous + 1 else { throw MalformedRecord(why: "has the wrong record number") }
@@ -150,7 +147,7 @@ extension Vault {
             state.noteRecord(device: owner, header: header)
             seq = header.seq
             if retiresJournals && isMain && file.snapshot && owner == device { snapshotEnd = recordEnd }
-            if owner == device && header.seq >= newestOwnRecordLastObject.seq { newestOwnRecordLastObject = (header.seq, lastObject) }
+            if owner == device && header.seq >= newestOwnRecordContents.seq { newestOwnRecordContents = (header.seq, contents) }
         }
         guard var file else {
             // Not one whole record: a journal created by a device that crashed before its

@@ -120,11 +120,21 @@ extension Vault {
     /// its newest record names, which is marked last; only when that one is unmarked (and the
     /// file system keeps modes) are the others looked at.
     private func finishKilledMarking(marksHold: () -> Bool?) {
-        guard let last = newestOwnRecordLastObject.object, state.referencedObjects.contains(last),
+        guard let last = greatestOwnObject(of: newestOwnRecordContents.objects), state.referencedObjects.contains(last),
               isUnmarked(last), marksHold() == true else { return }
         let own = tags.withKeyOpen { state.referencedObjects.filter { tags.isOwnObject($0) && !tags.isJournal($0) } }
         let unmarked = own.filter { id in inventory.files[id].map { !$0.legacy && $0.main != nil } == true && isUnmarked(id) }
         markCommitted(Set(unmarked))
+    }
+
+    /// The greatest of `objects` that this device wrote. The greatest of all is, but for a
+    /// record of adopted drops: only then are the others' tags checked, in order.
+    private func greatestOwnObject(of objects: [Identifier]) -> Identifier? {
+        tags.withKeyOpen {
+            guard let greatest = objects.max() else { return nil }
+            if tags.isOwnObject(greatest) { return greatest }
+            return objects.sorted(by: >).first(where: tags.isOwnObject)
+        }
     }
 
     /// True when the format-2 object `id` is a regular file of `uncommittedMode`.

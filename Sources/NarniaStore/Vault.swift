@@ -69,12 +69,11 @@ public final class Vault {
     /// Set when this device cannot write at open (it has no journal yet): the next record
     /// keeps the objects that `ownRecordsMayBeLost` protects.
     var keepOwnObjectsAtNextWrite = false
-    /// The greatest of this device's own objects its newest record names as content (not a
-    /// drop it adopted, say, which stays 0600), and that record's number: marked committed
-    /// last (`markCommitted`), so still `uncommittedMode` only when the marking was cut short
-    /// (`finishKilledMarking`). Only an object greater than the greatest so far has its tag
-    /// checked, a few per record.
-    var newestOwnRecordLastObject: (seq: UInt64, object: Identifier?) = (0, nil)
+    /// The objects this device's newest record names as content, and that record's number:
+    /// the greatest of them that is this device's own (not a drop it adopted, which stays
+    /// 0600) was marked committed last (`markCommitted`), so is still `uncommittedMode` only
+    /// when the marking was cut short (`finishKilledMarking`).
+    var newestOwnRecordContents: (seq: UInt64, objects: [Identifier]) = (0, [])
     /// This device's journals found cut short by this open (not reported before).
     var newlyFoundCuts = Set<Identifier>()
     /// Set when this session found objects of this device that records it no longer holds
