@@ -602,16 +602,19 @@ def test_on_fuse_passwd_whose_key_file_is_in_place_never_says_it_failed_alone(na
     assert n.c("pwd").rc == 3
 
 
-def test_an_init_killed_before_its_first_file_can_be_run_again(narnia_bin, tmp_path):
+def test_an_init_killed_before_its_first_file_says_what_to_do(narnia_bin, tmp_path):
     """Review AI (N2): `init` killed at its first link left only an empty shard folder, which
-    no open read ("no vault", "holds other files") and init refused ("not an empty folder"):
-    the folder had to be emptied by hand. An empty shard folder holds nothing; init goes on."""
+    open called "other files" and init refused, without a word of what to do. Both now say
+    (init does not go on by itself: a sync engine bringing a store makes such folders first,
+    and a second vault there would mix with it: review AK)."""
     n = Narnia(narnia_bin, tmp_path)
     argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:signal=SIGKILL:when=1"] \
         + n.argv(["init"])
     assert subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir).returncode != 0
     assert [p for p in n.vault.rglob("*") if p.is_file()] == [], "the kill fell after a file was written"
-    r = n("-c", "pwd")
-    assert r.rc == 3 and "create one with" in r.err, r.describe()
+    for r in (n("-c", "pwd"), n("init")):
+        assert r.rc in (1, 3) and "it holds only empty folders named like a store's: an init cut short" in r.err, r.describe()
+    for shard in n.vault.iterdir():
+        shard.rmdir()
     n.init()
     assert n.ok("mkdir /x; ls /").out_lines == ["x"]

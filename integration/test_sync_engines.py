@@ -1070,23 +1070,35 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
     assert remote_files(other.vault) == before
     assert other.ok("ls /").out_lines == ["theirs"]
 
-    # A first sync that sent key files and objects but no journal yet.
+    # A first sync that sent key files and objects but no journal yet (journals are 0600 here,
+    # objects 0400; rclone makes every file 0600 there).
     remote = tmp_path / "remote"
     a.sync(str(remote))
-    for journal in [p for p in remote.glob("??/*") if p.stat().st_mode & 0o200]:   # journals are 0600, objects 0400
-        journal.unlink()
+    journals = [p.relative_to(a.vault) for p in a.vault.glob("??/*") if p.stat().st_mode & 0o200]
+    for journal in journals:
+        (remote / journal).unlink()
+    assert list(remote.glob("??/*")), "no object is left on the remote"
+    for key_file in [p for p in remote.iterdir() if p.is_file()]:
+        key_file.unlink()
     a.sync(str(remote))
     assert make_device(narnia_bin, tmp_path, "B", remote).ok("ls /").out_lines == ["a.bin"]
 
 
-@pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store"])
+@pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
+                                   "holding-it-from-home"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
-    own files), where export, import and drop refuse such paths."""
-    remote = vault.vault / "inside" if where == "inside-the-store" else vault.vault.parent
+    own files), where export, import and drop refuse such paths. Review AK: spelt with `..`
+    through a folder that is not there (rclone reads `..` as text), or from `~` (which made a
+    folder named `~`), too."""
+    remote = {"inside-the-store": str(vault.vault / "inside"), "holding-the-store": str(vault.vault.parent),
+              "holding-it-through-a-folder-not-there": str(vault.vault.parent / "nothing" / ".."),
+              "holding-it-from-home": "~/.."}[where]
+    home = vault.vault.parent / "home-here"   # ~/.. holds the store
+    home.mkdir()
     before = sorted(p.name for p in vault.vault.parent.iterdir())
-    r = vault.c(f"sync {q(str(remote))}")
+    r = vault.c(f"sync {remote}", env={**vault.env, "HOME": str(home)})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in vault.vault.parent.iterdir()) == before
     assert not (vault.vault / "inside").exists()

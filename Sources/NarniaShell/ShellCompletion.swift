@@ -31,7 +31,7 @@ public struct ShellCompletionSource: CompletionSource {
         if spec.name == "cd" { return .vaultFolder }
         if spec.name == "lcd" { return .hostFolder }
         if spec.name == "import" && argumentIndex >= 1 && previousWords.contains("-") { return .none }
-        if spec.lastOperandIsHost && argumentIndex >= 1 {
+        if spec.lastOperandIsHost && argumentIndex >= 1 && command != "mget" {
             // export: more sources or the host destination: vault names first, else the host's;
             // a path written out from `/` or `.` the host's first (see `.vaultOrHost`).
             return .vaultOrHostPath

@@ -93,7 +93,7 @@ enum KeyFileCandidates {
             if !inventory.inboxKeys.isEmpty {
                 throw VaultError.damagedKeyFile("there is none; one of the files of \(InboxPublicKeyFile.length) bytes at the store's top, an inbox key's length, may be a key file cut short")
             }
-            throw VaultError.damagedKeyFile("there is none: an init cut short before writing it leaves a store so, with nothing stored in it yet (empty the folder and run init again), and so does a key file deleted (put a backup of it back)")
+            throw VaultError.damagedKeyFile("there is none: it has not arrived yet (a sync engine still copying the store?), or was deleted (put a backup of it back), or an init was cut short before writing it (then nothing was stored here yet)")
         }
         // Format 2 before format 1 (an upgrade in progress), newest first.
         candidates.sort { ($0.former ? 1 : 0, -$0.modified, $0.id) < ($1.former ? 1 : 0, -$1.modified, $1.id) }

@@ -184,7 +184,9 @@ struct Launcher {
     }
 
     func initialize() -> Int32 {
-        do { try Vault.checkCanCreate(at: storeDirectory) } catch { Launcher.fail(describe(error), status: 1) }
+        do { try Vault.checkCanCreate(at: storeDirectory) } catch {
+            Launcher.fail(describe(error), hint: Vault.holdsOnlyEmptyShardFolders(storeDirectory) ? Self.emptyShardFoldersHint : nil, status: 1)
+        }
         let secret = passphrase(confirm: options.passphraseFile == nil && options.passphraseFD == nil)
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
@@ -349,6 +351,9 @@ struct Launcher {
         return shell(vault, commands: commands)
     }
 
+    /// What to do with a folder holding only empty shard folders (`Vault.holdsOnlyEmptyShardFolders`).
+    static let emptyShardFoldersHint = "it holds only empty folders named like a store's: an init cut short, or a sync engine still bringing a store (then wait, and open it); if nothing is arriving, remove them and run init"
+
     /// "no vault" (exit 3), with a hint that fits what is at `dir`: `init` makes a vault only
     /// in a new or empty folder.
     func failNoVault(_ dir: String) -> Never {
@@ -356,7 +361,9 @@ struct Launcher {
         let hint: String
         if let st = try? FileSystem.statIfExists(dir), !st.isDirectory {
             hint = "\(shown) is not a folder; give --vault the store's folder"
-        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty, (try? Vault.checkCanCreate(at: dir)) == nil {
+        } else if Vault.holdsOnlyEmptyShardFolders(dir) {
+            hint = Self.emptyShardFoldersHint
+        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty {
             hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
         } else {
             hint = "create one with: narnia --vault \(shellQuote(dir)) init"

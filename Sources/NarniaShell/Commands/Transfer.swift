@@ -95,7 +95,9 @@ enum Transfer {
     // MARK: export
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
-        guard !a.operands.isEmpty else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "export")) }
+        guard !a.operands.isEmpty else {
+            throw CommandFailure("missing path", hint: a.typedName == "mget" ? "usage: mget [-f|--force] [--skip-existing] [-v|-q] PATH..." : CommandTable.usage(of: "export"))
+        }
         // One operand: into the current host folder (`lcd`), as sftp's get does; and every
         // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
         let dest: String

@@ -8,7 +8,10 @@ import NarniaSystem
 /// what moves; the remote is itself a store another device can open or sync with.
 enum SyncCommand {
     static func run(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count == 1, let remote = a.operands.first?.text, !remote.isEmpty else {
+        // `~/Sync` is the home's, as for every host path (it made a folder named `~`: review AK).
+        let home = getenv("HOME").map { String(cString: $0) }
+        guard a.operands.count == 1, let word = a.operands.first, case let remote = home.map({ word.expandingTilde(home: $0) }).map(\.text) ?? word.text,
+              !remote.isEmpty else {
             throw CommandFailure("needs one remote", hint: CommandTable.usage(of: "sync") + "  (an rclone remote name:path, or a folder)")
         }
         var rclone = try Rclone.find()
@@ -200,16 +203,29 @@ enum SyncCommand {
     /// destination; a copy of the store elsewhere is a remote like any other.
     private static func checkFolderRemote(_ s: Session, _ remote: String) throws {
         guard isFolderHere(remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
-        // A folder not made yet is where its nearest folder that exists is.
-        var nearest = remote.hasPrefix("/") ? remote : (FileSystem.currentDirectory() ?? ".") + "/" + remote
+        // As rclone reads it (`..` resolved as text: `nonexistent/..` is here, review AK); a
+        // folder not made yet is where its nearest folder that exists is.
+        let cleaned = cleanedAbsolute(remote)
+        var nearest = cleaned
         while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
         if HostFileIdentity.isInStore(nearest, store: store, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): the vault's own store, or inside it; nothing was sent", hint: "sync with a folder outside the store")
         }
-        if let folder = HostFileIdentity(of: remote), HostFileIdentity.isInStore(s.vault.directory, store: folder, marker: nil) {
+        if let folder = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: folder, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
+    }
+
+    /// `path` made absolute and cleaned as text, `.` and `..` resolved without the file system,
+    /// as rclone's local backend reads a path (Go's `filepath.Clean`).
+    private static func cleanedAbsolute(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : (FileSystem.currentDirectory() ?? "/") + "/" + path
+        var parts: [Substring] = []
+        for part in absolute.split(separator: "/") where part != "." {
+            if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+        }
+        return "/" + parts.joined(separator: "/")
     }
 
     /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
