@@ -59,18 +59,22 @@ extension Vault {
     /// vault's store; syncing with it would mix the two in one folder, each unlock taking the
     /// other's inbox key for a forgery and deleting it, and with one passphrase for both, one
     /// vault's tree taking the other's place (review AJ).
-    public func holdsOnlyAnotherVault(_ files: [SyncFile]) -> Bool {
-        guard !files.isEmpty else { return false }
-        let retired = Set(state.retired.keys.map(\.id))
-        return !tags.withKeyOpen {
-            files.contains { file in
-                switch file.kind {
-                case .journal: true
-                case .keyFile: inventory.keyFiles[file.id] != nil || inventory.inboxKeys[file.id] != nil || retired.contains(file.id)
-                case .object: state.objectUses[file.id] != nil || retired.contains(file.id) || tags.isOwnObject(file.id)
-                }
+    /// Read one by one, stopping at the first of this vault's: for a remote that holds it,
+    /// at once, whatever its size.
+    public func holdsOnlyAnotherVault(_ paths: some Sequence<String>) -> Bool {
+        lazy var retired = Set(state.retired.keys.map(\.id))
+        var any = false
+        for path in paths {
+            guard let file = syncFile(path) else { continue }
+            any = true
+            let ours = switch file.kind {
+            case .journal: true
+            case .keyFile: inventory.keyFiles[file.id] != nil || inventory.inboxKeys[file.id] != nil || retired.contains(file.id)
+            case .object: state.objectUses[file.id] != nil || retired.contains(file.id) || tags.withKeyOpen { tags.isOwnObject(file.id) }
             }
+            if ours { return false }
         }
+        return any
     }
 
     /// The exact length a file must have, when the metadata says (objects items use); nil

@@ -22,7 +22,7 @@ enum SyncCommand {
         let vault = s.vault
         try checkFolderRemote(s, remote)
         let (there, misspelled, links) = try rclone.list(remote)
-        if vault.holdsOnlyAnotherVault(there.keys.compactMap { vault.syncFile($0.text) }) {
+        if vault.holdsOnlyAnotherVault(there.keys.lazy.map(\.text)) {
             throw CommandFailure("\(s.err.name(remote)) holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
                                  hint: "sync with an empty folder or remote, or one that holds a copy of this vault")
         }
