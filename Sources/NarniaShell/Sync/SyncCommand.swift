@@ -203,9 +203,11 @@ enum SyncCommand {
     /// destination; a copy of the store elsewhere is a remote like any other.
     private static func checkFolderRemote(_ s: Session, _ remote: String) throws {
         guard isFolderHere(remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
-        // As rclone reads it (`..` resolved as text: `nonexistent/..` is here, review AK); a
-        // folder not made yet is where its nearest folder that exists is.
-        let cleaned = cleanedAbsolute(remote)
+        // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
+        // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
+        // not made yet is where its nearest folder that exists is.
+        let here = TreePath(components: (FileSystem.currentDirectory() ?? "/").split(separator: "/").map(String.init))
+        let cleaned = TreePath.resolve(remote, relativeTo: here).description
         var nearest = cleaned
         while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
         if HostFileIdentity.isInStore(nearest, store: store, marker: nil) {
@@ -215,17 +217,6 @@ enum SyncCommand {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
-    }
-
-    /// `path` made absolute and cleaned as text, `.` and `..` resolved without the file system,
-    /// as rclone's local backend reads a path (Go's `filepath.Clean`).
-    private static func cleanedAbsolute(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : (FileSystem.currentDirectory() ?? "/") + "/" + path
-        var parts: [Substring] = []
-        for part in absolute.split(separator: "/") where part != "." {
-            if part == ".." { _ = parts.popLast() } else { parts.append(part) }
-        }
-        return "/" + parts.joined(separator: "/")
     }
 
     /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
