@@ -59,6 +59,7 @@ extension Vault {
     /// vault's store; syncing with it would mix the two in one folder, each unlock taking the
     /// other's inbox key for a forgery and deleting it, and with one passphrase for both, one
     /// vault's tree taking the other's place (review AJ).
+    ///
     /// Read one by one, stopping at the first of this vault's: for a remote that holds it,
     /// at once, whatever its size.
     public func holdsOnlyAnotherVault(_ paths: some Sequence<String>) -> Bool {

@@ -6,8 +6,8 @@ import NarniaSystem
 /// FUSE), written under a hidden temporary name (`temporaryPrefix`), synced, then renamed to
 /// its name without replacing anything. A kill leaves no file under the name, only, on those
 /// file systems, the temporary one, which an open removes once left for a day and no longer
-/// locked (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox public key files
-/// and drops are written this way.
+/// locked (`Vault.removeLeftTemporaryFiles`). The folder is synced after. Key files, inbox
+/// public key files and drops are written this way.
 enum WholeFile {
     /// The file is under its name, but the folder's `fsync` failed: it may not survive a power
     /// cut. Callers for which "not written" would mislead (a new key file is in force from now
