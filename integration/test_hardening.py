@@ -145,6 +145,38 @@ def test_limits_beyond_moderate_are_announced_before_deriving(narnia):
     assert any(l.startswith("narnia: note:") and "slower than usual" in l for l in r.err_lines), r.describe()
 
 
+def forge_key_files(key: Path, count: int, newer: bool) -> None:
+    """Puts `count` key files beside `key`, with salts of their own and its limits, as anyone
+    who can write to the store may: each would cost a key derivation."""
+    data = key.read_bytes()
+    mask = hashlib.blake2b(data[:16], digest_size=8).digest()
+    limits = bytes(a ^ b for a, b in zip(data[16:24], mask))
+    when = key.stat().st_mtime + (3600 if newer else -3600)
+    for _ in range(count):
+        salt = os.urandom(16)
+        masked = bytes(a ^ b for a, b in zip(limits, hashlib.blake2b(salt, digest_size=8).digest()))
+        forged = key.parent / os.urandom(16).hex()
+        forged.write_bytes(salt + masked + os.urandom(len(data) - 24))
+        os.utime(forged, (when, when))
+
+
+def test_forged_key_files_cost_a_bounded_number_of_derivations(narnia):
+    """A hundred key files put at the store's top cost a hundred key derivations at every
+    unlock before review AK's follow-up; now at most eight salts are tried, newest first, and
+    the refusal says what was left untried."""
+    narnia.init()
+    key = narnia.store().key_file()
+    forge_key_files(key, 6, newer=True)
+    forge_key_files(key, 30, newer=False)
+    narnia.ok("ls /")   # the real key file is among the eight newest: it opens
+    r = narnia.c("ls /", passphrase="not the passphrase")
+    assert r.rc == 3 and any("were not tried" in l and "29 more" in l for l in r.errors), r.describe()
+    forge_key_files(key, 2, newer=True)
+    r = narnia.c("ls /")
+    assert r.rc == 3, r.describe()
+    assert any("opens none of the 8 newest key files, and 31 more" in l for l in r.errors), r.describe()
+
+
 # -- 7. Damage is never quiet ------------------------------------------------------------
 
 

@@ -9,7 +9,15 @@ import NarniaSystem
 /// that sync engines made of one count as that one. The newest are tried first, and a
 /// derivation is shared by key files with the same salt and limits. After rotations of the
 /// master key on two devices at once, opening needs the key files of both (`unlockAll`).
+///
+/// Each salt costs a derivation, and anyone who can write to the store can add key files:
+/// an open derives for at most `derivationLimit` salts, so that a hundred forged key files
+/// cost no more than that, and says so when others were left untried.
 enum KeyFileCandidates {
+    /// The most key derivations one try of a passphrase costs, one per salt, newest first.
+    /// Narnia leaves one key file, a few for a while after `passwd` on several devices.
+    static let derivationLimit = 8
+
     struct Unlocked {
         let id: Identifier
         let contents: KeyFile.Contents
@@ -25,11 +33,15 @@ enum KeyFileCandidates {
         let parameters: KDFParameters
         let former: Bool
         let modified: Int64
+
+        /// What one derivation serves: the salt and the limits.
+        var derivationKey: [UInt8] { salt + KeyFile.maskedParameters(parameters, salt: salt) }
     }
 
     /// Unwraps the first key file, newest first, that `passphrase` opens.
-    /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
-    ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
+    /// - Throws: `VaultError.wrongPassphrase` when none does, `.keyFilesUntried` when none of
+    ///   the first `derivationLimit` salts does and others are left, `.refusedLimits`,
+    ///   `.noVault`, `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     ///
     /// With `exactDerivations` (the door), exactly that many key derivations run before a wrong
     /// passphrase is answered, whatever the store holds: the newest key files of that many
@@ -37,23 +49,22 @@ enum KeyFileCandidates {
     static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
                        notice: ((String) -> Void)?, exactDerivations: Int? = nil) throws -> Unlocked {
         let candidates = try read(inventory: inventory, root: root)
-        var acceptable = candidates.filter { $0.parameters.isAcceptable }
-        if let limit = exactDerivations {
-            var salts = Set<[UInt8]>()
-            acceptable = acceptable.filter { salts.contains($0.salt) || salts.count < limit && salts.insert($0.salt).inserted }
-        }
+        let acceptable = candidates.filter { $0.parameters.isAcceptable }
         guard !acceptable.isEmpty else {
             let p = candidates[0].parameters
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
         }
+        let (tried, untried) = firstSalts(of: acceptable, count: exactDerivations ?? derivationLimit)
         var derivations = Derivations(passphrase: passphrase, notice: notice)
-        for candidate in acceptable {
+        for candidate in tried {
             if let unlocked = try derivations.open(candidate) { return unlocked }
         }
-        if let count = exactDerivations, let parameters = acceptable.first?.parameters {
+        if let count = exactDerivations {
             for _ in derivations.derived.count..<max(count, derivations.derived.count) {
-                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: parameters)
+                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: tried[0].parameters)
             }
+        } else if untried > 0 {
+            throw VaultError.keyFilesUntried(tried: derivations.derived.count, untried: untried)
         }
         throw VaultError.wrongPassphrase
     }
@@ -63,11 +74,24 @@ enum KeyFileCandidates {
                           except: Set<Identifier>) throws -> [Unlocked] {
         var derivations = Derivations(passphrase: passphrase, notice: nil)
         var opened: [Unlocked] = []
-        for candidate in try read(inventory: inventory, root: root)
-        where !candidate.former && candidate.parameters.isAcceptable && !except.contains(candidate.id) && !opened.contains(where: { $0.id == candidate.id }) {
+        let others = try read(inventory: inventory, root: root).filter {
+            !$0.former && $0.parameters.isAcceptable && !except.contains($0.id)
+        }
+        for candidate in firstSalts(of: others, count: derivationLimit).tried where !opened.contains(where: { $0.id == candidate.id }) {
             if let unlocked = try derivations.open(candidate) { opened.append(unlocked) }
         }
         return opened
+    }
+
+    /// The candidates, in order, whose salt and limits are among the first `count` met, and the
+    /// number of those left.
+    private static func firstSalts(of candidates: [Candidate], count: Int) -> (tried: [Candidate], untried: Int) {
+        var salts = Set<[UInt8]>()
+        let tried = candidates.filter {
+            let salt = $0.derivationKey
+            return salts.contains(salt) || salts.count < count && salts.insert(salt).inserted
+        }
+        return (tried, candidates.count - tried.count)
     }
 
     /// Every key file present (and every copy of one), format 2 first, newest first.
@@ -113,7 +137,7 @@ enum KeyFileCandidates {
 
         /// The key file unwrapped, or nil when the passphrase does not open it.
         mutating func open(_ candidate: Candidate) throws -> Unlocked? {
-            let cacheKey = candidate.salt + KeyFile.maskedParameters(candidate.parameters, salt: candidate.salt)
+            let cacheKey = candidate.derivationKey
             let kek: Secret
             if let known = derived[cacheKey] {
                 kek = known
