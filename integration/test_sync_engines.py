@@ -42,7 +42,7 @@ import pytest
 
 from engines import (RcloneServer, Syncthing, SYNCTHING_TMP_PREFIXES, have, rclone_children,
                      wait_connected, wait_in_sync)
-from harness import Narnia, Result, find_object, object_size, q
+from harness import Narnia, Result, find_object, mounted_fuse, object_size, q
 from test_devices import forked_journal, own_journal
 
 MIB = 1048576
@@ -1067,6 +1067,7 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
     before = remote_files(other.vault)
     r = a.c(f"sync {q(str(other.vault))}")
     assert r.rc == 1 and f"narnia: error: sync: {other.vault} holds the store of another vault" in r.err, r.describe()
+    assert "passwd --rotate" in r.err, "the hint names the rotation that makes a copy look so" + r.describe()
     assert remote_files(other.vault) == before
     assert other.ok("ls /").out_lines == ["theirs"]
 
@@ -1102,3 +1103,29 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in vault.vault.parent.iterdir()) == before
     assert not (vault.vault / "inside").exists()
+
+
+@pytest.mark.parametrize("spelling", [":local:", "bindfs"])
+def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
+    """Review AK: the folder-remote check compares folder identities, so the store reached
+    through rclone's `:local:` syntax or another mount of it (bindfs) was taken for a remote:
+    a listing that shows the probe file the sync puts at the store's top tells it now."""
+    vault.ok("mkdir /kept")
+    before = sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*"))
+    if spelling == "bindfs":
+        if shutil.which("bindfs") is None:
+            pytest.skip("bindfs is not installed")
+        mount = tmp_path / "view"
+        mount.mkdir()
+        mounted = mounted_fuse(["bindfs", str(vault.vault), str(mount)], mount)
+        remote = str(next(mounted))
+    else:
+        mounted, remote = None, f":local:{vault.vault}"
+    try:
+        r = vault.c(f"sync {q(remote)}")
+    finally:
+        if mounted is not None:
+            mounted.close()
+    assert r.rc == 1 and "is the vault's own store, reached by another path; nothing was sent" in r.err, r.describe()
+    assert sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*")) == before, "the probe is gone"
+    assert vault.ok("ls /").out_lines == ["kept"]

@@ -32,6 +32,26 @@ public struct SyncFile: Sendable, Equatable {
 /// files are which, what they should hold, what is retired, and taking in what arrived. The
 /// transfers themselves are the shell's (it runs rclone).
 extension Vault {
+    /// Makes an empty file at the store's top under a fresh name, for the length of one
+    /// listing of a remote: a remote whose listing shows it is this very store, however it was
+    /// reached — another mount of it (bindfs), rclone's `:local:` syntax or a local remote of
+    /// its config, an sftp remote on this machine — which comparing folder identities misses
+    /// (review AK). Nil where the file cannot be made (the sync then fails on its own).
+    /// `removeStoreProbe` removes it; one a kill left goes with the other temporary files.
+    public func makeStoreProbe() -> String? {
+        let name = Self.storeProbePrefix + Identifier.random().hex.prefix(12)
+        guard (try? lockHandle.open(name, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)) != nil else { return nil }
+        return name
+    }
+
+    /// Removes the file `makeStoreProbe` made.
+    public func removeStoreProbe(_ name: String) {
+        try? lockHandle.unlink(name, missingOK: true)
+    }
+
+    /// How the name of the file `makeStoreProbe` makes begins.
+    static let storeProbePrefix = ".narnia-store-probe-"
+
     /// True for the name of a shard folder at a store's top (two hex digits).
     public static func isShardFolder(_ path: String) -> Bool { StoreName.isShardName(path) }
 

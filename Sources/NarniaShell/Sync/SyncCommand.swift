@@ -21,10 +21,16 @@ enum SyncCommand {
         }
         let vault = s.vault
         try checkFolderRemote(s, remote)
-        let (there, misspelled, links) = try rclone.list(remote)
+        let probe = vault.makeStoreProbe()
+        let listing = Result { try rclone.list(remote) }
+        if let probe { vault.removeStoreProbe(probe) }
+        let (there, misspelled, links) = try listing.get()
+        if let probe, there[StorePath(probe)] != nil {
+            throw CommandFailure("\(s.err.name(remote)) is the vault's own store, reached by another path; nothing was sent", hint: "sync with a folder or remote outside the store")
+        }
         if vault.holdsOnlyAnotherVault(there.keys.lazy.map(\.text)) {
             throw CommandFailure("\(s.err.name(remote)) holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
-                                 hint: "sync with an empty folder or remote, or one that holds a copy of this vault")
+                                 hint: "sync with an empty folder or remote, or one that holds a copy of this vault (a copy looks so when another device rotated the master key, passwd --rotate, and its first sync there was cut short: run that sync again first)")
         }
         // A shard folder there that is a link is not listed, yet what is sent goes through it:
         // journals in it would be replaced unseen by shorter copies (review AF).
