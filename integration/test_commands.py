@@ -92,6 +92,16 @@ def test_ls_several_paths(sample):
         "several PATHs: `PATH:` headers and a blank line between, like coreutils" + r.describe()
 
 
+def test_ls_of_files_in_several_folders_shows_their_paths(sample):
+    """Review AJ: `ls /*/*.png` listed bare names, which did not say which folder each was in;
+    files of one folder are still listed by name."""
+    r = sample.ok("ls /photos/*.png /photos/2024/*.png")
+    assert r.out_lines == ["/photos/2024/c.png", "/photos/a.png"], r.describe()
+    r = sample.ok("ls -l /photos/a.png /docs/notes.txt")
+    assert [l.split()[-1] for l in r.out_lines] == ["/docs/notes.txt", "/photos/a.png"], r.describe()
+    assert sample.ok("ls /photos/*.*").out_lines == ["a.png", "b.jpg"]
+
+
 def test_ls_a_shows_dot_names(sample, host):
     (host / ".hidden").write_bytes(b"x")
     sample.ok(f"cd /docs; import {q(str(host / '.hidden'))}")

@@ -8,16 +8,16 @@ enum Browse {
         items.sorted { utf8Order($0.name, $1.name) }
     }
 
-    /// Items in the order `ls` is asked for: by name; newest first with `-t`; largest first
-    /// with `-S` (ties by name); `-r` reverses.
-    static func ordered(_ items: [Item], _ a: ParsedArguments) -> [Item] {
+    /// Items in the order `ls` is asked for: by name (or what `name` gives); newest first with
+    /// `-t`; largest first with `-S` (ties by name); `-r` reverses.
+    static func ordered(_ items: [Item], _ a: ParsedArguments, name: (Item) -> String = \.name) -> [Item] {
         let out: [Item]
         if a.has("-t") {
-            out = items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : utf8Order($0.name, $1.name) }
+            out = items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : utf8Order(name($0), name($1)) }
         } else if a.has("-S") {
-            out = items.sorted { $0.size != $1.size ? $0.size > $1.size : utf8Order($0.name, $1.name) }
+            out = items.sorted { $0.size != $1.size ? $0.size > $1.size : utf8Order(name($0), name($1)) }
         } else {
-            out = sorted(items)
+            out = items.sorted { utf8Order(name($0), name($1)) }
         }
         return a.has("-r") ? out.reversed() : out
     }
@@ -51,9 +51,12 @@ enum Browse {
         var (files, folders, failed) = try listingTargets(s, a)
         if a.has("-R") { folders = withSubfolders(s, folders, showHidden: showHidden) }
         if !files.isEmpty {
-            let order = ordered(files.map(\.1), a).map(\.id)
             let byID = Dictionary(files.map { ($0.1.id, $0) }, uniquingKeysWith: { first, _ in first })
-            printListing(s, a, order.compactMap { byID[$0] })
+            // Files of several folders (`ls /*/*.jpg`) are shown and sorted by path: bare, their
+            // names would not say which is which (review AJ).
+            let byPath = Set(files.map(\.0.parent)).count > 1
+            let order = ordered(files.map(\.1), a, name: byPath ? { byID[$0.id]!.0.description } : \.name).map(\.id)
+            printListing(s, a, order.compactMap { byID[$0] }, byPath: byPath)
         }
         // Headers whenever more than one operand was named, a missing one included (as coreutils).
         let headers = folders.count + files.count + (failed ? 1 : 0) > 1 && !a.has("--json")
@@ -68,33 +71,43 @@ enum Browse {
         if failed { throw Reported() }
     }
 
-    private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)]) {
+    /// Prints `entries` as `a`'s flags ask: by name, or with `byPath` by vault path.
+    private static func printListing(_ s: Session, _ a: ParsedArguments, _ entries: [(VaultPath, Item)], byPath: Bool = false) {
+        // What a terminal listing shows in place of the item's name: its `#N` under
+        // `hide-names`, its path with `byPath`; nil for the name itself.
+        func shownAs(_ entry: (VaultPath, Item)) -> String? {
+            guard HiddenNames.active(s) else { return byPath ? entry.0.description : nil }
+            return byPath ? HiddenNames.masked(entry.0, in: s) : HiddenNames.maskedName(of: entry.1, in: s)
+        }
+        // The name or path, escaped, as a line of output shows it.
+        func plain(_ entry: (VaultPath, Item)) -> String { s.out.name(byPath ? entry.0.description : entry.1.name) }
         if a.has("--json") {
             for (path, item) in entries {
                 s.out.line(Formatting.jsonObject(item, path: path.description, here: s.vault.isHere(item), dropped: s.vault.droppedTime(of: item)))
             }
         } else if a.has("-l") && s.out.isTerminal {
             let lines = TerminalListing.long(entries.map {
-                ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s), here: $0.1.isFolder || s.vault.isHere($0.1),
+                ListedItem($0.1, shownAs: shownAs($0), here: $0.1.isFolder || s.vault.isHere($0.1),
                            dropped: s.vault.droppedTime(of: $0.1) != nil)
             }, now: TerminalListing.now(), style: .current())
             for line in lines { s.out.styledLine(line) }
         } else if a.has("-l") {
             let sizes = entries.map { $0.1.isFolder ? "-" : Formatting.size($0.1.size, human: a.has("-h")) }
             let width = sizes.map(\.count).max() ?? 1
-            for ((_, item), size) in zip(entries, sizes) {
+            for (entry, size) in zip(entries, sizes) {
+                let item = entry.1
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
                 let pad = String(repeating: " ", count: width - size.count)
                 let mark = ListedItem.marks(here: item.isFolder || s.vault.isHere(item), dropped: s.vault.droppedTime(of: item) != nil)
-                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(s.out.name(item.name))\(mark)")
+                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(plain(entry))\(mark)")
             }
         } else if s.out.isTerminal && a.has("-1") {
-            for (_, item) in entries { s.out.line(HiddenNames.maskedName(of: item, in: s) ?? s.out.name(item.name)) }
+            for entry in entries { s.out.line(HiddenNames.active(s) ? shownAs(entry)! : plain(entry)) }
         } else if s.out.isTerminal {
-            let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: HiddenNames.maskedName(of: $0.1, in: s)) }, width: terminalWidth(), style: .current())
+            let lines = TerminalListing.grid(entries.map { ListedItem($0.1, shownAs: shownAs($0)) }, width: terminalWidth(), style: .current())
             for line in lines { s.out.styledLine(line) }
         } else {
-            for (_, item) in entries { s.out.line(s.out.name(item.name)) }
+            for entry in entries { s.out.line(plain(entry)) }
         }
     }
 
