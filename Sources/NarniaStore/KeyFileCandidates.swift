@@ -10,13 +10,14 @@ import NarniaSystem
 /// derivation is shared by key files with the same salt and limits. After rotations of the
 /// master key on two devices at once, opening needs the key files of both (`unlockAll`).
 ///
-/// Each salt costs a derivation, and anyone who can write to the store can add key files:
-/// an open derives for at most `derivationLimit` salts, so that a hundred forged key files
-/// cost no more than that, and says so when others were left untried.
+/// Each salt costs a derivation, and anyone who can write to the store can add key files, which
+/// no reader can tell from real ones before deriving. All are tried — a cap would let eight
+/// forged files newer than the real one lock every device out (review AL) — but past the
+/// newest `quietDerivations` salts the user is told why the unlock takes longer.
 enum KeyFileCandidates {
-    /// The most key derivations one try of a passphrase costs, one per salt, newest first.
-    /// Narnia leaves one key file, a few for a while after `passwd` on several devices.
-    static let derivationLimit = 8
+    /// How many salts, newest first, are tried before the user is told that more are: narnia
+    /// leaves one key file, a few for a while after `passwd` while a device is away.
+    static let quietDerivations = 8
 
     struct Unlocked {
         let id: Identifier
@@ -38,10 +39,10 @@ enum KeyFileCandidates {
         var derivationKey: [UInt8] { salt + KeyFile.maskedParameters(parameters, salt: salt) }
     }
 
-    /// Unwraps the first key file, newest first, that `passphrase` opens.
-    /// - Throws: `VaultError.wrongPassphrase` when none does, `.keyFilesUntried` when none of
-    ///   the first `derivationLimit` salts does and others are left, `.refusedLimits`,
-    ///   `.noVault`, `.damagedKeyFile`, `StoreFileError`, `SystemError`.
+    /// Unwraps the first key file, newest first, that `passphrase` opens. Past the newest
+    /// `quietDerivations` salts, `notice` hears how many more are tried.
+    /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
+    ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     ///
     /// With `exactDerivations` (the door), exactly that many key derivations run before a wrong
     /// passphrase is answered, whatever the store holds: the newest key files of that many
@@ -54,17 +55,23 @@ enum KeyFileCandidates {
             let p = candidates[0].parameters
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
         }
-        let (tried, untried) = firstSalts(of: acceptable, count: exactDerivations ?? derivationLimit)
+        let (newest, others) = splitAfterSalts(acceptable, count: exactDerivations ?? quietDerivations)
         var derivations = Derivations(passphrase: passphrase, notice: notice)
-        for candidate in tried {
+        for candidate in newest {
             if let unlocked = try derivations.open(candidate) { return unlocked }
         }
         if let count = exactDerivations {
             for _ in derivations.derived.count..<max(count, derivations.derived.count) {
-                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: tried[0].parameters)
+                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: newest[0].parameters)
             }
-        } else if untried > 0 {
-            throw VaultError.keyFilesUntried(tried: derivations.derived.count, untried: untried)
+            throw VaultError.wrongPassphrase
+        }
+        if !others.isEmpty, let notice {
+            let more = Set(others.map(\.derivationKey)).count
+            notice("the passphrase opens none of the \(derivations.derived.count) newest key files; trying the \(more) others, a key derivation each (passwd leaves a few while a device is away; many more may have been put at the store's top by someone who can write to it)")
+        }
+        for candidate in others {
+            if let unlocked = try derivations.open(candidate) { return unlocked }
         }
         throw VaultError.wrongPassphrase
     }
@@ -74,24 +81,23 @@ enum KeyFileCandidates {
                           except: Set<Identifier>) throws -> [Unlocked] {
         var derivations = Derivations(passphrase: passphrase, notice: nil)
         var opened: [Unlocked] = []
-        let others = try read(inventory: inventory, root: root).filter {
-            !$0.former && $0.parameters.isAcceptable && !except.contains($0.id)
-        }
-        for candidate in firstSalts(of: others, count: derivationLimit).tried where !opened.contains(where: { $0.id == candidate.id }) {
+        for candidate in try read(inventory: inventory, root: root)
+        where !candidate.former && candidate.parameters.isAcceptable && !except.contains(candidate.id) && !opened.contains(where: { $0.id == candidate.id }) {
             if let unlocked = try derivations.open(candidate) { opened.append(unlocked) }
         }
         return opened
     }
 
-    /// The candidates, in order, whose salt and limits are among the first `count` met, and the
-    /// number of those left.
-    private static func firstSalts(of candidates: [Candidate], count: Int) -> (tried: [Candidate], untried: Int) {
+    /// The candidates, in order, whose salt and limits are among the first `count` met, and
+    /// the others.
+    private static func splitAfterSalts(_ candidates: [Candidate], count: Int) -> (first: [Candidate], others: [Candidate]) {
         var salts = Set<[UInt8]>()
-        let tried = candidates.filter {
-            let salt = $0.derivationKey
-            return salts.contains(salt) || salts.count < count && salts.insert(salt).inserted
+        var first: [Candidate] = [], others: [Candidate] = []
+        for candidate in candidates {
+            let salt = candidate.derivationKey
+            if salts.contains(salt) || salts.count < count && salts.insert(salt).inserted { first.append(candidate) } else { others.append(candidate) }
         }
-        return (tried, candidates.count - tried.count)
+        return (first, others)
     }
 
     /// Every key file present (and every copy of one), format 2 first, newest first.
@@ -129,6 +135,8 @@ enum KeyFileCandidates {
         let passphrase: Secret
         let notice: ((String) -> Void)?
         var derived: [[UInt8]: Secret] = [:]
+        /// Whether `notice` heard of limits costlier than MODERATE (once is enough).
+        var announcedCostlier = false
 
         init(passphrase: Secret, notice: ((String) -> Void)?) {
             self.passphrase = passphrase
@@ -142,7 +150,8 @@ enum KeyFileCandidates {
             if let known = derived[cacheKey] {
                 kek = known
             } else {
-                if candidate.parameters.isCostlierThanModerate, let notice {
+                if candidate.parameters.isCostlierThanModerate, !announcedCostlier, let notice {
+                    announcedCostlier = true
                     notice("this vault's key derivation is slower than usual (\(candidate.parameters.opsLimit) passes, \(candidate.parameters.memLimitKiB / 1024) MiB)")
                 }
                 kek = try PassphraseKey.derive(passphrase: passphrase, salt: candidate.salt, parameters: candidate.parameters)

@@ -201,6 +201,16 @@ extension Vault {
         return nil
     }
 
+    /// Warns when more key files than `passwd` on several devices at once leaves are not
+    /// retired: they may have been put at the store's top by someone who can write to it, and
+    /// each newer than this device's costs a key derivation at every unlock (review AL).
+    /// Nothing tells them from real ones, which are not recorded: they are left.
+    func warnOfManyKeyFiles() {
+        let unretired = inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }.count
+        guard unretired > KeyFileCandidates.quietDerivations else { return }
+        warnings.append("the store holds \(unretired) key files that no passwd retired, more than passwd on several devices at once leaves: most may have been put at its top by someone who can write to it; each newer than yours costs a key derivation at every unlock (a plain passwd retires them all)")
+    }
+
     /// True when a retired key file may go from this copy: never the last one that opens the
     /// vault, so only while the key file this session opened with (or wrote) is live — one
     /// known to open, not merely of the right length (docs/FORMAT.md, "Key files"). A `passwd`

@@ -341,6 +341,7 @@ public final class Vault {
         vault.warnings += vault.inventory.misshapenProblems
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
+        vault.warnOfManyKeyFiles()
         vault.checkInboxPublicFiles()
         if vault.isKnownDevice {
             // A vault made before inboxes existed gets its key pair from the first device that

@@ -7,10 +7,6 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     /// Every key file asks for Argon2id limits beyond SENSITIVE, which are refused before
     /// deriving (exit status 3).
     case refusedLimits(KDFParametersDescription)
-    /// The passphrase opens none of the key files of the first `tried` salts, newest first, and
-    /// key files of `untried` more salts were left untried: more than narnia ever leaves, so
-    /// probably added by someone who can write to the store (exit status 3).
-    case keyFilesUntried(tried: Int, untried: Int)
     /// Another process has the store open.
     case locked(String)
     /// `init` at a path that already holds a store.
@@ -26,21 +22,11 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     /// A tree operation's precondition failed; the text says which.
     case refused(String)
 
-    /// Whether no key file could be tried as it is (limits refused, too many): exit status 3.
-    public var isAboutTheKeyFiles: Bool {
-        switch self {
-        case .refusedLimits, .keyFilesUntried: return true
-        default: return false
-        }
-    }
-
     public var description: String {
         switch self {
         case .noVault(let dir): return "no vault at \(dir)"
         case .wrongPassphrase: return "wrong passphrase"
         case .refusedLimits(let p): return "the store's key file asks for a key derivation of \(p.text), more than narnia accepts (at most 4 passes and 1 GiB); it may have been altered"
-        case .keyFilesUntried(let tried, let untried):
-            return "the passphrase opens none of the \(tried) newest key files, and \(untried) more at the store's top were not tried, since each costs a key derivation: narnia leaves one, a few for a while after passwd, so the others may have been put there by someone who can write to the store; check the passphrase, or move the key files you do not recognise out of the store's top"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"
         case .notEmpty(let dir): return "\(dir) is not an empty folder, and holds no store"

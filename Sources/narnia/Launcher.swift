@@ -337,8 +337,8 @@ struct Launcher {
                 fputs("narnia: wrong passphrase; try again\n", StandardStream.error)
                 tries += 1
                 do { secret = try questions.ask("Passphrase: ") } catch { Launcher.failAsking(error) }
-            } catch let e as VaultError where e.isAboutTheKeyFiles {
-                Launcher.fail(e.description, status: 3)
+            } catch VaultError.refusedLimits(let limits) {
+                Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
             } catch let e as MetadataError {
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 Launcher.fail(describe(e), hint: "nothing was changed; open a copy from another device or a backup restored to a new folder (man narnia: USING A VAULT ON SEVERAL DEVICES)", status: 1)
