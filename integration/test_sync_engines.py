@@ -1086,30 +1086,32 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
-                                   "holding-it-from-home"])
+                                   "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
     own files), where export, import and drop refuse such paths. Review AK: spelt with `..`
     through a folder that is not there (rclone reads `..` as text), or from `~` (which made a
-    folder named `~`), too."""
+    folder named `~`), too. Review AL: or in rclone's on-the-fly `:local:` syntax."""
     remote = {"inside-the-store": str(vault.vault / "inside"), "holding-the-store": str(vault.vault.parent),
               "holding-it-through-a-folder-not-there": str(vault.vault.parent / "nothing" / ".."),
-              "holding-it-from-home": "~/.."}[where]
+              "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{vault.vault.parent}",
+              "inside-it-as-:local,OPTIONS:": f":local,case_insensitive=true,description='a:b':{vault.vault / 'inside'}"}[where]
     home = vault.vault.parent / "home-here"   # ~/.. holds the store
     home.mkdir()
     before = sorted(p.name for p in vault.vault.parent.iterdir())
-    r = vault.c(f"sync {remote}", env={**vault.env, "HOME": str(home)})
+    r = vault.c(f"sync {q(remote) if remote.startswith(':') else remote}", env={**vault.env, "HOME": str(home)})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in vault.vault.parent.iterdir()) == before
     assert not (vault.vault / "inside").exists()
 
 
-@pytest.mark.parametrize("spelling", [":local:", "bindfs"])
+@pytest.mark.parametrize("spelling", ["local-remote-of-the-config", "bindfs"])
 def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
     """Review AK: the folder-remote check compares folder identities, so the store reached
-    through rclone's `:local:` syntax or another mount of it (bindfs) was taken for a remote:
-    a listing that shows the probe file the sync puts at the store's top tells it now."""
+    through a remote of type local in rclone's config or another mount of it (bindfs) was taken
+    for a remote: a listing that shows the probe file the sync puts at the store's top tells it
+    now."""
     vault.ok("mkdir /kept")
     before = sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*"))
     if spelling == "bindfs":
@@ -1120,9 +1122,9 @@ def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling)
         mounted = mounted_fuse(["bindfs", str(vault.vault), str(mount)], mount)
         remote = str(next(mounted))
     else:
-        mounted, remote = None, f":local:{vault.vault}"
+        mounted, remote = None, f"here:{vault.vault}"
     try:
-        r = vault.c(f"sync {q(remote)}")
+        r = vault.c(f"sync {q(remote)}", env={**vault.env, "RCLONE_CONFIG_HERE_TYPE": "local"})
     finally:
         if mounted is not None:
             mounted.close()

@@ -198,9 +198,26 @@ enum SyncCommand {
         }
     }
 
-    /// True when `remote` is a folder here (rclone's local backend: a path with no `name:`).
-    private static func isFolderHere(_ remote: String) -> Bool {
-        remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":")
+    /// The folder here that `remote` names for rclone's local backend: a path with no `name:`,
+    /// or one after the on-the-fly `:local:` or `:local,OPTION=VALUE,…:` (review AL); nil for
+    /// any other remote. (A remote of type local or alias in the user's config is not read:
+    /// the store itself is still known there by the probe, not a folder around or in it.)
+    static func localFolder(of remote: String) -> String? {
+        if remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":") { return remote }
+        guard remote.hasPrefix(":local:") || remote.hasPrefix(":local,") else { return nil }
+        // Option values may be quoted, holding `:` or `,` (rclone's connection strings).
+        var quote: Character?
+        for index in remote.indices.dropFirst(6) {
+            let c = remote[index]
+            if let open = quote {
+                if c == open { quote = nil }
+            } else if c == "\"" || c == "'" {
+                quote = c
+            } else if c == ":" {
+                return String(remote[remote.index(after: index)...])
+            }
+        }
+        return nil
     }
 
     /// Refuses a folder remote that is the vault's own store, lies inside it, or holds it (a
@@ -208,18 +225,18 @@ enum SyncCommand {
     /// own, or among the user's (review AJ). Compared by identity, as `export` compares its
     /// destination; a copy of the store elsewhere is a remote like any other.
     private static func checkFolderRemote(_ s: Session, _ remote: String) throws {
-        guard isFolderHere(remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
+        guard let folder = localFolder(of: remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
         // not made yet is where its nearest folder that exists is.
         let here = TreePath(components: (FileSystem.currentDirectory() ?? "/").split(separator: "/").map(String.init))
-        let cleaned = TreePath.resolve(remote, relativeTo: here).description
+        let cleaned = TreePath.resolve(folder, relativeTo: here).description
         var nearest = cleaned
         while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
         if HostFileIdentity.isInStore(nearest, store: store, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): the vault's own store, or inside it; nothing was sent", hint: "sync with a folder outside the store")
         }
-        if let folder = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: folder, marker: nil) {
+        if let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: around, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
@@ -230,10 +247,10 @@ enum SyncCommand {
     /// sync what it writes, and a power cut left a remote one sync behind (a review). One
     /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder.
     private static func syncLocalRemote(_ remote: String, _ sent: [String]) throws {
-        guard !sent.isEmpty, isFolderHere(remote),
-              let top = try? FileDescriptor.open(remote, .readOnly, options: .directory) else { return }
-        let files = sent.map { remote + "/" + $0 }
-        try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [remote], on: top)
+        guard !sent.isEmpty, let folder = localFolder(of: remote),
+              let top = try? FileDescriptor.open(folder, .readOnly, options: .directory) else { return }
+        let files = sent.map { folder + "/" + $0 }
+        try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [folder], on: top)
     }
 
     /// Merges what arrived (`Vault.reload`). Journals sealed under a master key this session
