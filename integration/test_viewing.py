@@ -432,6 +432,16 @@ def test_grid_draws_a_folder_of_mixed_kinds(tvault, media, tmp_path):
     trace.check()
 
 
+def test_grid_of_files_in_several_folders_draws_each_under_its_folder(vault, media):
+    """Review AL: `grid /*/*.png` captioned thumbnails of two folders with their bare names."""
+    vault.ok(f"mkdir /a /b; cd /a; import {q(str(media / 'photo.png'))}; cd /b; import {q(str(media / 'photo.png'))}")
+    for command in grid_commands(vault):
+        plain = ANSI.sub("", vault.ok(f"{command} /*/*.png").out)
+        lines = plain.splitlines()
+        assert "/a:" in lines and "/b:" in lines and lines.index("/a:") < lines.index("/b:"), plain
+        assert plain.count("photo.png") == 2, plain
+
+
 def test_grid_in_colour_on_a_terminal(vault, media):
     need("chafa", "chafa")
     vault.ok("import " + " ".join(str(media / n) for n in MIXED))

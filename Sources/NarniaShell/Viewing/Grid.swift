@@ -29,18 +29,36 @@ enum Grid {
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
         let showHidden = a.has("-a")
         let (files, folders, failed) = try Browse.listingTargets(s, a)
-        if !files.isEmpty { render(s, files.map(\.1)) }
+        // Files of several folders (`ls -g /*/*.jpg`) are drawn under their folder's header: a
+        // caption has no room for a path, and bare names would not say which is which.
+        let fileFolders = Dictionary(grouping: files, by: \.0.parent)
+        if fileFolders.count > 1 {
+            for (i, folder) in fileFolders.keys.sorted(by: { utf8Order($0.description, $1.description) }).enumerated() {
+                if i > 0 { s.out.line("") }
+                s.out.line(header(s, folder))
+                render(s, fileFolders[folder]!.map(\.1))
+            }
+        } else if !files.isEmpty {
+            render(s, files.map(\.1))
+        }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 {
                 if i > 0 || !files.isEmpty { s.out.line("") }
-                s.out.line(HiddenNames.active(s) && !path.isRoot
-                           ? "\(HiddenNames.label(of: s.vault.item(id)!, in: s.vault)):" : "\(terminalSafe(path.description)):")
+                s.out.line(header(s, path))
             }
             let children = Browse.sorted(s.vault.children(of: id))
                 .filter { showHidden || !$0.name.hasPrefix(".") }
             render(s, children)
         }
         if failed { throw Reported() }
+    }
+
+    /// `PATH:` above a folder's grid, or its masked label under `hide-names`.
+    private static func header(_ s: Session, _ path: VaultPath) -> String {
+        if HiddenNames.active(s), !path.isRoot, let id = s.resolve(path), let folder = s.vault.item(id) {
+            return "\(HiddenNames.label(of: folder, in: s.vault)):"
+        }
+        return "\(terminalSafe(path.description)):"
     }
 
     /// Draws `items` as a grid as wide as the terminal (80 columns off a terminal).
