@@ -1085,6 +1085,32 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
     assert make_device(narnia_bin, tmp_path, "B", remote).ok("ls /").out_lines == ["a.bin"]
 
 
+def test_a_cut_transfer_of_a_conflict_copy_is_no_copy(narnia_bin, tmp_path):
+    """Review AM: a journal transfer under way is named `NAME.narnia-sending-DEVICE`; when NAME
+    was a Syncthing conflict copy's, the `conflict` in it made the cut temporary read as a copy:
+    fetched by every device, sent back, never deleted, and each sync reported a transfer."""
+    a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
+    a.n.init()
+    journal, _ = own_journal(a.n, "mkdir /a")
+    c = make_device(narnia_bin, tmp_path, "C", a.vault)
+    d = make_device(narnia_bin, tmp_path, "D", a.vault)
+    c.ok("mkdir /c")
+    remote = tmp_path / "remote"
+    c.sync(str(remote))
+    device = next(l.split()[0] for l in c.ok("devices").out_lines if l.endswith("(this device)"))
+    rel = journal.relative_to(a.vault)
+    cut = remote / f"{rel}.sync-conflict-20261204-122710-OW35KIE.narnia-sending-{device}"
+    cut.write_bytes(journal.read_bytes()[:150])
+    d.sync(str(remote))
+    assert not list(d.vault.glob("*/*narnia-sending*")), "D fetched the cut transfer as a copy"
+    c.sync(str(remote))
+    assert not cut.exists(), "the device that left it deletes its cut transfer at its next sync"
+    assert not list(c.vault.glob("*/*narnia-sending*"))
+    r = c.sync(str(remote))
+    assert r.out_lines[0].startswith("synced") and "sent 0" in r.out and "received 0" in r.out, \
+        "a sync with nothing to do transfers nothing" + r.describe()
+
+
 @pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
                                    "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):

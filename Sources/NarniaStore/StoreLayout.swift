@@ -95,8 +95,10 @@ enum StoreName {
     /// retired file goes with it, and a hand backup must not — so OneDrive's Windows form,
     /// `-COMPUTERNAME`, which cannot be told from `KEY-OLD`, is not taken (`verify` names such a
     /// file, and how to have it read).
+    /// A copy's transfer in flight is none: `J.sync-conflict-….narnia-sending-…`, cut short,
+    /// was fetched as a copy, sent back and never deleted (review AM).
     static func isConflictSuffix(_ rest: Substring) -> Bool {
-        if rest.isEmpty { return false }
+        if rest.isEmpty || isTransferInFlight(rest) { return false }
         let lower = rest.lowercased()
         return lower.contains("conflict") || lower.hasPrefix("..path") || isOneDriveSuffix(rest)
     }
@@ -130,8 +132,15 @@ enum StoreName {
     /// nil otherwise. `prefix` is prepended (a shard's two digits).
     static func unrecognisedCopy(in name: String, digits: Int, prefix: String = "") -> Identifier? {
         guard let (id, rest) = split(name, digits: digits, prefix: prefix), !rest.isEmpty, !isConflictSuffix(rest),
-              !rest.hasPrefix(".narnia-sending-"), !rest.hasSuffix(".partial"), !rest.hasSuffix(".!sync") else { return nil }
+              !isTransferInFlight(rest) else { return nil }
         return id
+    }
+
+    /// True when `rest`, what follows an identifier, names a transfer in flight, of the file or
+    /// of a copy of it: this program's `.narnia-sending-DEVICE`, rclone's `.….partial`,
+    /// Resilio's `.!sync`.
+    private static func isTransferInFlight(_ rest: Substring) -> Bool {
+        rest.contains(".narnia-sending-") || rest.hasSuffix(".partial") || rest.hasSuffix(".!sync")
     }
 
     /// True when `name` begins with exactly `digits` hex digits followed by something: the
