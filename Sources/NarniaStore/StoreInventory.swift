@@ -47,8 +47,9 @@ struct StoreInventory {
     /// not read.
     var notKeyFiles: [String] = []
     /// Files this program writes under a temporary name and renames or removes when done
-    /// (`WholeFile`'s fallback, the file-mode probe, the store probe of `sync`), as paths relative to the store: any
-    /// listed was left by a process killed meanwhile, or is being written now.
+    /// (`WholeFile`'s fallback, the file-mode probe, the store probe of `sync`), as paths
+    /// relative to the store: any listed was left by a process killed meanwhile, or is being
+    /// written now.
     var temporaryFiles: [String] = []
 
     /// The prefixes of the temporary names in `temporaryFiles`.

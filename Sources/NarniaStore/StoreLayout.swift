@@ -95,6 +95,7 @@ enum StoreName {
     /// retired file goes with it, and a hand backup must not — so OneDrive's Windows form,
     /// `-COMPUTERNAME`, which cannot be told from `KEY-OLD`, is not taken (`verify` names such a
     /// file, and how to have it read).
+    ///
     /// A copy's transfer in flight is none: `J.sync-conflict-….narnia-sending-…`, cut short,
     /// was fetched as a copy, sent back and never deleted (review AM).
     static func isConflictSuffix(_ rest: Substring) -> Bool {

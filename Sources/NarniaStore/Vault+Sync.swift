@@ -34,9 +34,9 @@ public struct SyncFile: Sendable, Equatable {
 extension Vault {
     /// Makes an empty file at the store's top under a fresh name, for the length of one
     /// listing of a remote: a remote whose listing shows it is this very store, however it was
-    /// reached — another mount of it (bindfs), rclone's `:local:` syntax or a local remote of
-    /// its config, an sftp remote on this machine — which comparing folder identities misses
-    /// (review AK). Nil where the file cannot be made (the sync then fails on its own).
+    /// reached — another mount of it (bindfs), a remote of type local or alias in rclone's
+    /// config, a server on this machine — which comparing folder identities misses (review
+    /// AK). Nil where the file cannot be made (the sync then fails on its own).
     /// `removeStoreProbe` removes it; one a kill left goes with the other temporary files.
     public func makeStoreProbe() -> String? {
         let name = Self.storeProbePrefix + Identifier.random().hex.prefix(12)
