@@ -186,6 +186,18 @@ def test_forged_key_files_are_said_and_never_lock_the_vault(narnia):
     assert len([p for p in narnia.vault.iterdir() if p.is_file()]) == 2, "the forged key files were retired and deleted"
 
 
+def test_a_file_named_as_a_key_file_that_cannot_be_one_locks_nobody_out(narnia):
+    """Review AN: a file at the top named as a key file but too long to be one (or unreadable)
+    made every unlock fail, whatever the passphrase."""
+    narnia.init()
+    (narnia.vault / os.urandom(16).hex()).write_bytes(os.urandom(5000))
+    if os.geteuid() != 0:
+        unreadable = narnia.vault / os.urandom(16).hex()
+        unreadable.write_bytes(os.urandom(98))
+        unreadable.chmod(0)
+    narnia.ok("ls /")
+
+
 # -- 7. Damage is never quiet ------------------------------------------------------------
 
 

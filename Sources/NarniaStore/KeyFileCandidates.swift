@@ -100,19 +100,29 @@ enum KeyFileCandidates {
         return (first, others)
     }
 
-    /// Every key file present (and every copy of one), format 2 first, newest first.
+    /// Every key file present (and every copy of one), format 2 first, newest first. A file
+    /// named as one that is not of a key file's length, or cannot be opened or read, is passed
+    /// over while another can be tried: one such file put at the top (5,000 bytes, or mode
+    /// 000) made every unlock fail (review AN). With none left, the first such error is thrown.
     private static func read(inventory: StoreInventory, root: String) throws -> [Candidate] {
         var candidates: [Candidate] = []
+        var firstFailure: Error?
         for (id, entry) in inventory.keyFiles {
             for path in entry.all {
-                let fd = try JournalReader.openStoreFile(root + "/" + path)
-                let st = try fd.status()
-                let bytes = try fd.readToEnd(limit: 4096)
-                guard let (salt, parameters, former) = KeyFile.header(of: bytes) else { continue }
-                candidates.append(Candidate(id: id, bytes: bytes, salt: salt, parameters: parameters, former: former,
-                                            modified: st.modifiedNanoseconds))
+                do {
+                    let fd = try JournalReader.openStoreFile(root + "/" + path)
+                    let st = try fd.status()
+                    guard KeyFile.masterCount(ofLength: Int(st.st_size)) != nil else { continue }
+                    let bytes = try fd.readToEnd(limit: 4096)
+                    guard let (salt, parameters, former) = KeyFile.header(of: bytes) else { continue }
+                    candidates.append(Candidate(id: id, bytes: bytes, salt: salt, parameters: parameters, former: former,
+                                                modified: st.modifiedNanoseconds))
+                } catch {
+                    firstFailure = firstFailure ?? error
+                }
             }
         }
+        if candidates.isEmpty, let firstFailure { throw firstFailure }
         guard !candidates.isEmpty else {
             if inventory.keyFiles.isEmpty && inventory.files.isEmpty { throw VaultError.noVault(root) }
             if !inventory.keyFiles.isEmpty { throw VaultError.damagedKeyFile("none has the length of a key file") }
