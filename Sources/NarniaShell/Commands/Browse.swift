@@ -55,7 +55,8 @@ enum Browse {
             // Files of several folders (`ls /*/*.jpg`) are shown and sorted by path: bare, their
             // names would not say which is which (review AJ).
             let byPath = Set(files.map(\.0.parent)).count > 1
-            let order = ordered(files.map(\.1), a, name: byPath ? { byID[$0.id]!.0.description } : \.name).map(\.id)
+            let pathText = byPath ? byID.mapValues(\.0.description) : [:]
+            let order = ordered(files.map(\.1), a, name: byPath ? { pathText[$0.id]! } : \.name).map(\.id)
             printListing(s, a, order.compactMap { byID[$0] }, byPath: byPath)
         }
         // Headers whenever more than one operand was named, a missing one included (as coreutils).
