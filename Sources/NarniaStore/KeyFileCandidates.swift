@@ -27,7 +27,7 @@ enum KeyFileCandidates {
         let parameters: KDFParameters
     }
 
-    private struct Candidate {
+    fileprivate struct Candidate {
         let id: Identifier
         let bytes: [UInt8]
         let salt: [UInt8]
@@ -39,36 +39,29 @@ enum KeyFileCandidates {
         var derivationKey: [UInt8] { salt + KeyFile.maskedParameters(parameters, salt: salt) }
     }
 
-    /// Unwraps the first key file, newest first, that `passphrase` opens. Past the newest
-    /// `quietDerivations` salts, `notice` hears how many more are tried.
+    /// Unwraps the first key file, newest first, that `derivations`' passphrase opens. Past the
+    /// newest `quietDerivations` salts, its `notice` hears how many more are tried.
     /// - Throws: `VaultError.wrongPassphrase` when none does, `.refusedLimits`, `.noVault`,
     ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     ///
-    /// With `exactDerivations` (the door), exactly that many key derivations run before a wrong
-    /// passphrase is answered, whatever the store holds: the newest key files of that many
-    /// salts are tried, and random salts make up the rest.
-    static func unlock(inventory: StoreInventory, root: String, passphrase: Secret,
-                       notice: ((String) -> Void)?, exactDerivations: Int? = nil) throws -> Unlocked {
+    /// With a `budget` (the door), only the newest key files of `budget.count` salts are tried,
+    /// and the store's limits are what the budget pads the rest with.
+    static func unlock(inventory: StoreInventory, root: String, derivations: inout Derivations) throws -> Unlocked {
         let candidates = try read(inventory: inventory, root: root)
         let acceptable = candidates.filter { $0.parameters.isAcceptable }
         guard !acceptable.isEmpty else {
             let p = candidates[0].parameters
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
         }
-        let (newest, others) = splitAfterSalts(acceptable, count: exactDerivations ?? quietDerivations)
-        var derivations = Derivations(passphrase: passphrase, notice: notice)
+        let (newest, others) = splitAfterSalts(acceptable, count: derivations.budget?.count ?? quietDerivations)
+        derivations.budget?.padParameters = newest[0].parameters
         for candidate in newest {
             if let unlocked = try derivations.open(candidate) { return unlocked }
         }
-        if let count = exactDerivations {
-            for _ in derivations.derived.count..<max(count, derivations.derived.count) {
-                _ = try PassphraseKey.derive(passphrase: passphrase, salt: randomBytes(PassphraseKey.saltLength), parameters: newest[0].parameters)
-            }
-            throw VaultError.wrongPassphrase
-        }
-        if !others.isEmpty, let notice {
+        guard derivations.budget == nil else { throw VaultError.wrongPassphrase }
+        if !others.isEmpty, let notice = derivations.notice {
             let more = Set(others.map(\.derivationKey)).count
-            notice("the passphrase opens none of the \(derivations.derived.count) newest key files; trying the \(more) others, a key derivation each (passwd leaves a few while a device is away; many more may have been put at the store's top by someone who can write to it)")
+            notice("the passphrase opens none of the key files of the \(derivations.derived.count) newest salts; trying those of the \(more) others, a key derivation each (passwd leaves a few key files while a device is away; many more may have been put at the store's top by someone who can write to it)")
         }
         for candidate in others {
             if let unlocked = try derivations.open(candidate) { return unlocked }
@@ -76,13 +69,15 @@ enum KeyFileCandidates {
         throw VaultError.wrongPassphrase
     }
 
-    /// Unwraps every format-2 key file, other than those in `except`, that `passphrase` opens.
-    static func unlockAll(inventory: StoreInventory, root: String, passphrase: Secret,
+    /// Unwraps every format-2 key file, other than those in `except`, that `derivations`'
+    /// passphrase opens. With a budget (the door), only key files whose salt and limits were
+    /// derived already are tried: adopting costs no derivation there.
+    static func unlockAll(inventory: StoreInventory, root: String, derivations: inout Derivations,
                           except: Set<Identifier>) throws -> [Unlocked] {
-        var derivations = Derivations(passphrase: passphrase, notice: nil)
         var opened: [Unlocked] = []
         for candidate in try read(inventory: inventory, root: root)
         where !candidate.former && candidate.parameters.isAcceptable && !except.contains(candidate.id) && !opened.contains(where: { $0.id == candidate.id }) {
+            if derivations.budget != nil && derivations.derived[candidate.derivationKey] == nil { continue }
             if let unlocked = try derivations.open(candidate) { opened.append(unlocked) }
         }
         return opened
@@ -141,20 +136,23 @@ enum KeyFileCandidates {
     }
 
     /// Key derivations of one passphrase, shared by key files with the same salt and limits.
-    private struct Derivations {
+    struct Derivations {
         let passphrase: Secret
         let notice: ((String) -> Void)?
-        var derived: [[UInt8]: Secret] = [:]
+        /// At the door, the derivations a try costs in all (`DerivationBudget`).
+        let budget: DerivationBudget?
+        fileprivate(set) var derived: [[UInt8]: Secret] = [:]
         /// Whether `notice` heard of limits costlier than MODERATE (once is enough).
-        var announcedCostlier = false
+        private var announcedCostlier = false
 
-        init(passphrase: Secret, notice: ((String) -> Void)?) {
+        init(passphrase: Secret, notice: ((String) -> Void)?, budget: DerivationBudget? = nil) {
             self.passphrase = passphrase
             self.notice = notice
+            self.budget = budget
         }
 
         /// The key file unwrapped, or nil when the passphrase does not open it.
-        mutating func open(_ candidate: Candidate) throws -> Unlocked? {
+        fileprivate mutating func open(_ candidate: Candidate) throws -> Unlocked? {
             let cacheKey = candidate.derivationKey
             let kek: Secret
             if let known = derived[cacheKey] {
@@ -165,11 +163,37 @@ enum KeyFileCandidates {
                     notice("this vault's key derivation is slower than usual (\(candidate.parameters.opsLimit) passes, \(candidate.parameters.memLimitKiB / 1024) MiB)")
                 }
                 kek = try PassphraseKey.derive(passphrase: passphrase, salt: candidate.salt, parameters: candidate.parameters)
+                budget?.spent += 1
                 derived[cacheKey] = kek
             }
             guard let contents = try? KeyFile.open(candidate.bytes, kek: kek, id: candidate.id) else { return nil }
             guard contents.chunkSizeLog2 == ContentFormat.chunkSizeLog2 else { throw VaultError.damagedKeyFile("unknown chunk size") }
             return Unlocked(id: candidate.id, contents: contents, kek: kek, salt: candidate.salt, parameters: candidate.parameters)
+        }
+    }
+}
+
+/// The key derivations a try at the door costs: exactly `count`, whether the vault opens or
+/// not and whatever the store holds or the try meets after deriving (a key file retired by a
+/// rotation, a damaged journal), so that time tells nothing. Opening spends them on the newest
+/// salts; `padToCount` spends the rest on random salts.
+public final class DerivationBudget {
+    public let count: Int
+    /// The derivations made so far.
+    public internal(set) var spent = 0
+    /// The limits the padding derives with: the store's newest key file's once it is read.
+    public internal(set) var padParameters: KDFParameters
+
+    public init(count: Int, padParameters: KDFParameters) {
+        self.count = count
+        self.padParameters = padParameters
+    }
+
+    /// Derives `key` with random salts until `count` derivations have been made.
+    public func padToCount(key: Secret) {
+        while spent < count {
+            _ = try? PassphraseKey.derive(passphrase: key, salt: randomBytes(PassphraseKey.saltLength), parameters: padParameters)
+            spent += 1
         }
     }
 }

@@ -211,6 +211,27 @@ extension Vault {
         warnings.append("the store holds \(unretired) key files that no passwd retired, more than passwd on several devices at once leaves: most may have been put at its top by someone who can write to it; each newer than yours costs a key derivation at every unlock (a plain passwd retires them all)")
     }
 
+    /// The modification time given to retired key files still present: 1980-01-02, which
+    /// FAT can hold too.
+    static let retiredKeyFileTime: Int64 = 315_619_200 * 1_000_000_000
+
+    /// Dates the retired key files still present (waiting for a device that has not heard)
+    /// back to `retiredKeyFileTime`, so that an unlock, which tries key files newest first,
+    /// reaches them after the live one: forged key files dated in the future kept costing a
+    /// derivation at every unlock after the `passwd` that retired them, and kept the door shut
+    /// (review AN). Every device gives them the same time, so sync engines see no conflict.
+    /// Only a session opened with a live key file does it, as for deleting them.
+    func dateRetiredKeyFilesBack() {
+        guard isKnownDevice, mayDeleteKeyFiles else { return }
+        for (id, entry) in inventory.keyFiles where state.retired[RetiredFile(kind: .keyFile, id: id)] != nil {
+            for path in entry.all {
+                guard let fd = try? JournalReader.openStoreFile(layout.root + "/" + path),
+                      let st = try? fd.status(), st.modifiedNanoseconds != Self.retiredKeyFileTime else { continue }
+                fd.setTimes(nanoseconds: Self.retiredKeyFileTime)
+            }
+        }
+    }
+
     /// True when a retired key file may go from this copy: never the last one that opens the
     /// vault, so only while the key file this session opened with (or wrote) is live — one
     /// known to open, not merely of the right length (docs/FORMAT.md, "Key files"). A `passwd`

@@ -69,6 +69,7 @@ extension Vault {
         kdfParameters = parameters
         if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
+        dateRetiredKeyFilesBack()
     }
 
     /// Runs `write`, which writes a new key file; returns, rather than throws, the error to
@@ -131,6 +132,7 @@ extension Vault {
         for id in journals.keys { journals[id]!.underCurrentMaster = false }
         if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
+        dateRetiredKeyFilesBack()
         try compact()
         _ = try rotateInboxKey()
     }

@@ -248,13 +248,13 @@ public final class Vault {
     /// When a journal is sealed under a master key the key file lacks (`passwd --rotate` made
     /// on two devices at once), the other key files that `passphrase` opens are tried, then
     /// those that `anotherPassphrase` opens, if given (it is asked once, and may return nil).
-    /// With `exactDerivations` (the door) a wrong passphrase costs exactly that many key
-    /// derivations, however many key files the store holds (`KeyFileCandidates.unlock`).
+    /// With a `budget` (the door), only key files of the newest `budget.count` salts are tried,
+    /// adopting derives nothing more, and `budget.spent` counts the derivations made.
     /// - Throws: `VaultError.noVault`, `.wrongPassphrase`, `.refusedLimits`, `.locked`,
     ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `.unknownMasterKey`,
     ///   `StoreFileError`, `SystemError`.
     public static func open(at directory: String, passphrase: Secret, notice: ((String) -> Void)? = nil,
-                            anotherPassphrase: (() -> Secret?)? = nil, exactDerivations: Int? = nil) throws -> Vault {
+                            anotherPassphrase: (() -> Secret?)? = nil, budget: DerivationBudget? = nil) throws -> Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
@@ -264,8 +264,8 @@ public final class Vault {
         let shardListing = ShardListing(root: directory, names: inventory.shardNames)
         defer { shardListing.waitUntilDone() }
         if inventory.keyFiles.isEmpty { try shardListing.wait(addingTo: &inventory) }
-        let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, passphrase: passphrase, notice: notice,
-                                                    exactDerivations: exactDerivations)
+        var derivations = KeyFileCandidates.Derivations(passphrase: passphrase, notice: notice, budget: budget)
+        let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, derivations: &derivations)
         try shardListing.wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
@@ -283,17 +283,20 @@ public final class Vault {
             } catch MetadataError.unknownMasterKey(let journals) {
                 // Rotations on two devices at once: each key file holds its own new key.
                 let known = masters.all.count
-                func adopt(_ secret: Secret, same: Bool) throws {
+                func adopt(_ derivations: inout KeyFileCandidates.Derivations, same: Bool) throws {
                     let tried = Set([unlocked.id] + adopted.map(\.unlocked.id))
-                    for other in try KeyFileCandidates.unlockAll(inventory: inventory, root: directory, passphrase: secret, except: tried)
+                    for other in try KeyFileCandidates.unlockAll(inventory: inventory, root: directory, derivations: &derivations, except: tried)
                     where masters.adopt(other.contents.masters) {
                         adopted.append((other, same))
                     }
                 }
-                try adopt(passphrase, same: true)
+                try adopt(&derivations, same: true)
                 if masters.all.count == known, !askedAnother, let anotherPassphrase {
                     askedAnother = true
-                    if let another = anotherPassphrase() { try adopt(another, same: false) }
+                    if let another = anotherPassphrase() {
+                        var others = KeyFileCandidates.Derivations(passphrase: another, notice: notice)
+                        try adopt(&others, same: false)
+                    }
                 }
                 guard masters.all.count > known else {
                     // Another live key file this passphrase does not open, while the one it
@@ -342,6 +345,7 @@ public final class Vault {
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         vault.warnOfManyKeyFiles()
+        vault.dateRetiredKeyFilesBack()
         vault.checkInboxPublicFiles()
         if vault.isKnownDevice {
             // A vault made before inboxes existed gets its key pair from the first device that
