@@ -1112,27 +1112,38 @@ def test_a_cut_transfer_of_a_conflict_copy_is_no_copy(narnia_bin, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
-                                   "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:"])
+                                   "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:",
+                                   "holding-it-with-a-quote-inside-a-value", "holding-it-as-a-local-remote-of-the-config",
+                                   "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
     own files), where export, import and drop refuse such paths. Review AK: spelt with `..`
     through a folder that is not there (rclone reads `..` as text), or from `~` (which made a
-    folder named `~`), too. Review AL: or in rclone's on-the-fly `:local:` syntax."""
-    remote = {"inside-the-store": str(vault.vault / "inside"), "holding-the-store": str(vault.vault.parent),
-              "holding-it-through-a-folder-not-there": str(vault.vault.parent / "nothing" / ".."),
-              "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{vault.vault.parent}",
-              "inside-it-as-:local,OPTIONS:": f":local,case_insensitive=true,description='a:b':{vault.vault / 'inside'}"}[where]
-    home = vault.vault.parent / "home-here"   # ~/.. holds the store
+    folder named `~`), too. Review AL: or in rclone's on-the-fly `:local:` syntax. Review AN: a
+    quote inside an option's value (`Bob's`) hid the folder, and remotes of type local or alias
+    in rclone's config, or an alias on the fly, were not read."""
+    parent, inside = vault.vault.parent, vault.vault / "inside"
+    config = tmp_path / "rclone.conf"
+    config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n")
+    remote = {"inside-the-store": str(inside), "holding-the-store": str(parent),
+              "holding-it-through-a-folder-not-there": str(parent / "nothing" / ".."),
+              "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{parent}",
+              "inside-it-as-:local,OPTIONS:": f":local,case_insensitive=true,description='a:b':{inside}",
+              "holding-it-with-a-quote-inside-a-value": f":local,description=Bob's:{parent}",
+              "holding-it-as-a-local-remote-of-the-config": f"mine:{parent}",
+              "inside-it-through-an-alias-of-the-config": "store:inside",
+              "inside-it-through-an-alias-on-the-fly": f":alias,remote={vault.vault}:inside"}[where]
+    home = parent / "home-here"   # ~/.. holds the store
     home.mkdir()
-    before = sorted(p.name for p in vault.vault.parent.iterdir())
-    r = vault.c(f"sync {q(remote) if remote.startswith(':') else remote}", env={**vault.env, "HOME": str(home)})
+    before = sorted(p.name for p in parent.iterdir())
+    r = vault.c(f"sync {q(remote) if ':' in remote else remote}", env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config)})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
-    assert sorted(p.name for p in vault.vault.parent.iterdir()) == before
-    assert not (vault.vault / "inside").exists()
+    assert sorted(p.name for p in parent.iterdir()) == before
+    assert not inside.exists()
 
 
-@pytest.mark.parametrize("spelling", ["local-remote-of-the-config", "bindfs"])
+@pytest.mark.parametrize("spelling", ["union-remote-of-the-config", "bindfs"])
 def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
     """Review AK: the folder-remote check compares folder identities, so the store reached
     through a remote of type local in rclone's config or another mount of it (bindfs) was taken
@@ -1148,9 +1159,13 @@ def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling)
         mounted = mounted_fuse(["bindfs", str(vault.vault), str(mount)], mount)
         remote = str(next(mounted))
     else:
-        mounted, remote = None, f"here:{vault.vault}"
+        # A union of the store and an empty folder: a remote type that sync does not read as
+        # a folder here (a local or alias one it does, and refuses before listing).
+        (tmp_path / "empty").mkdir()
+        mounted, remote = None, "here:"
     try:
-        r = vault.c(f"sync {q(remote)}", env={**vault.env, "RCLONE_CONFIG_HERE_TYPE": "local"})
+        r = vault.c(f"sync {q(remote)}", env={**vault.env, "RCLONE_CONFIG_HERE_TYPE": "union",
+                                               "RCLONE_CONFIG_HERE_UPSTREAMS": f"{vault.vault} {tmp_path / 'empty'}"})
     finally:
         if mounted is not None:
             mounted.close()

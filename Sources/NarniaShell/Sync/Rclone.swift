@@ -57,6 +57,25 @@ struct Rclone {
         remote.hasSuffix(":") || remote.hasSuffix("/") ? remote + path : remote + "/" + path
     }
 
+    /// The settings of the remote `name` in the user's rclone config (`rclone config dump`),
+    /// with those the environment gives (`RCLONE_CONFIG_NAME_TYPE`…) over them; nil when it
+    /// has none. Read to tell a remote of type local or alias, which reaches a folder here.
+    func configSection(_ name: String) -> [String: String]? {
+        var section: [String: String]?
+        if let outcome = try? run(["config", "dump"]), outcome.status == 0,
+           let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any],
+           let settings = dump[name] as? [String: Any] {
+            section = settings.compactMapValues { $0 as? String }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        for key in ["type", "remote"] {
+            // rclone 1.60 turns `-` into `_` in the name too; later versions keep it.
+            let names = [name.replacingOccurrences(of: "-", with: "_"), name].map { "RCLONE_CONFIG_\($0.uppercased())_\(key.uppercased())" }
+            if let value = names.lazy.compactMap({ environment[$0] }).first { section = (section ?? [:]).merging([key: value]) { $1 } }
+        }
+        return section
+    }
+
     /// What one run gave.
     struct Outcome {
         var status: Int32

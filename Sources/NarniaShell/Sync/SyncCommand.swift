@@ -20,7 +20,9 @@ enum SyncCommand {
             s.note("sync", "not given to rclone: \(rclone.withheldSettings.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
         }
         let vault = s.vault
-        try checkFolderRemote(s, remote)
+        // The folder here that rclone's local backend reaches, if it does (`RcloneRemote`).
+        let localFolder = RcloneRemote.localFolder(of: remote, section: rclone.configSection)
+        if let localFolder { try checkFolderRemote(s, remote, localFolder) }
         let probe = vault.makeStoreProbe()
         let listing = Result { try rclone.list(remote) }
         if let probe { vault.removeStoreProbe(probe) }
@@ -166,7 +168,7 @@ enum SyncCommand {
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
-        try syncLocalRemote(remote, sent)
+        if let localFolder { try syncLocalRemote(localFolder, sent) }
         try finish(s, remote, report, nil)
     }
 
@@ -198,34 +200,12 @@ enum SyncCommand {
         }
     }
 
-    /// The folder here that `remote` names for rclone's local backend: a path with no `name:`,
-    /// or one after the on-the-fly `:local:` or `:local,OPTION=VALUE,…:` (review AL); nil for
-    /// any other remote. (A remote of type local or alias in the user's config is not read:
-    /// the store itself is still known there by the probe, not a folder around or in it.)
-    static func localFolder(of remote: String) -> String? {
-        if remote.hasPrefix("/") || remote.hasPrefix(".") || !remote.contains(":") { return remote }
-        guard remote.hasPrefix(":local:") || remote.hasPrefix(":local,") else { return nil }
-        // Option values may be quoted, holding `:` or `,` (rclone's connection strings).
-        var quote: Character?
-        for index in remote.indices.dropFirst(6) {
-            let c = remote[index]
-            if let open = quote {
-                if c == open { quote = nil }
-            } else if c == "\"" || c == "'" {
-                quote = c
-            } else if c == ":" {
-                return String(remote[remote.index(after: index)...])
-            }
-        }
-        return nil
-    }
-
-    /// Refuses a folder remote that is the vault's own store, lies inside it, or holds it (a
-    /// Syncthing folder the store is kept in, say): the store's files would land among its
-    /// own, or among the user's (review AJ). Compared by identity, as `export` compares its
+    /// Refuses a `folder` remote (reached through rclone's local backend) that is the vault's
+    /// own store, lies inside it, or holds it (a Syncthing folder the store is kept in, say):
+    /// the store's files would land among its own, or among the user's (review AJ). Compared by identity, as `export` compares its
     /// destination; a copy of the store elsewhere is a remote like any other.
-    private static func checkFolderRemote(_ s: Session, _ remote: String) throws {
-        guard let folder = localFolder(of: remote), let store = HostFileIdentity(of: s.vault.directory) else { return }
+    private static func checkFolderRemote(_ s: Session, _ remote: String, _ folder: String) throws {
+        guard let store = HostFileIdentity(of: s.vault.directory) else { return }
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
         // not made yet is where its nearest folder that exists is.
@@ -242,13 +222,12 @@ enum SyncCommand {
         }
     }
 
-    /// When the remote is a folder here (rclone's local backend: a path with no `name:`),
+    /// When the remote is a `folder` here (rclone's local backend, `RcloneRemote.localFolder`),
     /// makes what was sent there durable before the sync says it is done: rclone does not
     /// sync what it writes, and a power cut left a remote one sync behind (a review). One
     /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder.
-    private static func syncLocalRemote(_ remote: String, _ sent: [String]) throws {
-        guard !sent.isEmpty, let folder = localFolder(of: remote),
-              let top = try? FileDescriptor.open(folder, .readOnly, options: .directory) else { return }
+    private static func syncLocalRemote(_ folder: String, _ sent: [String]) throws {
+        guard !sent.isEmpty, let top = try? FileDescriptor.open(folder, .readOnly, options: .directory) else { return }
         let files = sent.map { folder + "/" + $0 }
         try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [folder], on: top)
     }

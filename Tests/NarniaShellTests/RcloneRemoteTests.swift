@@ -1,0 +1,58 @@
+import XCTest
+@testable import NarniaShell
+
+final class RcloneRemoteTests: XCTestCase {
+    /// The folder of each spelling was found by `rclone lsf` (rclone 1.60.1) listing a marker
+    /// file put in it, with the config of `section` below.
+    func testTheFolderReachedIsRclones() {
+        let config: [String: [String: String]] = [
+            "loc": ["type": "local"],
+            "al": ["type": "alias", "remote": "loc:/tmp/rt2/sub"],
+            "al2": ["type": "alias", "remote": "al:inner"],
+            "cloud": ["type": "s3"],
+        ]
+        let cases: [(String, String?)] = [
+            ("/srv/backup", "/srv/backup"),
+            ("relative/folder", "relative/folder"),
+            ("backups/2024:01", "backups/2024:01"),   // a `/` before the `:`: a local path
+            ("x\\y:z", "x\\y:z"),
+            (":local:", "."),
+            (":local:d", "d"),
+            (":local,description=Bob's:/tmp/rt2/d", "/tmp/rt2/d"),   // a quote opens only at a value's start
+            (":local,description='it''s':d", "d"),
+            (":local,description=\"a:b\",case_insensitive:/x", "/x"),
+            ("loc:/tmp/rt2/d", "/tmp/rt2/d"),
+            ("loc,case_insensitive=true:d", "d"),
+            ("al:", "/tmp/rt2/sub"),
+            ("al:inner", "/tmp/rt2/sub/inner"),
+            ("al:../inner", "/tmp/rt2/sub/inner"),   // `..` stops at the alias's root
+            ("al2:", "/tmp/rt2/sub/inner"),
+            (":alias,remote=/tmp/rt2/sub:inner", "/tmp/rt2/sub/inner"),
+            (":alias,remote='al2:':deeper", "/tmp/rt2/sub/inner/deeper"),
+            (":alias,remote=al2:deeper", "al2/deeper"),   // unquoted, the value ends at the `:`
+            (".hidden:x", nil),   // a remote named `.hidden`, which is not configured
+            ("cloud:bucket", nil),
+            (":s3:bucket", nil),
+            ("unknown:x", nil),
+            (":local,description='open:x", nil),   // rclone refuses an unclosed quote
+            (":/x", nil),
+            ("a@b:c", nil),
+            ("", nil),
+        ]
+        for (remote, folder) in cases {
+            XCTAssertEqual(RcloneRemote.localFolder(of: remote, section: { config[$0] }), folder, remote)
+        }
+    }
+
+    func testAnAliasOfItselfEnds() {
+        XCTAssertNil(RcloneRemote.localFolder(of: "loop:", section: { _ in ["type": "alias", "remote": "loop:x"] }))
+    }
+
+    func testOptionsAndPathAreSplitAsRcloneSplitsThem() {
+        let parsed = RcloneRemote("name,a=1,b='x,y:z',c:path:with:colons")
+        XCTAssertEqual(parsed?.name, "name")
+        XCTAssertEqual(parsed?.options, ["a": "1", "b": "x,y:z", "c": "true"])
+        XCTAssertEqual(parsed?.path, "path:with:colons")
+        XCTAssertEqual(parsed?.configString, "name,a=1,b='x,y:z',c")
+    }
+}
