@@ -484,6 +484,21 @@ def test_hide_names_hides_every_name_on_screen(vault, media, tmp_path):
     assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
 
 
+def test_hide_names_grid_headers_are_masked_paths_as_in_ls(vault, media, tmp_path):
+    """Review AN: the grid's folder headers under hide-names showed a folder's own `#N` only,
+    where `ls` shows its whole path masked (`/#1/#2:`): two folders of one number looked alike."""
+    (tmp_path / "lion.png").write_bytes((media / "photo.png").read_bytes())
+    vault.ok(f"mkdir -p /narnia/cair /tashbaan/cair; cd /narnia/cair; import {q(str(tmp_path / 'lion.png'))}; "
+             f"cd /tashbaan/cair; import {q(str(tmp_path / 'lion.png'))}; set hide-names on")
+    run = PtyRun(vault, ["-c", "grid /*/*/*.png; ls /*/cair"], colour_env(vault))
+    run.finish()
+    screen = ANSI.sub("", run.text)
+    lines = [l.strip() for l in screen.splitlines()]
+    assert lines.count("/#1/#1:") == 2 and lines.count("/#2/#1:") == 2, screen   # once in the grid, once in ls
+    leaks = [n for n in ("narnia", "tashbaan", "cair", "lion") if n in screen.replace("narnia:", "")]
+    assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
+
+
 def test_hide_names_in_ls_listings(vault, media, tmp_path):
     secret_vault(vault, media, tmp_path)
     run = PtyRun(vault, ["-c", "ls; ls -l; ls '#1'"] + [], colour_env(vault))

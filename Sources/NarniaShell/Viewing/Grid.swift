@@ -35,7 +35,7 @@ enum Grid {
         if fileFolders.count > 1 {
             for (i, folder) in fileFolders.keys.sorted(by: { utf8Order($0.description, $1.description) }).enumerated() {
                 if i > 0 { s.out.line("") }
-                s.out.line(header(s, folder))
+                s.out.line("\(s.shown(folder, on: s.out)):")
                 render(s, fileFolders[folder]!.map(\.1))
             }
         } else if !files.isEmpty {
@@ -44,21 +44,13 @@ enum Grid {
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 {
                 if i > 0 || !files.isEmpty { s.out.line("") }
-                s.out.line(header(s, path))
+                s.out.line("\(s.shown(path, on: s.out)):")
             }
             let children = Browse.sorted(s.vault.children(of: id))
                 .filter { showHidden || !$0.name.hasPrefix(".") }
             render(s, children)
         }
         if failed { throw Reported() }
-    }
-
-    /// `PATH:` above a folder's grid, or its masked label under `hide-names`.
-    private static func header(_ s: Session, _ path: VaultPath) -> String {
-        if HiddenNames.active(s), !path.isRoot, let id = s.resolve(path), let folder = s.vault.item(id) {
-            return "\(HiddenNames.label(of: folder, in: s.vault)):"
-        }
-        return "\(terminalSafe(path.description)):"
     }
 
     /// Draws `items` as a grid as wide as the terminal (80 columns off a terminal).
