@@ -1111,6 +1111,28 @@ def test_a_cut_transfer_of_a_conflict_copy_is_no_copy(narnia_bin, tmp_path):
         "a sync with nothing to do transfers nothing" + r.describe()
 
 
+def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
+    """Review AN: a cut transfer fetched before a07e161, or one a sync engine carried into the
+    store (`….narnia-sending-…`, rclone's `.partial`, Resilio's `.!sync`), stayed for ever,
+    unread. Untouched for a day, its transfer is over: an open removes it; a younger one may
+    be under way, and stays."""
+    journal, _ = own_journal(vault, "mkdir /a")
+    names = [f"{journal.name}.narnia-sending-{'ab' * 16}", f"{journal.name}.sync-conflict-20261204-122710-OW35KIE.narnia-sending-{'cd' * 16}",
+             f"{journal.name}.1f2e3d4c.partial", f"{journal.name}.!sync"]
+    old = [journal.with_name(n) for n in names] + [vault.vault / f"{'e' * 32}.2a3b.partial"]
+    young = [journal.with_name(journal.name + ".9a8b7c6d.partial")]
+    day_ago = time.time() - 25 * 3600
+    for path in old + young:
+        path.write_bytes(journal.read_bytes()[:100])
+    for path in old:
+        os.utime(path, (day_ago, day_ago))
+    vault.ok("ls /")
+    assert [p for p in old if p.exists()] == [], "transfers untouched for a day are over"
+    assert all(p.exists() for p in young), "a younger transfer may be under way"
+    assert vault.ok("ls /").out_lines == ["a"]
+    vault.ok("verify")
+
+
 @pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
                                    "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:",
                                    "holding-it-with-a-quote-inside-a-value", "holding-it-as-a-local-remote-of-the-config",

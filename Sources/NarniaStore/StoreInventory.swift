@@ -47,16 +47,19 @@ struct StoreInventory {
     /// not read.
     var notKeyFiles: [String] = []
     /// Files this program writes under a temporary name and renames or removes when done
-    /// (`WholeFile`'s fallback, the file-mode probe, the store probe of `sync`), as paths
-    /// relative to the store: any listed was left by a process killed meanwhile, or is being
-    /// written now.
+    /// (`WholeFile`'s fallback, the file-mode probe, the store probe of `sync`), and store
+    /// files' transfers in flight (`sync`'s `.narnia-sending-…`, rclone's `.partial`, Resilio's
+    /// `.!sync`), as paths relative to the store: any listed was left by a process killed
+    /// meanwhile, or is being written now.
     var temporaryFiles: [String] = []
 
     /// The prefixes of the temporary names in `temporaryFiles`.
     static let temporaryPrefixes = [WholeFile.temporaryPrefix, Vault.modeProbePrefix, Vault.storeProbePrefix]
 
-    private static func isTemporary(_ name: String) -> Bool {
-        temporaryPrefixes.contains { name.hasPrefix($0) }
+    /// A temporary file's name at the top (`digits` 32) or in the shard folder `shard`.
+    private static func isTemporary(_ name: String, shard: String? = nil) -> Bool {
+        temporaryPrefixes.contains { name.hasPrefix($0) } || StoreName.isTransferInFlight(name, digits: 32)
+            || shard.map { StoreName.isTransferInFlight(name, digits: 30, prefix: $0) } == true
     }
 
     /// What `notShards` and `notKeyFiles` mean, said at open and by `verify`: a line for each
@@ -146,7 +149,7 @@ struct StoreInventory {
 
     private mutating func addShardEntry(_ name: String, shard: String, root: String) {
         let path = shard + "/" + name
-        if Self.isTemporary(name) {
+        if Self.isTemporary(name, shard: shard) {
             temporaryFiles.append(path)
             return
         }

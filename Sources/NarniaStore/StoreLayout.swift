@@ -137,6 +137,13 @@ enum StoreName {
         return id
     }
 
+    /// True when `name` is exactly `digits` hex digits (after `prefix`) followed by a temporary
+    /// name a transfer in flight gives (`isTransferInFlight`).
+    static func isTransferInFlight(_ name: String, digits: Int, prefix: String = "") -> Bool {
+        guard let (_, rest) = split(name, digits: digits, prefix: prefix) else { return false }
+        return isTransferInFlight(rest)
+    }
+
     /// True when `rest`, what follows an identifier, names a transfer in flight, of the file or
     /// of a copy of it: this program's `.narnia-sending-DEVICE`, rclone's `.….partial`,
     /// Resilio's `.!sync`.

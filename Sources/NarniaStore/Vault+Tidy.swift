@@ -210,8 +210,9 @@ extension Vault {
     /// `leftStagingAge` that no process of this machine holds locked (`WholeFile` locks its
     /// file while it writes it: a drop from a pipe may wait for input that long). One left so
     /// belongs to a process killed meanwhile — on this device or another, since a sync engine
-    /// may carry it — and was never named: nothing reads it. A younger one may be a drop being
-    /// written on another machine, and is left.
+    /// may carry it — and was never named: nothing reads it; or is a transfer cut short, whose
+    /// source holds the whole file. A younger one may be a drop being written on another
+    /// machine, or a transfer under way, and is left.
     func removeLeftTemporaryFiles() {
         let limit = SystemClock.nowNanoseconds() - Self.leftStagingAge
         inventory.temporaryFiles.removeAll { path in
