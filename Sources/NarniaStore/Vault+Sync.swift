@@ -39,9 +39,7 @@ extension Vault {
     /// AK). Nil where the file cannot be made (the sync then fails on its own).
     /// `removeStoreProbe` removes it; one a kill left goes with the other temporary files.
     public func makeStoreProbe() -> String? {
-        let name = Self.storeProbePrefix + Identifier.random().hex.prefix(12)
-        guard (try? lockHandle.open(name, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)) != nil else { return nil }
-        return name
+        makeTemporaryFile(prefix: Self.storeProbePrefix, permissions: 0o600)?.name
     }
 
     /// Removes the file `makeStoreProbe` made.

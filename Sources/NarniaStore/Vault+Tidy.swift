@@ -181,15 +181,22 @@ extension Vault {
         let dir = lockHandle
         var probe: FileDescriptor? = try? dir.open(".", .writeOnly, options: .unnamedTemporary, permissions: Self.uncommittedMode)
         var name: String?
-        if probe == nil {
-            name = Self.modeProbePrefix + Identifier.random().hex.prefix(12)
-            probe = try? dir.open(name!, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: Self.uncommittedMode)
+        if probe == nil, let made = makeTemporaryFile(prefix: Self.modeProbePrefix, permissions: Self.uncommittedMode) {
+            (name, probe) = (made.name, made.file)
         }
         defer { if let name { try? dir.unlink(name, missingOK: true) } }
         guard let probe else { return nil }
         guard let made = try? probe.status(), made.st_mode & 0o7777 == Self.uncommittedMode,
               fchmod(probe.raw, Self.committedMode) == 0, let marked = try? probe.status() else { return false }
         return marked.st_mode & 0o7777 == Self.committedMode
+    }
+
+    /// Makes an empty file at the store's top named `prefix` and 12 random hex digits,
+    /// exclusively and never through a link (a temporary file: `StoreInventory.temporaryPrefixes`).
+    func makeTemporaryFile(prefix: String, permissions: mode_t) -> (name: String, file: FileDescriptor)? {
+        let name = prefix + Identifier.random().hex.prefix(12)
+        guard let file = try? lockHandle.open(name, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: permissions) else { return nil }
+        return (name, file)
     }
 
     /// How the name of the file `fileSystemKeepsCommitMark` makes begins, where it cannot be
