@@ -22,7 +22,7 @@ import time
 import pytest
 from pathlib import Path
 
-from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
+from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, a_day_later, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
 from test_store_forks import a_fork_whose_fetch_is_cut_off
 
@@ -506,8 +506,10 @@ def test_on_fuse_a_store_file_cut_short_by_a_kill_leaves_nothing_under_its_name(
     n.ok("pwd")
     assert left[0].exists(), "a temporary file a day old at most was removed: it may be a drop being written"
     day_ago = time.time() - 25 * 3600
-    os.utime(left[0], (day_ago, day_ago))
+    os.utime(left[0], (day_ago, day_ago))   # as a sync engine's copy keeps its source's time
     n.ok("pwd")
+    assert left[0].exists(), "a temporary file changed within the day was removed: it may have just arrived"
+    n.ok("pwd", **a_day_later(n))
     assert not left[0].exists(), "a temporary file left for a day was not removed"
 
 

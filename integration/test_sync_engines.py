@@ -42,7 +42,7 @@ import pytest
 
 from engines import (RcloneServer, Syncthing, SYNCTHING_TMP_PREFIXES, have, rclone_children,
                      wait_connected, wait_in_sync)
-from harness import Narnia, Result, find_object, mounted_fuse, object_size, q
+from harness import Narnia, Result, a_day_later, find_object, mounted_fuse, object_size, q
 from test_devices import forked_journal, own_journal
 
 MIB = 1048576
@@ -1120,15 +1120,15 @@ def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
     names = [f"{journal.name}.narnia-sending-{'ab' * 16}", f"{journal.name}.sync-conflict-20261204-122710-OW35KIE.narnia-sending-{'cd' * 16}",
              f"{journal.name}.1f2e3d4c.partial", f"{journal.name}.!sync"]
     old = [journal.with_name(n) for n in names] + [vault.vault / f"{'e' * 32}.2a3b.partial"]
-    young = [journal.with_name(journal.name + ".9a8b7c6d.partial")]
     day_ago = time.time() - 25 * 3600
-    for path in old + young:
-        path.write_bytes(journal.read_bytes()[:100])
     for path in old:
+        path.write_bytes(journal.read_bytes()[:100])
+        # rclone gives a copy its source's time: the journal's, here a day old (review AO).
         os.utime(path, (day_ago, day_ago))
     vault.ok("ls /")
+    assert all(p.exists() for p in old), "a transfer that arrived within the day may be under way"
+    vault.ok("ls /", **a_day_later(vault))
     assert [p for p in old if p.exists()] == [], "transfers untouched for a day are over"
-    assert all(p.exists() for p in young), "a younger transfer may be under way"
     assert vault.ok("ls /").out_lines == ["a"]
     vault.ok("verify")
 
@@ -1136,7 +1136,8 @@ def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
 @pytest.mark.parametrize("where", ["inside-the-store", "holding-the-store", "holding-it-through-a-folder-not-there",
                                    "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:",
                                    "holding-it-with-a-quote-inside-a-value", "holding-it-as-a-local-remote-of-the-config",
-                                   "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly"])
+                                   "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly",
+                                   "holding-it-through-a-hasher-of-the-config", "holding-it-as-the-default-alias-of-the-environment"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
@@ -1144,10 +1145,12 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     through a folder that is not there (rclone reads `..` as text), or from `~` (which made a
     folder named `~`), too. Review AL: or in rclone's on-the-fly `:local:` syntax. Review AN: a
     quote inside an option's value (`Bob's`) hid the folder, and remotes of type local or alias
-    in rclone's config, or an alias on the fly, were not read."""
+    in rclone's config, or an alias on the fly, were not read. Review AO: nor remotes wrapping a
+    folder (hasher…), nor a backend's default target in the environment."""
     parent, inside = vault.vault.parent, vault.vault / "inside"
     config = tmp_path / "rclone.conf"
-    config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n")
+    config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n\n"
+                      f"[hs]\ntype = hasher\nremote = {parent}\n")
     remote = {"inside-the-store": str(inside), "holding-the-store": str(parent),
               "holding-it-through-a-folder-not-there": str(parent / "nothing" / ".."),
               "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{parent}",
@@ -1155,11 +1158,14 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
               "holding-it-with-a-quote-inside-a-value": f":local,description=Bob's:{parent}",
               "holding-it-as-a-local-remote-of-the-config": f"mine:{parent}",
               "inside-it-through-an-alias-of-the-config": "store:inside",
-              "inside-it-through-an-alias-on-the-fly": f":alias,remote={vault.vault}:inside"}[where]
+              "inside-it-through-an-alias-on-the-fly": f":alias,remote={vault.vault}:inside",
+              "holding-it-through-a-hasher-of-the-config": "hs:",
+              "holding-it-as-the-default-alias-of-the-environment": ":alias:"}[where]
     home = parent / "home-here"   # ~/.. holds the store
     home.mkdir()
     before = sorted(p.name for p in parent.iterdir())
-    r = vault.c(f"sync {q(remote) if ':' in remote else remote}", env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config)})
+    r = vault.c(f"sync {q(remote) if ':' in remote else remote}",
+                env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config), "RCLONE_ALIAS_REMOTE": str(parent)})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in parent.iterdir()) == before
     assert not inside.exists()

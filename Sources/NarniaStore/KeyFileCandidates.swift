@@ -45,7 +45,7 @@ enum KeyFileCandidates {
     ///   `.damagedKeyFile`, `StoreFileError`, `SystemError`.
     ///
     /// With a `budget` (the door), only the newest key files of `budget.count` salts are tried,
-    /// and the store's limits are what the budget pads the rest with.
+    /// and their limits are what the budget pads with.
     static func unlock(inventory: StoreInventory, root: String, derivations: inout Derivations) throws -> Unlocked {
         let candidates = try read(inventory: inventory, root: root)
         let acceptable = candidates.filter { $0.parameters.isAcceptable }
@@ -54,7 +54,7 @@ enum KeyFileCandidates {
             throw VaultError.refusedLimits(KDFParametersDescription(passes: p.opsLimit, mebibytes: p.memLimitKiB / 1024))
         }
         let (newest, others) = splitAfterSalts(acceptable, count: derivations.budget?.count ?? quietDerivations)
-        derivations.budget?.padParameters = newest[0].parameters
+        derivations.budget?.planned = plannedParameters(newest)
         for candidate in newest {
             if let unlocked = try derivations.open(candidate) { return unlocked }
         }
@@ -81,6 +81,18 @@ enum KeyFileCandidates {
             if let unlocked = try derivations.open(candidate) { opened.append(unlocked) }
         }
         return opened
+    }
+
+    /// The limits of the newest `count` acceptable salts of the store, newest first (the door's
+    /// plan, `DerivationBudget`).
+    static func newestParameters(inventory: StoreInventory, root: String, count: Int) throws -> [KDFParameters] {
+        plannedParameters(splitAfterSalts(try read(inventory: inventory, root: root).filter { $0.parameters.isAcceptable }, count: count).first)
+    }
+
+    /// The limits of each distinct salt among `candidates`, in order.
+    private static func plannedParameters(_ candidates: [Candidate]) -> [KDFParameters] {
+        var seen = Set<[UInt8]>()
+        return candidates.filter { seen.insert($0.derivationKey).inserted }.map(\.parameters)
     }
 
     /// The candidates, in order, whose salt and limits are among the first `count` met, and
@@ -175,24 +187,36 @@ enum KeyFileCandidates {
 
 /// The key derivations a try at the door costs: exactly `count`, whether the vault opens or
 /// not and whatever the store holds or the try meets after deriving (a key file retired by a
-/// rotation, a damaged journal), so that time tells nothing. Opening spends them on the newest
-/// salts; `padToCount` spends the rest on random salts.
+/// rotation, a damaged journal, a store in use), so that time tells nothing. Opening spends
+/// them on the newest salts; `padToCount` spends the rest on random salts, each with the limits
+/// of the salt it stands in for, as a wrong passphrase would have derived them (review AO).
 public final class DerivationBudget {
     public let count: Int
     /// The derivations made so far.
     public internal(set) var spent = 0
-    /// The limits the padding derives with: the store's newest key file's once it is read.
-    public internal(set) var padParameters: KDFParameters
+    /// The limits of the newest `count` salts of the store, in the order they are derived.
+    var planned: [KDFParameters] = []
+    /// The limits without a store, and beyond `planned`'s end without another salt.
+    private let fallback: KDFParameters
 
-    public init(count: Int, padParameters: KDFParameters) {
+    /// A budget of `count` derivations, with `fallback` limits where the store gives none.
+    public init(count: Int, fallback: KDFParameters) {
         self.count = count
-        self.padParameters = padParameters
+        self.fallback = fallback
+    }
+
+    /// Reads the limits of the newest `count` salts of the store at `directory`, before it is
+    /// opened (which may fail before reading them: a store in use); none if it cannot be read.
+    public func plan(storeAt directory: String) {
+        guard let inventory = try? StoreInventory.scanTopLevel(directory) else { return }
+        planned = (try? KeyFileCandidates.newestParameters(inventory: inventory, root: directory, count: count)) ?? []
     }
 
     /// Derives `key` with random salts until `count` derivations have been made.
     public func padToCount(key: Secret) {
         while spent < count {
-            _ = try? PassphraseKey.derive(passphrase: key, salt: randomBytes(PassphraseKey.saltLength), parameters: padParameters)
+            let parameters = spent < planned.count ? planned[spent] : planned.last ?? fallback
+            _ = try? PassphraseKey.derive(passphrase: key, salt: randomBytes(PassphraseKey.saltLength), parameters: parameters)
             spent += 1
         }
     }

@@ -225,7 +225,9 @@ extension Vault {
         inventory.temporaryFiles.removeAll { path in
             let full = layout.root + "/" + path
             guard let st = try? FileSystem.lstatIfExists(full) else { return true }
-            guard st.isRegularFile, st.modifiedNanoseconds < limit,
+            // Untouched by either time: rclone gives a copy its source's modification time
+            // (`NAME.narnia-sending-…` the journal's, older than a day before it is renamed).
+            guard st.isRegularFile, max(st.modifiedNanoseconds, st.changedNanoseconds) < limit,
                   let file = try? FileDescriptor.open(full, .readOnly, options: [.noFollow, .nonBlocking]),
                   (try? file.tryLockExclusive()) == true else { return false }
             return (try? FileSystem.unlink(full, missingOK: true)) != nil

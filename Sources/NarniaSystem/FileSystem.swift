@@ -153,6 +153,9 @@ extension stat {
     public var isSymbolicLink: Bool { (st_mode & S_IFMT) == S_IFLNK }
     /// The modification time in nanoseconds since the epoch.
     public var modifiedNanoseconds: Int64 { Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec) }
+    /// When the file's content or status last changed (`st_ctim`): a time no program can set,
+    /// which a file's modification time, set by a copy, is not.
+    public var changedNanoseconds: Int64 { Int64(st_ctim.tv_sec) * 1_000_000_000 + Int64(st_ctim.tv_nsec) }
 }
 
 extension FileSystem {

@@ -13,7 +13,8 @@ Signals.install()
 
 // Swift decodes arguments lossily: a byte that is not UTF-8 would silently become U+FFFD and
 // name another file, or another item. Narnia's names are UTF-8, so such an argument is refused.
-for index in 1..<Int(CommandLine.argc) where CommandLine.unsafeArgv[index].map({ String(validatingCString: $0) == nil }) ?? false {
+// (`stride`: a process started with no arguments at all, not even its name, has an argc of 0.)
+for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) where CommandLine.unsafeArgv[index].map({ String(validatingCString: $0) == nil }) ?? false {
     Launcher.fail("argument \(index) is not valid UTF-8 (names and paths are given in UTF-8)", status: 2)
 }
 

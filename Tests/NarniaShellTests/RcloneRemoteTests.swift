@@ -40,12 +40,38 @@ final class RcloneRemoteTests: XCTestCase {
             ("", nil),
         ]
         for (remote, folder) in cases {
-            XCTAssertEqual(RcloneRemote.localFolder(of: remote, section: { config[$0] }), folder, remote)
+            XCTAssertEqual(RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: [:])?.path, folder, remote)
         }
     }
 
     func testAnAliasOfItselfEnds() {
-        XCTAssertNil(RcloneRemote.localFolder(of: "loop:", section: { _ in ["type": "alias", "remote": "loop:x"] }))
+        XCTAssertNil(RcloneRemote.localFolder(of: "loop:", section: { _ in ["type": "alias", "remote": "loop:x"] }, environment: [:]))
+    }
+
+    /// Review AO: remotes that wrap a folder (hasher, chunker, compress, cache, crypt), and an
+    /// alias whose target is the backend's default in the environment, reached the folder
+    /// holding the store unseen.
+    func testWrappersReachTheFolderTheyWrap() {
+        let config: [String: [String: String]] = [
+            "hs": ["type": "hasher", "remote": "/srv/parent"],
+            "ch": ["type": "chunker", "remote": "/srv/parent"],
+            "cr": ["type": "crypt", "remote": "/srv/parent/secret"],
+            "bare": ["type": "alias"],
+        ]
+        let environment = ["RCLONE_ALIAS_REMOTE": "/srv/default"]
+        func folder(_ remote: String) -> RcloneRemote.Folder? {
+            RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: environment)
+        }
+        XCTAssertEqual(folder("hs:"), .init(path: "/srv/parent"))
+        XCTAssertEqual(folder("hs:sub"), .init(path: "/srv/parent/sub"))
+        XCTAssertEqual(folder("ch:sub"), .init(path: "/srv/parent/sub", namesKept: false))
+        XCTAssertEqual(folder(":compress,remote=/srv/parent:"), .init(path: "/srv/parent", namesKept: false))
+        XCTAssertEqual(folder("cr:"), .init(path: "/srv/parent/secret", namesKept: false))
+        XCTAssertEqual(folder("cr:sub/deeper"), .init(path: "/srv/parent/secret", exact: false, namesKept: false), "its path is encrypted")
+        XCTAssertEqual(folder(":alias:x"), .init(path: "/srv/default/x"))
+        XCTAssertEqual(folder("bare:x"), .init(path: "/srv/default/x"))
+        XCTAssertNil(RcloneRemote.localFolder(of: "bare:x", section: { config[$0] }, environment: [:]), "no target: rclone refuses it")
+        XCTAssertNil(folder(":union,upstreams='/a /b':"), "several folders")
     }
 
     func testOptionsAndPathAreSplitAsRcloneSplitsThem() {

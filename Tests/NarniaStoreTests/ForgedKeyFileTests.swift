@@ -7,14 +7,14 @@ import NarniaSystem
 /// Key files that anyone who can write to the store may put at its top (review AN): what they
 /// cost after the `passwd` that retires them, and what a try at the door costs.
 extension MergeTests {
-    /// Puts `count` forged key files beside the key file `model` (same length and limits, salts
-    /// of their own), dated an hour after it: each would cost a key derivation.
-    func forgeNewerKeyFiles(_ dir: String, like model: String, count: Int) throws {
+    /// Puts `count` forged key files beside the key file `model` (same length, its limits or
+    /// `limits`, salts of their own), dated an hour after it: each would cost a key derivation.
+    func forgeNewerKeyFiles(_ dir: String, like model: String, count: Int, limits: KDFParameters? = nil) throws {
         let bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: dir + "/" + model)))
         let modified = try XCTUnwrap(try FileSystem.lstatIfExists(dir + "/" + model)).modifiedNanoseconds
         for _ in 0..<count {
             let salt = randomBytes(16)
-            let parameters = try XCTUnwrap(KeyFile.header(of: bytes)).parameters
+            let parameters = try limits ?? XCTUnwrap(KeyFile.header(of: bytes)).parameters
             let forged = salt + KeyFile.maskedParameters(parameters, salt: salt) + randomBytes(bytes.count - 24)
             let path = dir + "/" + Identifier.random().hex
             try Data(forged).write(to: URL(fileURLWithPath: path))
@@ -42,7 +42,7 @@ extension MergeTests {
         var notices: [String] = []
         _ = try Vault.open(at: a, passphrase: Self.secret("new"), notice: { notices.append($0) })
         XCTAssertEqual(notices, [], "the live key file is tried first")
-        let budget = DerivationBudget(count: 2, padParameters: .insecureTestOnly)
+        let budget = DerivationBudget(count: 2, fallback: .insecureTestOnly)
         XCTAssertNoThrow(try Vault.open(at: a, passphrase: Self.secret("new"), budget: budget), "the door opens")
         XCTAssertEqual(budget.spent, 1)
     }
@@ -61,11 +61,32 @@ extension MergeTests {
             try bytes.write(to: URL(fileURLWithPath: a + "/" + name))
             try FileDescriptor.open(a + "/" + name, .readOnly).setTimes(nanoseconds: Int64(Date().timeIntervalSince1970 + 86_400) * 1_000_000_000)
         }
-        let budget = DerivationBudget(count: 2, padParameters: .insecureTestOnly)
+        let budget = DerivationBudget(count: 2, fallback: .insecureTestOnly)
         XCTAssertThrowsError(try Vault.open(at: a, passphrase: Self.secret("pw"), budget: budget))
         XCTAssertEqual(budget.spent, 1, "only the old key file's salt was derived")
         budget.padToCount(key: try Self.secret("pw"))
         XCTAssertEqual(budget.spent, 2)
         XCTAssertNil(Vault.openBehindDoor(at: a, key: try Self.secret("pw"), mayOpen: true, parametersWithoutStore: .insecureTestOnly))
+    }
+
+    /// Review AO: the door padded with the newest salt's limits whatever salt a padding stood
+    /// in for, so a passphrase that opened the newest key file and then failed (a rotation
+    /// since) cost other work than a wrong one when the two newest salts' limits differ; and a
+    /// store in use padded with the limits of no store. The plan is read before opening.
+    func testTheDoorPadsWithTheLimitsOfTheSaltsItStandsInFor() throws {
+        let a = try devices(["a"])[0]
+        let live = try XCTUnwrap(try keyFiles(a).keys.first)
+        let other = KDFParameters(opsLimit: KDFParameters.insecureTestOnly.opsLimit + 1, memLimitKiB: KDFParameters.insecureTestOnly.memLimitKiB)
+        try forgeNewerKeyFiles(a, like: live, count: 1, limits: other)
+        let budget = DerivationBudget(count: 2, fallback: .moderate)
+        budget.plan(storeAt: a)
+        XCTAssertEqual(budget.planned, [other, .insecureTestOnly])
+        let held = try open(a)   // the store in use: opening fails before reading a key file
+        let locked = DerivationBudget(count: 2, fallback: .moderate)
+        locked.plan(storeAt: a)
+        XCTAssertThrowsError(try Vault.open(at: a, passphrase: Self.secret("pw"), budget: locked))
+        XCTAssertEqual(locked.spent, 0)
+        XCTAssertEqual(locked.planned, [other, .insecureTestOnly], "the padding derives what a wrong passphrase would")
+        withExtendedLifetime(held) {}
     }
 }

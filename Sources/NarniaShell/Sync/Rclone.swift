@@ -69,9 +69,10 @@ struct Rclone {
         }
         let environment = ProcessInfo.processInfo.environment
         for key in ["type", "remote"] {
-            // rclone 1.60 turns `-` into `_` in the name too; later versions keep it.
-            let names = [name.replacingOccurrences(of: "-", with: "_"), name].map { "RCLONE_CONFIG_\($0.uppercased())_\(key.uppercased())" }
-            if let value = names.lazy.compactMap({ environment[$0] }).first { section = (section ?? [:]).merging([key: value]) { $1 } }
+            // The name as it is, upper-cased: rclone 1.60.1 finds `my-r:` under `RCLONE_CONFIG_MY-R_…`.
+            if let value = environment["RCLONE_CONFIG_\(name.uppercased())_\(key.uppercased())"] {
+                section = (section ?? [:]).merging([key: value]) { $1 }
+            }
         }
         return section
     }

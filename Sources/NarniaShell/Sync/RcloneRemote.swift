@@ -119,25 +119,49 @@ struct RcloneRemote: Equatable {
         return absolute ? "/" + body : (body.isEmpty ? "." : body)
     }
 
+    /// A folder on this machine that a remote reaches through rclone's local backend.
+    struct Folder: Equatable {
+        let path: String
+        /// False when the remote's files go somewhere below `path` under names rclone makes
+        /// (a crypt remote's path is encrypted): only `path` is known to hold them.
+        var exact = true
+        /// False when files sent there are stored under other names (`crypt`), or split or
+        /// renamed (`chunker`, `compress`).
+        var namesKept = true
+    }
+
     /// The folder on this machine that `remote` reaches through rclone's local backend: a
     /// local path; `:local:`; a remote of type local in `section` (the user's config, with the
-    /// connection string's options over it); or an alias (`:alias,remote=…:`, or one in the
-    /// config) of any of these, followed a few levels deep. An empty path is the current
-    /// folder. Nil for any other remote.
-    static func localFolder(of remote: String, section: (String) -> [String: String]?) -> String? {
+    /// connection string's options over it); or one that wraps another, keeping its folders
+    /// (an alias, `hasher`, `chunker`, `compress`, `cache`: configured or `:alias,remote=…:`), or
+    /// naming them anew (`crypt`: then inexact, below the folder it wraps), followed a few levels
+    /// deep. An option neither gives is the backend's default from `environment`
+    /// (`RCLONE_ALIAS_REMOTE`). An empty path is the current folder. Nil for any other remote
+    /// (`union` and `combine`, of several folders, among them).
+    static func localFolder(of remote: String, section: (String) -> [String: String]?,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Folder? {
         var text = remote
+        var exact = true, namesKept = true
         for _ in 0..<8 {
             guard let parsed = RcloneRemote(text) else { return nil }
-            guard let name = parsed.name else { return parsed.path }
+            guard let name = parsed.name else { return Folder(path: parsed.path, exact: exact, namesKept: namesKept) }
             let onTheFly = name.hasPrefix(":")
             guard let configured = onTheFly ? [:] : section(name) else { return nil }
             let options = configured.merging(parsed.options) { $1 }
-            switch onTheFly ? String(name.dropFirst()) : options["type"] {
+            guard let type = onTheFly ? String(name.dropFirst()) : options["type"] else { return nil }
+            func option(_ key: String) -> String? { options[key] ?? environment["RCLONE_\(type.uppercased())_\(key.uppercased())"] }
+            switch type {
             case "local":
-                return parsed.path.isEmpty ? "." : parsed.path
-            case "alias":
-                guard let target = options["remote"], let aliased = RcloneRemote(target) else { return nil }
-                text = aliased.joining(parsed.path)
+                return Folder(path: parsed.path.isEmpty ? "." : parsed.path, exact: exact, namesKept: namesKept)
+            case "alias", "hasher", "chunker", "compress", "cache", "crypt":
+                guard let target = option("remote"), let wrapped = RcloneRemote(target) else { return nil }
+                if ["chunker", "compress", "crypt"].contains(type) { namesKept = false }
+                if type == "crypt" {
+                    exact = exact && parsed.path.isEmpty
+                    text = wrapped.joining("")
+                } else {
+                    text = wrapped.joining(parsed.path)
+                }
             default:
                 return nil
             }

@@ -204,8 +204,9 @@ enum SyncCommand {
     /// own store, lies inside it, or holds it (a Syncthing folder the store is kept in, say):
     /// the store's files would land among its own, or among the user's (review AJ). Compared by identity, as `export` compares its
     /// destination; a copy of the store elsewhere is a remote like any other.
-    private static func checkFolderRemote(_ s: Session, _ remote: String, _ folder: String) throws {
+    private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder) throws {
         guard let store = HostFileIdentity(of: s.vault.directory) else { return }
+        let folder = reached.path
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
         // not made yet is where its nearest folder that exists is.
@@ -216,7 +217,9 @@ enum SyncCommand {
         if HostFileIdentity.isInStore(nearest, store: store, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): the vault's own store, or inside it; nothing was sent", hint: "sync with a folder outside the store")
         }
-        if let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: around, marker: nil) {
+        // Below a folder (`exact` false), the remote lies in the store when the folder does,
+        // and holds it only if rclone's names for it happened to spell the store's path.
+        if reached.exact, let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: around, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
@@ -225,11 +228,16 @@ enum SyncCommand {
     /// When the remote is a `folder` here (rclone's local backend, `RcloneRemote.localFolder`),
     /// makes what was sent there durable before the sync says it is done: rclone does not
     /// sync what it writes, and a power cut left a remote one sync behind (a review). One
-    /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder.
-    private static func syncLocalRemote(_ folder: String, _ sent: [String]) throws {
-        guard !sent.isEmpty, let top = try? FileDescriptor.open(folder, .readOnly, options: .directory) else { return }
-        let files = sent.map { folder + "/" + $0 }
-        try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [folder], on: top)
+    /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder — where
+    /// their names are known: under names rclone makes (crypt), only the `syncfs`.
+    private static func syncLocalRemote(_ folder: RcloneRemote.Folder, _ sent: [String]) throws {
+        guard !sent.isEmpty, let top = try? FileDescriptor.open(folder.path, .readOnly, options: .directory) else { return }
+        guard folder.exact && folder.namesKept else {
+            if top.syncFileSystemReachesDisk { try top.syncFileSystem() }
+            return
+        }
+        let files = sent.map { folder.path + "/" + $0 }
+        try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [folder.path], on: top)
     }
 
     /// Merges what arrived (`Vault.reload`). Journals sealed under a master key this session
