@@ -1171,6 +1171,24 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     assert not inside.exists()
 
 
+def test_the_store_through_an_rclone_mount_that_caches_listings_is_refused(vault, tmp_path):
+    """Review AL F4: through `rclone mount --dir-cache-time`, a listing the mount made before
+    the sync hid the probe file put at the store's top: the store was taken for a remote. A
+    folder in an rclone mount is followed to the folder behind it."""
+    vault.ok("mkdir /kept")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    mounted = mounted_fuse(["rclone", "mount", f":local:{vault.vault.parent}", str(mount), "--daemon", "--dir-cache-time", "1h"], mount)
+    through = next(mounted) / vault.vault.name
+    try:
+        assert sorted(os.listdir(through)) == sorted(os.listdir(vault.vault)), "the mount shows the store"
+        r = vault.c(f"sync {q(str(through))}")
+    finally:
+        mounted.close()
+    assert r.rc == 1 and "the vault's own store, or inside it; nothing was sent" in r.err, r.describe()
+    assert vault.ok("ls /").out_lines == ["kept"]
+
+
 @pytest.mark.parametrize("spelling", ["union-remote-of-the-config", "bindfs"])
 def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
     """Review AK: the folder-remote check compares folder identities, so the store reached

@@ -81,4 +81,23 @@ final class RcloneRemoteTests: XCTestCase {
         XCTAssertEqual(parsed?.path, "path:with:colons")
         XCTAssertEqual(parsed?.configString, "name,a=1,b='x,y:z',c")
     }
+
+    /// Review AL F4: a folder in an rclone mount is followed to the remote behind it. The line
+    /// is what `rclone mount al:inner /tmp/rmnt` (al an alias of loc:/tmp/rt2/sub) put in
+    /// `/proc/self/mountinfo`.
+    func testAFolderInAnRcloneMountIsTheRemoteBehindIt() {
+        let mountinfo = """
+        26 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+        48 27 0:43 / /tmp/rmnt rw,nosuid,nodev,relatime - fuse.rclone loc:/tmp/rt2/sub/inner rw,user_id=0,group_id=0
+        49 27 0:44 / /tmp/with\\040space rw,nosuid,nodev,relatime shared:7 - fuse.rclone /srv/a\\040b rw,user_id=0,group_id=0
+        50 27 0:45 / /tmp/view rw,relatime - fuse.bindfs /srv/x rw
+        """
+        let mounts = RcloneMounts.parse(mountinfo)
+        XCTAssertEqual(mounts, [.init(point: "/tmp/rmnt", source: "loc:/tmp/rt2/sub/inner"), .init(point: "/tmp/with space", source: "/srv/a b")])
+        XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/rmnt", mounts: mounts), "loc:/tmp/rt2/sub/inner")
+        XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/rmnt/vault/../x", mounts: mounts), "loc:/tmp/rt2/sub/inner/x")
+        XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/with space/v", mounts: mounts), "/srv/a b/v")
+        XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/rmntx", mounts: mounts))
+        XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/view/v", mounts: mounts), "not an rclone mount")
+    }
 }

@@ -22,7 +22,7 @@ enum SyncCommand {
         let vault = s.vault
         // The folder here that rclone's local backend reaches, if it does (`RcloneRemote`).
         let localFolder = RcloneRemote.localFolder(of: remote, section: rclone.configSection)
-        if let localFolder { try checkFolderRemote(s, remote, localFolder) }
+        if let localFolder { try checkFolderRemote(s, remote, localFolder, rclone: rclone) }
         let probe = vault.makeStoreProbe()
         let listing = Result { try rclone.list(remote) }
         if let probe { vault.removeStoreProbe(probe) }
@@ -204,7 +204,11 @@ enum SyncCommand {
     /// own store, lies inside it, or holds it (a Syncthing folder the store is kept in, say):
     /// the store's files would land among its own, or among the user's (review AJ). Compared by identity, as `export` compares its
     /// destination; a copy of the store elsewhere is a remote like any other.
-    private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder) throws {
+    ///
+    /// A folder in an rclone mount is followed to the folder behind it, when that is one here
+    /// (`RcloneMounts`): the mount may cache listings, hiding the store probe.
+    private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder,
+                                          rclone: Rclone, mountsFollowed: Int = 0) throws {
         guard let store = HostFileIdentity(of: s.vault.directory) else { return }
         let folder = reached.path
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
@@ -222,6 +226,11 @@ enum SyncCommand {
         if reached.exact, let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: around, marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
+        }
+        if mountsFollowed < 4, let behind = RcloneMounts.remote(reaching: cleaned, mounts: RcloneMounts.current()),
+           var folder = RcloneRemote.localFolder(of: behind, section: rclone.configSection) {
+            folder.exact = folder.exact && reached.exact
+            try checkFolderRemote(s, remote, folder, rclone: rclone, mountsFollowed: mountsFollowed + 1)
         }
     }
 
