@@ -1137,7 +1137,8 @@ def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
                                    "holding-it-from-home", "holding-it-as-:local:", "inside-it-as-:local,OPTIONS:",
                                    "holding-it-with-a-quote-inside-a-value", "holding-it-as-a-local-remote-of-the-config",
                                    "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly",
-                                   "holding-it-through-a-hasher-of-the-config", "holding-it-as-the-default-alias-of-the-environment"])
+                                   "holding-it-through-a-hasher-of-the-config", "holding-it-as-the-default-alias-of-the-environment",
+                                   "inside-it-through-a-crypt-with-plain-folder-names", "inside-it-as-the-environment-overrides-the-config"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
@@ -1146,11 +1147,15 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     folder named `~`), too. Review AL: or in rclone's on-the-fly `:local:` syntax. Review AN: a
     quote inside an option's value (`Bob's`) hid the folder, and remotes of type local or alias
     in rclone's config, or an alias on the fly, were not read. Review AO: nor remotes wrapping a
-    folder (hasher…), nor a backend's default target in the environment."""
+    folder (hasher…), nor a backend's default target in the environment. Review AP: nor a crypt
+    that keeps folder names plain, nor a backend's setting in the environment over the config
+    file's, as rclone takes it."""
     parent, inside = vault.vault.parent, vault.vault / "inside"
     config = tmp_path / "rclone.conf"
     config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n\n"
-                      f"[hs]\ntype = hasher\nremote = {parent}\n")
+                      f"[hs]\ntype = hasher\nremote = {parent}\n\n[elsewhere]\ntype = hasher\nremote = {tmp_path / 'elsewhere'}\n\n"
+                      f"[cr]\ntype = crypt\nremote = {parent}\ndirectory_name_encryption = false\n"
+                      f"password = {subprocess.run(['rclone', 'obscure', 'pw'], capture_output=True, text=True).stdout.strip()}\n")
     remote = {"inside-the-store": str(inside), "holding-the-store": str(parent),
               "holding-it-through-a-folder-not-there": str(parent / "nothing" / ".."),
               "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{parent}",
@@ -1160,12 +1165,16 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
               "inside-it-through-an-alias-of-the-config": "store:inside",
               "inside-it-through-an-alias-on-the-fly": f":alias,remote={vault.vault}:inside",
               "holding-it-through-a-hasher-of-the-config": "hs:",
-              "holding-it-as-the-default-alias-of-the-environment": ":alias:"}[where]
+              "holding-it-as-the-default-alias-of-the-environment": ":alias:",
+              "inside-it-through-a-crypt-with-plain-folder-names": f"cr:{vault.vault.name}/inside",
+              "inside-it-as-the-environment-overrides-the-config": "elsewhere:inside"}[where]
     home = parent / "home-here"   # ~/.. holds the store
     home.mkdir()
     before = sorted(p.name for p in parent.iterdir())
     r = vault.c(f"sync {q(remote) if ':' in remote else remote}",
-                env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config), "RCLONE_ALIAS_REMOTE": str(parent)})
+                env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config),
+                     **({"RCLONE_ALIAS_REMOTE": str(parent)} if where.endswith("of-the-environment") else {}),
+                     **({"RCLONE_HASHER_REMOTE": str(vault.vault)} if where.endswith("overrides-the-config") else {})})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in parent.iterdir()) == before
     assert not inside.exists()

@@ -56,10 +56,8 @@ struct StoreInventory {
     /// The prefixes of the temporary names in `temporaryFiles`.
     static let temporaryPrefixes = [WholeFile.temporaryPrefix, Vault.modeProbePrefix, Vault.storeProbePrefix]
 
-    /// A temporary file's name at the top (`digits` 32) or in the shard folder `shard`.
-    private static func isTemporary(_ name: String, shard: String? = nil) -> Bool {
-        temporaryPrefixes.contains { name.hasPrefix($0) } || StoreName.isTransferInFlight(name, digits: 32)
-            || shard.map { StoreName.isTransferInFlight(name, digits: 30, prefix: $0) } == true
+    private static func isTemporary(_ name: String) -> Bool {
+        temporaryPrefixes.contains { name.hasPrefix($0) }
     }
 
     /// What `notShards` and `notKeyFiles` mean, said at open and by `verify`: a line for each
@@ -123,6 +121,8 @@ struct StoreInventory {
                 }
             } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32) {
                 inventory.unrecognised.append((name, id))
+            } else if StoreName.isTransferInFlight(name, digits: 32) {
+                inventory.temporaryFiles.append(name)
             }
         }
         return inventory
@@ -149,7 +149,7 @@ struct StoreInventory {
 
     private mutating func addShardEntry(_ name: String, shard: String, root: String) {
         let path = shard + "/" + name
-        if Self.isTemporary(name, shard: shard) {
+        if Self.isTemporary(name) {
             temporaryFiles.append(path)
             return
         }
@@ -166,6 +166,9 @@ struct StoreInventory {
         } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32)
                     ?? StoreName.unrecognisedCopy(in: name, digits: 30, prefix: shard) {
             unrecognised.append((path, id))
+        } else if StoreName.isTransferInFlight(name, digits: 32) || StoreName.isTransferInFlight(name, digits: 30, prefix: shard) {
+            // Looked for last, after the names of store files (a store holds 100,000 of them).
+            temporaryFiles.append(path)
         }
     }
 }

@@ -74,6 +74,29 @@ final class RcloneRemoteTests: XCTestCase {
         XCTAssertNil(folder(":union,upstreams='/a /b':"), "several folders")
     }
 
+    /// Review AP: a crypt that leaves folder names plain puts its path's folders there as they
+    /// are; and rclone takes a setting from the connection string, else the environment for
+    /// that remote, else the environment for its backend, else the config file. Checked with
+    /// `rclone lsf` and `rclone copy` (1.60.1).
+    func testPlainCryptFoldersAndTheOrderOfSettings() {
+        let config: [String: [String: String]] = [
+            "cr2": ["type": "crypt", "remote": "/srv/base", "directory_name_encryption": "false"],
+            "hs": ["type": "hasher", "remote": "/srv/file"],
+        ]
+        func folder(_ remote: String, _ environment: [String: String] = [:]) -> RcloneRemote.Folder? {
+            RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: environment)
+        }
+        XCTAssertEqual(folder("cr2:v/inside"), .init(path: "/srv/base/v/inside", namesKept: false))
+        XCTAssertEqual(folder(":crypt,remote=/srv/base,filename_encryption=off:d1/d2"), .init(path: "/srv/base/d1/d2", namesKept: false))
+        XCTAssertEqual(folder("cr2:v", ["RCLONE_CRYPT_DIRECTORY_NAME_ENCRYPTION": "true"]), .init(path: "/srv/base", exact: false, namesKept: false))
+        XCTAssertEqual(folder("hs:x"), .init(path: "/srv/file/x"))
+        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend"]), .init(path: "/srv/backend/x"))
+        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend", "RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), .init(path: "/srv/named/x"))
+        XCTAssertEqual(folder("hs,remote=/srv/string:x", ["RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), .init(path: "/srv/string/x"))
+        XCTAssertEqual(folder("my-r:/d", ["RCLONE_CONFIG_MY-R_TYPE": "local"]), .init(path: "/d"), "an environment-only remote, its name as it is")
+        XCTAssertNil(folder("my-r:/d", ["RCLONE_CONFIG_MY_R_TYPE": "local"]))
+    }
+
     func testOptionsAndPathAreSplitAsRcloneSplitsThem() {
         let parsed = RcloneRemote("name,a=1,b='x,y:z',c:path:with:colons")
         XCTAssertEqual(parsed?.name, "name")

@@ -57,24 +57,14 @@ struct Rclone {
         remote.hasSuffix(":") || remote.hasSuffix("/") ? remote + path : remote + "/" + path
     }
 
-    /// The settings of the remote `name` in the user's rclone config (`rclone config dump`),
-    /// with those the environment gives (`RCLONE_CONFIG_NAME_TYPE`…) over them; nil when it
-    /// has none. Read to tell a remote of type local or alias, which reaches a folder here.
+    /// The settings of the remote `name` in the user's rclone config file (`rclone config
+    /// dump`); nil when it has none. Read to tell a remote that reaches a folder here
+    /// (`RcloneRemote.localFolder`, which reads the environment's settings itself).
     func configSection(_ name: String) -> [String: String]? {
-        var section: [String: String]?
-        if let outcome = try? run(["config", "dump"]), outcome.status == 0,
-           let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any],
-           let settings = dump[name] as? [String: Any] {
-            section = settings.compactMapValues { $0 as? String }
-        }
-        let environment = ProcessInfo.processInfo.environment
-        for key in ["type", "remote"] {
-            // The name as it is, upper-cased: rclone 1.60.1 finds `my-r:` under `RCLONE_CONFIG_MY-R_…`.
-            if let value = environment["RCLONE_CONFIG_\(name.uppercased())_\(key.uppercased())"] {
-                section = (section ?? [:]).merging([key: value]) { $1 }
-            }
-        }
-        return section
+        guard let outcome = try? run(["config", "dump"]), outcome.status == 0,
+              let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any],
+              let settings = dump[name] as? [String: Any] else { return nil }
+        return settings.compactMapValues { $0 as? String }
     }
 
     /// What one run gave.

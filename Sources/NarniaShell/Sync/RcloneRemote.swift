@@ -131,13 +131,16 @@ struct RcloneRemote: Equatable {
     }
 
     /// The folder on this machine that `remote` reaches through rclone's local backend: a
-    /// local path; `:local:`; a remote of type local in `section` (the user's config, with the
-    /// connection string's options over it); or one that wraps another, keeping its folders
-    /// (an alias, `hasher`, `chunker`, `compress`, `cache`: configured or `:alias,remote=…:`), or
-    /// naming them anew (`crypt`: then inexact, below the folder it wraps), followed a few levels
-    /// deep. An option neither gives is the backend's default from `environment`
-    /// (`RCLONE_ALIAS_REMOTE`). An empty path is the current folder. Nil for any other remote
-    /// (`union` and `combine`, of several folders, among them).
+    /// local path; `:local:`; a remote of type local; or one that wraps another, keeping its
+    /// folders (an alias, `hasher`, `chunker`, `compress`, `cache`, and `crypt` when it leaves
+    /// folder names plain: `directory_name_encryption = false` or `filename_encryption = off`),
+    /// or naming them anew (any other `crypt`: then inexact, below the folder it wraps) —
+    /// configured or on the fly (`:alias,remote=…:`), followed a few levels deep. A setting is
+    /// taken as rclone 1.60 takes it: the connection string's, else the environment's for that
+    /// remote (`RCLONE_CONFIG_NAME_REMOTE`, the name as it is), else the environment's for the
+    /// backend (`RCLONE_ALIAS_REMOTE`), else `section`'s (the user's config file; review AP).
+    /// An empty path is the current folder. Nil for any other remote (`union` and `combine`,
+    /// of several folders, among them).
     static func localFolder(of remote: String, section: (String) -> [String: String]?,
                             environment: [String: String] = ProcessInfo.processInfo.environment) -> Folder? {
         var text = remote
@@ -146,17 +149,21 @@ struct RcloneRemote: Equatable {
             guard let parsed = RcloneRemote(text) else { return nil }
             guard let name = parsed.name else { return Folder(path: parsed.path, exact: exact, namesKept: namesKept) }
             let onTheFly = name.hasPrefix(":")
-            guard let configured = onTheFly ? [:] : section(name) else { return nil }
-            let options = configured.merging(parsed.options) { $1 }
-            guard let type = onTheFly ? String(name.dropFirst()) : options["type"] else { return nil }
-            func option(_ key: String) -> String? { options[key] ?? environment["RCLONE_\(type.uppercased())_\(key.uppercased())"] }
+            let file = onTheFly ? [:] : section(name)
+            func named(_ key: String) -> String? { environment["RCLONE_CONFIG_\(name.uppercased())_\(key.uppercased())"] }
+            guard let type = onTheFly ? String(name.dropFirst()) : parsed.options["type"] ?? named("type") ?? file?["type"] else { return nil }
+            func option(_ key: String) -> String? {
+                parsed.options[key] ?? (onTheFly ? nil : named(key)) ?? environment["RCLONE_\(type.uppercased())_\(key.uppercased())"] ?? file?[key]
+            }
             switch type {
             case "local":
                 return Folder(path: parsed.path.isEmpty ? "." : parsed.path, exact: exact, namesKept: namesKept)
             case "alias", "hasher", "chunker", "compress", "cache", "crypt":
                 guard let target = option("remote"), let wrapped = RcloneRemote(target) else { return nil }
                 if ["chunker", "compress", "crypt"].contains(type) { namesKept = false }
-                if type == "crypt" {
+                let plainFolders = option("directory_name_encryption").map { ["false", "f", "0"].contains($0.lowercased()) } == true
+                    || option("filename_encryption")?.lowercased() == "off"
+                if type == "crypt" && !plainFolders {
                     exact = exact && parsed.path.isEmpty
                     text = wrapped.joining("")
                 } else {

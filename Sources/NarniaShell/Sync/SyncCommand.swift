@@ -202,8 +202,9 @@ enum SyncCommand {
 
     /// Refuses a `folder` remote (reached through rclone's local backend) that is the vault's
     /// own store, lies inside it, or holds it (a Syncthing folder the store is kept in, say):
-    /// the store's files would land among its own, or among the user's (review AJ). Compared by identity, as `export` compares its
-    /// destination; a copy of the store elsewhere is a remote like any other.
+    /// the store's files would land among its own, or among the user's (review AJ). Compared
+    /// by identity, as `export` compares its destination; a copy of the store elsewhere is a
+    /// remote like any other.
     ///
     /// A folder in an rclone mount is followed to the folder behind it, when that is one here
     /// (`RcloneMounts`): the mount may cache listings, hiding the store probe.
