@@ -8,9 +8,9 @@ extension Vault {
     /// derivations, on the salts of the newest key files of that many salts (a store holds two
     /// for a while after `passwd` on one device of several, and the live one need not be the
     /// newer by its file time), the rest on random salts with the limits of the salts they stand
-    /// in for, or without a store `parametersWithoutStore`. One derivation for each key file made a store of two
-    /// answer later than none on a slow machine; a passphrase from before a rotation once cost
-    /// one for every key file (review AN).
+    /// in for, or without a store `parametersWithoutStore`. One derivation for each key file
+    /// made a store of two answer later than none on a slow machine; a passphrase from before a
+    /// rotation once cost one for every key file (review AN).
     public static func openBehindDoor(at directory: String, key: Secret?, mayOpen: Bool,
                                       parametersWithoutStore: KDFParameters) -> Vault? {
         let budget = DerivationBudget(count: doorDerivations, fallback: parametersWithoutStore)

@@ -57,14 +57,13 @@ struct Rclone {
         remote.hasSuffix(":") || remote.hasSuffix("/") ? remote + path : remote + "/" + path
     }
 
-    /// The settings of the remote `name` in the user's rclone config file (`rclone config
-    /// dump`); nil when it has none. Read to tell a remote that reaches a folder here
+    /// The settings of each remote in the user's rclone config file (`rclone config dump`),
+    /// by name; none when it cannot be read. Read to tell a remote that reaches a folder here
     /// (`RcloneRemote.localFolder`, which reads the environment's settings itself).
-    func configSection(_ name: String) -> [String: String]? {
+    func configSections() -> [String: [String: String]] {
         guard let outcome = try? run(["config", "dump"]), outcome.status == 0,
-              let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any],
-              let settings = dump[name] as? [String: Any] else { return nil }
-        return settings.compactMapValues { $0 as? String }
+              let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any] else { return [:] }
+        return dump.compactMapValues { ($0 as? [String: Any])?.compactMapValues { $0 as? String } }
     }
 
     /// What one run gave.

@@ -20,9 +20,15 @@ enum SyncCommand {
             s.note("sync", "not given to rclone: \(rclone.withheldSettings.joined(separator: ", ")) (they would change which store files rclone lists, copies, replaces or deletes, or what it prints)")
         }
         let vault = s.vault
+        // The user's rclone config, read once, and only when a configured remote's name is met.
+        var configFile: [String: [String: String]]?
+        func configSection(_ name: String) -> [String: String]? {
+            if configFile == nil { configFile = rclone.configSections() }
+            return configFile?[name]
+        }
         // The folder here that rclone's local backend reaches, if it does (`RcloneRemote`).
-        let localFolder = RcloneRemote.localFolder(of: remote, section: rclone.configSection)
-        if let localFolder { try checkFolderRemote(s, remote, localFolder, rclone: rclone) }
+        let localFolder = RcloneRemote.localFolder(of: remote, section: configSection)
+        if let localFolder { try checkFolderRemote(s, remote, localFolder, section: configSection) }
         let probe = vault.makeStoreProbe()
         let listing = Result { try rclone.list(remote) }
         if let probe { vault.removeStoreProbe(probe) }
@@ -208,8 +214,9 @@ enum SyncCommand {
     ///
     /// A folder in an rclone mount is followed to the folder behind it, when that is one here
     /// (`RcloneMounts`): the mount may cache listings, hiding the store probe.
+    /// `section` gives a configured remote's settings (`RcloneRemote.localFolder`).
     private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder,
-                                          rclone: Rclone, mountsFollowed: Int = 0) throws {
+                                          section: (String) -> [String: String]?, mountsFollowed: Int = 0) throws {
         guard let store = HostFileIdentity(of: s.vault.directory) else { return }
         let folder = reached.path
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
@@ -229,9 +236,9 @@ enum SyncCommand {
                                  hint: "sync with a folder of its own, outside the store")
         }
         if mountsFollowed < 4, let behind = RcloneMounts.remote(reaching: cleaned, mounts: RcloneMounts.current()),
-           var folder = RcloneRemote.localFolder(of: behind, section: rclone.configSection) {
+           var folder = RcloneRemote.localFolder(of: behind, section: section) {
             folder.exact = folder.exact && reached.exact
-            try checkFolderRemote(s, remote, folder, rclone: rclone, mountsFollowed: mountsFollowed + 1)
+            try checkFolderRemote(s, remote, folder, section: section, mountsFollowed: mountsFollowed + 1)
         }
     }
 
