@@ -343,6 +343,27 @@ def test_sync_makes_what_it_moved_durable_before_it_builds_on_it(vault, tmp_path
     assert "a.txt" in other.ok("ls /").out
 
 
+def test_sync_to_a_union_makes_each_of_its_folders_durable(vault, tmp_path):
+    """A union remote puts each file in one of its upstreams, as its create policy chooses:
+    what was sent to a union of folders here is made durable in each folder it went to (the
+    sync once made none of them so)."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    (tmp_path / "x.txt").write_bytes(b"x\n")
+    remote = f":union,upstreams='{folders[0]} {folders[1]}':"
+    sync_calls = ["syncfs", "rename", "renameat", "renameat2"]
+    calls = traced_calls(vault, f"import {q(str(tmp_path / 'x.txt'))}; sync {q(remote)}", tmp_path / "u.log", sync_calls)
+    written = 0
+    for folder in folders:
+        writes = [i for i, c in enumerate(calls) if "rename" in c and f"{folder}/" in c]
+        if writes:
+            written += 1
+            assert any("syncfs(" in c and f"<{folder}>" in c for c in calls[max(writes):]), (folder, calls)
+    assert written, calls
+    assert sum(len(list(folder.rglob("*"))) for folder in folders) > 0
+
+
 def test_import_move_keeps_an_original_a_program_opened_for_writing_while_it_was_compared(vault, host):
     """Review AD: `import --move` holds a read lease on the original while it compares it with
     the vault's copy and removes it; a program that opened it for writing meanwhile (an editor

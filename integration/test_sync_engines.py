@@ -1138,7 +1138,8 @@ def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
                                    "holding-it-with-a-quote-inside-a-value", "holding-it-as-a-local-remote-of-the-config",
                                    "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly",
                                    "holding-it-through-a-hasher-of-the-config", "holding-it-as-the-default-alias-of-the-environment",
-                                   "inside-it-through-a-crypt-with-plain-folder-names", "inside-it-as-the-environment-overrides-the-config"])
+                                   "inside-it-through-a-crypt-with-plain-folder-names", "inside-it-as-the-environment-overrides-the-config",
+                                   "holding-it-as-an-upstream-of-a-union", "inside-it-through-a-combine-remote"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
@@ -1149,7 +1150,7 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     in rclone's config, or an alias on the fly, were not read. Review AO: nor remotes wrapping a
     folder (hasher…), nor a backend's default target in the environment. Review AP: nor a crypt
     that keeps folder names plain, nor a backend's setting in the environment over the config
-    file's, as rclone takes it."""
+    file's, as rclone takes it. Nor the folders of a union's or a combine's upstreams."""
     parent, inside = vault.vault.parent, vault.vault / "inside"
     config = tmp_path / "rclone.conf"
     config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n\n"
@@ -1167,7 +1168,9 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
               "holding-it-through-a-hasher-of-the-config": "hs:",
               "holding-it-as-the-default-alias-of-the-environment": ":alias:",
               "inside-it-through-a-crypt-with-plain-folder-names": f"cr:{vault.vault.name}/inside",
-              "inside-it-as-the-environment-overrides-the-config": "elsewhere:inside"}[where]
+              "inside-it-as-the-environment-overrides-the-config": "elsewhere:inside",
+              "holding-it-as-an-upstream-of-a-union": f":union,upstreams='{tmp_path / 'elsewhere'} {parent}:nc':",
+              "inside-it-through-a-combine-remote": f":combine,upstreams='v={vault.vault}':v/inside"}[where]
     home = parent / "home-here"   # ~/.. holds the store
     home.mkdir()
     before = sorted(p.name for p in parent.iterdir())
@@ -1198,12 +1201,12 @@ def test_the_store_through_an_rclone_mount_that_caches_listings_is_refused(vault
     assert vault.ok("ls /").out_lines == ["kept"]
 
 
-@pytest.mark.parametrize("spelling", ["union-remote-of-the-config", "bindfs"])
+@pytest.mark.parametrize("spelling", ["webdav-server-here", "bindfs"])
 def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
     """Review AK: the folder-remote check compares folder identities, so the store reached
-    through a remote of type local in rclone's config or another mount of it (bindfs) was taken
-    for a remote: a listing that shows the probe file the sync puts at the store's top tells it
-    now."""
+    another way — served on this machine (`rclone serve webdav`), or another mount of it
+    (bindfs) — was taken for a remote: a listing that shows the probe file the sync puts at the
+    store's top tells it now."""
     vault.ok("mkdir /kept")
     before = sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*"))
     if spelling == "bindfs":
@@ -1214,16 +1217,17 @@ def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling)
         mounted = mounted_fuse(["bindfs", str(vault.vault), str(mount)], mount)
         remote = str(next(mounted))
     else:
-        # A union of the store and an empty folder: a remote type that sync does not read as
-        # a folder here (a local or alias one it does, and refuses before listing).
-        (tmp_path / "empty").mkdir()
-        mounted, remote = None, "here:"
+        # The store served over WebDAV on this machine: a remote that sync cannot read as a
+        # folder here (one it can, a local, alias or union one, it refuses before listing).
+        server = RcloneServer("webdav", vault.vault.parent, tmp_path)
+        mounted, remote = None, f":webdav,url='http://127.0.0.1:{server.port}':{vault.vault.name}"
     try:
-        r = vault.c(f"sync {q(remote)}", env={**vault.env, "RCLONE_CONFIG_HERE_TYPE": "union",
-                                               "RCLONE_CONFIG_HERE_UPSTREAMS": f"{vault.vault} {tmp_path / 'empty'}"})
+        r = vault.c(f"sync {q(remote)}")
     finally:
         if mounted is not None:
             mounted.close()
+        else:
+            server.stop()
     assert r.rc == 1 and "is the vault's own store, reached by another path; nothing was sent" in r.err, r.describe()
     assert sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*")) == before, "the probe is gone"
     assert vault.ok("ls /").out_lines == ["kept"]

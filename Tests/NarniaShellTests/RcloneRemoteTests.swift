@@ -40,12 +40,15 @@ final class RcloneRemoteTests: XCTestCase {
             ("", nil),
         ]
         for (remote, folder) in cases {
-            XCTAssertEqual(RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: [:])?.path, folder, remote)
+            XCTAssertEqual(folders(remote, config).map(\.path), folder.map { [$0] } ?? [], remote)
         }
     }
 
     func testAnAliasOfItselfEnds() {
-        XCTAssertNil(RcloneRemote.localFolder(of: "loop:", section: { _ in ["type": "alias", "remote": "loop:x"] }, environment: [:]))
+        XCTAssertEqual(folders("loop:", ["loop": ["type": "alias", "remote": "loop:x"]]), [])
+        // A union of itself, ten times over, ends in a few steps (rclone refuses it).
+        let branching = "/srv/a " + Array(repeating: "un:", count: 10).joined(separator: " ")
+        XCTAssertEqual(folders("un:", ["un": ["type": "union", "upstreams": branching]]).first?.path, "/srv/a")
     }
 
     /// Review AO: remotes that wrap a folder (hasher, chunker, compress, cache, crypt), and an
@@ -59,19 +62,16 @@ final class RcloneRemoteTests: XCTestCase {
             "bare": ["type": "alias"],
         ]
         let environment = ["RCLONE_ALIAS_REMOTE": "/srv/default"]
-        func folder(_ remote: String) -> RcloneRemote.Folder? {
-            RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: environment)
-        }
-        XCTAssertEqual(folder("hs:"), .init(path: "/srv/parent"))
-        XCTAssertEqual(folder("hs:sub"), .init(path: "/srv/parent/sub"))
-        XCTAssertEqual(folder("ch:sub"), .init(path: "/srv/parent/sub", namesKept: false))
-        XCTAssertEqual(folder(":compress,remote=/srv/parent:"), .init(path: "/srv/parent", namesKept: false))
-        XCTAssertEqual(folder("cr:"), .init(path: "/srv/parent/secret", namesKept: false))
-        XCTAssertEqual(folder("cr:sub/deeper"), .init(path: "/srv/parent/secret", exact: false, namesKept: false), "its path is encrypted")
-        XCTAssertEqual(folder(":alias:x"), .init(path: "/srv/default/x"))
-        XCTAssertEqual(folder("bare:x"), .init(path: "/srv/default/x"))
-        XCTAssertNil(RcloneRemote.localFolder(of: "bare:x", section: { config[$0] }, environment: [:]), "no target: rclone refuses it")
-        XCTAssertNil(folder(":union,upstreams='/a /b':"), "several folders")
+        func folder(_ remote: String) -> [RcloneRemote.Folder] { folders(remote, config, environment) }
+        XCTAssertEqual(folder("hs:"), [.init(path: "/srv/parent")])
+        XCTAssertEqual(folder("hs:sub"), [.init(path: "/srv/parent/sub")])
+        XCTAssertEqual(folder("ch:sub"), [.init(path: "/srv/parent/sub", namesKept: false)])
+        XCTAssertEqual(folder(":compress,remote=/srv/parent:"), [.init(path: "/srv/parent", namesKept: false)])
+        XCTAssertEqual(folder("cr:"), [.init(path: "/srv/parent/secret", namesKept: false)])
+        XCTAssertEqual(folder("cr:sub/deeper"), [.init(path: "/srv/parent/secret", exact: false, namesKept: false)], "its path is encrypted")
+        XCTAssertEqual(folder(":alias:x"), [.init(path: "/srv/default/x")])
+        XCTAssertEqual(folder("bare:x"), [.init(path: "/srv/default/x")])
+        XCTAssertEqual(folders("bare:x", config), [], "no target: rclone refuses it")
     }
 
     /// Review AP: a crypt that leaves folder names plain puts its path's folders there as they
@@ -83,18 +83,53 @@ final class RcloneRemoteTests: XCTestCase {
             "cr2": ["type": "crypt", "remote": "/srv/base", "directory_name_encryption": "false"],
             "hs": ["type": "hasher", "remote": "/srv/file"],
         ]
-        func folder(_ remote: String, _ environment: [String: String] = [:]) -> RcloneRemote.Folder? {
-            RcloneRemote.localFolder(of: remote, section: { config[$0] }, environment: environment)
+        func folder(_ remote: String, _ environment: [String: String] = [:]) -> [RcloneRemote.Folder] { folders(remote, config, environment) }
+        XCTAssertEqual(folder("cr2:v/inside"), [.init(path: "/srv/base/v/inside", namesKept: false)])
+        XCTAssertEqual(folder(":crypt,remote=/srv/base,filename_encryption=off:d1/d2"), [.init(path: "/srv/base/d1/d2", namesKept: false)])
+        XCTAssertEqual(folder("cr2:v", ["RCLONE_CRYPT_DIRECTORY_NAME_ENCRYPTION": "true"]), [.init(path: "/srv/base", exact: false, namesKept: false)])
+        XCTAssertEqual(folder("hs:x"), [.init(path: "/srv/file/x")])
+        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend"]), [.init(path: "/srv/backend/x")])
+        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend", "RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), [.init(path: "/srv/named/x")])
+        XCTAssertEqual(folder("hs,remote=/srv/string:x", ["RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), [.init(path: "/srv/string/x")])
+        XCTAssertEqual(folder("my-r:/d", ["RCLONE_CONFIG_MY-R_TYPE": "local"]), [.init(path: "/d")], "an environment-only remote, its name as it is")
+        XCTAssertEqual(folder("my-r:/d", ["RCLONE_CONFIG_MY_R_TYPE": "local"]), [])
+    }
+
+    /// A union reaches each of its upstreams, joined with its path (a tag after an upstream's
+    /// path dropped); a combine the upstream its path's first folder names, or all of them
+    /// below its root. Checked with `rclone lsf` and marker files (1.60.1).
+    func testUnionAndCombineReachTheirUpstreams() {
+        let config: [String: [String: String]] = [
+            "un": ["type": "union", "upstreams": "/srv/a:ro \"/srv/d e\" loc:/srv/b:nc"],
+            "old": ["type": "union", "remotes": "/srv/a /srv/b"],
+            "loc": ["type": "local"],
+            "cb": ["type": "combine", "upstreams": "x=/srv/a \"y=loc:/srv/b c\" z=s3:bucket"],
+            "cloud": ["type": "s3"],
+        ]
+        let some = RcloneRemote.Folder(path: "", receivesAll: false)
+        func at(_ path: String, _ reach: RcloneRemote.Folder = .init(path: "")) -> RcloneRemote.Folder {
+            var folder = reach
+            folder.path = path
+            return folder
         }
-        XCTAssertEqual(folder("cr2:v/inside"), .init(path: "/srv/base/v/inside", namesKept: false))
-        XCTAssertEqual(folder(":crypt,remote=/srv/base,filename_encryption=off:d1/d2"), .init(path: "/srv/base/d1/d2", namesKept: false))
-        XCTAssertEqual(folder("cr2:v", ["RCLONE_CRYPT_DIRECTORY_NAME_ENCRYPTION": "true"]), .init(path: "/srv/base", exact: false, namesKept: false))
-        XCTAssertEqual(folder("hs:x"), .init(path: "/srv/file/x"))
-        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend"]), .init(path: "/srv/backend/x"))
-        XCTAssertEqual(folder("hs:x", ["RCLONE_HASHER_REMOTE": "/srv/backend", "RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), .init(path: "/srv/named/x"))
-        XCTAssertEqual(folder("hs,remote=/srv/string:x", ["RCLONE_CONFIG_HS_REMOTE": "/srv/named"]), .init(path: "/srv/string/x"))
-        XCTAssertEqual(folder("my-r:/d", ["RCLONE_CONFIG_MY-R_TYPE": "local"]), .init(path: "/d"), "an environment-only remote, its name as it is")
-        XCTAssertNil(folder("my-r:/d", ["RCLONE_CONFIG_MY_R_TYPE": "local"]))
+        XCTAssertEqual(folders("un:", config), [at("/srv/a", some), at("/srv/d e", some), at("/srv/b", some)])
+        XCTAssertEqual(folders("un:v/../w", config), [at("/srv/a/w", some), at("/srv/d e/w", some), at("/srv/b/w", some)])
+        XCTAssertEqual(folders("old:v", config), [at("/srv/a/v", some), at("/srv/b/v", some)], "the older setting")
+        XCTAssertEqual(folders(":union,upstreams='cloud: /srv/a':v", config), [at("/srv/a/v", some)], "the folders among its upstreams")
+        XCTAssertEqual(folders(":union,upstreams=/srv/a:", config), [], "rclone refuses a union of one")
+        XCTAssertEqual(folders(":union,upstreams='/srv/a x\"y':", config), [], "nor a quote inside a word")
+        XCTAssertEqual(folders("cb:x", config), [at("/srv/a")])
+        XCTAssertEqual(folders("cb:y/w", config), [at("/srv/b c/w")])
+        XCTAssertEqual(folders("cb:z/v", config), [])
+        XCTAssertEqual(folders("cb:nothing", config), [])
+        XCTAssertEqual(folders("cb:", config), [at("/srv/a", .init(path: "", exact: false)), at("/srv/b c", .init(path: "", exact: false))])
+    }
+
+    func testSpaceSeparatedListsAreReadAsRcloneReadsThem() {
+        XCTAssertEqual(RcloneRemote.spaceSeparatedList("a  b "), ["a", "b"])
+        XCTAssertEqual(RcloneRemote.spaceSeparatedList("\"a b\" \"say \"\"hi\"\"\""), ["a b", "say \"hi\""])
+        XCTAssertNil(RcloneRemote.spaceSeparatedList("a\"b"))
+        XCTAssertNil(RcloneRemote.spaceSeparatedList("\"a"))
     }
 
     func testOptionsAndPathAreSplitAsRcloneSplitsThem() {
@@ -123,4 +158,9 @@ final class RcloneRemoteTests: XCTestCase {
         XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/rmntx", mounts: mounts))
         XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/view/v", mounts: mounts), "not an rclone mount")
     }
+}
+
+/// The folders `remote` reaches with rclone's config `config` and `environment`.
+private func folders(_ remote: String, _ config: [String: [String: String]], _ environment: [String: String] = [:]) -> [RcloneRemote.Folder] {
+    RcloneRemote.localFolders(of: remote, section: { config[$0] }, environment: environment)
 }

@@ -59,7 +59,7 @@ struct Rclone {
 
     /// The settings of each remote in the user's rclone config file (`rclone config dump`),
     /// by name; none when it cannot be read. Read to tell a remote that reaches a folder here
-    /// (`RcloneRemote.localFolder`, which reads the environment's settings itself).
+    /// (`RcloneRemote.localFolders`, which reads the environment's settings itself).
     func configSections() -> [String: [String: String]] {
         guard let outcome = try? run(["config", "dump"]), outcome.status == 0,
               let dump = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [String: Any] else { return [:] }

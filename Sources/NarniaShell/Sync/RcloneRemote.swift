@@ -11,7 +11,7 @@ struct RcloneRemote: Equatable {
     /// What comes before the path's `:`, options included; nil for a local path.
     let configString: String?
     let options: [String: String]
-    let path: String
+    private(set) var path: String
 
     /// Nil when rclone refuses `text` (an empty one, a name of other characters, an unclosed
     /// quote…): it then reaches nothing.
@@ -121,58 +121,129 @@ struct RcloneRemote: Equatable {
 
     /// A folder on this machine that a remote reaches through rclone's local backend.
     struct Folder: Equatable {
-        let path: String
+        var path: String
         /// False when the remote's files go somewhere below `path` under names rclone makes
-        /// (a crypt remote's path is encrypted): only `path` is known to hold them.
+        /// (a crypt remote's path is encrypted, a combine remote's root holds its upstreams):
+        /// only `path` is known to hold them.
         var exact = true
         /// False when files sent there are stored under other names (`crypt`), or split or
         /// renamed (`chunker`, `compress`).
         var namesKept = true
+        /// False when each file sent goes to some of several folders (a `union`'s upstreams,
+        /// as its create policy chooses): a file sent may be in another.
+        var receivesAll = true
     }
 
-    /// The folder on this machine that `remote` reaches through rclone's local backend: a
-    /// local path; `:local:`; a remote of type local; or one that wraps another, keeping its
+    /// The folders on this machine that `remote` reaches through rclone's local backend: a
+    /// local path; `:local:`; a remote of type local; one that wraps another, keeping its
     /// folders (an alias, `hasher`, `chunker`, `compress`, `cache`, and `crypt` when it leaves
     /// folder names plain: `directory_name_encryption = false` or `filename_encryption = off`),
-    /// or naming them anew (any other `crypt`: then inexact, below the folder it wraps) —
-    /// configured or on the fly (`:alias,remote=…:`), followed a few levels deep. A setting is
-    /// taken as rclone 1.60 takes it: the connection string's, else the environment's for that
-    /// remote (`RCLONE_CONFIG_NAME_REMOTE`, the name as it is), else the environment's for the
-    /// backend (`RCLONE_ALIAS_REMOTE`), else `section`'s (the user's config file; review AP).
-    /// An empty path is the current folder. Nil for any other remote (`union` and `combine`,
-    /// of several folders, among them).
-    static func localFolder(of remote: String, section: (String) -> [String: String]?,
-                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Folder? {
-        var text = remote
-        var exact = true, namesKept = true
-        for _ in 0..<8 {
-            guard let parsed = RcloneRemote(text) else { return nil }
-            guard let name = parsed.name else { return Folder(path: parsed.path, exact: exact, namesKept: namesKept) }
+    /// or naming them anew (any other `crypt`: then inexact, below the folder it wraps); a
+    /// `union`'s upstreams (`:ro`, `:nc` or `:writeback` after a path, each joined with the
+    /// union's path), or the `combine` upstream its path's first folder names (every upstream,
+    /// inexact, for its root) — configured or on the fly (`:alias,remote=…:`), followed a few
+    /// levels deep. A setting is taken as rclone 1.60 takes it: the connection string's, else
+    /// the environment's for that remote (`RCLONE_CONFIG_NAME_REMOTE`, the name as it is),
+    /// else the environment's for the backend (`RCLONE_ALIAS_REMOTE`), else `section`'s (the
+    /// user's config file; review AP). An empty path is the current folder. None for any other
+    /// remote, and for one rclone refuses.
+    static func localFolders(of remote: String, section: (String) -> [String: String]?,
+                             environment: [String: String] = ProcessInfo.processInfo.environment) -> [Folder] {
+        // A remote that reaches itself is refused by rclone; followed here a few levels deep,
+        // and in a few steps however its unions branch.
+        var steps = 64
+        func follow(_ text: String, _ reach: Folder, depth: Int) -> [Folder] {
+            steps -= 1
+            guard depth < 8, steps >= 0, let parsed = RcloneRemote(text) else { return [] }
+            var reach = reach
+            guard let name = parsed.name else {
+                reach.path = parsed.path
+                return [reach]
+            }
             let onTheFly = name.hasPrefix(":")
             let file = onTheFly ? [:] : section(name)
             func named(_ key: String) -> String? { environment["RCLONE_CONFIG_\(name.uppercased())_\(key.uppercased())"] }
-            guard let type = onTheFly ? String(name.dropFirst()) : parsed.options["type"] ?? named("type") ?? file?["type"] else { return nil }
+            guard let type = onTheFly ? String(name.dropFirst()) : parsed.options["type"] ?? named("type") ?? file?["type"] else { return [] }
             func option(_ key: String) -> String? {
                 parsed.options[key] ?? (onTheFly ? nil : named(key)) ?? environment["RCLONE_\(type.uppercased())_\(key.uppercased())"] ?? file?[key]
             }
             switch type {
             case "local":
-                return Folder(path: parsed.path.isEmpty ? "." : parsed.path, exact: exact, namesKept: namesKept)
+                reach.path = parsed.path.isEmpty ? "." : parsed.path
+                return [reach]
             case "alias", "hasher", "chunker", "compress", "cache", "crypt":
-                guard let target = option("remote"), let wrapped = RcloneRemote(target) else { return nil }
-                if ["chunker", "compress", "crypt"].contains(type) { namesKept = false }
+                guard let target = option("remote"), let wrapped = RcloneRemote(target) else { return [] }
+                if ["chunker", "compress", "crypt"].contains(type) { reach.namesKept = false }
                 let plainFolders = option("directory_name_encryption").map { ["false", "f", "0"].contains($0.lowercased()) } == true
                     || option("filename_encryption")?.lowercased() == "off"
                 if type == "crypt" && !plainFolders {
-                    exact = exact && parsed.path.isEmpty
-                    text = wrapped.joining("")
-                } else {
-                    text = wrapped.joining(parsed.path)
+                    reach.exact = reach.exact && parsed.path.isEmpty
+                    return follow(wrapped.joining(""), reach, depth: depth + 1)
                 }
+                return follow(wrapped.joining(parsed.path), reach, depth: depth + 1)
+            case "union":
+                // `remotes`, the older setting, when `upstreams` is not set.
+                guard let upstreams = (option("upstreams").flatMap { $0.isEmpty ? nil : $0 } ?? option("remotes")).flatMap(spaceSeparatedList),
+                      upstreams.count > 1 else { return [] }
+                reach.receivesAll = false
+                return upstreams.flatMap { upstream -> [Folder] in
+                    guard let untagged = RcloneRemote(upstream)?.withoutUnionTag else { return [] }
+                    return follow(untagged.joining(parsed.path), reach, depth: depth + 1)
+                }
+            case "combine":
+                guard let upstreams = option("upstreams").flatMap(spaceSeparatedList) else { return [] }
+                let mounted = upstreams.compactMap { upstream -> (folder: Substring, remote: Substring)? in
+                    guard let equal = upstream.firstIndex(of: "=") else { return nil }
+                    return (upstream[..<equal], upstream[upstream.index(after: equal)...])
+                }
+                let inside = clean("/" + parsed.path).split(separator: "/", maxSplits: 1)
+                guard let first = inside.first else {
+                    reach.exact = false
+                    return mounted.flatMap { follow(String($0.remote), reach, depth: depth + 1) }
+                }
+                guard let upstream = mounted.first(where: { $0.folder == first }), let wrapped = RcloneRemote(String(upstream.remote)) else { return [] }
+                return follow(wrapped.joining(inside.count > 1 ? String(inside[1]) : ""), reach, depth: depth + 1)
             default:
-                return nil
+                return []
             }
         }
-        return nil
+        return follow(remote, Folder(path: ""), depth: 0)
+    }
+
+    /// This remote as a union upstream names it, without the `:ro`, `:nc` or `:writeback` its
+    /// path may end in (rclone's `union/upstream.New`).
+    private var withoutUnionTag: RcloneRemote {
+        var untagged = self
+        for tag in [":ro", ":nc", ":writeback"] where path.hasSuffix(tag) {
+            untagged.path = String(path.dropLast(tag.count))
+            break
+        }
+        return untagged
+    }
+
+    /// rclone's `SpaceSepList`: words parted by spaces, a word in `"` holding spaces (`""` in it
+    /// for one `"`). Nil where rclone refuses it (a `"` inside a word, or an unclosed one).
+    static func spaceSeparatedList(_ text: String) -> [String]? {
+        var words: [String] = [], word = "", quoted = false, wasQuoted = false
+        var chars = text.makeIterator()
+        var next = chars.next()
+        while let c = next {
+            next = chars.next()
+            if quoted {
+                if c != "\"" { word.append(c) } else if next == "\"" { word.append(c); next = chars.next() } else { quoted = false }
+            } else if c == " " {
+                if !word.isEmpty || wasQuoted { words.append(word) }
+                (word, wasQuoted) = ("", false)
+            } else if c == "\"" {
+                guard word.isEmpty && !wasQuoted else { return nil }
+                (quoted, wasQuoted) = (true, true)
+            } else {
+                guard !wasQuoted else { return nil }
+                word.append(c)
+            }
+        }
+        guard !quoted else { return nil }
+        if !word.isEmpty || wasQuoted { words.append(word) }
+        return words
     }
 }

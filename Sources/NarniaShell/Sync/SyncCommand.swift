@@ -26,9 +26,9 @@ enum SyncCommand {
             if configFile == nil { configFile = rclone.configSections() }
             return configFile?[name]
         }
-        // The folder here that rclone's local backend reaches, if it does (`RcloneRemote`).
-        let localFolder = RcloneRemote.localFolder(of: remote, section: configSection)
-        if let localFolder { try checkFolderRemote(s, remote, localFolder, section: configSection) }
+        // The folders here that rclone's local backend reaches, if it does (`RcloneRemote`).
+        let localFolders = RcloneRemote.localFolders(of: remote, section: configSection)
+        for folder in localFolders { try checkFolderRemote(s, remote, folder, section: configSection) }
         let probe = vault.makeStoreProbe()
         let listing = Result { try rclone.list(remote) }
         if let probe { vault.removeStoreProbe(probe) }
@@ -174,7 +174,7 @@ enum SyncCommand {
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
-        if let localFolder { try syncLocalRemote(localFolder, sent) }
+        for folder in localFolders { try syncLocalRemote(folder, sent) }
         try finish(s, remote, report, nil)
     }
 
@@ -214,7 +214,7 @@ enum SyncCommand {
     ///
     /// A folder in an rclone mount is followed to the folder behind it, when that is one here
     /// (`RcloneMounts`): the mount may cache listings, hiding the store probe.
-    /// `section` gives a configured remote's settings (`RcloneRemote.localFolder`).
+    /// `section` gives a configured remote's settings (`RcloneRemote.localFolders`).
     private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder,
                                           section: (String) -> [String: String]?, mountsFollowed: Int = 0) throws {
         guard let store = HostFileIdentity(of: s.vault.directory) else { return }
@@ -235,25 +235,29 @@ enum SyncCommand {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
-        if mountsFollowed < 4, let behind = RcloneMounts.remote(reaching: cleaned, mounts: RcloneMounts.current()),
-           var folder = RcloneRemote.localFolder(of: behind, section: section) {
-            folder.exact = folder.exact && reached.exact
-            try checkFolderRemote(s, remote, folder, section: section, mountsFollowed: mountsFollowed + 1)
+        if mountsFollowed < 4, let behind = RcloneMounts.remote(reaching: cleaned, mounts: RcloneMounts.current()) {
+            for var folder in RcloneRemote.localFolders(of: behind, section: section) {
+                folder.exact = folder.exact && reached.exact
+                try checkFolderRemote(s, remote, folder, section: section, mountsFollowed: mountsFollowed + 1)
+            }
         }
     }
 
-    /// When the remote is a `folder` here (rclone's local backend, `RcloneRemote.localFolder`),
+    /// When the remote is a `folder` here (rclone's local backend, `RcloneRemote.localFolders`),
     /// makes what was sent there durable before the sync says it is done: rclone does not
     /// sync what it writes, and a power cut left a remote one sync behind (a review). One
     /// `syncfs` where that reaches the disk, else an `fsync` of each file and folder — where
-    /// their names are known: under names rclone makes (crypt), only the `syncfs`.
+    /// their names are known: under names rclone makes (crypt), only the `syncfs`. A folder of
+    /// several that receive (a union's) holds those of the files sent that are there.
     private static func syncLocalRemote(_ folder: RcloneRemote.Folder, _ sent: [String]) throws {
         guard !sent.isEmpty, let top = try? FileDescriptor.open(folder.path, .readOnly, options: .directory) else { return }
         guard folder.exact && folder.namesKept else {
             if top.syncFileSystemReachesDisk { try top.syncFileSystem() }
             return
         }
-        let files = sent.map { folder.path + "/" + $0 }
+        let files = sent.map { folder.path + "/" + $0 }.filter { path in
+            folder.receivesAll || (try? FileSystem.lstatIfExists(path)) != nil
+        }
         try FileSystem.makeDurable(files: files, folders: Set(files.map(FileSystem.parentDirectory(of:))).sorted() + [folder.path], on: top)
     }
 
