@@ -1139,7 +1139,8 @@ def test_transfers_in_flight_a_sync_engine_carried_here_go_after_a_day(vault):
                                    "inside-it-through-an-alias-of-the-config", "inside-it-through-an-alias-on-the-fly",
                                    "holding-it-through-a-hasher-of-the-config", "holding-it-as-the-default-alias-of-the-environment",
                                    "inside-it-through-a-crypt-with-plain-folder-names", "inside-it-as-the-environment-overrides-the-config",
-                                   "holding-it-as-an-upstream-of-a-union", "inside-it-through-a-combine-remote"])
+                                   "holding-it-as-an-upstream-of-a-union", "inside-it-through-a-combine-remote",
+                                   "holding-it-as-a-combine-upstream-named-like-a-shard-folder", "through-a-union-and-twenty-aliases"])
 def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, where):
     """Review AJ: `sync` took a folder inside the store (a second store nested in the first) or
     the folder holding it (a Syncthing folder: key files and shard folders among the user's
@@ -1150,13 +1151,20 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
     in rclone's config, or an alias on the fly, were not read. Review AO: nor remotes wrapping a
     folder (hasher…), nor a backend's default target in the environment. Review AP: nor a crypt
     that keeps folder names plain, nor a backend's setting in the environment over the config
-    file's, as rclone takes it. Nor the folders of a union's or a combine's upstreams."""
+    file's, as rclone takes it. Nor the folders of a union's or a combine's upstreams (review AT:
+    nor one past a few steps followed)."""
     parent, inside = vault.vault.parent, vault.vault / "inside"
     config = tmp_path / "rclone.conf"
     config.write_text(f"[mine]\ntype = local\n\n[store]\ntype = alias\nremote = mine:{vault.vault}\n\n"
                       f"[hs]\ntype = hasher\nremote = {parent}\n\n[elsewhere]\ntype = hasher\nremote = {tmp_path / 'elsewhere'}\n\n"
                       f"[cr]\ntype = crypt\nremote = {parent}\ndirectory_name_encryption = false\n"
                       f"password = {subprocess.run(['rclone', 'obscure', 'pw'], capture_output=True, text=True).stdout.strip()}\n")
+    shard = None
+    if where.endswith("like-a-shard-folder"):
+        (tmp_path / "f.txt").write_bytes(b"f\n")
+        (tmp_path / "elsewhere").mkdir()
+        vault.ok(f"import {q(str(tmp_path / 'f.txt'))}")
+        shard = next(d.name for d in vault.vault.iterdir() if d.is_dir() and len(d.name) == 2)
     remote = {"inside-the-store": str(inside), "holding-the-store": str(parent),
               "holding-it-through-a-folder-not-there": str(parent / "nothing" / ".."),
               "holding-it-from-home": "~/..", "holding-it-as-:local:": f":local:{parent}",
@@ -1170,14 +1178,19 @@ def test_a_folder_remote_in_or_around_the_store_is_refused(vault, tmp_path, wher
               "inside-it-through-a-crypt-with-plain-folder-names": f"cr:{vault.vault.name}/inside",
               "inside-it-as-the-environment-overrides-the-config": "elsewhere:inside",
               "holding-it-as-an-upstream-of-a-union": f":union,upstreams='{tmp_path / 'elsewhere'} {parent}:nc':",
-              "inside-it-through-a-combine-remote": f":combine,upstreams='v={vault.vault}':v/inside"}[where]
+              "inside-it-through-a-combine-remote": f":combine,upstreams='v={vault.vault}':v/inside",
+              "holding-it-as-a-combine-upstream-named-like-a-shard-folder": f":combine,upstreams='{shard}={parent} cc={tmp_path / 'elsewhere'}':",
+              "through-a-union-and-twenty-aliases": f":union,upstreams='{tmp_path / 'elsewhere'}:ro c0:':"}[where]
+    # Review AT F1: too far to follow is refused, not taken for a remote reaching no folder.
+    chain = {f"RCLONE_CONFIG_C{i}_{k}": v for i in range(20) for k, v in (("TYPE", "alias"), ("REMOTE", f"c{i + 1}:" if i < 19 else str(parent)))}
     home = parent / "home-here"   # ~/.. holds the store
     home.mkdir()
     before = sorted(p.name for p in parent.iterdir())
     r = vault.c(f"sync {q(remote) if ':' in remote else remote}",
                 env={**vault.env, "HOME": str(home), "RCLONE_CONFIG": str(config),
                      **({"RCLONE_ALIAS_REMOTE": str(parent)} if where.endswith("of-the-environment") else {}),
-                     **({"RCLONE_HASHER_REMOTE": str(vault.vault)} if where.endswith("overrides-the-config") else {})})
+                     **({"RCLONE_HASHER_REMOTE": str(vault.vault)} if where.endswith("overrides-the-config") else {}),
+                     **(chain if where.endswith("twenty-aliases") else {})})
     assert r.rc == 1 and "nothing was sent" in r.err, r.describe()
     assert sorted(p.name for p in parent.iterdir()) == before
     assert not inside.exists()

@@ -40,15 +40,22 @@ final class RcloneRemoteTests: XCTestCase {
             ("", nil),
         ]
         for (remote, folder) in cases {
-            XCTAssertEqual(folders(remote, config).map(\.path), folder.map { [$0] } ?? [], remote)
+            XCTAssertEqual(folders(remote, config)?.map(\.path), folder.map { [$0] } ?? [], remote)
         }
     }
 
     func testAnAliasOfItselfEnds() {
-        XCTAssertEqual(folders("loop:", ["loop": ["type": "alias", "remote": "loop:x"]]), [])
+        XCTAssertNil(folders("loop:", ["loop": ["type": "alias", "remote": "loop:x"]]), "not known where it leads")
         // A union of itself, ten times over, ends in a few steps (rclone refuses it).
         let branching = "/srv/a " + Array(repeating: "un:", count: 10).joined(separator: " ")
-        XCTAssertEqual(folders("un:", ["un": ["type": "union", "upstreams": branching]]).first?.path, "/srv/a")
+        XCTAssertNil(folders("un:", ["un": ["type": "union", "upstreams": branching]]))
+        // Review AT F1: a union of many upstreams, or a chain of remotes inside one, was taken
+        // for a remote reaching no folder here once followed a few steps.
+        let config = ["un": ["type": "union", "upstreams": Array(repeating: "/srv/e:ro", count: 63).joined(separator: " ") + " a1:"],
+                      "a1": ["type": "alias", "remote": "a2:"], "a2": ["type": "alias", "remote": "/srv/holding"]]
+        XCTAssertEqual(folders("un:", config)?.last?.path, "/srv/holding")
+        let chain = Dictionary(uniqueKeysWithValues: (0..<20).map { ("c\($0)", ["type": "alias", "remote": "c\($0 + 1):"]) })
+        XCTAssertNil(folders(":union,upstreams='/srv/e c0:':", chain))
     }
 
     /// Review AO: remotes that wrap a folder (hasher, chunker, compress, cache, crypt), and an
@@ -62,7 +69,7 @@ final class RcloneRemoteTests: XCTestCase {
             "bare": ["type": "alias"],
         ]
         let environment = ["RCLONE_ALIAS_REMOTE": "/srv/default"]
-        func folder(_ remote: String) -> [RcloneRemote.Folder] { folders(remote, config, environment) }
+        func folder(_ remote: String) -> [RcloneRemote.Folder]? { folders(remote, config, environment) }
         XCTAssertEqual(folder("hs:"), [.init(path: "/srv/parent")])
         XCTAssertEqual(folder("hs:sub"), [.init(path: "/srv/parent/sub")])
         XCTAssertEqual(folder("ch:sub"), [.init(path: "/srv/parent/sub", namesKept: false)])
@@ -83,7 +90,7 @@ final class RcloneRemoteTests: XCTestCase {
             "cr2": ["type": "crypt", "remote": "/srv/base", "directory_name_encryption": "false"],
             "hs": ["type": "hasher", "remote": "/srv/file"],
         ]
-        func folder(_ remote: String, _ environment: [String: String] = [:]) -> [RcloneRemote.Folder] { folders(remote, config, environment) }
+        func folder(_ remote: String, _ environment: [String: String] = [:]) -> [RcloneRemote.Folder]? { folders(remote, config, environment) }
         XCTAssertEqual(folder("cr2:v/inside"), [.init(path: "/srv/base/v/inside", namesKept: false)])
         XCTAssertEqual(folder(":crypt,remote=/srv/base,filename_encryption=off:d1/d2"), [.init(path: "/srv/base/d1/d2", namesKept: false)])
         XCTAssertEqual(folder("cr2:v", ["RCLONE_CRYPT_DIRECTORY_NAME_ENCRYPTION": "true"]), [.init(path: "/srv/base", exact: false, namesKept: false)])
@@ -112,8 +119,14 @@ final class RcloneRemoteTests: XCTestCase {
             folder.path = path
             return folder
         }
-        XCTAssertEqual(folders("un:", config), [at("/srv/a", some), at("/srv/d e", some), at("/srv/b", some)])
-        XCTAssertEqual(folders("un:v/../w", config), [at("/srv/a/w", some), at("/srv/d e/w", some), at("/srv/b/w", some)])
+        var readOnly = some
+        readOnly.exact = false
+        XCTAssertEqual(folders("un:", config), [at("/srv/a", readOnly), at("/srv/d e", some), at("/srv/b", some)], ":ro receives nothing")
+        XCTAssertEqual(folders("un:v/../w", config), [at("/srv/a/w", readOnly), at("/srv/d e/w", some), at("/srv/b/w", some)])
+        // Review AT F3: `:writeback`, a tag from rclone 1.63 on, is part of a folder's name before.
+        XCTAssertEqual(folders(":union,upstreams='/srv/a /srv/w:writeback':", config), [at("/srv/a", some), at("/srv/w:writeback", some), at("/srv/w", some)])
+        // Review AT F2: rclone reads the first line of the list.
+        XCTAssertEqual(folders("nl:", ["nl": ["type": "union", "upstreams": "\n/srv/a /srv/b\n/srv/c"]]), [at("/srv/a", some), at("/srv/b", some)])
         XCTAssertEqual(folders("old:v", config), [at("/srv/a/v", some), at("/srv/b/v", some)], "the older setting")
         XCTAssertEqual(folders(":union,upstreams='cloud: /srv/a':v", config), [at("/srv/a/v", some)], "the folders among its upstreams")
         XCTAssertEqual(folders(":union,upstreams=/srv/a:", config), [], "rclone refuses a union of one")
@@ -122,11 +135,14 @@ final class RcloneRemoteTests: XCTestCase {
         XCTAssertEqual(folders("cb:y/w", config), [at("/srv/b c/w")])
         XCTAssertEqual(folders("cb:z/v", config), [])
         XCTAssertEqual(folders("cb:nothing", config), [])
-        XCTAssertEqual(folders("cb:", config), [at("/srv/a", .init(path: "", exact: false)), at("/srv/b c", .init(path: "", exact: false))])
+        // Review AT F4: at its root, an upstream named like a shard folder receives a shard's files.
+        XCTAssertEqual(folders("cb:", config), [at("/srv/a", some), at("/srv/b c", some)])
     }
 
     func testSpaceSeparatedListsAreReadAsRcloneReadsThem() {
         XCTAssertEqual(RcloneRemote.spaceSeparatedList("a  b "), ["a", "b"])
+        XCTAssertEqual(RcloneRemote.spaceSeparatedList("\r\n\na b\r\nc"), ["a", "b"])
+        XCTAssertEqual(RcloneRemote.spaceSeparatedList("\"a\nb\" c\nd"), ["a\nb", "c"])
         XCTAssertEqual(RcloneRemote.spaceSeparatedList("\"a b\" \"say \"\"hi\"\"\""), ["a b", "say \"hi\""])
         XCTAssertNil(RcloneRemote.spaceSeparatedList("a\"b"))
         XCTAssertNil(RcloneRemote.spaceSeparatedList("\"a"))
@@ -161,6 +177,6 @@ final class RcloneRemoteTests: XCTestCase {
 }
 
 /// The folders `remote` reaches with rclone's config `config` and `environment`.
-private func folders(_ remote: String, _ config: [String: [String: String]], _ environment: [String: String] = [:]) -> [RcloneRemote.Folder] {
+private func folders(_ remote: String, _ config: [String: [String: String]], _ environment: [String: String] = [:]) -> [RcloneRemote.Folder]? {
     RcloneRemote.localFolders(of: remote, section: { config[$0] }, environment: environment)
 }

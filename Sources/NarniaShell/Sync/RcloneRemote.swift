@@ -139,22 +139,26 @@ struct RcloneRemote: Equatable {
     /// folders (an alias, `hasher`, `chunker`, `compress`, `cache`, and `crypt` when it leaves
     /// folder names plain: `directory_name_encryption = false` or `filename_encryption = off`),
     /// or naming them anew (any other `crypt`: then inexact, below the folder it wraps); a
-    /// `union`'s upstreams (`:ro`, `:nc` or `:writeback` after a path, each joined with the
-    /// union's path), or the `combine` upstream its path's first folder names (every upstream,
-    /// inexact, for its root) — configured or on the fly (`:alias,remote=…:`), followed a few
-    /// levels deep. A setting is taken as rclone 1.60 takes it: the connection string's, else
-    /// the environment's for that remote (`RCLONE_CONFIG_NAME_REMOTE`, the name as it is),
-    /// else the environment's for the backend (`RCLONE_ALIAS_REMOTE`), else `section`'s (the
-    /// user's config file; review AP). An empty path is the current folder. None for any other
-    /// remote, and for one rclone refuses.
+    /// `union`'s upstreams (each joined with the union's path; one read only, `:ro`, inexact:
+    /// nothing is put there), or the `combine` upstream its path's first folder names (every
+    /// upstream for its root: one named like a shard folder receives a shard's files) —
+    /// configured or on the fly (`:alias,remote=…:`). A setting is taken as rclone 1.60 takes
+    /// it: the connection string's, else the environment's for that remote
+    /// (`RCLONE_CONFIG_NAME_REMOTE`, the name as it is), else the environment's for the backend
+    /// (`RCLONE_ALIAS_REMOTE`), else `section`'s (the user's config file; review AP). An empty
+    /// path is the current folder. None for any other remote, and for one rclone refuses; nil
+    /// for one that leads further than `Self.followed` remotes, deep or in all: where it
+    /// reaches is not known (review AT).
     static func localFolders(of remote: String, section: (String) -> [String: String]?,
-                             environment: [String: String] = ProcessInfo.processInfo.environment) -> [Folder] {
-        // A remote that reaches itself is refused by rclone; followed here a few levels deep,
-        // and in a few steps however its unions branch.
-        var steps = 64
+                             environment: [String: String] = ProcessInfo.processInfo.environment) -> [Folder]? {
+        var steps = 0, followedAll = true
         func follow(_ text: String, _ reach: Folder, depth: Int) -> [Folder] {
-            steps -= 1
-            guard depth < 8, steps >= 0, let parsed = RcloneRemote(text) else { return [] }
+            steps += 1
+            guard depth < followed.deep, steps <= followed.inAll else {
+                followedAll = false
+                return []
+            }
+            guard let parsed = RcloneRemote(text) else { return [] }
             var reach = reach
             guard let name = parsed.name else {
                 reach.path = parsed.path
@@ -187,8 +191,12 @@ struct RcloneRemote: Equatable {
                       upstreams.count > 1 else { return [] }
                 reach.receivesAll = false
                 return upstreams.flatMap { upstream -> [Folder] in
-                    guard let untagged = RcloneRemote(upstream)?.withoutUnionTag else { return [] }
-                    return follow(untagged.joining(parsed.path), reach, depth: depth + 1)
+                    guard let upstream = RcloneRemote(upstream) else { return [] }
+                    return upstream.unionUpstreams.flatMap { untagged, readOnly in
+                        var reach = reach
+                        if readOnly { reach.exact = false }
+                        return follow(untagged.joining(parsed.path), reach, depth: depth + 1)
+                    }
                 }
             case "combine":
                 guard let upstreams = option("upstreams").flatMap(spaceSeparatedList) else { return [] }
@@ -198,7 +206,7 @@ struct RcloneRemote: Equatable {
                 }
                 let inside = clean("/" + parsed.path).split(separator: "/", maxSplits: 1)
                 guard let first = inside.first else {
-                    reach.exact = false
+                    reach.receivesAll = false
                     return mounted.flatMap { follow(String($0.remote), reach, depth: depth + 1) }
                 }
                 guard let upstream = mounted.first(where: { $0.folder == first }), let wrapped = RcloneRemote(String(upstream.remote)) else { return [] }
@@ -207,30 +215,43 @@ struct RcloneRemote: Equatable {
                 return []
             }
         }
-        return follow(remote, Folder(path: ""), depth: 0)
+        let folders = follow(remote, Folder(path: ""), depth: 0)
+        return followedAll ? folders : nil
     }
 
-    /// This remote as a union upstream names it, without the `:ro`, `:nc` or `:writeback` its
-    /// path may end in (rclone's `union/upstream.New`).
-    private var withoutUnionTag: RcloneRemote {
-        var untagged = self
-        for tag in [":ro", ":nc", ":writeback"] where path.hasSuffix(tag) {
+    /// How far `localFolders` follows a remote: remotes deep, and in all (a union branches).
+    /// rclone itself refuses a remote that reaches itself.
+    static let followed = (deep: 16, inAll: 256)
+
+    /// The remote this union upstream names, without the `:ro` or `:nc` its path may end in
+    /// (rclone's `union/upstream.New`), and whether it is read only. `:writeback` is a tag
+    /// from rclone 1.63 on, part of the folder's name before: both are given.
+    private var unionUpstreams: [(RcloneRemote, readOnly: Bool)] {
+        func untagged(_ tag: String) -> RcloneRemote {
+            var untagged = self
             untagged.path = String(path.dropLast(tag.count))
-            break
+            return untagged
         }
-        return untagged
+        if path.hasSuffix(":ro") { return [(untagged(":ro"), true)] }
+        if path.hasSuffix(":nc") { return [(untagged(":nc"), false)] }
+        if path.hasSuffix(":writeback") { return [(self, false), (untagged(":writeback"), false)] }
+        return [(self, false)]
     }
 
-    /// rclone's `SpaceSepList`: words parted by spaces, a word in `"` holding spaces (`""` in it
-    /// for one `"`). Nil where rclone refuses it (a `"` inside a word, or an unclosed one).
+    /// rclone's `SpaceSepList`, the first line of a CSV text with spaces between its words
+    /// (Go's `encoding/csv`): a word in `"` may hold spaces and line ends (`""` in it for one
+    /// `"`), empty lines before the first are skipped, and the rest is not read (review AT).
+    /// Nil where rclone refuses it (a `"` inside a word, or an unclosed one).
     static func spaceSeparatedList(_ text: String) -> [String]? {
         var words: [String] = [], word = "", quoted = false, wasQuoted = false
-        var chars = text.makeIterator()
+        var chars = text.replacingOccurrences(of: "\r\n", with: "\n").drop(while: { $0 == "\n" }).makeIterator()
         var next = chars.next()
         while let c = next {
             next = chars.next()
             if quoted {
                 if c != "\"" { word.append(c) } else if next == "\"" { word.append(c); next = chars.next() } else { quoted = false }
+            } else if c == "\n" {
+                break
             } else if c == " " {
                 if !word.isEmpty || wasQuoted { words.append(word) }
                 (word, wasQuoted) = ("", false)

@@ -27,7 +27,7 @@ enum SyncCommand {
             return configFile?[name]
         }
         // The folders here that rclone's local backend reaches, if it does (`RcloneRemote`).
-        let localFolders = RcloneRemote.localFolders(of: remote, section: configSection)
+        let localFolders = try folders(reachedBy: remote, s, remote, section: configSection)
         for folder in localFolders { try checkFolderRemote(s, remote, folder, section: configSection) }
         let probe = vault.makeStoreProbe()
         let listing = Result { try rclone.list(remote) }
@@ -236,11 +236,23 @@ enum SyncCommand {
                                  hint: "sync with a folder of its own, outside the store")
         }
         if mountsFollowed < 4, let behind = RcloneMounts.remote(reaching: cleaned, mounts: RcloneMounts.current()) {
-            for var folder in RcloneRemote.localFolders(of: behind, section: section) {
+            for var folder in try folders(reachedBy: behind, s, remote, section: section) {
                 folder.exact = folder.exact && reached.exact
                 try checkFolderRemote(s, remote, folder, section: section, mountsFollowed: mountsFollowed + 1)
             }
         }
+    }
+
+    /// The folders here that `text` reaches (`RcloneRemote.localFolders`); refused, as
+    /// `remote`, when it leads too far to tell.
+    private static func folders(reachedBy text: String, _ s: Session, _ remote: String,
+                                section: (String) -> [String: String]?) throws -> [RcloneRemote.Folder] {
+        guard let folders = RcloneRemote.localFolders(of: text, section: section) else {
+            let (deep, inAll) = RcloneRemote.followed
+            throw CommandFailure("\(s.err.name(remote)) leads through more than \(deep) remotes one inside another, or \(inAll) in all: where it reaches, the store's own folder among them perhaps, is not known; nothing was sent",
+                                 hint: "sync with a remote nearer the folder it reaches")
+        }
+        return folders
     }
 
     /// When the remote is a `folder` here (rclone's local backend, `RcloneRemote.localFolders`),
