@@ -1244,3 +1244,24 @@ def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling)
     assert r.rc == 1 and "is the vault's own store, reached by another path; nothing was sent" in r.err, r.describe()
     assert sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*")) == before, "the probe is gone"
     assert vault.ok("ls /").out_lines == ["kept"]
+
+
+def test_a_remote_of_the_users_own_files_is_refused(vault, tmp_path):
+    """Review AS F2: a folder of the user's own files (`sync ~/Documents` for the folder in
+    it) had the store's files and shard folders put among them, exit 0; one whose name is two
+    hex digits became a shard folder. A remote with no store file is filled only when it holds
+    nothing of the user's (a sync engine's hidden files, a drive's `lost+found` aside)."""
+    vault.ok("mkdir /kept")
+    documents = tmp_path / "Documents"
+    (documents / "ab").mkdir(parents=True)
+    (documents / ".stfolder").mkdir()
+    (documents / "letter.txt").write_text("mine\n")
+    r = vault.c(f"sync {q(str(documents))}")
+    assert r.rc == 1 and "holds no vault's store but 2 files and folders of its own (ab/, letter.txt): the store's files would be put among them; nothing was sent" in r.err, r.describe()
+    assert sorted(p.name for p in documents.rglob("*")) == [".stfolder", "ab", "letter.txt"]
+    drive = tmp_path / "drive"
+    for name in (".stfolder", "lost+found"):
+        (drive / name).mkdir(parents=True)
+    vault.ok(f"sync {q(str(drive))}")
+    (drive / "notes.txt").write_text("the user's, beside a copy of the store\n")
+    assert vault.ok(f"sync {q(str(drive))}").out.startswith(f"synced with {drive}:")

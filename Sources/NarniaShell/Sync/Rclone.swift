@@ -186,6 +186,20 @@ struct Rclone {
         return (files, misspelled, Self.skippedLinks(in: outcome.errors))
     }
 
+    /// The names at the top of `remote`, a folder's with `/` after it; none when it is not there.
+    func topNames(_ remote: String) throws -> [String] {
+        let outcome = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype", remote])
+        if outcome.cancelled { throw Cancelled() }
+        if outcome.status == 3 { return [] }
+        guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
+        guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
+            throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
+        }
+        return entries.compactMap { entry in
+            (entry["Path"] as? String).map { $0 + (entry["IsDir"] as? Bool == true ? "/" : "") }
+        }
+    }
+
     /// The paths of the symbolic links rclone said it skipped while listing (its notice
     /// `PATH: Can't follow symlink without -L/--copy-links`): a store file there that is a link
     /// is not listed, and would otherwise be missed without a word.

@@ -40,6 +40,16 @@ enum SyncCommand {
             throw CommandFailure("\(s.err.name(remote)) holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
                                  hint: "sync with an empty folder or remote, or one that holds a copy of this vault (a copy looks so when another device rotated the master key, passwd --rotate, and its first sync there was cut short: run that sync again first)")
         }
+        // A remote with no store file is filled: the user's own files there (a folder given
+        // for the one in it, a drive's top) would have the store's put among them (review AS).
+        if !there.keys.contains(where: { vault.syncFile($0.text) != nil }) {
+            let others = try rclone.topNames(remote).filter(isUsersOwn).sorted(by: utf8Order)
+            if !others.isEmpty {
+                let shown = others.prefix(3).map(s.err.name).joined(separator: ", ") + (others.count > 3 ? ", …" : "")
+                throw CommandFailure("\(s.err.name(remote)) holds no vault's store but \(others.count == 1 ? "1 file or folder" : "\(others.count) files and folders") of its own (\(shown)): the store's files would be put among them; nothing was sent",
+                                     hint: "sync with an empty folder or remote, or a folder of its own in it (\(s.err.name(Rclone.join(remote, "vault"))), say)")
+            }
+        }
         // A shard folder there that is a link is not listed, yet what is sent goes through it:
         // journals in it would be replaced unseen by shorter copies (review AF).
         if let shard = links.first(where: Vault.isShardFolder) {
@@ -176,6 +186,12 @@ enum SyncCommand {
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
         try finish(s, remote, report, nil)
+    }
+
+    /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
+    /// engine's), nor what a file system or a system puts at a drive's top.
+    private static func isUsersOwn(_ name: String) -> Bool {
+        !name.hasPrefix(".") && !["lost+found/", "System Volume Information/", "$RECYCLE.BIN/", "desktop.ini", "Thumbs.db"].contains(name)
     }
 
     /// Warns of the files of `paths` on the remote named like store files that this sync does
