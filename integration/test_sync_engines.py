@@ -1265,3 +1265,13 @@ def test_a_remote_of_the_users_own_files_is_refused(vault, tmp_path):
     vault.ok(f"sync {q(str(drive))}")
     (drive / "notes.txt").write_text("the user's, beside a copy of the store\n")
     assert vault.ok(f"sync {q(str(drive))}").out.startswith(f"synced with {drive}:")
+
+
+def test_a_remote_rclone_does_not_know_is_named_with_a_hint(vault, tmp_path):
+    """Review AS F5: a remote's name missing from rclone's config, the likeliest slip, gave
+    rclone's log line alone: no hint, no word of what was sent."""
+    config = tmp_path / "rclone.conf"
+    config.write_text("[backup]\ntype = local\n")
+    r = vault.c("sync nosuch:x", env={**vault.env, "RCLONE_CONFIG": str(config)})
+    assert r.rc == 1 and "sync: nosuch:x: rclone's config has no remote named nosuch; nothing was sent" in r.err, r.describe()
+    assert "narnia: hint: 'rclone listremotes' names those there are" in r.err

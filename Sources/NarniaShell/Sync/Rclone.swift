@@ -173,7 +173,15 @@ struct Rclone {
             if top.status == 3 { return ([:], [], []) }
             throw CommandFailure("rclone could not list \(remote) (exit status 3): a folder in it went while it was listed (another program changing it?); nothing was sent, run sync again")
         }
-        guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
+        guard outcome.status == 0 else {
+            // The likeliest slip: a remote's name that rclone's config does not have (review AS).
+            if let name = RcloneRemote(remote)?.name, !name.hasPrefix(":"),
+               outcome.errors.contains(where: { $0.hasSuffix("didn't find section in config file") }) {
+                throw CommandFailure("\(remote): rclone's config has no remote named \(name); nothing was sent",
+                                     hint: "'rclone listremotes' names those there are, 'rclone config' makes one; a folder whose name holds ':' is written ./\(remote)")
+            }
+            throw failure("list \(remote)", outcome)
+        }
         guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
             throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
         }
