@@ -108,6 +108,9 @@ def test_b_stdin(vault):
     r = vault("-b", "-", input="mkdir /s\ncd /s\npwd\n")
     assert r.rc == 0 and r.out == "/s\n", "-b - reads commands from stdin" + r.describe()
     assert names(vault) == ["s"]
+    # Review AS F4: its lines are named as a file's are, `-:LINE`.
+    r = vault("-b", "-", input="pwd\nls /nope\n")
+    assert r.rc == 1 and "narnia: error: -:2: ls: /nope: no such file or folder" in r.err_lines, r.describe()
 
 
 def test_piped_stdin(vault):
