@@ -804,6 +804,11 @@ def test_lcd_lpwd_lls(vault, host):
     assert [l.split()[:2] for l in r.out_lines if l.endswith(" hsub")] == [["folder", "-"]], r.describe()
     r = vault.ok(f"lcd {q(str(host))}; lcd; lpwd")
     assert r.out == f"{vault.home}\n", "lcd with no argument goes to $HOME" + r.describe()
+    # Review AS F6: several paths as ls(1) lists them, files first, a missing one said and
+    # the rest listed.
+    r = vault.c(f"lcd {q(str(host))}; lls hsub nope h1.txt")
+    assert r.rc == 1 and r.out_lines == ["h1.txt", "", "hsub:", "x"], r.describe()
+    assert r.err_lines == ["narnia: error: lls: nope: no such file or folder"], r.describe()
     r = vault.ok(f"lcd {q(str(host))}; lcd hsub; lpwd")
     assert r.out == f"{host / 'hsub'}\n", "lcd with a relative path" + r.describe()
     vault.fails(f"lcd {q(str(host / 'missing'))}", "lcd")

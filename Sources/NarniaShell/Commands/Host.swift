@@ -43,43 +43,56 @@ enum Host {
         s.out.line(s.out.name(s.currentHostDirectory()))
     }
 
+    /// `lls`: as ls(1) lists, the files named first, then each folder under a header when
+    /// more than one path was named; a missing path is said and the rest listed (review AS).
     static func lls(_ s: Session, _ a: ParsedArguments) throws {
         let showHidden = a.has("-a"), long = a.has("-l")
         let words = a.operands.isEmpty ? [Word(quoted: ".")] : a.operands
-        var paths: [String] = []
-        for word in words { paths += try s.expandHost(word) }
-        for (i, path) in paths.enumerated() {
-            guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+        var files: [(String, stat)] = [], folders: [String] = []
+        let failed = try s.forEachOperand(words, of: a.command) { word in
+            for path in try s.expandHost(word) {
+                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+                if st.isDirectory { folders.append(path) } else { files.append((path, st)) }
+            }
+        }
+        if !files.isEmpty { printHostEntries(s, files, long: long) }
+        let headers = files.count + folders.count + (failed ? 1 : 0) > 1
+        for (i, path) in folders.enumerated() {
+            if headers {
+                if i > 0 || !files.isEmpty { s.out.line("") }
+                s.out.line("\(s.out.name(path)):")
+            }
             var entries: [(String, stat)] = []
-            if st.isDirectory {
-                if paths.count > 1 { if i > 0 { s.out.line("") }; s.out.line("\(s.out.name(path)):") }
-                let listing = try FileSystem.listDirectoryCountingUndecodable(path)
-                for name in listing.names.sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
-                    if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
-                }
-                // Names that are not UTF-8 cannot be shown as they are, nor imported: said, not hidden.
-                for name in listing.undecodable.sorted() {
-                    // `name` already shows each byte that is not UTF-8 as \xHH (err.line escapes the rest).
-                    s.warning("lls", "\(s.hostJoin(path, name)): the name is not valid UTF-8; not listed (rename it to import it)")
-                }
-            } else {
-                entries.append((path, st))
+            let listing = try FileSystem.listDirectoryCountingUndecodable(path)
+            for name in listing.names.sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
+                if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
             }
-            if long {
-                let sizes = entries.map { $0.1.isDirectory ? "-" : Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
-                let width = sizes.map(\.count).max() ?? 1
-                for ((name, est), size) in zip(entries, sizes) {
-                    let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
-                    let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
-                    // The date as `ls -l` gives it in the same place: coreutils' on a terminal.
-                    let date = s.out.isTerminal ? TerminalListing.coreutilsDate(ns, now: TerminalListing.now()) : Formatting.shortDate(ns)
-                    s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(date) \(s.out.name(name))")
-                }
-            } else if s.out.isTerminal {
-                for line in layoutColumns(entries.map { terminalSafe($0.1.isDirectory ? $0.0 + "/" : $0.0) }, width: terminalWidth()) { s.out.line(line) }
-            } else {
-                for (name, _) in entries { s.out.line(s.out.name(name)) }
+            // Names that are not UTF-8 cannot be shown as they are, nor imported: said, not hidden.
+            for name in listing.undecodable.sorted() {
+                // `name` already shows each byte that is not UTF-8 as \xHH (err.line escapes the rest).
+                s.warning("lls", "\(s.hostJoin(path, name)): the name is not valid UTF-8; not listed (rename it to import it)")
             }
+            printHostEntries(s, entries, long: long)
+        }
+        if failed { throw Reported() }
+    }
+
+    /// Prints host `entries` (a name or path, and its status) as `lls` shows them.
+    private static func printHostEntries(_ s: Session, _ entries: [(String, stat)], long: Bool) {
+        if long {
+            let sizes = entries.map { $0.1.isDirectory ? "-" : Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
+            let width = sizes.map(\.count).max() ?? 1
+            for ((name, est), size) in zip(entries, sizes) {
+                let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
+                let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
+                // The date as `ls -l` gives it in the same place: coreutils' on a terminal.
+                let date = s.out.isTerminal ? TerminalListing.coreutilsDate(ns, now: TerminalListing.now()) : Formatting.shortDate(ns)
+                s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(date) \(s.out.name(name))")
+            }
+        } else if s.out.isTerminal {
+            for line in layoutColumns(entries.map { terminalSafe($0.1.isDirectory ? $0.0 + "/" : $0.0) }, width: terminalWidth()) { s.out.line(line) }
+        } else {
+            for (name, _) in entries { s.out.line(s.out.name(name)) }
         }
     }
 }
