@@ -291,7 +291,14 @@ public final class Vault {
                     }
                 }
                 try adopt(&derivations, same: true)
-                if masters.all.count == known, !askedAnother, let anotherPassphrase {
+                // A live key file holding more keys than the one opened is a later rotation's,
+                // which holds that one's keys too (its length tells how many): the passphrase
+                // was replaced, not joined by another one (review AS).
+                let opened = unlocked.contents.masters.all.count
+                let superseded = vault.inventory.keyFiles.keys.contains { id in
+                    id != unlocked.id && vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > opened } == true
+                }
+                if masters.all.count == known, !superseded, !askedAnother, let anotherPassphrase {
                     askedAnother = true
                     if let another = anotherPassphrase() {
                         var others = KeyFileCandidates.Derivations(passphrase: another, notice: notice)
@@ -302,7 +309,7 @@ public final class Vault {
                     // Another live key file this passphrase does not open, while the one it
                     // opened is live too: a rotation elsewhere under another passphrase.
                     let anotherLive = vault.inventory.keyFiles.keys.contains { $0 != unlocked.id && vault.liveKeyFile($0) != nil }
-                    if anotherPassphrase == nil, anotherLive, unlocked.contents.masters.all.count > 1 {
+                    if anotherPassphrase == nil, anotherLive, !superseded, opened > 1 {
                         throw MetadataError.needsAnotherPassphrase(journals)
                     }
                     throw MetadataError.unknownMasterKey(journals)

@@ -164,6 +164,27 @@ extension MergeTests {
         for dir in [b, a] { XCTAssertEqual(tree(try open(dir, "one")), ["/pa.txt other 1", "/pb.txt other 1"]) }
     }
 
+    /// Review AS F1: two rotations one after the other on one device of a store another
+    /// device knows (so the first's key file stays until that device hears): the passphrase
+    /// between them opens the first's key file, whose keys the second's holds too. It was
+    /// refused as two rotations at once, and a terminal asked for "the other passphrase"; the
+    /// longer key file tells a later rotation, whose passphrase opens the vault.
+    func testAPassphraseBetweenTwoRotationsIsToldOfTheLaterOne() throws {
+        let d = try devices(["a", "b"])
+        let a = d[0]
+        _ = try importFile(try open(d[1]), "b.txt", [1])
+        try syncAll(d)
+        do { try open(a).rotateMasterKey(passphrase: Self.secret("second"), parameters: .insecureTestOnly) }
+        do { try open(a, "second").rotateMasterKey(passphrase: Self.secret("third"), parameters: .insecureTestOnly) }
+        var asked = false
+        XCTAssertThrowsError(try Vault.open(at: a, passphrase: Self.secret("second"), anotherPassphrase: { asked = true; return nil })) { error in
+            guard case MetadataError.unknownMasterKey = error else { return XCTFail("got \(error)") }
+        }
+        XCTAssertFalse(asked, "there is no other passphrase to ask for")
+        assertOpensNothing(a, "second")
+        XCTAssertNoThrow(try open(a, "third"))
+    }
+
     /// A rotation cut short after its key file was written and before this device's records
     /// were written anew: the new passphrase reads everything, and the next open finishes.
     func testRotationCutShortIsFinishedAtTheNextOpen() throws {
