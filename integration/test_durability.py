@@ -443,6 +443,34 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     assert vault.ok("ls /").out_lines == ["photo.jpg"]
 
 
+def test_import_move_keeps_a_new_version_saved_over_the_original_as_it_is_removed(vault, host):
+    """Review AR: `import --move` looked at the original through its descriptor, then renamed
+    it aside by name: a program saving a new version by renaming it over the original in
+    between (editors do) had that version renamed aside and removed, exit 0, no word. The
+    rename is held 3 s (strace) and the new version put in place meanwhile."""
+    original = host / "notes.txt"
+    original.write_bytes(b"first version\n")
+    os.utime(original, (time.time() - 3600, time.time() - 3600))   # old: no byte comparison
+    ino = os.stat(original).st_ino
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=renameat2", "-e", "inject=renameat2:delay_enter=3000000"] \
+        + vault.argv(["-c", f"import --move {q(str(original))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 60
+    while not any("LEASE" in line and f":{ino} " in line for line in open("/proc/locks").read().splitlines()):
+        if p.poll() is not None or time.monotonic() > deadline:
+            pytest.skip("the import ended before its lease was seen (a file system without leases?)")
+        time.sleep(0.002)
+    time.sleep(0.3)   # the original was looked at; its rename aside is held
+    (host / "notes.txt.new").write_bytes(b"second version\n")
+    os.replace(host / "notes.txt.new", original)   # a rename breaks no lease
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()
+    assert original.read_bytes() == b"second version\n", f"the new version went: {err.decode()}"
+    assert "another file took its name as it was removed (a program saving a new version); that file is kept" in err.decode(), err.decode()
+    assert [p.name for p in host.iterdir()] == ["notes.txt"], "a hidden file stayed"
+    assert vault.ok("cat /notes.txt").out == "first version\n"
+
+
 def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_taken_in_again(vault, host):
     """A narnia killed between renaming an original to its hidden name and removing it leaves
     the file: its vault copy is committed, so importing the folder again skips it, saying so,

@@ -351,7 +351,7 @@ struct Original {
             // A program that opened it for writing meanwhile waits for the lease: removed
             // now, the original would take its write with it, in silence (review AD).
             guard !writerWaits() else { throw Self.openedForWriting(path) }
-            try removeAside(writerWaits: writerWaits)
+            try removeAside(read: now, writerWaits: writerWaits)
         }
         guard removed else {
             throw CommandFailure("\(path): another program has it open for writing; the original is kept (the vault holds the version read)")
@@ -365,24 +365,31 @@ struct Original {
     /// it up after finds nothing there. A program whose open was under way in the kernel across
     /// the rename and the last look is still seen once the file is gone, and said. Where the
     /// file system can neither rename without replacing nor link, the original is removed
-    /// under its name.
-    private func removeAside(writerWaits: () -> Bool) throws {
+    /// under its name. A file put under the name since the original (`read`) was looked at —
+    /// a program saving by renaming its new version over it — is the one renamed aside: it
+    /// is put back, not removed (review AR).
+    private func removeAside(read: stat, writerWaits: () -> Bool) throws {
         let (folder, name) = try place ?? (FileDescriptor.open(FileSystem.parentDirectory(of: path), .readOnly, options: .directory),
                                            String(path.split(separator: "/").last ?? Substring(path)))
         let aside = Self.asidePrefix + String(UInt64.random(in: 0 ... .max), radix: 16)
         do {
             try folder.renameWithoutReplacing(name, to: aside)
         } catch let e as SystemError where e.code != EEXIST && e.code != ENOENT {
+            guard let there = try folder.statusOfEntry(name), there.st_dev == read.st_dev, there.st_ino == read.st_ino else {
+                throw Self.replacedWhileRemoved(path)
+            }
             try folder.unlink(name)
             return
         }
-        if writerWaits() {
+        let replaced = try folder.statusOfEntry(aside).map { $0.st_dev != read.st_dev || $0.st_ino != read.st_ino } ?? false
+        if replaced || writerWaits() {
+            let why = replaced ? Self.replacedReason : Self.openedReason
             do {
                 try folder.renameWithoutReplacing(aside, to: name)
             } catch {
-                throw CommandFailure("\(path): another program opened it for writing; the original is kept as \(folder.pathOfEntry(aside)) (\(describe(error)))")
+                throw CommandFailure("\(path): \(why); the file is kept as \(folder.pathOfEntry(aside)) (\(describe(error)))")
             }
-            throw Self.openedForWriting(path)
+            throw replaced ? Self.replacedWhileRemoved(path) : Self.openedForWriting(path)
         }
         try folder.unlink(aside)
         if writerWaits() {
@@ -398,8 +405,15 @@ struct Original {
         CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
     }
 
+    private static let openedReason = "another program opened it for writing"
+    private static let replacedReason = "another file took its name as it was removed (a program saving a new version)"
+
     private static func openedForWriting(_ path: String) -> CommandFailure {
-        CommandFailure("\(path): another program opened it for writing; the original is kept (the vault holds the version read)")
+        CommandFailure("\(path): \(openedReason); the original is kept (the vault holds the version read)")
+    }
+
+    private static func replacedWhileRemoved(_ path: String) -> CommandFailure {
+        CommandFailure("\(path): \(replacedReason); that file is kept (the vault holds the version read)")
     }
 
     /// The same file, with the same size and times. The change time counts only while the
