@@ -243,6 +243,24 @@ def test_an_argument_that_is_not_utf8_is_refused_not_repaired(base, tmp_path):
     assert base.ok("ls -R /").out.count("bad") == 0
 
 
+def test_a_host_pattern_matching_a_name_that_is_not_utf8_fails_whole(base, tmp_path):
+    """Review AQ: `import DIR/*` left out a file whose name is not UTF-8, in silence, and
+    exited 0 after a partial import (`import DIR/caf*` said "no match"). The pattern fails
+    whole now, naming it; one that matches only UTF-8 names is used as before."""
+    folder = tmp_path / "latin1"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"x")
+    (folder / "good.txt").write_text("g")
+    for pattern in ("*", "caf*"):
+        r = base.c(f"import {q(str(folder))}/{pattern}")
+        assert r.rc == 1 and f"narnia: error: import: {folder}/{pattern}: matches a name that is not valid UTF-8 ({folder}/caf\\xe9.txt), which cannot be named here; none of its matches was used" in r.err_lines, r.describe()
+    before = base.ok("ls /").out_lines
+    assert "good.txt" not in before
+    base.ok(f"import {q(str(folder))}/g*")
+    assert base.ok("ls /").out_lines == sorted(before + ["good.txt"])
+
+
 def test_lls_says_which_names_it_cannot_show(base, tmp_path):
     folder = tmp_path / "latin1"
     folder.mkdir()
