@@ -20,12 +20,14 @@ HOSTILE = [
     "rlo\u202eevil.txt",
     "marks\u200e\u200f\u061c",
     "back\\slash",
+    "zw\u200bsp\u2060\ufeff\U000e0041.txt",
 ]
 
 # What must never reach a terminal raw: ESC, BEL, a CR that does not end a line, C0 controls
-# but the line endings, DEL, C1 (as UTF-8), and the bidirectional marks and overrides.
+# but the line endings, DEL, C1 (as UTF-8), the bidirectional marks and overrides, and (in
+# names: review AQ) the zero-width space, the word joiner, the byte order mark and the tags.
 RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1b\x1c-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]"
-                 rb"|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]|\xd8\x9c")
+                 rb"|\xe2\x80[\x8b\x8e\x8f\xaa-\xae]|\xe2\x81[\xa0\xa6-\xa9]|\xd8\x9c|\xef\xbb\xbf|\xf3\xa0[\x80\x81]")
 
 
 def hostile_vault(narnia, host):
@@ -106,6 +108,7 @@ def test_scripts_get_one_unambiguous_line_per_name(narnia, host):
     assert "cr\\x0dOVER" in lines and "line1\\x0aline2" in lines
     assert "csi\\x9b31m" in lines and "rlo\\u{202e}evil.txt" in lines
     assert "back\\\\slash" in lines, "a backslash is doubled, so that every name has one form"
+    assert "zw\\u{200b}sp\\u{2060}\\u{feff}\\u{e0041}.txt" in lines, "characters that show as nothing are shown"
     found = narnia.ok("find /evil").out_lines
     assert "/evil/line1\\x0aline2" in found
 

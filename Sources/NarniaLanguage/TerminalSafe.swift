@@ -13,36 +13,52 @@ public func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
     }
 }
 
+/// True for the characters a name may hold that show as nothing, so that two names differing
+/// only by them look alike (review AQ): the soft hyphen, the combining grapheme joiner, the
+/// Hangul fillers, the Mongolian vowel separator, the zero-width space, the line and paragraph
+/// separators, the word joiner and invisible operators, the byte order mark, and the tag
+/// characters. The zero-width joiner and non-joiner are not among them: emoji sequences and
+/// Persian and Indic words hold them. Escaped in names only: text shown (`cat`) keeps them.
+public func isInvisibleInName(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00AD, 0x034F, 0x115F, 0x1160, 0x180E, 0x200B, 0x2028, 0x2029, 0x2060...0x2064, 0x3164, 0xFEFF, 0xFFA0, 0xE0000...0xE007F: true
+    default: false
+    }
+}
+
+/// The characters a name is printed with escaped: `isUnsafeOnTerminal`'s and `isInvisibleInName`'s.
+public func isEscapedInNames(_ scalar: Unicode.Scalar) -> Bool { isUnsafeOnTerminal(scalar) || isInvisibleInName(scalar) }
+
 /// `text` made safe to print on a terminal, as `ls -q` does: every character
-/// `isUnsafeOnTerminal` names becomes `?`, so that a name with a newline stays on one line and
+/// `isEscapedInNames` names becomes `?`, so that a name with a newline stays on one line and
 /// no name can move the cursor, clear the screen or reorder what follows it. Everything else is
 /// kept. Use it only for display: the result no longer names the item.
 public func terminalSafe(_ text: String) -> String {
-    guard mayHoldUnsafe(text, orBackslash: false), text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
+    guard mayHoldUnsafe(text, orBackslash: false), text.unicodeScalars.contains(where: isEscapedInNames) else { return text }
     var out = String.UnicodeScalarView()
     for scalar in text.unicodeScalars {
-        out.append(isUnsafeOnTerminal(scalar) ? "?" : scalar)
+        out.append(isEscapedInNames(scalar) ? "?" : scalar)
     }
     return String(out)
 }
 
 /// `text` in the unambiguous form scripts read (docs/INTERFACE.md, "Names in output"): a
-/// backslash as `\\`, and each character `isUnsafeOnTerminal` names as `\xHH` (below U+0100)
+/// backslash as `\\`, and each character `isEscapedInNames` names as `\xHH` (below U+0100)
 /// or `\u{HHHH}`; everything else as it is. Every name has exactly one such form.
 public func scriptSafe(_ text: String) -> String {
     escapingUnsafe(text, doublingBackslashes: true)
 }
 
-/// Each character `isUnsafeOnTerminal` names as `\xHH` or `\u{HHHH}`, and with
+/// Each character `isEscapedInNames` names as `\xHH` or `\u{HHHH}`, and with
 /// `doublingBackslashes` each backslash as `\\`.
 public func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
     guard mayHoldUnsafe(text, orBackslash: doublingBackslashes),
-          text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isUnsafeOnTerminal($0) }) else { return text }
+          text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isEscapedInNames($0) }) else { return text }
     var out = ""
     for scalar in text.unicodeScalars {
         if doublingBackslashes && scalar == "\\" {
             out += "\\\\"
-        } else if isUnsafeOnTerminal(scalar) {
+        } else if isEscapedInNames(scalar) {
             let hex = String(scalar.value, radix: 16)
             out += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
         } else {

@@ -38,7 +38,14 @@ enum Formatting {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where isUnsafeOnTerminal(c): out += String(format4: c.value)
+            case let c where isEscapedInNames(c):
+                // Past U+FFFF (the tag characters), as a UTF-16 surrogate pair, as JSON has it.
+                if c.value > 0xFFFF {
+                    let v = c.value - 0x10000
+                    out += String(format4: 0xD800 + (v >> 10)) + String(format4: 0xDC00 + (v & 0x3FF))
+                } else {
+                    out += String(format4: c.value)
+                }
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -14,6 +14,14 @@ final class TerminalSafeTests: XCTestCase {
         XCTAssertEqual(terminalSafe("tab\tbell\u{7}del\u{7F}c1\u{9B}"), "tab?bell?del?c1?")
     }
 
+    /// Review AQ: names differing only by characters that show as nothing looked alike.
+    func testInvisibleCharactersOfNamesAreShown() {
+        let names = ["same\u{200B}.txt", "same\u{2060}.txt", "same\u{FEFF}.txt", "same\u{AD}.txt", "same\u{E0041}.txt", "same\u{3164}.txt"]
+        XCTAssertEqual(Set(names.map(terminalSafe)), ["same?.txt"])
+        XCTAssertEqual(names.map(scriptSafe), ["same\\u{200b}.txt", "same\\u{2060}.txt", "same\\u{feff}.txt", "same\\xad.txt", "same\\u{e0041}.txt", "same\\u{3164}.txt"])
+        XCTAssertEqual(terminalSafe("فارسی\u{200C}ها"), "فارسی\u{200C}ها", "a Persian word keeps its non-joiner")
+    }
+
     func testBidiOverridesReplaced() {
         XCTAssertEqual(terminalSafe("invoice\u{202E}fdp.exe"), "invoice?fdp.exe")
         XCTAssertEqual(terminalSafe("a\u{2066}b\u{2069}"), "a?b?")
