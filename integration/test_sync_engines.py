@@ -1275,3 +1275,17 @@ def test_a_remote_rclone_does_not_know_is_named_with_a_hint(vault, tmp_path):
     r = vault.c("sync nosuch:x", env={**vault.env, "RCLONE_CONFIG": str(config)})
     assert r.rc == 1 and "sync: nosuch:x: rclone's config has no remote named nosuch; nothing was sent" in r.err, r.describe()
     assert "narnia: hint: 'rclone listremotes' names those there are" in r.err
+
+
+def test_a_sync_leaves_no_rclone_config_folder_in_a_home_without_one(vault, tmp_path):
+    """Review AQ F4: rclone makes `~/.config/rclone` on its first run; `sync` to a folder left
+    that dated trace in a home where rclone was never configured. rclone runs with an empty
+    config in memory there now; a config the user has is read as before."""
+    remote = tmp_path / "remote"
+    vault.ok("mkdir /a")
+    env = {k: v for k, v in vault.env.items() if k != "RCLONE_CONFIG"}
+    vault.ok(f"sync {q(str(remote))}", env=env)
+    assert not (vault.home / ".config" / "rclone").exists()
+    (vault.home / ".config" / "rclone").mkdir()
+    (vault.home / ".config" / "rclone" / "rclone.conf").write_text(f"[mine]\ntype = alias\nremote = {remote}\n")
+    assert vault.ok("sync mine:", env=env).out.startswith("synced with mine:")

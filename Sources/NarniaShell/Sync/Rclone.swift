@@ -12,6 +12,8 @@ struct Rclone {
     /// The settings of `ignoredSettings` set in this process's environment, read once: each
     /// run removes them from rclone's environment, and `sync` names them.
     let withheldSettings = Rclone.ignoredSettings()
+    /// The arguments that keep rclone from making a config folder in a home without one.
+    private var configArguments: [String] = []
     /// Called with the bytes transferred so far by the running command.
     var progress: ((UInt64) -> Void)?
     /// Polled while rclone runs; true stops it.
@@ -23,7 +25,25 @@ struct Rclone {
         guard let path = Job.which("rclone") else {
             throw CommandFailure("rclone is not installed", hint: "install the Debian package: sudo apt-get install rclone")
         }
-        return Rclone(path: path)
+        var rclone = Rclone(path: path)
+        if findsNoConfigFile(binary: path) { rclone.configArguments = ["--config", ""] }
+        return rclone
+    }
+
+    /// True when rclone would find no config file of the user's: rclone then makes
+    /// `~/.config/rclone` on its first run, a trace left in a home that never used it (review
+    /// AQ), so it is run with an empty config in memory (`--config ""`; remotes of the
+    /// environment still work). The places rclone 1.60 looks (`fs/config.makeConfigPath`):
+    /// `RCLONE_CONFIG`, `rclone.conf` beside its binary, the XDG config folder's or
+    /// `~/.config/rclone/rclone.conf`, and `~/.rclone.conf`.
+    private static func findsNoConfigFile(binary: String) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["RCLONE_CONFIG"] == nil else { return false }
+        let home = environment["HOME"] ?? ""
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config"
+        let places = [FileSystem.parentDirectory(of: binary) + "/rclone.conf", configHome + "/rclone/rclone.conf",
+                      home + "/.config/rclone/rclone.conf", home + "/.rclone.conf"]
+        return places.allSatisfy { (try? FileSystem.lstatIfExists($0)) == nil }
     }
 
     /// rclone settings from the environment that would change which store files are listed,
@@ -78,7 +98,7 @@ struct Rclone {
     /// by line for progress (JSON log lines) and kept for messages.
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
-        var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        var command = ChildCommand([path] + arguments + configArguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
         for name in withheldSettings { command.environment[name] = .some(nil) }
         // Store files are named byte for byte: rclone would otherwise take two names that
         // differ only in Unicode normalisation for one file, and fetch or delete one of them.
