@@ -98,7 +98,7 @@ struct Rclone {
     /// by line for progress (JSON log lines) and kept for messages.
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
-        var command = ChildCommand([path] + arguments + configArguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        var command = ChildCommand([path] + configArguments + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
         for name in withheldSettings { command.environment[name] = .some(nil) }
         // Store files are named byte for byte: rclone would otherwise take two names that
         // differ only in Unicode normalisation for one file, and fetch or delete one of them.
