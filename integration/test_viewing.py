@@ -541,6 +541,25 @@ def test_hide_names_hides_names_from_every_command_the_prompt_and_completion(vau
         run.close()
 
 
+def test_hide_names_export_progress_shows_the_number(vault, media, tmp_path):
+    """Review AQ F6: under hide-names, `export '#2' FILE` showed the item's own name in its
+    progress bar, though every listing shows its number."""
+    secret_vault(vault, media, tmp_path)
+    run = PtyRun(vault, ["enter"], vault.env)
+    try:
+        run.expect("> ")
+        run.send(f"export '#2' {q(str(tmp_path / 'out.bin'))}\r")
+        run.expect("exported")
+        run.send("exit\r")
+        assert run.finish() == 0
+    finally:
+        run.close()
+    screen = ANSI.sub("", run.text)
+    leaks = [n for n in ALL_SECRET if n in screen]
+    assert not leaks, f"names on screen with hide-names on: {leaks}\n{screen}"
+    assert (tmp_path / "out.bin").read_bytes() == (media / "notes.txt").read_bytes()
+
+
 def test_hide_names_in_the_grid(vault, media, tmp_path):
     secret_vault(vault, media, tmp_path)
     run = PtyRun(vault, ["-c", "grid; grid '#1'"], colour_env(vault))

@@ -228,7 +228,8 @@ enum Transfer {
         }
         for (item, components) in plan {
             if Session.interruptRequested != 0 { throw Cancelled() }
-            progress?.begin(item: item.name)
+            // Its `#N` under hide-names, as every listing shows it (review AQ).
+            progress?.begin(item: HiddenNames.maskedName(of: item, in: s) ?? item.name)
             do {
                 let file = try host.write(components, modified: item.modified) { fd in
                     try s.vault.export(item, to: fd, observer: s.observer(progress: progress))
