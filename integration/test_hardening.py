@@ -358,3 +358,33 @@ def test_a_link_or_fifo_named_as_a_key_file_is_said_and_the_vault_still_opens(na
     link.unlink()
     fifo.unlink()
     narnia.ok("verify")
+
+
+def test_the_command_line_is_wiped_from_what_other_users_see(vault):
+    """Review AQ F5: a `-c` script and the names in it sat in /proc/PID/cmdline, which every
+    user of the machine reads (`ps`). They are wiped once read; the program's name stays."""
+    p = vault.popen("-c", "mkdir /letters-to-aslan; !sleep 3")
+    try:
+        deadline = time.monotonic() + 30
+        while not any(comm in ("sh", "sleep") for comm in child_names(p.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cmdline = Path(f"/proc/{p.pid}/cmdline").read_bytes()
+    finally:
+        p.communicate(timeout=30)
+    assert p.returncode == 0
+    assert cmdline.split(b"\0")[0] == os.fsencode(str(vault.binary)), cmdline
+    assert b"letters" not in cmdline and os.fsencode(str(vault.vault)) not in cmdline, cmdline
+    assert vault.ok("ls /").out_lines == ["letters-to-aslan"]
+
+
+def child_names(pid: int) -> list[str]:
+    """The command names of the children of `pid`."""
+    names = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat_line = Path(f"/proc/{entry}/stat").read_text()
+            if entry.isdigit() and int(stat_line[stat_line.rindex(")") + 2:].split()[1]) == pid:
+                names.append(stat_line[stat_line.index("(") + 1:stat_line.rindex(")")])
+        except (OSError, ValueError):
+            pass
+    return names

@@ -24,6 +24,12 @@ do {
 } catch {
     Launcher.fail("\(error)", hint: "see narnia --help", status: 2)
 }
+// The arguments, read, are wiped where the kernel shows them to every user of the machine
+// (`/proc/PID/cmdline`, `ps`): a `-c` script and the names given to `drop` stay only in this
+// process's memory (review AQ). Only for the moment before this line are they visible.
+for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
+    if let argument = CommandLine.unsafeArgv[index] { memset(argument, 0, strlen(argument)) }
+}
 if options.showHelp { print(Options.usage); exit(0) }
 if options.showVersion { print("narnia \(Launcher.version)"); exit(0) }
 
