@@ -245,7 +245,7 @@ def test_a_command_line_over_1_mib_is_refused(narnia, length):
     passes the limit: it ran."""
     narnia.init()
     r = narnia("-b", "-", input="ls " + "a" * length + "\npwd\n")
-    assert r.rc == 1 and any(re.match(rf"narnia: error: line 1 has {length + 3} bytes, more than a command line may", l)
+    assert r.rc == 1 and any(re.match(rf"narnia: error: -:1: line has {length + 3} bytes, more than a command line may", l)
                              for l in r.err_lines), r.describe()
 
 
