@@ -408,18 +408,9 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     original.write_bytes(os.urandom(1 << 20))
     os.utime(original, (time.time() - 3600, time.time() - 3600))   # old: no byte comparison
     ino = os.stat(original).st_ino
-    held = "renameat2,linkat,unlinkat,unlink" if arrives.startswith("before") else "unlinkat,unlink"
     # Held 3 s each: a CI run on a loaded machine once missed a 1.5 s window (the original was
     # gone by the time the program looked it up, after the lease was seen).
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={held}", "-e", f"inject={held}:delay_enter=3000000"] \
-        + vault.argv(["-c", f"import --move {q(str(original))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 60
-    while not any("LEASE" in line and f":{ino} " in line for line in open("/proc/locks").read().splitlines()):
-        if p.poll() is not None or time.monotonic() > deadline:
-            pytest.skip("the import ended before its lease was seen (a file system without leases?)")
-        time.sleep(0.002)
-    time.sleep(0.3)   # the lease was looked at; the removal is held
+    p = import_move_held(vault, original, "renameat2,linkat,unlinkat,unlink" if arrives.startswith("before") else "unlinkat,unlink")
     if arrives.startswith("before"):
         fd = os.open(original, os.O_WRONLY)   # waits for the lease
     else:
@@ -443,6 +434,22 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     assert vault.ok("ls /").out_lines == ["photo.jpg"]
 
 
+def import_move_held(vault, original: Path, held: str) -> subprocess.Popen:
+    """`import --move ORIGINAL` with each of the system calls `held` (strace names) held 3 s,
+    returned once its lease on the original was seen and the removal is held."""
+    ino = os.stat(original).st_ino
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", f"trace={held}", "-e", f"inject={held}:delay_enter=3000000"] \
+        + vault.argv(["-c", f"import --move {q(str(original))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 60
+    while not any("LEASE" in line and f":{ino} " in line for line in open("/proc/locks").read().splitlines()):
+        if p.poll() is not None or time.monotonic() > deadline:
+            pytest.skip("the import ended before its lease was seen (a file system without leases?)")
+        time.sleep(0.002)
+    time.sleep(0.3)   # the lease was looked at; the removal is held
+    return p
+
+
 def test_import_move_keeps_a_new_version_saved_over_the_original_as_it_is_removed(vault, host):
     """Review AR: `import --move` looked at the original through its descriptor, then renamed
     it aside by name: a program saving a new version by renaming it over the original in
@@ -451,16 +458,7 @@ def test_import_move_keeps_a_new_version_saved_over_the_original_as_it_is_remove
     original = host / "notes.txt"
     original.write_bytes(b"first version\n")
     os.utime(original, (time.time() - 3600, time.time() - 3600))   # old: no byte comparison
-    ino = os.stat(original).st_ino
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=renameat2", "-e", "inject=renameat2:delay_enter=3000000"] \
-        + vault.argv(["-c", f"import --move {q(str(original))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 60
-    while not any("LEASE" in line and f":{ino} " in line for line in open("/proc/locks").read().splitlines()):
-        if p.poll() is not None or time.monotonic() > deadline:
-            pytest.skip("the import ended before its lease was seen (a file system without leases?)")
-        time.sleep(0.002)
-    time.sleep(0.3)   # the original was looked at; its rename aside is held
+    p = import_move_held(vault, original, "renameat2")
     (host / "notes.txt.new").write_bytes(b"second version\n")
     os.replace(host / "notes.txt.new", original)   # a rename breaks no lease
     out, err = p.communicate(timeout=60)
