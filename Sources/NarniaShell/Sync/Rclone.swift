@@ -12,8 +12,8 @@ struct Rclone {
     /// The settings of `ignoredSettings` set in this process's environment, read once: each
     /// run removes them from rclone's environment, and `sync` names them.
     let withheldSettings = Rclone.ignoredSettings()
-    /// The arguments that keep rclone from making a config folder in a home without one.
-    private var configArguments: [String] = []
+    /// Whether rclone runs with an empty config in memory (`findsNoConfigFile`).
+    private var inMemoryConfig = false
     /// Called with the bytes transferred so far by the running command.
     var progress: ((UInt64) -> Void)?
     /// Polled while rclone runs; true stops it.
@@ -26,14 +26,14 @@ struct Rclone {
             throw CommandFailure("rclone is not installed", hint: "install the Debian package: sudo apt-get install rclone")
         }
         var rclone = Rclone(path: path)
-        if findsNoConfigFile(binary: path) { rclone.configArguments = ["--config", ""] }
+        rclone.inMemoryConfig = findsNoConfigFile(binary: path)
         return rclone
     }
 
     /// True when rclone would find no config file of the user's: rclone then makes
     /// `~/.config/rclone` on its first run, a trace left in a home that never used it (review
-    /// AQ), so it is run with an empty config in memory (`--config ""`; remotes of the
-    /// environment still work). The places rclone 1.60 looks (`fs/config.makeConfigPath`):
+    /// AQ), so it is run with an empty config in memory (`RCLONE_CONFIG` set empty, as
+    /// `--config ""`, leaving its command line as it was; remotes of the environment still work). The places rclone 1.60 looks (`fs/config.makeConfigPath`):
     /// `RCLONE_CONFIG`, `rclone.conf` beside its binary, the XDG config folder's or
     /// `~/.config/rclone/rclone.conf`, and `~/.rclone.conf`.
     private static func findsNoConfigFile(binary: String) -> Bool {
@@ -98,11 +98,12 @@ struct Rclone {
     /// by line for progress (JSON log lines) and kept for messages.
     func run(_ arguments: [String]) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
-        var command = ChildCommand([path] + configArguments + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
         for name in withheldSettings { command.environment[name] = .some(nil) }
         // Store files are named byte for byte: rclone would otherwise take two names that
         // differ only in Unicode normalisation for one file, and fetch or delete one of them.
         command.environment["RCLONE_NO_UNICODE_NORMALIZATION"] = "true"
+        if inMemoryConfig { command.environment["RCLONE_CONFIG"] = "" }
         command.privateFiles = true   // a copy of the store (a local remote) is as private as the store
         command.standardInput = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if let fd = command.standardInput { close(fd) } }
