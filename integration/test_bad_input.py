@@ -270,3 +270,16 @@ def test_lls_says_which_names_it_cannot_show(base, tmp_path):
     r = base.ok(f"lls {q(str(folder))}")
     assert r.out_lines == ["good.txt"], r.describe()
     assert f"narnia: warning: lls: {folder}/caf\\xe9.txt: the name is not valid UTF-8; not listed (rename it to import it)" in r.err_lines, r.describe()
+
+
+def test_of_nfc_and_nfd_twins_the_nfc_one_keeps_its_name(base, tmp_path):
+    """Review AR2: a folder holding `café` spelled NFC and NFD imported the NFD one (first in
+    byte order) as `café` and the NFC one as `café (2)`: exported, the host file named `café`,
+    byte for byte the original NFC name, held the other file's bytes."""
+    src = tmp_path / "twins"
+    src.mkdir()
+    (src / "caf\u00e9").write_text("nfc")
+    (src / "cafe\u0301").write_text("nfd")
+    base.ok(f"mkdir /t; cd /t; import {q(str(src))}")
+    assert base.ok("cat '/t/twins/caf\u00e9'").out == "nfc"
+    assert base.ok("cat '/t/twins/caf\u00e9 (2)'").out == "nfd"

@@ -96,7 +96,7 @@ extension HostTreeVisitor {
                 }
                 place = try enterFolder(fd, path: path, name: name, in: parent)
                 let listing = try fd.typedEntries()
-                entries = listing.entries.sorted { utf8Order($0.name, $1.name) }
+                entries = Self.ordered(listing.entries)
                 for bad in listing.undecodable {
                     fail("\(join(path, bad)): the name is not valid UTF-8; rename it to \(verb) it")
                 }
@@ -168,5 +168,19 @@ extension HostTreeVisitor {
 
     private func join(_ folder: String, _ name: String) -> String {
         folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    /// A folder's entries in the order they are taken: by name in UTF-8 byte order, their
+    /// vault names (NFC) first, so that of two spellings of one name (NFC and NFD twins) the
+    /// one already spelled as the vault spells it keeps it, and the other is numbered (review
+    /// AR2: the NFD twin, first in byte order, took it, and the exported `café` held the other
+    /// file's bytes).
+    static func ordered(_ entries: [(name: String, type: UInt8)]) -> [(name: String, type: UInt8)] {
+        func vaultName(_ name: String) -> String { name.utf8.allSatisfy { $0 < 0x80 } ? name : ItemName.nfc(name) }
+        return entries.map { (entry: $0, nfc: vaultName($0.name)) }.sorted { a, b in
+            guard a.nfc.utf8.elementsEqual(b.nfc.utf8) else { return utf8Order(a.nfc, b.nfc) }
+            let aIsNFC = a.entry.name.utf8.elementsEqual(a.nfc.utf8), bIsNFC = b.entry.name.utf8.elementsEqual(b.nfc.utf8)
+            return aIsNFC != bIsNFC ? aIsNFC : utf8Order(a.entry.name, b.entry.name)
+        }.map(\.entry)
     }
 }
