@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,34 @@ def test_of_nfc_and_nfd_twins_the_nfc_one_keeps_its_name(base, tmp_path):
     base.ok(f"mkdir /t; cd /t; import {q(str(src))}")
     assert base.ok("cat '/t/twins/caf\u00e9'").out == "nfc"
     assert base.ok("cat '/t/twins/caf\u00e9 (2)'").out == "nfd"
+
+
+def test_an_export_goes_on_past_a_host_folder_it_cannot_make(base, tmp_path):
+    """Review AR2 F5: a host folder the export could not make (permission denied) stopped the
+    whole export, unsaid: files whose folders could be made were not written. The folder is
+    named, the files below it are not tried, the rest is exported, exit 1."""
+    src = tmp_path / "top"
+    (src / "x").mkdir(parents=True)
+    (src / "y" / "sub").mkdir(parents=True)
+    (src / "x" / "file1").write_text("1")
+    (src / "y" / "sub" / "file2").write_text("2")
+    (src / "z").write_text("3")
+    base.ok(f"mkdir /e; cd /e; import {q(str(src))}")
+    closed = tmp_path / "out" / "top" / "y"
+    closed.mkdir(parents=True)
+    # Closed to the user: by its mode, or for root (whom modes do not stop) made immutable.
+    immutable = os.geteuid() == 0
+    if immutable:
+        subprocess.run(["chattr", "+i", str(closed)], check=True)
+    else:
+        closed.chmod(0o555)
+    try:
+        r = base.c(f"export /e/top {q(str(tmp_path / 'out'))}")
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(closed)], check=True)
+        closed.chmod(0o755)
+    assert r.rc == 1 and f"narnia: error: export: {closed}/sub: " in r.err, r.describe()
+    assert (tmp_path / "out" / "top" / "z").read_text() == "3"
+    assert (tmp_path / "out" / "top" / "x" / "file1").read_text() == "1"
+    assert not (closed / "sub").exists()

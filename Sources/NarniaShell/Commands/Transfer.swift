@@ -188,6 +188,11 @@ enum Transfer {
             } catch let e as CommandFailure {
                 s.error("export", e.message)
                 refused.append(folder)
+            } catch let e as SystemError {
+                // Not made (permission denied, a read-only or full disk): said, and the files
+                // below it are not tried; the rest is exported (review AR2).
+                s.error("export", describe(e))
+                refused.append(folder)
             }
         }
         plan.removeAll { _, components in refused.contains { components.starts(with: $0) } }
