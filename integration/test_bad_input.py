@@ -315,3 +315,43 @@ def test_an_export_goes_on_past_a_host_folder_it_cannot_make(base, tmp_path):
     assert (tmp_path / "out" / "top" / "z").read_text() == "3"
     assert (tmp_path / "out" / "top" / "x" / "file1").read_text() == "1"
     assert not (closed / "sub").exists()
+
+
+def test_import_skip_existing_finds_each_twin_where_it_went(base, tmp_path):
+    """Review AR2: with `--skip-existing`, the NFD twin, numbered `café (2)` at the first
+    import, was compared again with `café` (the NFC one's copy) and imported anew at every
+    run; twin folders merged into one."""
+    src = tmp_path / "twins"
+    (src / "caf\u00e9").mkdir(parents=True)
+    (src / "cafe\u0301").mkdir()
+    (src / "caf\u00e9" / "x").write_text("nfc folder")
+    (src / "cafe\u0301" / "x").write_text("nfd folder!")
+    (src / "caf\u00e9.txt").write_text("nfc")
+    (src / "cafe\u0301.txt").write_text("nfd, longer")
+    base.ok(f"mkdir /t; cd /t; import {q(str(src))}")
+    before = base.ok("find /t").out_lines
+    r = base.ok(f"cd /t; import --skip-existing {q(str(src))}")
+    assert "imported" not in r.out, r.describe()
+    assert base.ok("find /t").out_lines == before
+    assert base.ok("cat '/t/twins/caf\u00e9 (2).txt'").out == "nfd, longer"
+    assert base.ok("cat '/t/twins/caf\u00e9 (2)/x'").out == "nfd folder!"
+
+
+@pytest.mark.parametrize("force", ["", "-f "])
+def test_export_refused_by_what_is_in_the_way_says_nothing_was_exported(base, tmp_path, force):
+    """Review AR2: `export -f` of a folder where one file met a host folder of its name
+    exported nothing, rightly, but did not say so; a file where a folder goes was the same."""
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "b").write_text("b")
+    base.ok(f"mkdir -p /d/sub; cd /d; import {q(str(tmp_path / 'a'))} {q(str(tmp_path / 'b'))}")
+    dest = tmp_path / "dest"
+    (dest / "d" / "a").mkdir(parents=True)
+    (dest / "d" / "sub").write_text("a file where a folder goes")
+    r = base.fails(f"export {force}/d {q(str(dest))}", "export")
+    assert f"narnia: error: export: {dest}/d/sub: exists and is not a folder" in r.err_lines, r.describe()
+    assert r.err_lines[-1].startswith("narnia: hint: nothing was exported"), r.describe()
+    (dest / "d" / "sub").unlink()
+    r = base.fails(f"export {force}/d {q(str(dest))}", "export")
+    assert f"narnia: error: export: {dest}/d/a: a folder is in the way" in r.err_lines, r.describe()
+    assert r.err_lines[-1].startswith("narnia: hint: nothing was exported"), r.describe()
+    assert sorted(p.name for p in (dest / "d").iterdir()) == ["a"]

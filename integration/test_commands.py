@@ -307,6 +307,50 @@ def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
     assert vault.ok("cat /stuck.txt").outb == b"stuck"
 
 
+def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):
+    """Review AR2: the emptied folders were removed by path, which fails past PATH_MAX (4096
+    bytes): a deep tree was left behind, its folders empty, without a word."""
+    top = host / "deep"
+    top.mkdir()
+    name = "d" * 200
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(25):                       # 25 × 201 bytes: past PATH_MAX
+        os.mkdir(name, dir_fd=fd)
+        below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    leaf = os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+    os.write(leaf, b"at the bottom")
+    os.close(leaf)
+    os.close(fd)
+    r = vault.ok(f"import --move {q(str(top))}")
+    assert "emptied" not in r.err, r.describe()
+    assert not top.exists(), "every emptied folder is removed, the deepest too" + r.describe()
+    assert vault.ok("cat /deep/" + "/".join([name] * 25) + "/leaf.txt").out == "at the bottom"
+
+
+def test_import_move_names_an_emptied_folder_it_cannot_remove(vault, host):
+    """An emptied folder that cannot be removed (its folder made immutable) is named, not
+    left without a word; the folder above it, not empty, stays without one."""
+    top = host / "keep"
+    write_tree(top, {"inner/x.txt": b"x"})
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(top)], capture_output=True).returncode != 0:
+            pytest.skip("running as root and chattr +i is not available: cannot make removal fail")
+        undo = ["chattr", "-i", str(top)]
+    else:
+        os.chmod(top, 0o555)
+        undo = ["chmod", "755", str(top)]
+    try:
+        r = vault.c(f"import --move {q(str(top))}")
+    finally:
+        subprocess.run(undo, capture_output=True)
+    assert r.rc == 0, r.describe()
+    warnings = [l for l in r.err_lines if "emptied" in l]
+    assert len(warnings) == 1 and warnings[0].startswith(f"narnia: warning: import: {top}/inner: emptied, but not removed: "), r.describe()
+    assert (top / "inner").is_dir() and not (top / "inner" / "x.txt").exists(), r.describe()
+
+
 def test_import_move_keeps_an_original_another_program_still_writes(vault, host):
     f = host / "download.part"
     with open(f, "wb") as writer:          # a download in progress: open for writing, paused

@@ -283,6 +283,11 @@ public final class FileDescriptor: @unchecked Sendable {
         throw SystemError.current("unlink", pathOfEntry(name))
     }
 
+    /// Removes the empty folder `name` from this directory (`unlinkat` with `AT_REMOVEDIR`).
+    public func removeDirectory(_ name: String) throws {
+        _ = try retryingInterrupts("rmdir", pathOfEntry(name)) { unlinkat(raw, name, AT_REMOVEDIR) }
+    }
+
     /// Renames `name` to `newName` within this directory (`renameat`), replacing what
     /// `newName` named (a link is replaced, not followed).
     public func rename(_ name: String, to newName: String) throws {

@@ -116,7 +116,9 @@ final class HostFolder {
         guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
         try checkSameName(components, found: st, in: dir)
-        if st.isDirectory { throw CommandFailure("\(shown): a folder is in the way") }
+        if st.isDirectory {
+            throw CommandFailure("\(shown): a folder is in the way", hint: "nothing was exported; a folder is never replaced, even with --force: move it aside, or export elsewhere")
+        }
         if !force {
             throw CommandFailure("\(shown): already exists", hint: skipping
                 ? "nothing was exported; it is another file than the one exported (its size or modification time differs): --force replaces it"

@@ -42,13 +42,20 @@ struct ImportRun: HostTreeVisitor {
     private var pendingOriginals: [(Identifier, String, Original)] = []
     /// The folders `pendingOriginals` keep open.
     private var retainedFolders = Set<ObjectIdentifier>()
-    /// With `--move`, the host folders walked whose vault folders a commit made durable, and
-    /// those whose vault folders wait in the batch: only the first may be removed.
-    private var movedFolders: [String] = []
-    private var pendingFolders: [String] = []
+    /// With `--move`, the host folders walked whose vault folders a commit made durable (to
+    /// remove once emptied), and those whose vault folders wait in the batch.
+    private var movedFolders = EmptiedFolders()
+    private var pendingFolders: [(identity: HostFileIdentity, path: String, top: String)] = []
+    /// The path named on the command line whose folder is being walked.
+    private var walkTop = ""
     /// With `--move`, originals removed that had other names (hard links), still open: their
     /// bytes stay on the disk under a name this import did not remove (`warnOfOtherNames`).
     private var removedWithOtherNames: [(path: String, file: FileDescriptor)] = []
+    /// With `--skip-existing`, the names in each vault folder that entries of this run took
+    /// (imported to, or skipped as copied there before). Two host entries of one vault name
+    /// (NFC and NFD twins) went to `café` and `café (2)`: the second looks at `café (2)`, not
+    /// again at `café` (review AR2: it was imported anew at every run).
+    private var namesTaken: [Identifier: Set<String>] = [:]
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
@@ -104,6 +111,7 @@ struct ImportRun: HostTreeVisitor {
             let st = try FileSystem.statIfExists(path)
             if st?.isDirectory == true {
                 let fd = try FileDescriptor.open(path, .readOnly, options: .directory)
+                walkTop = path
                 walkFolder(fd, display: path, name: try itemName(path), in: folder)
             } else {
                 let fd = try FileDescriptor.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
@@ -137,8 +145,9 @@ struct ImportRun: HostTreeVisitor {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
-            if skipExisting, let there = session.vault.child(named: name, in: folder), !there.isFolder,
+            if skipExisting, let there = existing(named: name, in: folder), !there.isFolder,
                Transfer.isCopiedBefore(size: size, modified: modified, there: (there.size, there.modified)) {
+                take(there)
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                 return
             }
@@ -153,6 +162,7 @@ struct ImportRun: HostTreeVisitor {
                 atEnd = n < count
                 return n
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
+            take(item)
             // Only `--move` compares the file after the read with the file before, and keeps
             // the original's folder open to remove it from.
             let original = Original(place: move ? place : nil, path: path, linkedFile: linkedFile, read: st, after: move ? try fd.status() : st,
@@ -182,10 +192,32 @@ struct ImportRun: HostTreeVisitor {
     /// there), into which its entries go.
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Identifier) throws -> Identifier {
         let st = try fd.status()
-        if move { pendingFolders.append(path) }
-        if skipExisting, let there = session.vault.child(named: name, in: parent), there.isFolder { return there.id }
+        if move { pendingFolders.append((HostFileIdentity(st), path, walkTop)) }
+        if skipExisting, let there = existing(named: name, in: parent), there.isFolder {
+            take(there)
+            return there.id
+        }
         let modified = st.modifiedNanoseconds
-        return try batch.addFolder(named: name, in: parent, modified: modified).id
+        let made = try batch.addFolder(named: name, in: parent, modified: modified)
+        take(made)
+        return made.id
+    }
+
+    /// With `--skip-existing`, the item an entry named `name` may have been imported to
+    /// before: `name` in `folder`, or the numbered name it took when an entry of the same
+    /// vault name came first (`namesTaken`).
+    private func existing(named name: String, in folder: Identifier) -> Item? {
+        var candidate = name, n = 1
+        while namesTaken[folder]?.contains(candidate) == true {
+            n += 1
+            candidate = ItemName.numbered(name, n)
+        }
+        return session.vault.child(named: candidate, in: folder)
+    }
+
+    /// Notes that an entry of this run took `item`'s name (`namesTaken`).
+    private mutating func take(_ item: Item) {
+        if skipExisting { namesTaken[item.parent, default: []].insert(item.name) }
     }
 
     mutating func visitFile(_ fd: FileDescriptor, path: String, name: String, folder: FileDescriptor, entry: String, in place: Identifier) {
@@ -207,7 +239,7 @@ struct ImportRun: HostTreeVisitor {
             pendingFolders.removeAll()
             return
         }
-        movedFolders += pendingFolders
+        for folder in pendingFolders { movedFolders.append(folder.identity, path: folder.path, top: folder.top) }
         pendingFolders.removeAll()
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
@@ -276,7 +308,7 @@ struct ImportRun: HostTreeVisitor {
     /// deepest first; non-empty ones stay. Then names the originals removed whose bytes other
     /// names still hold.
     mutating func finishMove() {
-        for folder in movedFolders.reversed() { _ = Glibc.rmdir(folder) }
+        movedFolders.removeAll(warn: warn)
         removedWithOtherNames.forEach(warnOfOtherNames)
         removedWithOtherNames.removeAll()
     }

@@ -154,7 +154,19 @@ enum Transfer {
         for (item, components) in plan where !destinations.insert(components).inserted {
             throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
         }
-        for folder in folders { _ = try host.folder(folder, create: false) }
+        // Every folder and file in the way is named, not only the first; then nothing is
+        // written, and the last line says so (review AR2: a folder in a file's way did not).
+        func refuse(_ blocked: [CommandFailure]) throws {
+            guard !blocked.isEmpty else { return }
+            for (i, e) in blocked.enumerated() {
+                s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint ?? "nothing was exported" : nil)
+            }
+            throw Reported()
+        }
+        try refuse(folders.compactMap { folder in
+            do { _ = try host.folder(folder, create: false) } catch let e as CommandFailure { return e }
+            return nil
+        })
         // Said once nothing is in the way: a failed command prints nothing on standard output.
         var skipped: [String] = []
         if skipExisting {
@@ -164,17 +176,10 @@ enum Transfer {
                 return false
             }
         }
-        // Every file in the way is named, not only the first; then nothing is written.
-        var blocked: [CommandFailure] = []
-        for (_, components) in plan {
-            do {
-                try host.checkWritable(components, force: force, skipping: skipExisting)
-            } catch let e as CommandFailure {
-                blocked.append(e)
-            }
-        }
-        for (i, e) in blocked.enumerated() { s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint : nil) }
-        if !blocked.isEmpty { throw Reported() }
+        try refuse(plan.compactMap { _, components in
+            do { try host.checkWritable(components, force: force, skipping: skipExisting) } catch let e as CommandFailure { return e }
+            return nil
+        })
         for left in host.leftTemporaryFiles {
             s.warning("export", "\(s.err.name(left)): left by an export killed before it renamed it into place, unless an export into this folder is running now; it holds a copy of a vault file, whole or in part: delete it once none is")
         }
