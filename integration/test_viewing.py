@@ -606,14 +606,18 @@ def panic_during(vault, env, commands, ready, tmp_path):
         run.close()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path, sig):
+@pytest.mark.parametrize("sig,viewer", [(signal.SIGTERM, "waits"), (signal.SIGHUP, "waits"),
+                                        (signal.SIGKILL, "waits"), (signal.SIGKILL, "returns")])
+def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path, sig, viewer):
     """A viewer that runs commands of its own (a wrapper, a viewer that forks) left them running
     after SIGTERM or SIGHUP, holding the shown file (a review): at a terminal viewers share
-    narnia's process group, and the parent-death signal reaches only the viewer itself."""
+    narnia's process group, and the parent-death signal reaches only the viewer itself. After
+    SIGKILL too (review AQ), whether the viewer still runs or returned at once, leaving its
+    command in the background with the file open: its guard kills what it left."""
     vault.ok(f"import {media / 'photo.png'}")
     marker = f"sleep {300 + sig}"
-    vault.ok(f"set viewer.photo {q('cat %s > /dev/null; ' + marker + '; true')}")
+    command = f"cat %s > /dev/null; {marker}; true" if viewer == "waits" else f"{marker} < %s & true"
+    vault.ok(f"set viewer.photo {q(command)}")
     # Started by a job-control shell, as people do: narnia does not lead the terminal's session,
     # so its end does not hang the terminal up on what is left in its process group.
     run = Terminal(["bash", "--norc", "--noprofile", "-c", "set -m; " + shlex.join(vault.argv(["enter"])) + "; echo ENDED $?; sleep 10"],
@@ -628,6 +632,11 @@ def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path,
                     if descends_from(p, narnia) and marker.encode() in Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")]
         wait_for(lambda: started(), timeout=20, what="the viewer's own command")
         helpers = started()
+        if viewer == "returns":
+            run.expect("> ")
+        for pid in helpers:
+            assert any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:") for fd in os.listdir(f"/proc/{pid}/fd")), \
+                "the viewer's command holds the decrypted file"
         os.kill(narnia, sig)
         run.expect(f"ENDED {128 + sig}", timeout=10)
         for pid in helpers:

@@ -110,6 +110,49 @@ public enum Processes {
         return pid
     }
 
+    /// Forks a guard that runs `path` below it (see `narnia_fork_exec_guarded`; `forkExec`
+    /// for the other arguments): the guard outlives the program while anything the program
+    /// started runs, and kills all of it when narnia dies, even by SIGKILL. Returns the
+    /// guard's pid and the read end of the pipe on which the program's wait status arrives.
+    /// - Throws: `SystemError` when `fork` or `pipe` fails.
+    public static func forkExecGuarded(path: String, arguments: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                                       environment: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                                       sources: [Int32], targets: [Int32], firstFree: UInt32,
+                                       group: pid_t, terminal: Int32?, privateFiles: Bool = false) throws -> (guard: pid_t, status: Int32) {
+        let lifeline = try Lifeline.shared.get()
+        let (statusRead, statusWrite) = try makePipe()
+        defer { close(statusWrite) }
+        let pid = narnia_fork_exec_guarded(path, arguments, environment, sources, targets, Int32(sources.count), firstFree,
+                                           group, terminal ?? -1, terminal != nil && group == 0 ? 1 : 0, privateFiles ? 1 : 0,
+                                           lifeline, statusWrite)
+        guard pid > 0 else {
+            let error = SystemError.current("fork", path)
+            close(statusRead)
+            throw error
+        }
+        return (pid, statusRead)
+    }
+
+    /// The wait status a guard sends for its program (`forkExecGuarded`), once the program
+    /// has ended; nil when the guard ended without sending one (killed, or it could not start).
+    public static func guardedStatus(from pipe: Int32) -> Int32? {
+        var status: Int32 = 0
+        var got = 0
+        while got < 4 {
+            let n = withUnsafeMutableBytes(of: &status) { read(pipe, $0.baseAddress! + got, 4 - got) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            got += n
+        }
+        return status
+    }
+
+    /// When this process was started as a viewer's guard (`forkExecGuarded`), its whole life:
+    /// it never returns then. The first thing narnia does.
+    public static func becomeViewerGuardIfAsked() {
+        narnia_guard_if_asked(CommandLine.argc, CommandLine.unsafeArgv)
+    }
+
     /// A pipe whose ends are closed on `exec` (`pipe2` with `O_CLOEXEC`): (read end, write end).
     public static func makePipe() throws -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
@@ -125,5 +168,26 @@ public enum Processes {
     /// Forbids further writes to and growth of a memory file (`F_ADD_SEALS`).
     public static func sealMemoryFile(_ fd: Int32) {
         _ = narnia_seal_memfd(fd)
+    }
+}
+
+/// The read end of a pipe whose write end only narnia holds, open for the whole session:
+/// every guard (`Processes.forkExecGuarded`) watches it, and its end of file says narnia is
+/// gone. Both ends are closed on `exec`, so no program narnia starts holds the write end.
+final class Lifeline: Sendable {
+    static let shared = Lifeline()
+    /// The read end, or -1 when the pipe could not be made (`failure` says why).
+    private let readEnd: Int32
+    private let failure: Int32
+
+    private init() {
+        var fds: [Int32] = [-1, -1]
+        readEnd = narnia_pipe_cloexec(&fds) == 0 ? fds[0] : -1
+        failure = readEnd < 0 ? errno : 0
+    }
+
+    func get() throws -> Int32 {
+        guard readEnd >= 0 else { throw SystemError(code: failure, operation: "pipe") }
+        return readEnd
     }
 }

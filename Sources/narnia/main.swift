@@ -7,6 +7,8 @@ import NarniaSystem
 // narnia: parse the command line, harden the process, unlock the vault, and hand the
 // commands to the shell. Exit status: 0 ok, 1 a command failed, 2 usage, 3 auth / no vault.
 
+// Run again as a viewer's guard, narnia is only that (`Processes.forkExecGuarded`).
+Processes.becomeViewerGuardIfAsked()
 Hardening.apply()
 setlocale(LC_CTYPE, "")
 Signals.install()

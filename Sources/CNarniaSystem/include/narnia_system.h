@@ -69,6 +69,29 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
                        const int *sources, const int *targets, int count, unsigned int first_free,
                        int group, int tty, int take_terminal, int private_files);
 
+/// The name (argv[0]) under which narnia runs as a viewer's guard (`narnia_fork_exec_guarded`).
+#define NARNIA_GUARD_NAME "narnia-viewer-guard"
+
+/// As `narnia_fork_exec`, but the child is a guard that the program runs below: the guard
+/// joins the group and takes the terminal as the child would, makes itself the reaper of its
+/// orphaned descendants (PR_SET_CHILD_SUBREAPER), forks the program (SIGKILL when the guard
+/// dies), and executes narnia itself again as `NARNIA_GUARD_NAME PID`, so that none of
+/// narnia's memory stays in it, with `lifeline` (the read end of a pipe whose write end only
+/// narnia holds) at descriptor 3 and `status` (a pipe's write end) at 4. Returns the guard's
+/// pid; the program's wait status arrives on the status pipe (`narnia_guard_if_asked`).
+int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const envp[],
+                             const int *sources, const int *targets, int count, unsigned int first_free,
+                             int group, int tty, int take_terminal, int private_files,
+                             int lifeline, int status);
+
+/// When this process was started as a guard (`narnia_fork_exec_guarded`), its whole life and
+/// never returns: it writes the program's wait status (4 bytes) to descriptor 4 once the
+/// program ends (a program stopped by Ctrl-Z is continued), reaps the program's descendants
+/// that come to it, and exits once none is left; when narnia dies (end of file on the
+/// lifeline, descriptor 3), it kills them all first, so that nothing a viewer started keeps
+/// a decrypted file open after narnia is gone. Returns at once otherwise.
+void narnia_guard_if_asked(int argc, char **argv);
+
 /// Replaces the handling of fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT),
 /// the Swift runtime's backtracer included, with a handler that runs on its own stack (so a
 /// stack overflow reaches it), writes one line that says nothing of the process's memory, and

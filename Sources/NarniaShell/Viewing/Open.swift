@@ -131,6 +131,7 @@ enum Viewing {
         let pipe = try Pipe()
         let job = Job()
         var pager = ChildCommand(["less"])
+        pager.guarded = true
         pager.environment = pagerEnvironment
         pager.standardInput = pipe.readEnd
         do {
@@ -245,6 +246,7 @@ enum Viewing {
         try video.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
         let inputConf = try MemoryFile(bytes: Array(mpvInputConf.utf8))
         var mpv = ChildCommand(mpvArguments(contentFD: 3, inputConfPath: ChildCommand.procPath(ofExtra: 1), display: hasDisplay))
+        mpv.guarded = true
         mpv.extra = [video.fd, inputConf.fd]
         let input = childInput()
         defer { if let input { close(input) } }
@@ -301,6 +303,7 @@ enum Viewing {
             let file = try MemoryFile()
             try file.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
             var viewer = ChildCommand(["/bin/sh", "-c", command.replacingAll("%s", with: ChildCommand.procPath(ofExtra: 0))])
+            viewer.guarded = true
             viewer.extra = [file.fd]
             let input = childInput()
             defer { if let input { close(input) } }
@@ -311,6 +314,7 @@ enum Viewing {
         } else {
             let pipe = try Pipe()
             var viewer = ChildCommand(["/bin/sh", "-c", command])
+            viewer.guarded = true
             viewer.standardInput = pipe.readEnd
             try job.start(viewer)
             pipe.closeRead()

@@ -21,6 +21,14 @@ struct ChildCommand {
     /// What the child creates is this user's alone (umask 077), as narnia's own files: for
     /// rclone, which writes copies of the store. Otherwise it gets the user's umask.
     var privateFiles = false
+    /// The child gets decrypted content (a memfd, a pipe): it runs below a guard that, when
+    /// narnia dies, even by SIGKILL, kills it and everything it started, so that nothing a
+    /// viewer forked keeps the content open after narnia is gone (`Processes.forkExecGuarded`;
+    /// without one, only the child itself went, by `PR_SET_PDEATHSIG`: review AQ). For
+    /// programs that may start others: a configured viewer (any command), mpv, the pager.
+    /// Helpers that start none (chafa, ffmpeg, pdftotext) go without: a guard costs an exec of
+    /// narnia, about 10 ms, and the grid starts one helper per thumbnail.
+    var guarded = false
 
     init(_ arguments: [String]) { self.arguments = arguments }
 
@@ -42,9 +50,13 @@ struct SpawnFailure: Error {
 /// to the viewer, and a pager can read `/dev/tty`); the terminal and its modes are taken back
 /// afterwards. Every process is recorded in `ChildProcesses`, so `panic` and the end of the
 /// session kill it, and each asks the kernel for SIGKILL when the shell dies, so it goes even
-/// when the shell itself is killed.
+/// when the shell itself is killed; what a guarded one starts goes then too, killed by its
+/// guard (`ChildCommand.guarded`).
 final class Job {
     private(set) var pids: [pid_t] = []
+    /// For a guarded process (`ChildCommand.guarded`), by its guard's pid: the pipe on which
+    /// the guard sends the process's wait status.
+    private var statusPipes: [pid_t: Int32] = [:]
     private var group: pid_t = 0
     /// True when the job runs in the shell's own process group (at a terminal).
     private let inShellGroup: Bool
@@ -98,13 +110,19 @@ final class Job {
         sigfillset(&all)
         pthread_sigmask(SIG_SETMASK, &all, &old)
         defer { pthread_sigmask(SIG_SETMASK, &old, nil) }
-        let started: pid_t? = withCStrings(argv) { cArgv in
+        let started: (pid: pid_t, status: Int32?)? = withCStrings(argv) { cArgv in
             withCStrings(environment) { cEnv in
-                try? Processes.forkExec(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
-                                        firstFree: firstFree, group: group, terminal: nil, privateFiles: command.privateFiles)
+                if command.guarded {
+                    return (try? Processes.forkExecGuarded(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
+                                                           firstFree: firstFree, group: group, terminal: nil, privateFiles: command.privateFiles))
+                        .map { ($0.guard, $0.status) }
+                }
+                return (try? Processes.forkExec(path: path, arguments: cArgv, environment: cEnv, sources: sources, targets: targets,
+                                                firstFree: firstFree, group: group, terminal: nil, privateFiles: command.privateFiles)).map { ($0, nil) }
             }
         }
-        guard let pid = started else { throw SpawnFailure(program: program, code: errno) }
+        guard let (pid, statusPipe) = started else { throw SpawnFailure(program: program, code: errno) }
+        if let statusPipe { statusPipes[pid] = statusPipe }
         ChildProcesses.register(pid)
         if group == 0 { group = pid }
         // Also from this side, so the next process of the job can join at once.
@@ -120,25 +138,41 @@ final class Job {
     func wait() -> Int32 {
         var last: Int32 = 0
         for pid in pids {
-            var status: Int32 = 0
-            while true {
-                let r = waitpid(pid, &status, WUNTRACED)
-                if r < 0 { if errno == EINTR { continue }; status = 0; break }
-                if (status & 0xff) == 0x7f {  // stopped
-                    _ = Glibc.kill(pid, SIGCONT)
-                    continue
-                }
-                break
-            }
+            let status = statusSent(by: pid) ?? waitStatus(of: pid)
             ChildProcesses.unregister(pid)
-            if pid == pids.last {
-                let signal = status & 0x7f
-                last = signal == 0 ? (status >> 8) & 0xff : 128 + signal
-            }
+            if pid == pids.last { last = Self.exitStatus(status) }
         }
         pids.removeAll()
         if var modes = savedModes { _ = tcsetattr(0, TCSADRAIN, &modes) }
         return last
+    }
+
+    /// The wait status of the process a guard runs, once it ended (nil for an unguarded one,
+    /// or a guard that ended without sending one). The guard may stay, for what the process
+    /// left running: reaped now only if it has ended.
+    private func statusSent(by pid: pid_t) -> Int32? {
+        guard let pipe = statusPipes.removeValue(forKey: pid) else { return nil }
+        defer { close(pipe) }
+        guard let status = Processes.guardedStatus(from: pipe) else { return nil }
+        _ = waitpid(pid, nil, WNOHANG)
+        return status
+    }
+
+    /// The wait status of `pid`, a child, once it ended; one stopped by Ctrl-Z is continued.
+    private func waitStatus(of pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while true {
+            let r = waitpid(pid, &status, WUNTRACED)
+            if r < 0 { if errno == EINTR { continue }; return 0 }
+            guard (status & 0xff) == 0x7f else { return status }
+            _ = Glibc.kill(pid, SIGCONT)
+        }
+    }
+
+    /// A wait status as a shell gives it: the exit status, or 128+N for signal N.
+    private static func exitStatus(_ status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
     /// Kills every process of the job (a viewer that stopped reading, an interrupted feed).
