@@ -26,39 +26,63 @@ public func isInvisibleInName(_ scalar: Unicode.Scalar) -> Bool {
     }
 }
 
-/// The characters a name is printed with escaped: `isUnsafeOnTerminal`'s and `isInvisibleInName`'s.
+/// The characters a name is printed with escaped wherever they stand: `isUnsafeOnTerminal`'s
+/// and `isInvisibleInName`'s (a joiner, by where it stands: `nameScalars`).
 public func isEscapedInNames(_ scalar: Unicode.Scalar) -> Bool { isUnsafeOnTerminal(scalar) || isInvisibleInName(scalar) }
 
-/// `text` made safe to print on a terminal, as `ls -q` does: every character
-/// `isEscapedInNames` names becomes `?`, so that a name with a newline stays on one line and
-/// no name can move the cursor, clear the screen or reorder what follows it. Everything else is
-/// kept. Use it only for display: the result no longer names the item.
+/// True for the zero-width joiner and non-joiner (U+200D, U+200C).
+func isJoiner(_ scalar: Unicode.Scalar) -> Bool { scalar.value == 0x200C || scalar.value == 0x200D }
+
+/// True when `text` holds a character that `nameScalars` may print escaped.
+func mayHoldEscapedInNames(_ text: String) -> Bool {
+    text.unicodeScalars.contains { isEscapedInNames($0) || isJoiner($0) }
+}
+
+/// The characters of a name, each with whether it is printed escaped: those
+/// `isEscapedInNames` names, and a zero-width joiner or non-joiner that joins nothing a screen
+/// shows — at the name's start or end, or beside an ASCII character, another joiner or an
+/// escaped character — so that `ab\u{200C}c` cannot pass for `abc`. Between two other
+/// characters (an emoji sequence, a Persian or Indic word) a joiner is kept.
+public func nameScalars(_ text: String) -> [(scalar: Unicode.Scalar, escaped: Bool)] {
+    let scalars = Array(text.unicodeScalars)
+    func joins(_ i: Int) -> Bool {
+        scalars.indices.contains(i) && scalars[i].value >= 0x80 && !isJoiner(scalars[i]) && !isEscapedInNames(scalars[i])
+    }
+    return scalars.indices.map { i in
+        (scalars[i], isEscapedInNames(scalars[i]) || (isJoiner(scalars[i]) && !(joins(i - 1) && joins(i + 1))))
+    }
+}
+
+/// `text` made safe to print on a terminal, as `ls -q` does: every character `nameScalars`
+/// escapes becomes `?`, so that a name with a newline stays on one line and no name can move
+/// the cursor, clear the screen or reorder what follows it. Everything else is kept. Use it
+/// only for display: the result no longer names the item.
 public func terminalSafe(_ text: String) -> String {
-    guard mayHoldUnsafe(text, orBackslash: false), text.unicodeScalars.contains(where: isEscapedInNames) else { return text }
+    guard mayHoldUnsafe(text, orBackslash: false), mayHoldEscapedInNames(text) else { return text }
     var out = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars {
-        out.append(isEscapedInNames(scalar) ? "?" : scalar)
+    for (scalar, escaped) in nameScalars(text) {
+        out.append(escaped ? "?" : scalar)
     }
     return String(out)
 }
 
 /// `text` in the unambiguous form scripts read (docs/INTERFACE.md, "Names in output"): a
-/// backslash as `\\`, and each character `isEscapedInNames` names as `\xHH` (below U+0100)
+/// backslash as `\\`, and each character `nameScalars` escapes as `\xHH` (below U+0100)
 /// or `\u{HHHH}`; everything else as it is. Every name has exactly one such form.
 public func scriptSafe(_ text: String) -> String {
     escapingUnsafe(text, doublingBackslashes: true)
 }
 
-/// Each character `isEscapedInNames` names as `\xHH` or `\u{HHHH}`, and with
+/// Each character `nameScalars` escapes as `\xHH` or `\u{HHHH}`, and with
 /// `doublingBackslashes` each backslash as `\\`.
 public func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
     guard mayHoldUnsafe(text, orBackslash: doublingBackslashes),
-          text.unicodeScalars.contains(where: { (doublingBackslashes && $0 == "\\") || isEscapedInNames($0) }) else { return text }
+          (doublingBackslashes && text.unicodeScalars.contains("\\")) || mayHoldEscapedInNames(text) else { return text }
     var out = ""
-    for scalar in text.unicodeScalars {
+    for (scalar, escaped) in nameScalars(text) {
         if doublingBackslashes && scalar == "\\" {
             out += "\\\\"
-        } else if isEscapedInNames(scalar) {
+        } else if escaped {
             let hex = String(scalar.value, radix: 16)
             out += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
         } else {

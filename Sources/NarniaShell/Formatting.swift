@@ -31,14 +31,14 @@ enum Formatting {
     /// A JSON string literal.
     static func json(_ s: String) -> String {
         var out = "\""
-        for scalar in s.unicodeScalars {
+        for (scalar, escaped) in nameScalars(s) {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where isEscapedInNames(c):
+            case let c where escaped:
                 // Past U+FFFF (the tag characters), as a UTF-16 surrogate pair, as JSON has it.
                 if c.value > 0xFFFF {
                     let v = c.value - 0x10000

@@ -22,6 +22,19 @@ final class TerminalSafeTests: XCTestCase {
         XCTAssertEqual(terminalSafe("فارسی\u{200C}ها"), "فارسی\u{200C}ها", "a Persian word keeps its non-joiner")
     }
 
+    /// A joiner that joins nothing on the screen (beside ASCII, at an end, beside another
+    /// joiner) made `ab\u{200C}c` look like `abc`; between two other characters it is kept.
+    func testJoinersAreShownWhereTheyJoinNothing() {
+        for name in ["ab\u{200C}c", "ab\u{200D}c", "\u{200D}abc", "abc\u{200C}", "é\u{200D}\u{200D}é", "é\u{200D}\u{200B}é"] {
+            XCTAssertTrue(terminalSafe(name).contains("?"), "\(scriptSafe(name)) shows its joiner")
+        }
+        XCTAssertEqual(scriptSafe("ab\u{200C}c"), "ab\\u{200c}c")
+        for name in ["👩‍👩‍👧", "👩🏽‍💻", "👁️‍🗨️", "क्\u{200D}ष", "فارسی\u{200C}ها"] {
+            XCTAssertEqual(terminalSafe(name), name)
+            XCTAssertEqual(scriptSafe(name), name)
+        }
+    }
+
     func testBidiOverridesReplaced() {
         XCTAssertEqual(terminalSafe("invoice\u{202E}fdp.exe"), "invoice?fdp.exe")
         XCTAssertEqual(terminalSafe("a\u{2066}b\u{2069}"), "a?b?")
