@@ -5,6 +5,7 @@ stat, du, lcd/lpwd/lls, set, help, exit, --version, --help, and globs on both si
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -284,22 +285,32 @@ def test_import_move_of_many_files_reports_and_removes_each_once(vault, host):
     assert vault.ok("cat /many/f1999.txt /many/f2099.txt").out == "file 1999\nfile 2099\n"
 
 
+@contextlib.contextmanager
+def removal_refused(folder: Path, entry: Path | None = None):
+    """Makes removing `entry` (or what `folder` holds) fail while in the block: as root,
+    `entry` (or `folder`) is made immutable (chattr +i; skipped where it is not available),
+    as an ordinary user `folder` is made read-only."""
+    if os.geteuid() == 0:
+        target = entry or folder
+        if subprocess.run(["chattr", "+i", str(target)], capture_output=True).returncode != 0:
+            pytest.skip("running as root and chattr +i is not available: cannot make removal fail")
+        undo = ["chattr", "-i", str(target)]
+    else:
+        os.chmod(folder, 0o555)
+        undo = ["chmod", "755", str(folder)]
+    try:
+        yield
+    finally:
+        subprocess.run(undo, capture_output=True)
+
+
 def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
     d = host / "locked"
     d.mkdir()
     f = d / "stuck.txt"
     f.write_bytes(b"stuck")
-    if os.geteuid() == 0:
-        if subprocess.run(["chattr", "+i", str(f)], capture_output=True).returncode != 0:
-            pytest.skip("running as root and chattr +i is not available: cannot make removal fail")
-        undo = ["chattr", "-i", str(f)]
-    else:
-        os.chmod(d, 0o555)
-        undo = ["chmod", "755", str(d)]
-    try:
+    with removal_refused(d, f):
         r = vault.c(f"import --move {q(str(f))}")
-    finally:
-        subprocess.run(undo, capture_output=True)
     assert r.rc == 0, "an original that cannot be removed is kept; the import still succeeds" + r.describe()
     assert f.read_bytes() == b"stuck", "the original must be kept"
     prefix = f"narnia: warning: import: {f}: could not remove the original: "
@@ -334,17 +345,8 @@ def test_import_move_names_an_emptied_folder_it_cannot_remove(vault, host):
     left without a word; the folder above it, not empty, stays without one."""
     top = host / "keep"
     write_tree(top, {"inner/x.txt": b"x"})
-    if os.geteuid() == 0:
-        if subprocess.run(["chattr", "+i", str(top)], capture_output=True).returncode != 0:
-            pytest.skip("running as root and chattr +i is not available: cannot make removal fail")
-        undo = ["chattr", "-i", str(top)]
-    else:
-        os.chmod(top, 0o555)
-        undo = ["chmod", "755", str(top)]
-    try:
+    with removal_refused(top):
         r = vault.c(f"import --move {q(str(top))}")
-    finally:
-        subprocess.run(undo, capture_output=True)
     assert r.rc == 0, r.describe()
     warnings = [l for l in r.err_lines if "emptied" in l]
     assert len(warnings) == 1 and warnings[0].startswith(f"narnia: warning: import: {top}/inner: emptied, but not removed: "), r.describe()
