@@ -182,8 +182,18 @@ final class Lifeline: Sendable {
 
     private init() {
         var fds: [Int32] = [-1, -1]
-        readEnd = narnia_pipe_cloexec(&fds) == 0 ? fds[0] : -1
-        failure = readEnd < 0 ? errno : 0
+        guard narnia_pipe_cloexec(&fds) == 0 else {
+            (readEnd, failure) = (-1, errno)
+            return
+        }
+        // Above the standard descriptors: narnia started with one of them closed would get the
+        // write end there, and a program inheriting it (`ChildCommand`'s standard streams are
+        // inherited unless given) would keep the lifeline from ending.
+        for i in fds.indices where fds[i] < 3 {
+            let moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)
+            if moved >= 0 { close(fds[i]); fds[i] = moved }
+        }
+        (readEnd, failure) = (fds[0], 0)
     }
 
     func get() throws -> Int32 {
