@@ -628,8 +628,11 @@ def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path,
         run.send("open photo.png\r")
 
         def started():
+            """The viewer's processes running the marker (not its guard, whose arguments
+            hold the viewer's command too)."""
             return [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
-                    if descends_from(p, narnia) and marker.encode() in Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")]
+                    if descends_from(p, narnia) and marker.encode() in (argv := Path(f"/proc/{p}/cmdline").read_bytes()).replace(b"\0", b" ")
+                    and not argv.startswith(b"narnia-viewer-guard\0")]
         wait_for(lambda: started(), timeout=20, what="the viewer's own command")
         helpers = started()
         if viewer == "returns":
@@ -643,6 +646,52 @@ def test_the_end_of_a_session_ends_what_a_viewer_started(vault, media, tmp_path,
             wait_for(lambda: not pid_alive(pid), timeout=5, what=f"{marker} ({pid}) to end with the session")
     finally:
         run.close()
+
+
+def test_ctrl_z_stops_the_viewer_with_narnia_and_kill_9_then_ends_it(vault, media, tmp_path):
+    """Review AU: the viewer's guard, which ignores the terminal's keys, continued the viewer
+    stopped by Ctrl-Z at once: it ran on behind the user's shell while narnia was stopped.
+    It stays stopped with narnia; narnia then killed with SIGKILL, the guard ends it."""
+    vault.ok(f"import {media / 'photo.png'}")
+    tick = tmp_path / "tick"
+    vault.ok(f"set viewer.photo {q(f'cat %s > /dev/null; while :; do echo >> {tick}; sleep 0.05; done')}")
+    run = Terminal(["bash", "--norc", "--noprofile", "-c", "set -m; " + shlex.join(vault.argv(["-c", "open photo.png"])) + "; echo STATUS $?; sleep 10"],
+                   vault.env, vault.workdir)
+    try:
+        wait_for(lambda: tick.exists() and len(tick.read_text()) > 3, timeout=20, what="the viewer to tick")
+        narnia = int(Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()[0])
+        loop = [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
+                if descends_from(p, narnia) and b"while" in Path(f"/proc/{p}/cmdline").read_bytes()
+                and not Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"narnia-viewer-guard\0")]
+        assert len(loop) == 1, loop
+        run.send("\x1a")
+        run.expect("STATUS 148", timeout=10)
+        time.sleep(0.3)
+        ticks = len(tick.read_text())
+        time.sleep(1)
+        assert len(tick.read_text()) == ticks, "the viewer went on while narnia was stopped"
+        assert Path(f"/proc/{loop[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        os.kill(narnia, signal.SIGKILL)
+        wait_for(lambda: not pid_alive(loop[0]), timeout=10, what="the stopped viewer to end with narnia")
+    finally:
+        run.close()
+
+
+def test_a_narnia_that_cannot_run_itself_again_says_viewers_run_unguarded(vault, host, tmp_path):
+    """Started through the dynamic loader, /proc/self/exe is the loader, not narnia: viewers
+    run as before guards were made, and the first open says so once (review AU: every
+    guarded viewer failed with exit status 127, the pager without a word)."""
+    loader = next((p for p in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1") if os.path.exists(p)), None)
+    if loader is None:
+        pytest.skip("no known dynamic loader here")
+    (host / "n.txt").write_text("hello\n")
+    out = tmp_path / "out"
+    vault.ok(f"import {q(str(host / 'n.txt'))}; set viewer.document {q(f'cat %s >> {out}')}")
+    r = subprocess.run([loader] + vault.argv(["-c", "open n.txt; open n.txt"]), env=vault.env, cwd=str(vault.workdir),
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == "hello\nhello\n"
+    assert r.stderr.count("viewers run without their guard") == 1, r.stderr
 
 
 def test_panic_at_the_step_prompt_after_a_photo(vault, media, tmp_path):

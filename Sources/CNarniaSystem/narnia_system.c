@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <sys/sysmacros.h>
 
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
@@ -92,23 +93,48 @@ long narnia_raise_descriptor_limit(void) {
     return (long)wanted;
 }
 
-/* The child's part once it is where it belongs: descriptors mapped and the rest closed,
-   signals and mask as a new program expects, the user's umask and descriptor limit, then
-   execve. Only async-signal-safe calls: this runs in the child of a multithreaded process. */
-static void narnia_exec_child(const char *path, char *const argv[], char *const envp[],
-                              const int *sources, const int *targets, int count, unsigned int first_free,
-                              int private_files) {
-    // Each source first to a staging number, then to its place, so that mapping one onto
-    // another's number cannot clobber it.
-    for (int i = 0; i < count; i++) if (dup2(sources[i], 200 + i) < 0) _exit(127);
-    for (int i = 0; i < count; i++) if (dup2(200 + i, targets[i]) < 0) _exit(127);
-    syscall(SYS_close_range, first_free, ~0U, 0);
+/* Moves descriptor sources[i] to targets[i] for each i: each is first copied above every
+   number involved (F_DUPFD), so that placing one cannot clobber another still to be placed
+   (fixed staging numbers could be a source's own: review AU). The copies lie above every
+   target, where the caller's close_range takes them. Returns 0, or -1. */
+static int narnia_map_descriptors(const int *sources, const int *targets, int count) {
+    enum { most = 64 };
+    int staged[most];
+    if (count > most) return -1;
+    int above = 2;
+    for (int i = 0; i < count; i++) {
+        if (sources[i] > above) above = sources[i];
+        if (targets[i] > above) above = targets[i];
+    }
+    for (int i = 0; i < count; i++) if ((staged[i] = fcntl(sources[i], F_DUPFD, above + 1)) < 0) return -1;
+    for (int i = 0; i < count; i++) if (dup2(staged[i], targets[i]) < 0) return -1;
+    return 0;
+}
+
+/* Default handling of every signal and an empty mask, as a new program expects. */
+static void narnia_reset_signals(void) {
     for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The user's umask (077 with `private_files`) and the descriptor limit narnia started with. */
+static void narnia_restore_limits(int private_files) {
     umask(private_files ? 077 : narnia_child_umask);
     if (narnia_descriptor_limit_raised) setrlimit(RLIMIT_NOFILE, &narnia_child_descriptor_limit);
+}
+
+/* The child's part once it is in its group: descriptors mapped and the rest closed, signals,
+   umask and limit as a new program expects, then execve. Only async-signal-safe calls: this
+   runs in the child of a multithreaded process. */
+static void narnia_exec_child(const char *path, char *const argv[], char *const envp[],
+                              const int *sources, const int *targets, int count, unsigned int first_free,
+                              int private_files) {
+    if (narnia_map_descriptors(sources, targets, count) != 0) _exit(127);
+    syscall(SYS_close_range, first_free, ~0U, 0);
+    narnia_reset_signals();
+    narnia_restore_limits(private_files);
     execve(path, argv, envp);
     _exit(127);
 }
@@ -128,13 +154,24 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
     return -1;
 }
 
-/* The decimal digits of a pid into `out` (at least 12 bytes), as a C string. */
-static void narnia_format_pid(pid_t pid, char *out) {
+/* The decimal digits of a non-negative number into `out` (at least 12 bytes), as a C string. */
+static void narnia_format_number(int number, char *out) {
     char digits[12];
     int n = 0;
-    do { digits[n++] = (char)('0' + pid % 10); pid /= 10; } while (pid > 0 && n < 11);
+    do { digits[n++] = (char)('0' + number % 10); number /= 10; } while (number > 0 && n < 11);
     for (int i = 0; i < n; i++) out[i] = digits[n - 1 - i];
     out[n] = 0;
+}
+
+/* The number a C string of decimal digits gives, or -1. */
+static int narnia_parse_number(const char *text) {
+    int number = 0;
+    if (!*text) return -1;
+    for (const char *c = text; *c; c++) {
+        if (*c < '0' || *c > '9' || number > 100000000) return -1;
+        number = number * 10 + (*c - '0');
+    }
+    return number;
 }
 
 int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const envp[],
@@ -144,36 +181,68 @@ int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const e
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid;
-    // The guard, still a copy of narnia (so no allocation, no locks), until its execve below
+    // Still a copy of narnia (so no allocation, no locks, no fork) until the execve below
     // leaves none of narnia's memory in it.
     setpgid(0, group);
     if (take_terminal) tcsetpgrp(tty, getpgrp());
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     if (getppid() != parent) _exit(127);
-    pid_t guard = getpid();
-    pid_t viewer = fork();
-    if (viewer == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != guard) _exit(127);
-        narnia_exec_child(path, argv, envp, sources, targets, count, first_free, private_files);
-    }
-    if (viewer < 0) _exit(127);
-    // Standard input, output and error on /dev/null (a pipe a caller reads to its end must
-    // not stay open for the guard), the lifeline at 3, the status pipe at 4, nothing else.
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0 || dup2(lifeline, 200) < 0 || dup2(status, 201) < 0 || dup2(null, 202) < 0) _exit(127);
-    for (int fd = 0; fd < 3; fd++) if (dup2(202, fd) < 0) _exit(127);
-    if (dup2(200, 3) < 0 || dup2(201, 4) < 0) _exit(127);
-    syscall(SYS_close_range, 5, ~0U, 0);
+    // The program's descriptors where it will have them, the lifeline and the status pipe
+    // just above them, nothing else.
+    enum { most = 62, most_arguments = 4096 };
+    int all_sources[most + 2], all_targets[most + 2];
+    if (count > most) _exit(127);
+    for (int i = 0; i < count; i++) { all_sources[i] = sources[i]; all_targets[i] = targets[i]; }
+    all_sources[count] = lifeline;
+    all_targets[count] = (int)first_free;
+    all_sources[count + 1] = status;
+    all_targets[count + 1] = (int)first_free + 1;
+    if (narnia_map_descriptors(all_sources, all_targets, count + 2) != 0) _exit(127);
+    syscall(SYS_close_range, first_free + 2, ~0U, 0);
+    narnia_restore_limits(private_files);
     signal(SIGCHLD, SIG_DFL);
-    static char viewer_pid[12];
-    narnia_format_pid(viewer, viewer_pid);
-    char *const guard_argv[] = { (char *)NARNIA_GUARD_NAME, viewer_pid, NULL };
-    char *const no_environment[] = { NULL };
-    execve("/proc/self/exe", guard_argv, no_environment);
-    // No way to become the guard: the viewer goes too, and narnia hears exit status 127.
-    kill(viewer, SIGKILL);
+    // NARNIA_GUARD_NAME FIRST_FREE PATH ARGUMENTS...: the guard starts the program itself.
+    static char *guard_argv[most_arguments];
+    static char first_free_text[12];
+    narnia_format_number((int)first_free, first_free_text);
+    int argc = 0;
+    while (argv[argc]) argc++;
+    if (argc + 3 < most_arguments) {
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        guard_argv[0] = (char *)NARNIA_GUARD_NAME;
+        guard_argv[1] = first_free_text;
+        guard_argv[2] = (char *)path;
+        for (int i = 1; i <= argc; i++) guard_argv[2 + i] = argv[i];
+        execve("/proc/self/exe", guard_argv, envp);
+    }
+    // narnia cannot run itself again (no /proc): the program runs unguarded, as
+    // narnia_fork_exec runs it, and narnia waits for this process (no report on the pipe).
+    close((int)first_free);
+    close((int)first_free + 1);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) _exit(127);
+    narnia_reset_signals();
+    execve(path, argv, envp);
     _exit(127);
+}
+
+int narnia_can_run_itself_again(void) {
+    struct stat exe;
+    if (stat("/proc/self/exe", &exe) != 0) return 0;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps) return 0;
+    uintptr_t here = (uintptr_t)&narnia_can_run_itself_again;
+    char line[4096];
+    int same = 0;
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long start, end, inode;
+        unsigned int major, minor;
+        if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &start, &end, &major, &minor, &inode) != 5) continue;
+        if (here < start || here >= end) continue;
+        same = inode == (unsigned long)exe.st_ino && major == major(exe.st_dev) && minor == minor(exe.st_dev);
+        break;
+    }
+    fclose(maps);
+    return same;
 }
 
 /* Reads this single-threaded process's children from /proc/self/task/PID/children into
@@ -181,7 +250,7 @@ int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const e
 static int narnia_read_children(pid_t self, pid_t *pids, int capacity) {
     char path[48] = "/proc/self/task/";
     char digits[12];
-    narnia_format_pid(self, digits);
+    narnia_format_number(self, digits);
     size_t at = strlen(path);
     for (size_t i = 0; digits[i]; i++) path[at++] = digits[i];
     memcpy(path + at, "/children", 10);
@@ -217,36 +286,57 @@ static void narnia_kill_descendants(void) {
     }
 }
 
+/* Sends narnia one report (`NARNIA_GUARD_STARTED`…): two ints, less than PIPE_BUF, so whole. */
+static void narnia_guard_report(int pipe, int kind, int value) {
+    int record[2] = { kind, value };
+    ssize_t ignored = write(pipe, record, sizeof record);
+    (void)ignored;
+}
+
 void narnia_guard_if_asked(int argc, char **argv) {
-    if (argc != 2 || strcmp(argv[0], NARNIA_GUARD_NAME) != 0) return;
-    if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0) return;
-    pid_t viewer = 0;
-    for (const char *c = argv[1]; *c; c++) {
-        if (*c < '0' || *c > '9') return;
-        viewer = viewer * 10 + (*c - '0');
+    if (argc < 3 || strcmp(argv[0], NARNIA_GUARD_NAME) != 0) return;
+    int first_free = narnia_parse_number(argv[1]);
+    if (first_free < 3) return;
+    int lifeline = first_free, reports = first_free + 1;
+    if (fcntl(lifeline, F_SETFD, FD_CLOEXEC) < 0 || fcntl(reports, F_SETFD, FD_CLOEXEC) < 0) return;
+    // A fresh process of one thread, so fork is safe here. Signals stay blocked, as narnia
+    // left them: the terminal's keys are the program's.
+    pid_t guard = getpid();
+    pid_t program = fork();
+    if (program == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != guard) _exit(127);
+        narnia_reset_signals();
+        execve(argv[2], argv + 2, environ);
+        _exit(127);
     }
-    // Signals stay blocked, as narnia left them: the terminal's keys are the viewer's.
+    if (program < 0) { narnia_guard_report(reports, NARNIA_GUARD_ENDED, 127 << 8); _exit(127); }
+    narnia_guard_report(reports, NARNIA_GUARD_STARTED, program);
+    // Hold nothing of the program's: its standard streams, its terminal, the content.
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3; fd++) if (fd != null) dup2(null, fd);
+    if (null > 2) close(null);
+    if (first_free > 3) syscall(SYS_close_range, 3, first_free - 1, 0);
     sigset_t children;
     sigemptyset(&children);
     sigaddset(&children, SIGCHLD);
     sigprocmask(SIG_BLOCK, &children, NULL);
     int events = signalfd(-1, &children, SFD_CLOEXEC);
     if (events < 0) { narnia_kill_descendants(); _exit(70); }
-    int viewer_status = 4;
     while (1) {
         int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
-            if (pid != viewer) continue;
-            // Stopped by Ctrl-Z: continued, as narnia has no job control.
-            if (WIFSTOPPED(status)) { kill(viewer, SIGCONT); continue; }
-            ssize_t ignored = write(viewer_status, &status, sizeof status);
-            (void)ignored;
-            close(viewer_status);
-            viewer_status = -1;
+            if (pid != program) continue;
+            // Stopped (Ctrl-Z) is said, not undone: narnia continues it once narnia runs, as
+            // it did its own children (review AU: continued here, it ran behind the user's
+            // shell while narnia was stopped).
+            if (WIFSTOPPED(status)) { narnia_guard_report(reports, NARNIA_GUARD_STOPPED, status); continue; }
+            narnia_guard_report(reports, NARNIA_GUARD_ENDED, status);
+            close(reports);
         }
         if (pid < 0 && errno == ECHILD) _exit(0);
-        struct pollfd watched[2] = { { events, POLLIN, 0 }, { 3, POLLIN, 0 } };
+        struct pollfd watched[2] = { { events, POLLIN, 0 }, { lifeline, POLLIN, 0 } };
         if (poll(watched, 2, -1) < 0) continue;
         if (watched[1].revents) {
             // narnia is gone (its end of the lifeline closed with it): nothing it started stays.

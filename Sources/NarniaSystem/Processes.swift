@@ -113,13 +113,18 @@ public enum Processes {
     /// Forks a guard that runs `path` below it (see `narnia_fork_exec_guarded`; `forkExec`
     /// for the other arguments): the guard outlives the program while anything the program
     /// started runs, and kills all of it when narnia dies, even by SIGKILL. Returns the
-    /// guard's pid and the read end of the pipe on which the program's wait status arrives.
+    /// guard's pid and the read end of the pipe on which it reports (`guardReport`). Where
+    /// narnia cannot run itself again (`Lifeline`), the program is started unguarded, as
+    /// `forkExec` starts it, and there is no pipe.
     /// - Throws: `SystemError` when `fork` or `pipe` fails.
     public static func forkExecGuarded(path: String, arguments: UnsafePointer<UnsafeMutablePointer<CChar>?>,
                                        environment: UnsafePointer<UnsafeMutablePointer<CChar>?>,
                                        sources: [Int32], targets: [Int32], firstFree: UInt32,
-                                       group: pid_t, terminal: Int32?, privateFiles: Bool = false) throws -> (guard: pid_t, status: Int32) {
-        let lifeline = try Lifeline.shared.get()
+                                       group: pid_t, terminal: Int32?, privateFiles: Bool = false) throws -> (guard: pid_t, status: Int32?) {
+        guard let lifeline = try Lifeline.shared.get() else {
+            return (try forkExec(path: path, arguments: arguments, environment: environment, sources: sources, targets: targets,
+                                 firstFree: firstFree, group: group, terminal: terminal, privateFiles: privateFiles), nil)
+        }
         let (statusRead, statusWrite) = try makePipe()
         defer { close(statusWrite) }
         let pid = narnia_fork_exec_guarded(path, arguments, environment, sources, targets, Int32(sources.count), firstFree,
@@ -133,19 +138,39 @@ public enum Processes {
         return (pid, statusRead)
     }
 
-    /// The wait status a guard sends for its program (`forkExecGuarded`), once the program
-    /// has ended; nil when the guard ended without sending one (killed, or it could not start).
-    public static func guardedStatus(from pipe: Int32) -> Int32? {
-        var status: Int32 = 0
+    /// What a guard says of its program (`forkExecGuarded`).
+    public enum GuardReport {
+        /// Started, with this pid.
+        case started(pid_t)
+        /// Stopped (Ctrl-Z), with this wait status: the caller continues it once it runs.
+        case stopped(Int32)
+        /// Ended, with this wait status; the last report.
+        case ended(Int32)
+    }
+
+    /// The next report a guard sends on `pipe`; nil at its end (the guard is gone, killed, or
+    /// the program ran unguarded in the guard's place: wait for that process then).
+    public static func guardReport(from pipe: Int32) -> GuardReport? {
+        var record: (Int32, Int32) = (0, 0)
         var got = 0
-        while got < 4 {
-            let n = withUnsafeMutableBytes(of: &status) { read(pipe, $0.baseAddress! + got, 4 - got) }
+        let size = MemoryLayout.size(ofValue: record)
+        while got < size {
+            let n = withUnsafeMutableBytes(of: &record) { read(pipe, $0.baseAddress! + got, size - got) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return nil }
             got += n
         }
-        return status
+        switch record.0 {
+        case NARNIA_GUARD_STARTED: return .started(record.1)
+        case NARNIA_GUARD_STOPPED: return .stopped(record.1)
+        case NARNIA_GUARD_ENDED: return .ended(record.1)
+        default: return nil
+        }
     }
+
+    /// False where narnia cannot run itself again as a guard, and guarded programs run
+    /// unguarded (`Lifeline.get`).
+    public static var guardsAvailable: Bool { Lifeline.isAvailable }
 
     /// When this process was started as a viewer's guard (`forkExecGuarded`), its whole life:
     /// it never returns then. The first thing narnia does.
@@ -176,11 +201,16 @@ public enum Processes {
 /// gone. Both ends are closed on `exec`, so no program narnia starts holds the write end.
 final class Lifeline: Sendable {
     static let shared = Lifeline()
-    /// The read end, or -1 when the pipe could not be made (`failure` says why).
+    /// The read end; -1 when guards cannot run (`failure` says why, 0: narnia cannot run
+    /// itself again).
     private let readEnd: Int32
     private let failure: Int32
 
     private init() {
+        guard narnia_can_run_itself_again() == 1 else {
+            (readEnd, failure) = (-1, 0)
+            return
+        }
         var fds: [Int32] = [-1, -1]
         guard narnia_pipe_cloexec(&fds) == 0 else {
             (readEnd, failure) = (-1, errno)
@@ -196,8 +226,16 @@ final class Lifeline: Sendable {
         (readEnd, failure) = (fds[0], 0)
     }
 
-    func get() throws -> Int32 {
-        guard readEnd >= 0 else { throw SystemError(code: failure, operation: "pipe") }
-        return readEnd
+    /// The read end; nil where narnia cannot run itself again as a guard (started through the
+    /// dynamic loader, an emulator or valgrind, or without /proc): programs then run unguarded,
+    /// as before guards were made, and `isAvailable` says so.
+    /// - Throws: `SystemError` when the pipe could not be made.
+    func get() throws -> Int32? {
+        if readEnd >= 0 { return readEnd }
+        if failure != 0 { throw SystemError(code: failure, operation: "pipe") }
+        return nil
     }
+
+    /// False where programs run unguarded (`get`).
+    static var isAvailable: Bool { shared.readEnd >= 0 }
 }

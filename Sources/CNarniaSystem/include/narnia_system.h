@@ -71,25 +71,37 @@ int narnia_fork_exec(const char *path, char *const argv[], char *const envp[],
 
 /// The name (argv[0]) under which narnia runs as a viewer's guard (`narnia_fork_exec_guarded`).
 #define NARNIA_GUARD_NAME "narnia-viewer-guard"
+/// The guard's reports on its status pipe, each two ints {kind, value}: the program started
+/// (its pid), stopped (its wait status; narnia continues it), ended (its wait status, last).
+#define NARNIA_GUARD_STARTED 1
+#define NARNIA_GUARD_STOPPED 2
+#define NARNIA_GUARD_ENDED 3
 
-/// As `narnia_fork_exec`, but the child is a guard that the program runs below: the guard
-/// joins the group and takes the terminal as the child would, makes itself the reaper of its
-/// orphaned descendants (PR_SET_CHILD_SUBREAPER), forks the program (SIGKILL when the guard
-/// dies), and executes narnia itself again as `NARNIA_GUARD_NAME PID`, so that none of
-/// narnia's memory stays in it, with `lifeline` (the read end of a pipe whose write end only
-/// narnia holds) at descriptor 3 and `status` (a pipe's write end) at 4. Returns the guard's
-/// pid; the program's wait status arrives on the status pipe (`narnia_guard_if_asked`).
+/// As `narnia_fork_exec`, but the program runs below a guard. The child joins the group and
+/// takes the terminal as in `narnia_fork_exec`, puts the program's descriptors in place with
+/// `lifeline` (the read end of a pipe whose write end only narnia holds) at `first_free` and
+/// `status` (a pipe's write end) just above, makes itself the reaper of its orphaned
+/// descendants (PR_SET_CHILD_SUBREAPER), and executes narnia itself again (/proc/self/exe) as
+/// `NARNIA_GUARD_NAME FIRST_FREE PATH ARGUMENTS...`, so that none of narnia's memory stays in
+/// it; that fresh process starts the program (`narnia_guard_if_asked`). Where narnia cannot
+/// run itself again, the child executes the program unguarded instead, as
+/// `narnia_fork_exec` does, and sends no report. Returns the child's pid, or -1.
 int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const envp[],
                              const int *sources, const int *targets, int count, unsigned int first_free,
                              int group, int tty, int take_terminal, int private_files,
                              int lifeline, int status);
 
-/// When this process was started as a guard (`narnia_fork_exec_guarded`), its whole life and
-/// never returns: it writes the program's wait status (4 bytes) to descriptor 4 once the
-/// program ends (a program stopped by Ctrl-Z is continued), reaps the program's descendants
-/// that come to it, and exits once none is left; when narnia dies (end of file on the
-/// lifeline, descriptor 3), it kills them all first, so that nothing a viewer started keeps
-/// a decrypted file open after narnia is gone. Returns at once otherwise.
+/// 1 when /proc/self/exe is the program this code belongs to (the file its code is mapped
+/// from), so that executing it runs narnia again; 0 when it is another (narnia started through
+/// the dynamic loader, an emulator or valgrind) or /proc cannot tell.
+int narnia_can_run_itself_again(void);
+
+/// When this process was started as a guard (`narnia_fork_exec_guarded`), its whole life, and
+/// it never returns: it starts the program (SIGKILL when the guard dies), reports on the
+/// status pipe (`NARNIA_GUARD_STARTED`…), keeps none of the program's descriptors, reaps the
+/// descendants that come to it and exits once none is left; when narnia dies (end of file on
+/// the lifeline) it kills them all first, so that nothing a viewer started keeps a decrypted
+/// file open after narnia is gone. Returns at once otherwise.
 void narnia_guard_if_asked(int argc, char **argv);
 
 /// Replaces the handling of fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT),

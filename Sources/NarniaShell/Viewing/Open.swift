@@ -67,6 +67,7 @@ enum Viewing {
         guard let content = item.content else { return }
         try s.vault.checkHere(item)
         s.out.flush()
+        warnOnceIfUnguarded(s)
         let preferences = ViewingPreferences(s)
         if let command = preferences.viewer(mime: content.mime, kind: item.kind.name) {
             try runConfigured(s, item, command: command)
@@ -91,6 +92,17 @@ enum Viewing {
             missing(s, e.program)
             try hexView(s, path, item)
         }
+    }
+
+    /// Said once a session where viewers cannot run below a guard (`Processes.guardsAvailable`).
+    private nonisolated(unsafe) static var warnedUnguarded = false
+
+    /// Says, once, that viewers run without their guard: what one starts could outlive a
+    /// `kill -9` of narnia (`ChildCommand.guarded`).
+    static func warnOnceIfUnguarded(_ s: Session) {
+        guard !Processes.guardsAvailable, !warnedUnguarded else { return }
+        warnedUnguarded = true
+        s.warning("open", "viewers run without their guard: narnia cannot run itself again (/proc/self/exe is another program, as when started through the dynamic loader or an emulator); what a viewer starts could outlive narnia killed")
     }
 
     /// Says that a helper program is missing and which Debian package has it.

@@ -147,15 +147,24 @@ final class Job {
         return last
     }
 
-    /// The wait status of the process a guard runs, once it ended (nil for an unguarded one,
-    /// or a guard that ended without sending one). The guard may stay, for what the process
-    /// left running: reaped now only if it has ended.
+    /// The wait status of the program a guard runs, once it ended (nil for an unguarded
+    /// process, or when the guard sent no end: it was killed, or the program ran in its
+    /// place). One stopped by Ctrl-Z is continued, once narnia runs, as `waitStatus` does. The
+    /// guard may stay, for what the program left running: reaped now only if it has ended.
     private func statusSent(by pid: pid_t) -> Int32? {
         guard let pipe = statusPipes.removeValue(forKey: pid) else { return nil }
         defer { close(pipe) }
-        guard let status = Processes.guardedStatus(from: pipe) else { return nil }
-        _ = waitpid(pid, nil, WNOHANG)
-        return status
+        var program: pid_t?
+        while let report = Processes.guardReport(from: pipe) {
+            switch report {
+            case .started(let started): program = started
+            case .stopped: if let program { _ = Glibc.kill(program, SIGCONT) }
+            case .ended(let status):
+                _ = waitpid(pid, nil, WNOHANG)
+                return status
+            }
+        }
+        return nil
     }
 
     /// The wait status of `pid`, a child, once it ended; one stopped by Ctrl-Z is continued.
