@@ -337,6 +337,21 @@ def test_import_skip_existing_finds_each_twin_where_it_went(base, tmp_path):
     assert base.ok("cat '/t/twins/caf\u00e9 (2)/x'").out == "nfd folder!"
 
 
+def test_import_skip_existing_finds_a_twin_added_after_the_first_import(base, tmp_path):
+    """Review AU: the NFC twin added after the NFD one was imported went to `café (2).txt`;
+    each run after looked at `café.txt` alone (the other twin's copy) and imported it anew,
+    as `café (3).txt`, `café (4).txt`…"""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "cafe\u0301.txt").write_text("nfd, first")
+    base.ok(f"mkdir /t; cd /t; import {q(str(src))}")
+    (src / "caf\u00e9.txt").write_text("nfc twin, added later")
+    for _ in range(3):
+        base.ok(f"cd /t; import --skip-existing {q(str(src))}")
+    assert sorted(base.ok("ls /t/src").out_lines) == ["caf\u00e9 (2).txt", "caf\u00e9.txt"]
+    assert base.ok("cat '/t/src/caf\u00e9 (2).txt'").out == "nfc twin, added later"
+
+
 @pytest.mark.parametrize("force", ["", "-f "])
 def test_export_refused_by_what_is_in_the_way_says_nothing_was_exported(base, tmp_path, force):
     """Review AR2: `export -f` of a folder where one file met a host folder of its name
@@ -347,8 +362,10 @@ def test_export_refused_by_what_is_in_the_way_says_nothing_was_exported(base, tm
     dest = tmp_path / "dest"
     (dest / "d" / "a").mkdir(parents=True)
     (dest / "d" / "sub").write_text("a file where a folder goes")
+    base.ok("mkdir -p /d/sub/deeper/deepest")
     r = base.fails(f"export {force}/d {q(str(dest))}", "export")
-    assert f"narnia: error: export: {dest}/d/sub: exists and is not a folder" in r.err_lines, r.describe()
+    assert r.err_lines.count(f"narnia: error: export: {dest}/d/sub: exists and is not a folder") == 1, \
+        "said once, not again for each folder below it (review AU)" + r.describe()
     assert r.err_lines[-1].startswith("narnia: hint: nothing was exported"), r.describe()
     (dest / "d" / "sub").unlink()
     r = base.fails(f"export {force}/d {q(str(dest))}", "export")

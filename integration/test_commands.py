@@ -340,6 +340,26 @@ def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):
     assert vault.ok("cat /deep/" + "/".join([name] * 25) + "/leaf.txt").out == "at the bottom"
 
 
+def test_import_move_empties_nfc_and_nfd_twin_folders_both(vault, host):
+    """Review AU: Swift's == took the NFD twin's path for the NFC one's, whose folders were
+    removed just before, and the NFD tree stayed, emptied, without a word."""
+    for name in ("cafe\u0301", "caf\u00e9"):
+        write_tree(host / name, {"sub/f.txt": name.encode()})
+    r = vault.ok("import --move " + " ".join(q(str(host / name)) for name in ("cafe\u0301", "caf\u00e9")))
+    assert "emptied" not in r.err, r.describe()
+    assert sorted(os.listdir(host)) == [], r.describe()
+
+
+def test_import_move_of_a_linked_folder_with_a_slash_keeps_the_link_without_a_word(vault, host):
+    """Review AU: `link/` names the folder through the link, which lstat follows: the link
+    was taken for an emptied folder and said not removable."""
+    write_tree(host / "real", {"f.txt": b"f"})
+    (host / "link").symlink_to("real")
+    r = vault.ok(f"import --move {q(str(host / 'link'))}/")
+    assert "emptied" not in r.err, r.describe()
+    assert (host / "link").is_symlink() and (host / "real").is_dir() and not (host / "real" / "f.txt").exists()
+
+
 def test_import_move_names_an_emptied_folder_it_cannot_remove(vault, host):
     """An emptied folder that cannot be removed (its folder made immutable) is named, not
     left without a word; the folder above it, not empty, stays without one."""

@@ -54,8 +54,11 @@ struct EmptiedFolders {
 
     private mutating func remove(_ folder: Folder) throws {
         guard let name = folder.components.last else {
-            // The top, as named: a link to a folder is not removed, nor the folder it leads to.
-            guard let st = try FileSystem.lstatIfExists(folder.top), st.isDirectory else { return }
+            // The top, as named: a link to a folder is not removed, nor the folder it leads to
+            // (`link/` too, which lstat follows: review AU).
+            var named = Substring(folder.top)
+            while named.count > 1 && named.hasSuffix("/") { named = named.dropLast() }
+            guard let st = try FileSystem.lstatIfExists(String(named)), st.isDirectory else { return }
             guard HostFileIdentity(st) == folder.identity else { throw replaced(folder) }
             try removeIfEmptied { try FileSystem.removeDirectory(folder.top) } holding: {
                 try FileDescriptor.open(folder.top, .readOnly, options: [.directory, .noFollow])
@@ -89,13 +92,16 @@ struct EmptiedFolders {
 
     /// The folder at `components` below `top`, opened name by name without following links.
     private mutating func open(_ components: ArraySlice<String>, below top: String) throws -> FileDescriptor {
-        if chainTop?.path != top {
+        // Names compared byte for byte: Swift's == takes NFC and NFD twins for one name, and
+        // the other twin's folder, removed already, for this one (review AU).
+        if chainTop.map({ !$0.path.utf8.elementsEqual(top.utf8) }) ?? true {
             // The walk followed a link named on the command line to its folder; so does this.
             chainTop = (top, try FileDescriptor.open(top, .readOnly, options: .directory))
             chain.removeAll()
         }
         var kept = 0
-        while kept < min(chain.count, components.count) && chain[kept].name == components[components.startIndex + kept] { kept += 1 }
+        while kept < min(chain.count, components.count)
+                && chain[kept].name.utf8.elementsEqual(components[components.startIndex + kept].utf8) { kept += 1 }
         chain.removeLast(chain.count - kept)
         var current = chain.last?.folder ?? chainTop!.folder
         for name in components.dropFirst(kept) {

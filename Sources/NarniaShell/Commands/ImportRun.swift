@@ -52,9 +52,8 @@ struct ImportRun: HostTreeVisitor {
     /// bytes stay on the disk under a name this import did not remove (`warnOfOtherNames`).
     private var removedWithOtherNames: [(path: String, file: FileDescriptor)] = []
     /// With `--skip-existing`, the names in each vault folder that entries of this run took
-    /// (imported to, or skipped as copied there before). Two host entries of one vault name
-    /// (NFC and NFD twins) went to `café` and `café (2)`: the second looks at `café (2)`, not
-    /// again at `café` (review AR2: it was imported anew at every run).
+    /// (imported to, or skipped as copied there before), so that no two entries take one item
+    /// for their earlier copy (`existing`).
     private var namesTaken: [Identifier: Set<String>] = [:]
     private(set) var failed = false
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
@@ -145,8 +144,9 @@ struct ImportRun: HostTreeVisitor {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
-            if skipExisting, let there = existing(named: name, in: folder), !there.isFolder,
-               Transfer.isCopiedBefore(size: size, modified: modified, there: (there.size, there.modified)) {
+            if skipExisting, let there = existing(named: name, in: folder, matching: {
+                !$0.isFolder && Transfer.isCopiedBefore(size: size, modified: modified, there: ($0.size, $0.modified))
+            }) {
                 take(there)
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                 return
@@ -193,7 +193,7 @@ struct ImportRun: HostTreeVisitor {
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Identifier) throws -> Identifier {
         let st = try fd.status()
         if move { pendingFolders.append((HostFileIdentity(st), path, walkTop)) }
-        if skipExisting, let there = existing(named: name, in: parent), there.isFolder {
+        if skipExisting, let there = existing(named: name, in: parent, matching: \.isFolder) {
             take(there)
             return there.id
         }
@@ -203,16 +203,20 @@ struct ImportRun: HostTreeVisitor {
         return made.id
     }
 
-    /// With `--skip-existing`, the item an entry named `name` may have been imported to
-    /// before: `name` in `folder`, or the numbered name it took when an entry of the same
-    /// vault name came first (`namesTaken`).
-    private func existing(named name: String, in folder: Identifier) -> Item? {
-        var candidate = name, n = 1
-        while namesTaken[folder]?.contains(candidate) == true {
+    /// With `--skip-existing`, the item an entry named `name` was imported to before, as
+    /// `matches` tells: under `name`, or under the numbered name an import gave it where the
+    /// name was taken (`name (2)`, `name (3)`…, while they exist), and not taken by another
+    /// entry of this run. NFC and NFD twins (two host names the vault spells alike) went to
+    /// `café` and `café (2)`, and a file met a name taken by another: each looked at `café`
+    /// alone and was imported anew at every run (review AR2, AU).
+    private func existing(named name: String, in folder: Identifier, matching matches: (Item) -> Bool) -> Item? {
+        var n = 1
+        while true {
+            let candidate = n == 1 ? name : ItemName.numbered(name, n)
+            guard let there = session.vault.child(named: candidate, in: folder) else { return nil }
+            if namesTaken[folder]?.contains(candidate) != true, matches(there) { return there }
             n += 1
-            candidate = ItemName.numbered(name, n)
         }
-        return session.vault.child(named: candidate, in: folder)
     }
 
     /// Notes that an entry of this run took `item`'s name (`namesTaken`).

@@ -156,7 +156,10 @@ enum Transfer {
         }
         // Every folder and file in the way is named, not only the first; then nothing is
         // written, and the last line says so (review AR2: a folder in a file's way did not).
-        func refuse(_ blocked: [CommandFailure]) throws {
+        func refuse(_ found: [CommandFailure]) throws {
+            // A file where a folder goes is met again by every folder below it: said once.
+            var said = Set<String>()
+            let blocked = found.filter { said.insert($0.message).inserted }
             guard !blocked.isEmpty else { return }
             for (i, e) in blocked.enumerated() {
                 s.error(a.command, e.message, hint: i == blocked.count - 1 ? e.hint ?? "nothing was exported" : nil)
