@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import q, sha
+from harness import blank_image, q, sha
 from terminal import Terminal
 from test_kinds import build_media_corpus, need
 
@@ -692,6 +693,31 @@ def test_a_narnia_that_cannot_run_itself_again_says_viewers_run_unguarded(vault,
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "hello\nhello\n"
     assert r.stderr.count("viewers run without their guard") == 1, r.stderr
+
+
+def test_narnia_on_btrfs_runs_itself_again_as_the_guard(vault, host, tmp_path):
+    """Review AV: the check that /proc/self/exe is narnia compared the device /proc/self/maps
+    gives (the file system's) with stat's (on btrfs, the subvolume's own): on btrfs every
+    viewer ran unguarded, with a warning that named the wrong cause."""
+    if os.geteuid() != 0 or shutil.which("mkfs.btrfs") is None:
+        pytest.skip("needs root and mkfs.btrfs to mount a btrfs image")
+    image, mount = blank_image(tmp_path / "btrfs.img", 256), tmp_path / "btrfs"
+    subprocess.run(["mkfs.btrfs", "-q", str(image)], check=True, capture_output=True)
+    mount.mkdir()
+    r = subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a loop device here: {r.stderr.strip()}")
+    try:
+        shutil.copy2(vault.binary, mount / "narnia")
+        (host / "n.txt").write_text("hello\n")
+        parent = tmp_path / "parent"
+        vault.ok(f"import {q(str(host / 'n.txt'))}; set viewer.document {q(f'cat /proc/$PPID/cmdline > {parent}; : %s')}")
+        r = subprocess.run([str(mount / "narnia")] + vault.argv(["-c", "open n.txt"])[1:], env=vault.env, cwd=str(vault.workdir),
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0 and "without their guard" not in r.stderr, r.stderr
+        assert parent.read_bytes().startswith(b"narnia-viewer-guard\0"), parent.read_bytes()
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
 
 
 def test_panic_at_the_step_prompt_after_a_photo(vault, media, tmp_path):

@@ -18,7 +18,6 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <sys/sysmacros.h>
 
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
@@ -227,18 +226,27 @@ int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const e
 
 int narnia_can_run_itself_again(void) {
     struct stat exe;
+    char exe_path[4096];
     if (stat("/proc/self/exe", &exe) != 0) return 0;
+    ssize_t length = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    if (length <= 0) return 0;
+    exe_path[length] = 0;
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps) return 0;
     uintptr_t here = (uintptr_t)&narnia_can_run_itself_again;
-    char line[4096];
+    char line[4096 + 256];
     int same = 0;
     while (fgets(line, sizeof line, maps)) {
         unsigned long start, end, inode;
-        unsigned int major, minor;
-        if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &start, &end, &major, &minor, &inode) != 5) continue;
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %lu %n", &start, &end, &inode, &path_at) != 3) continue;
         if (here < start || here >= end) continue;
-        same = inode == (unsigned long)exe.st_ino && major == major(exe.st_dev) && minor == minor(exe.st_dev);
+        // The inode and the path, not the device: maps gives the file system's, stat on btrfs
+        // a subvolume's own (review AV). Both paths are the kernel's of one file, " (deleted)"
+        // and all.
+        char *path = line + path_at;
+        path[strcspn(path, "\n")] = 0;
+        same = inode == (unsigned long)exe.st_ino && strcmp(path, exe_path) == 0;
         break;
     }
     fclose(maps);

@@ -92,8 +92,9 @@ int narnia_fork_exec_guarded(const char *path, char *const argv[], char *const e
                              int lifeline, int status);
 
 /// 1 when /proc/self/exe is the program this code belongs to (the file its code is mapped
-/// from), so that executing it runs narnia again; 0 when it is another (narnia started through
-/// the dynamic loader, an emulator or valgrind) or /proc cannot tell.
+/// from: same inode and same path), so that executing it runs narnia again; 0 when it is
+/// another (narnia started through the dynamic loader, an emulator or valgrind) or /proc
+/// cannot tell.
 int narnia_can_run_itself_again(void);
 
 /// When this process was started as a guard (`narnia_fork_exec_guarded`), its whole life, and
