@@ -693,6 +693,12 @@ def test_a_narnia_that_cannot_run_itself_again_says_viewers_run_unguarded(vault,
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "hello\nhello\n"
     assert r.stderr.count("viewers run without their guard") == 1, r.stderr
+    # An open that starts no guarded program (the hex view) says nothing of guards (review AV).
+    (host / "b.bin").write_bytes(b"\x00\xfe\x01narnia\x00" * 100)
+    vault.ok(f"import {q(str(host / 'b.bin'))}")
+    r = subprocess.run([loader] + vault.argv(["-c", "open b.bin"]), env=vault.env, cwd=str(vault.workdir),
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and "guard" not in r.stderr and r.stdout, r.stderr
 
 
 def test_narnia_on_btrfs_runs_itself_again_as_the_guard(vault, host, tmp_path):

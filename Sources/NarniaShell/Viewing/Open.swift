@@ -67,7 +67,6 @@ enum Viewing {
         guard let content = item.content else { return }
         try s.vault.checkHere(item)
         s.out.flush()
-        warnOnceIfUnguarded(s)
         let preferences = ViewingPreferences(s)
         if let command = preferences.viewer(mime: content.mime, kind: item.kind.name) {
             try runConfigured(s, item, command: command)
@@ -98,7 +97,8 @@ enum Viewing {
     private nonisolated(unsafe) static var warnedUnguarded = false
 
     /// Says, once, that viewers run without their guard: what one starts could outlive a
-    /// `kill -9` of narnia (`ChildCommand.guarded`).
+    /// `kill -9` of narnia (`ChildCommand.guarded`). Called where a guarded one starts, so
+    /// that an `open` that starts none (`open x | cat`, the hex view) says nothing (review AV).
     static func warnOnceIfUnguarded(_ s: Session) {
         guard !Processes.guardsAvailable, !warnedUnguarded else { return }
         warnedUnguarded = true
@@ -144,6 +144,7 @@ enum Viewing {
         let job = Job()
         var pager = ChildCommand(["less"])
         pager.guarded = true
+        warnOnceIfUnguarded(s)
         pager.environment = pagerEnvironment
         pager.standardInput = pipe.readEnd
         do {
@@ -259,6 +260,7 @@ enum Viewing {
         let inputConf = try MemoryFile(bytes: Array(mpvInputConf.utf8))
         var mpv = ChildCommand(mpvArguments(contentFD: 3, inputConfPath: ChildCommand.procPath(ofExtra: 1), display: hasDisplay))
         mpv.guarded = true
+        warnOnceIfUnguarded(s)
         mpv.extra = [video.fd, inputConf.fd]
         let input = childInput()
         defer { if let input { close(input) } }
@@ -316,6 +318,7 @@ enum Viewing {
             try file.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
             var viewer = ChildCommand(["/bin/sh", "-c", command.replacingAll("%s", with: ChildCommand.procPath(ofExtra: 0))])
             viewer.guarded = true
+            warnOnceIfUnguarded(s)
             viewer.extra = [file.fd]
             let input = childInput()
             defer { if let input { close(input) } }
@@ -327,6 +330,7 @@ enum Viewing {
             let pipe = try Pipe()
             var viewer = ChildCommand(["/bin/sh", "-c", command])
             viewer.guarded = true
+            warnOnceIfUnguarded(s)
             viewer.standardInput = pipe.readEnd
             try job.start(viewer)
             pipe.closeRead()
