@@ -55,7 +55,7 @@ struct SpawnFailure: Error {
 final class Job {
     private(set) var pids: [pid_t] = []
     /// For a guarded process (`ChildCommand.guarded`), by its guard's pid: the pipe on which
-    /// the guard sends the process's wait status.
+    /// the guard reports it (`Processes.GuardReport`).
     private var statusPipes: [pid_t: Int32] = [:]
     private var group: pid_t = 0
     /// True when the job runs in the shell's own process group (at a terminal).
