@@ -203,9 +203,7 @@ struct Rclone {
             }
             throw failure("list \(remote)", outcome)
         }
-        guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
-            throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
-        }
+        let entries = try Self.entries(listed: outcome, of: remote)
         var files: [StorePath: Int64] = [:]
         var misspelled: [String] = []
         for entry in entries {
@@ -221,12 +219,18 @@ struct Rclone {
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 { return [] }
         guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
-        guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
-            throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
-        }
+        let entries = try Self.entries(listed: outcome, of: remote)
         return entries.compactMap { entry in
             (entry["Path"] as? String).map { $0 + (entry["IsDir"] as? Bool == true ? "/" : "") }
         }
+    }
+
+    /// The entries of an `lsjson` listing of `remote`.
+    private static func entries(listed outcome: Outcome, of remote: String) throws -> [[String: Any]] {
+        guard let entries = try? JSONSerialization.jsonObject(with: Data(outcome.output)) as? [[String: Any]] else {
+            throw CommandFailure("rclone listed \(remote) in a form narnia does not read")
+        }
+        return entries
     }
 
     /// The paths of the symbolic links rclone said it skipped while listing (its notice
