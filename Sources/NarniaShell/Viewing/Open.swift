@@ -96,13 +96,17 @@ enum Viewing {
     /// Said once a session where viewers cannot run below a guard (`Processes.guardsAvailable`).
     private nonisolated(unsafe) static var warnedUnguarded = false
 
-    /// Says, once, that viewers run without their guard: what one starts could outlive a
-    /// `kill -9` of narnia (`ChildCommand.guarded`). Called where a guarded one starts, so
-    /// that an `open` that starts none (`open x | cat`, the hex view) says nothing (review AV).
-    static func warnOnceIfUnguarded(_ s: Session) {
-        guard !Processes.guardsAvailable, !warnedUnguarded else { return }
-        warnedUnguarded = true
-        s.warning("open", "viewers run without their guard: narnia cannot run itself again (/proc/self/exe is another program, as when started through the dynamic loader or an emulator); what a viewer starts could outlive narnia killed")
+    /// A viewer that may start programs of its own (`ChildCommand.guarded`). Where guards
+    /// cannot run, says so once: made only where one starts, so that an `open` that starts
+    /// none (`open x | cat`, the hex view) says nothing (review AV).
+    static func guardedCommand(_ s: Session, _ arguments: [String]) -> ChildCommand {
+        if !Processes.guardsAvailable, !warnedUnguarded {
+            warnedUnguarded = true
+            s.warning("open", "viewers run without their guard: narnia cannot run itself again (/proc/self/exe is another program, as when started through the dynamic loader or an emulator); what a viewer starts could outlive narnia killed")
+        }
+        var command = ChildCommand(arguments)
+        command.guarded = true
+        return command
     }
 
     /// Says that a helper program is missing and which Debian package has it.
@@ -142,9 +146,7 @@ enum Viewing {
         }
         let pipe = try Pipe()
         let job = Job()
-        var pager = ChildCommand(["less"])
-        pager.guarded = true
-        warnOnceIfUnguarded(s)
+        var pager = guardedCommand(s, ["less"])
         pager.environment = pagerEnvironment
         pager.standardInput = pipe.readEnd
         do {
@@ -258,9 +260,7 @@ enum Viewing {
         let video = try MemoryFile()
         try video.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
         let inputConf = try MemoryFile(bytes: Array(mpvInputConf.utf8))
-        var mpv = ChildCommand(mpvArguments(contentFD: 3, inputConfPath: ChildCommand.procPath(ofExtra: 1), display: hasDisplay))
-        mpv.guarded = true
-        warnOnceIfUnguarded(s)
+        var mpv = guardedCommand(s, mpvArguments(contentFD: 3, inputConfPath: ChildCommand.procPath(ofExtra: 1), display: hasDisplay))
         mpv.extra = [video.fd, inputConf.fd]
         let input = childInput()
         defer { if let input { close(input) } }
@@ -316,9 +316,7 @@ enum Viewing {
         if command.contains("%s") {
             let file = try MemoryFile()
             try file.fill(from: s.vault, item: item, observer: s.observer(progress: nil))
-            var viewer = ChildCommand(["/bin/sh", "-c", command.replacingAll("%s", with: ChildCommand.procPath(ofExtra: 0))])
-            viewer.guarded = true
-            warnOnceIfUnguarded(s)
+            var viewer = guardedCommand(s, ["/bin/sh", "-c", command.replacingAll("%s", with: ChildCommand.procPath(ofExtra: 0))])
             viewer.extra = [file.fd]
             let input = childInput()
             defer { if let input { close(input) } }
@@ -328,9 +326,7 @@ enum Viewing {
             if status != 0 { throw CommandFailure("the viewer '\(command)' failed (exit status \(status))") }
         } else {
             let pipe = try Pipe()
-            var viewer = ChildCommand(["/bin/sh", "-c", command])
-            viewer.guarded = true
-            warnOnceIfUnguarded(s)
+            var viewer = guardedCommand(s, ["/bin/sh", "-c", command])
             viewer.standardInput = pipe.readEnd
             try job.start(viewer)
             pipe.closeRead()
