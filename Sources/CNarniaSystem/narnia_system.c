@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <dirent.h>
 
 int narnia_flock(int fd, int operation) { return flock(fd, operation); }
 
@@ -253,31 +254,44 @@ int narnia_can_run_itself_again(void) {
     return same;
 }
 
-/* Reads this single-threaded process's children from /proc/self/task/PID/children into
-   `pids` (at most `capacity`); returns their number, or -1 when the file cannot be read. */
-static int narnia_read_children(pid_t self, pid_t *pids, int capacity) {
-    char path[48] = "/proc/self/task/";
-    char digits[12];
-    narnia_format_number(self, digits);
-    size_t at = strlen(path);
-    for (size_t i = 0; digits[i]; i++) path[at++] = digits[i];
-    memcpy(path + at, "/children", 10);
+/* The parent pid /proc/PID/stat gives for `name` (a /proc entry), or -1: the field after the
+   state, which follows the last ')' (a command name may hold spaces and parentheses). */
+static pid_t narnia_parent_of(const char *name) {
+    char path[64] = "/proc/";
+    size_t length = strlen(name);
+    if (length > 20) return -1;
+    memcpy(path + 6, name, length);
+    memcpy(path + 6 + length, "/stat", 6);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    static char text[8192];
-    ssize_t length = read(fd, text, sizeof text - 1);
+    char text[1024];
+    ssize_t got = read(fd, text, sizeof text - 1);
     close(fd);
-    if (length < 0) return -1;
+    if (got <= 0) return -1;
+    text[got] = 0;
+    char *close_paren = strrchr(text, ')');
+    if (close_paren == NULL) return -1;
+    char state;
+    int parent;
+    if (sscanf(close_paren + 1, " %c %d", &state, &parent) != 2) return -1;
+    return (pid_t)parent;
+}
+
+/* Reads this process's children into `pids` (at most `capacity`) and returns their number:
+   every process whose /proc/PID/stat names it as parent. A scan of /proc, not
+   /proc/self/task/TID/children, which only kernels built with CONFIG_PROC_CHILDREN have
+   (review AV). */
+static int narnia_read_children(pid_t self, pid_t *pids, int capacity) {
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) return -1;
     int found = 0;
-    pid_t current = 0;
-    int inNumber = 0;
-    for (ssize_t i = 0; i <= length; i++) {
-        char c = i < length ? text[i] : ' ';
-        if (c >= '0' && c <= '9') { current = current * 10 + (c - '0'); inNumber = 1; continue; }
-        if (inNumber && found < capacity) pids[found++] = current;
-        current = 0;
-        inNumber = 0;
+    struct dirent *entry;
+    while (found < capacity && (entry = readdir(proc)) != NULL) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+        if (narnia_parent_of(entry->d_name) != self) continue;
+        pids[found++] = (pid_t)narnia_parse_number(entry->d_name);
     }
+    closedir(proc);
     return found;
 }
 
