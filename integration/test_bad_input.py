@@ -115,6 +115,13 @@ CASES = [
     ("set-unknown-key", "set no-such-setting on", "set", "no-such-setting", None),
     ("set-bad-value", "set remove-originals perhaps", "set", "perhaps", None),
     ("export-into-folder-over-existing", "export /docs/notes.txt HOST", "export", "", None),
+    # Several sources to a destination that is not there: "no such folder", as with one
+    # (review AX1); to a file: "not a folder".
+    ("export-several-to-missing", "export /docs/notes.txt /photos/a.png HOST/nodir", "export", "nodir", r"nodir: no such folder$"),
+    ("export-several-to-file", "export /docs/notes.txt /photos/a.png HOST/existing.txt", "export", "existing.txt", r"existing.txt: not a folder$"),
+    ("mv-several-to-missing", "mv /docs/notes.txt /photos/a.png /nodir", "mv", "/nodir", r"/nodir: no such folder$"),
+    ("cp-several-to-missing", "cp /docs/notes.txt /photos/a.png /nodir", "cp", "/nodir", r"/nodir: no such folder$"),
+    ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder$"),
 ]
 
 

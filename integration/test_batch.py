@@ -151,7 +151,10 @@ def test_no_progress_or_prompt_in_batch(vault, host):
     ["-b"],
     ["-c", "pwd", "-b", "-"],
     ["--passphrase-file"],
-], ids=["unknown-option", "c-without-arg", "b-without-arg", "c-and-b", "passphrase-file-without-arg"])
+    ["--vault", "", "-c", "pwd"],
+    ["--vault=", "init"],
+], ids=["unknown-option", "c-without-arg", "b-without-arg", "c-and-b", "passphrase-file-without-arg",
+        "empty-vault", "empty-vault-inline-init"])
 def test_usage_errors_exit_2(vault, args):
     before = vault.store().snapshot()
     r = vault(*args)

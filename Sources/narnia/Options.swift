@@ -51,7 +51,11 @@ struct Options {
                 throw UsageError(description: "\(flag) takes no value, not '\(inline)'")
             }
             switch flag {
-            case "--vault": o.vault = try v()
+            case "--vault":
+                // An empty value (`--vault "$UNSET"`) named the working directory (review AX2).
+                let folder = try v()
+                guard !folder.isEmpty else { throw UsageError(description: "--vault needs a folder, not an empty value") }
+                o.vault = folder
             case "--passphrase-file": o.passphraseFile = try v()
             case "--passphrase-fd":
                 let text = try v()

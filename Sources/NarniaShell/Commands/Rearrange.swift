@@ -112,7 +112,9 @@ enum Rearrange {
         var plans: [Plan] = []
         let destID = s.resolve(dest)
         let intoFolder = destID.map { s.vault.isFolder($0) } ?? false
-        guard intoFolder || sources.count == 1 else { throw CommandFailure("\(s.inMessage(dest)): not a folder") }
+        guard intoFolder || sources.count == 1 else {
+            throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
+        }
         // As coreutils: `mv -f a b/` with no folder `b` never renames a file to `b`, nor
         // replaces a file `b` (review AE); a folder may still take the name, as there.
         let wantsFolder = destWord.text.hasSuffix("/") || destWord.text.hasSuffix("/.")

@@ -116,7 +116,10 @@ enum Transfer {
         // The destination named may be a folder (or a link to one, as cp allows): the items go
         // inside it. Otherwise it is a new name in an existing folder, for one item.
         let destIsFolder = FileSystem.isDirectory(dest)
-        guard destIsFolder || sources.count == 1 else { throw CommandFailure("\(dest): not a folder") }
+        guard destIsFolder || sources.count == 1 else {
+            let there = (try? FileSystem.lstatIfExists(dest) == nil) != true   // EACCES is not "no such"
+            throw CommandFailure("\(s.err.name(dest)): \(there ? "not a folder" : "no such folder")")
+        }
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
         guard FileSystem.isDirectory(base) else { throw CommandFailure("\(base): no such folder") }
         // Plaintext in the store would travel with it to every device and cloud it syncs to, and
