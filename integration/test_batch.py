@@ -239,3 +239,24 @@ def test_output_that_cannot_be_written_fails_the_run(narnia):
         assert b"narnia: error: standard output: the disk is full" in p.stderr, p.stderr
     r = narnia.c("ls")
     assert r.rc == 0
+
+
+def test_a_reader_that_goes_away_is_no_failure_of_cat(narnia, tmp_path):
+    """`narnia -c 'cat big' | head -c 10`: the reader going away is not a failure (man, EXIT
+    STATUS), for `cat` as for `ls`; the next command still runs (review AX3)."""
+    narnia.init()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(4 << 20))   # far more than a pipe holds
+    narnia.ok(f"import {big}")
+    p = subprocess.Popen(narnia.argv(["-c", "cat /big.bin; mkdir /after"]), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=narnia.env, cwd=narnia.workdir)
+    assert len(p.stdout.read(10)) == 10
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 0, err
+    assert b"error" not in err, err
+    assert "after" in names(narnia), "the command after cat ran"
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run(narnia.argv(["-c", "cat /big.bin"]), stdout=full, stderr=subprocess.PIPE,
+                           env=narnia.env, cwd=narnia.workdir, timeout=60)
+    assert p.returncode == 1 and b"the disk is full" in p.stderr, p.stderr

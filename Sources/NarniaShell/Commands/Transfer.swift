@@ -292,17 +292,22 @@ enum Transfer {
         // text without a pager, so a text file's escape sequences cannot drive the terminal.
         let out = FileDescriptor.borrowing(s.out.descriptor, name: "standard output")
         let sanitising = s.out.isTerminal && !a.has("--force")
-        for item in items {
-            var filter = TerminalTextFilter()
-            do {
-                try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in
-                    guard sanitising else { return try out.writeAll(p, count: n) }
-                    try out.writeAll(filter.filter(UnsafeRawBufferPointer(start: p, count: n)))
+        do {
+            for item in items {
+                var filter = TerminalTextFilter()
+                do {
+                    try s.vault.readContent(of: item, observer: s.observer(progress: nil)) { p, n in
+                        guard sanitising else { return try out.writeAll(p, count: n) }
+                        try out.writeAll(filter.filter(UnsafeRawBufferPointer(start: p, count: n)))
+                    }
+                    try out.writeAll(filter.finish())
+                } catch let e as ContentError {
+                    throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
                 }
-                try out.writeAll(filter.finish())
-            } catch let e as ContentError {
-                throw CommandFailure("\(s.shown(item.id, on: s.err)): \(e.description)")
             }
+        } catch let e as SystemError where e.code == EPIPE {
+            // The reader went away (`cat f | head`): no failure, as for every other command's
+            // output (man, EXIT STATUS; review AX3). Only a write gives EPIPE.
         }
     }
 }
