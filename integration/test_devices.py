@@ -280,6 +280,15 @@ def test_devices_lists_every_device_that_wrote(narnia, host):
     assert any(json.loads(l)["forgotten"] for l in a.ok("devices --json").out_lines)
 
 
+def test_a_device_name_with_a_slash_is_refused(narnia):
+    """A `/` in a device name went into the names of its conflict copies, which no path could
+    reach (review AX4)."""
+    narnia.init()
+    r = narnia.c("devices name x/y")
+    assert r.rc == 1 and "no '/'" in r.err, r.describe()
+    assert all(json.loads(l)["name"] != "x/y" for l in narnia.ok("devices --json").out_lines)
+
+
 def test_a_copy_not_yet_written_to_lists_this_device_first(narnia, host):
     narnia.init()
     narnia.ok("mkdir /a")

@@ -285,9 +285,11 @@ struct TreeView {
 extension ItemName {
     /// The name shown for a file that lost its name to another placed earlier:
     /// `NAME (conflict YYYY-MM-DD DEVICE).EXT`, the date (UTC) and device of its placing,
-    /// shortened (`marked`) to keep within 255 bytes.
+    /// shortened (`marked`) to keep within 255 bytes. A `/` or NUL in the device name (one
+    /// named before names were refused them) shows as `_`: a name holds neither (review AX4).
     static func conflictCopy(_ name: String, date: Int64, device: String) -> String {
-        marked(name, " (conflict \(utcDate(date)) \(device))")
+        let shown = String(String.UnicodeScalarView(device.unicodeScalars.map { $0 == "/" || $0 == "\0" ? "_" : $0 }))
+        return marked(name, " (conflict \(utcDate(date)) \(shown))")
     }
 
     /// `YYYY-MM-DD` of a time in nanoseconds since the epoch, in UTC (the civil calendar from

@@ -58,13 +58,13 @@ extension Vault {
     }
 
     /// Renames this device. Names of conflict copies that carry it change with it.
-    /// - Throws: `VaultError.refused` for an empty name, one over 64 bytes or with control
-    ///   characters.
+    /// - Throws: `VaultError.refused` for an empty name, one over 64 bytes, or with control
+    ///   characters or a `/` (which would put a `/` in those names: review AX4).
     public func renameDevice(to name: String) throws {
         let clean = ItemName.nfc(name)
-        guard !clean.isEmpty, clean.utf8.count <= RecordCoding.maximumDeviceName,
+        guard !clean.isEmpty, clean.utf8.count <= RecordCoding.maximumDeviceName, !clean.contains("/"),
               !clean.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
-            throw VaultError.refused("a device name has 1 to \(RecordCoding.maximumDeviceName) bytes and no control characters")
+            throw VaultError.refused("a device name has 1 to \(RecordCoding.maximumDeviceName) bytes, no control characters and no '/'")
         }
         try commit([.deviceName(clean)], view: .rebuild)
     }

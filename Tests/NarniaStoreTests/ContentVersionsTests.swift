@@ -134,6 +134,12 @@ final class ContentVersionsTests: XCTestCase {
         XCTAssertTrue(ItemName.conflictCopy(longStem, date: 0, device: "d").hasSuffix(" (conflict 1970-01-01 d).jpg"))
     }
 
+    func testADeviceNameNeverPutsASlashInAName() throws {
+        let marked = ItemName.conflictCopy("n.txt", date: 0, device: "../x/y\0z")
+        XCTAssertEqual(marked, "n (conflict 1970-01-01 .._x_y_z).txt")
+        XCTAssertEqual(try ItemName.validated(marked), marked)
+    }
+
     func testLegacyChangesKeepTheLatestOnly() throws {
         let results = try shown([create(), change(fromA, by: a, at: 10, legacy: true), change(fromB, by: b, at: 20, legacy: true)])
         XCTAssertEqual(results, [["f.txt 20"]])
