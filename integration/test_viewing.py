@@ -214,6 +214,18 @@ def test_viewer_for_a_mime_type_wins_over_the_kind(vault, host, tmp_path):
     assert out.read_text().strip() == "mime"
 
 
+def test_a_viewer_mime_type_is_set_in_any_case(vault, host, tmp_path):
+    """MIME types are case-insensitive: `viewer.TEXT/PLAIN` was kept apart from the type
+    libmagic gives, listed, and never used (review AX6)."""
+    (host / "n.txt").write_text("text\n")
+    out = tmp_path / "mime"
+    vault.ok(f"import {q(str(host / 'n.txt'))}; set viewer.TEXT/Plain {q('echo upper > ' + str(out))}")
+    vault.ok("open n.txt")
+    assert out.read_text().strip() == "upper"
+    assert vault.ok("set viewer.text/PLAIN").out.strip() == f"echo upper > {out}"
+    assert [l for l in vault.ok("set").out_lines if "plain" in l.lower()] == [f"viewer.text/plain echo upper > {out}"]
+
+
 def test_viewer_failure_is_reported(vault, host):
     (host / "n.txt").write_text("text\n")
     vault.ok(f"import {q(str(host / 'n.txt'))}; set viewer.document 'exit 3'")

@@ -53,12 +53,13 @@ extension Maintenance {
                 s.out.line("\(key) \(value)")
             }
         case 1:
-            let key = a.operands[0].text
-            guard let spec = Settings.find(key) else { throw unknownSetting(key) }
-            s.out.line(s.vault.settings[key] ?? spec.defaultValue)
+            let typed = a.operands[0].text
+            guard let spec = Settings.find(typed) else { throw unknownSetting(typed) }
+            s.out.line(s.vault.settings[spec.key] ?? spec.defaultValue)
         case 2:
-            let key = a.operands[0].text, value = a.operands[1].text
-            guard let spec = Settings.find(key) else { throw unknownSetting(key) }
+            let typed = a.operands[0].text, value = a.operands[1].text
+            guard let spec = Settings.find(typed) else { throw unknownSetting(typed) }
+            let key = spec.key   // a viewer's MIME type in lower case
             guard spec.values.isEmpty || spec.values.contains(value) else {
                 throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
             }

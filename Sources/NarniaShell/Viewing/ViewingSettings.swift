@@ -17,9 +17,13 @@ extension Settings {
 
     /// The spec of a per-MIME-type viewer setting, `viewer.TYPE/SUBTYPE` (for instance
     /// `viewer.application/pdf`), or nil when `key` is not one. These keys are open-ended, so
-    /// they are not in `all`; `find` falls back to this.
-    static func viewerSetting(forKey key: String) -> SettingSpec? {
-        guard key.hasPrefix("viewer.") else { return nil }
+    /// they are not in `all`; `find` falls back to this. MIME types are case-insensitive
+    /// (RFC 2045) and libmagic names them in lower case: the spec's key is the lower-case
+    /// spelling, under which `set` stores it (`viewer.TEXT/PLAIN` was kept apart and never
+    /// used: review AX6).
+    static func viewerSetting(forKey typed: String) -> SettingSpec? {
+        guard typed.hasPrefix("viewer.") else { return nil }
+        let key = typed.lowercased()
         let mime = key.dropFirst("viewer.".count)
         let parts = mime.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
@@ -38,8 +42,11 @@ struct ViewingPreferences {
 
     /// The configured viewer command for an item: by MIME type first, then by kind.
     func viewer(mime: String, kind: String) -> String? {
-        for key in ["viewer.\(mime.lowercased())", "viewer.\(kind)"] {
-            if let value = settings[key], !value.allSatisfy({ $0 == " " }) { return value }
+        let byType = "viewer.\(mime.lowercased())"
+        // A key set in another case before `set` folded it still counts.
+        let typed = settings[byType] ?? settings.first { $0.key.lowercased() == byType }?.value
+        for value in [typed, settings["viewer.\(kind)"]] {
+            if let value, !value.allSatisfy({ $0 == " " }) { return value }
         }
         return nil
     }
