@@ -260,3 +260,14 @@ def test_a_reader_that_goes_away_is_no_failure_of_cat(narnia, tmp_path):
         p = subprocess.run(narnia.argv(["-c", "cat /big.bin"]), stdout=full, stderr=subprocess.PIPE,
                            env=narnia.env, cwd=narnia.workdir, timeout=60)
     assert p.returncode == 1 and b"the disk is full" in p.stderr, p.stderr
+
+
+def test_panic_ends_a_run_with_the_status_exit_would_give(vault):
+    """`panic` in a -c or -b run ends it at once; a failure before it still fails the run, as
+    with `exit` (it gave 0: review AX8)."""
+    for args in (["-c", "mkdir /a; panic; mkdir /b"], ["--keep-going", "-c", "ls /nonexist; panic"],
+                 ["-c", "-ls /nonexist; panic"], ["--keep-going", "-c", "ls /nonexist; exit"]):
+        r = vault(*args)
+        failed_before = args[0] == "--keep-going"
+        assert r.rc == (1 if failed_before else 0), args + [r.describe()]
+    assert names(vault) == ["a"], "nothing after panic ran"

@@ -65,7 +65,7 @@ struct Launcher {
     /// the mode returns; the panic then finishes and the process exits at once.
     func run() -> Int32 {
         let status = runMode()
-        if Session.panicRequested != 0 { Signals.finishPanic() }
+        if Session.panicRequested != 0 { Signals.finishPanic(status: status) }
         return status
     }
 

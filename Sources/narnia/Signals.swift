@@ -199,11 +199,12 @@ enum Signals {
     }
 
     /// The end of every panic, on the main thread, once the session is released: clear once
-    /// more (the line editor may have drawn since) and exit (`panicKeyStatus` after the key, 0
-    /// after the `panic` command).
-    static func finishPanic() -> Never {
+    /// more (the line editor may have drawn since) and exit (`panicKeyStatus` after the key;
+    /// after the `panic` command, the run's `status`: 1 when a command before it failed, as
+    /// `exit` gives, not 0: review AX8).
+    static func finishPanic(status: Int32 = 0) -> Never {
         stopViewersAndClear()
         Secret.wipeAllBeforeExit()
-        _exit(Session.panicRequested == panicByKey ? panicKeyStatus : 0)
+        _exit(Session.panicRequested == panicByKey ? panicKeyStatus : status)
     }
 }
