@@ -121,6 +121,12 @@ CASES = [
     ("export-several-to-file", "export /docs/notes.txt /photos/a.png HOST/existing.txt", "export", "existing.txt", r"existing.txt: not a folder$"),
     ("mv-several-to-missing", "mv /docs/notes.txt /photos/a.png /nodir", "mv", "/nodir", r"/nodir: no such folder$"),
     ("cp-several-to-missing", "cp /docs/notes.txt /photos/a.png /nodir", "cp", "/nodir", r"/nodir: no such folder$"),
+    # An empty name is shown as '' on the host side too, never as "import: : …" (review AX7).
+    ("import-empty-host-path", "import ''", "import", "''", r"^narnia: error: import: '': no such file or folder$"),
+    ("lcd-empty", "lcd ''", "lcd", "''", r"^narnia: error: lcd: '': no such file or folder$"),
+    ("export-to-empty", "export /docs/notes.txt ''", "export", "''", r"^narnia: error: export: '': "),
+    ("mv-to-empty", "mv /docs/notes.txt ''", "mv", "''", r"^narnia: error: mv: '': a name cannot be empty$"),
+    ("import-stdin-empty-name-shown", "import - ''", "import", "''", r"^narnia: error: import: '': a name cannot be empty$"),
     ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder$"),
 ]
 

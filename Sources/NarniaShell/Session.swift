@@ -196,6 +196,8 @@ public final class Session: @unchecked Sendable {
     /// Expands a host path word: `~`, globs; a plain path is returned whether it exists or not.
     /// Relative patterns stay relative (as a shell prints them) unless they climb with `..`.
     func expandHost(_ word: Word) throws -> [String] {
+        // As for a vault path; `import: : no such…` read as a broken line (review AX7).
+        guard !word.text.isEmpty else { throw CommandFailure("'': no such file or folder") }
         let home = getenv("HOME").map { String(cString: $0) }
         let w = home.map { word.expandingTilde(home: $0) } ?? word
         let pattern = PathPattern(w)

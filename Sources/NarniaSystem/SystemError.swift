@@ -44,7 +44,8 @@ public struct SystemError: Error, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        if let path { return "\(path): \(reason)" }
+        // An empty path (`import ''`) is shown as `''`: `import: : no such…` read as a broken line.
+        if let path { return "\(path.isEmpty ? "''" : path): \(reason)" }
         return "\(operation): \(reason)"
     }
 

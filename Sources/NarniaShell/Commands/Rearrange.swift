@@ -106,6 +106,7 @@ enum Rearrange {
             sources += try s.existing(word)
         }
         let destWord = a.operands.last!
+        guard !destWord.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
         let destPaths = try s.expand(destWord)
         guard destPaths.count == 1 else { throw CommandFailure("\(destWord.text): names more than one item") }
         let dest = destPaths[0]
