@@ -121,6 +121,13 @@ CASES = [
     ("export-several-to-file", "export /docs/notes.txt /photos/a.png HOST/existing.txt", "export", "existing.txt", r"existing.txt: not a folder$"),
     ("mv-several-to-missing", "mv /docs/notes.txt /photos/a.png /nodir", "mv", "/nodir", r"/nodir: no such folder$"),
     ("cp-several-to-missing", "cp /docs/notes.txt /photos/a.png /nodir", "cp", "/nodir", r"/nodir: no such folder$"),
+    # Operands beyond those a command takes: one wording (review AX7).
+    ("cd-too-many", "cd /docs /photos", "cd", "", r"^narnia: error: cd: too many arguments$"),
+    ("pwd-too-many", "pwd x", "pwd", "", r"^narnia: error: pwd: too many arguments$"),
+    ("tree-too-many", "tree /docs /photos", "tree", "", r"^narnia: error: tree: too many arguments$"),
+    ("find-too-many", "find /docs /photos", "find", "", r"^narnia: error: find: too many arguments$"),
+    ("lcd-too-many", "lcd HOST HOST", "lcd", "", r"^narnia: error: lcd: too many arguments$"),
+    ("exit-with-status", "exit 3", "exit", "", r"^narnia: error: exit: too many arguments$"),
     # An empty name is shown as '' on the host side too, never as "import: : …" (review AX7).
     ("import-empty-host-path", "import ''", "import", "''", r"^narnia: error: import: '': no such file or folder$"),
     ("lcd-empty", "lcd ''", "lcd", "''", r"^narnia: error: lcd: '': no such file or folder$"),

@@ -1,3 +1,5 @@
+import NarniaLanguage
+
 /// Every command of the vault shell, in `help` order. Parsing, `help`, `help CMD` and Tab
 /// completion all read this one table. Each group of commands declares its part beside its
 /// code: the tree and transfer commands here, viewing in `Viewing/`, the session's own
@@ -101,7 +103,13 @@ public enum CommandTable {
     /// `usage: NAME USAGE` for a hint, as `help NAME` gives it.
     static func usage(of name: String) -> String {
         guard let spec = find(name) else { return "usage: \(name)" }
-        return "usage: \(spec.name) \(spec.usage)"
+        return spec.usage.isEmpty ? "usage: \(spec.name)" : "usage: \(spec.name) \(spec.usage)"
+    }
+
+    /// The one refusal of operands beyond those `name` takes: "too many arguments", with its
+    /// usage line as the hint (five wordings before: review AX7).
+    static func tooManyArguments(for name: String, hint: String? = nil) -> CommandFailure {
+        CommandFailure("too many arguments", hint: hint ?? usage(of: name))
     }
 
     /// The command name or alias closest to a mistyped `word` (`exprot` → `export`): at most

@@ -83,7 +83,7 @@ extension Session {
     /// `panic`: viewers killed and the terminal cleared now; the loop then stops, the session
     /// (and with it every key) is released, and the program exits (see `panicRequested`).
     static func panic(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "panic") }
         Session.panicRequested = 1
         ChildProcesses.killAll()
         s.out.flush()

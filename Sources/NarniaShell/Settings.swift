@@ -76,7 +76,7 @@ extension Maintenance {
             // remove-originals is stored even when off: its absence means "not asked yet".
             try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)
         default:
-            throw CommandFailure("too many arguments", hint: CommandTable.usage(of: "set"))
+            throw CommandTable.tooManyArguments(for: "set")
         }
     }
 

@@ -125,7 +125,7 @@ enum Browse {
     }
 
     static func cd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count <= 1 else { throw CommandFailure("too many arguments") }
+        guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "cd") }
         let target: VaultPath
         if let word = a.operands.first {
             if word.text == "-" && word.quotedScalars.first != true {
@@ -145,12 +145,12 @@ enum Browse {
     }
 
     static func pwd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "pwd") }
         s.out.line(s.shown(s.cwd, on: s.out))
     }
 
     static func tree(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
+        guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "tree") }
         var maxDepth = Int.max
         if let text = a.flags["-L"] {
             guard let n = Int(text), n >= 1 else { throw CommandFailure("-L needs a depth of 1 or more, not '\(text)'") }
@@ -197,7 +197,7 @@ enum Browse {
     }
 
     static func find(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count <= 1 else { throw CommandFailure("takes one starting folder at most") }
+        guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "find") }
         let (start, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
         guard !(a.has("-name") && a.has("-iname")) else { throw CommandFailure("give -name or -iname, not both") }
         let ignoringCase = a.has("-iname")

@@ -6,7 +6,7 @@ import NarniaStore
 /// `lcd`, `lpwd`, `lls`: the host side, as in sftp.
 enum Host {
     static func lcd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.count <= 1 else { throw CommandFailure("takes one folder at most") }
+        guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "lcd") }
         let target: String
         if let word = a.operands.first {
             let paths = try s.expandHost(word)
@@ -39,7 +39,7 @@ enum Host {
     }
 
     static func lpwd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments") }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "lpwd") }
         s.out.line(s.out.name(s.currentHostDirectory()))
     }
 

@@ -40,7 +40,7 @@ enum Maintenance {
     /// asks for the current passphrase first (as passwd(1) does), then the new one twice;
     /// Ctrl-C at any question cancels the command and changes nothing.
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: CommandTable.usage(of: "passwd")) }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "passwd") }
         let passphrase: Secret
         if let file = a.flags["--new-passphrase-file"] {
             passphrase = try PassphraseSource.readFirstLine(path: file)
@@ -84,7 +84,7 @@ enum Maintenance {
     /// Leaves the vault. It takes no status (`exit 3` would let a script believe it chose its
     /// exit status): the run's status says whether every command succeeded.
     static func exit(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("takes no arguments", hint: "the exit status says whether every command succeeded") }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "exit", hint: "exit takes no status: the exit status says whether every command succeeded") }
         s.exitRequested = true
     }
 }

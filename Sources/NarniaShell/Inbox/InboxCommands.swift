@@ -18,7 +18,7 @@ enum InboxKeyLines {
 enum Inbox {
     /// `inbox-key [--rotate]`.
     static func inboxKey(_ s: Session, _ a: ParsedArguments) throws {
-        guard a.operands.isEmpty else { throw CommandFailure("too many arguments", hint: CommandTable.usage(of: "inbox-key")) }
+        guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "inbox-key") }
         let key = a.has("--rotate") ? try s.vault.rotateInboxKey() : try s.vault.inboxKey()
         InboxKeyLines.print(key, on: s.out)
     }
