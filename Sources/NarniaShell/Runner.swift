@@ -37,7 +37,7 @@ extension Session {
             try spec.run(self, arguments)
             return true
         } catch is Reported {
-            return false
+            // Already reported, operand by operand.
         } catch let failure as CommandFailure {
             error(spec.name, failure.message, hint: failure.hint)
         } catch is Cancelled {
@@ -50,7 +50,16 @@ extension Session {
         } catch {
             self.error(spec.name, describe(error))
         }
+        hintAtShellSyntax(in: words)
         return false
+    }
+
+    /// After a failed command whose line holds a bare `|`, `>`, `>>` or `<` (`ls | head`,
+    /// which looked for a file `|`), says that the vault shell has none of them (review AX7).
+    private func hintAtShellSyntax(in words: [Word]) {
+        guard let bare = words.dropFirst().first(where: { ["|", ">", ">>", "<", "2>"].contains($0.text) && !$0.quotedScalars.contains(true) }) else { return }
+        err.messageLine("narnia: hint: the vault shell has no pipes or redirections ('\(bare.text)'): run narnia -c 'COMMAND' | ... from your own shell")
+        err.flush()
     }
 
     /// True for a path inside the vault's store.
