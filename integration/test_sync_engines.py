@@ -1066,7 +1066,7 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
     other.ok("mkdir /theirs")
     before = remote_files(other.vault)
     r = a.c(f"sync {q(str(other.vault))}")
-    assert r.rc == 1 and f"narnia: error: sync: {other.vault} holds the store of another vault" in r.err, r.describe()
+    assert r.rc == 1 and f"narnia: error: sync: {other.vault}: holds the store of another vault" in r.err, r.describe()
     assert "passwd --rotate" in r.err, "the hint names the rotation that makes a copy look so" + r.describe()
     assert remote_files(other.vault) == before
     assert other.ok("ls /").out_lines == ["theirs"]

@@ -60,7 +60,7 @@ enum Rearrange {
         }
         if a.has("-i") {
             guard s.interactive, let ask = Session.askYesNo else {
-                throw CommandFailure("rm -i asks only in the interactive shell", hint: "leave out -i in -c and -b runs")
+                throw CommandFailure("-i asks only in the interactive shell", hint: "leave out -i in -c and -b runs")
             }
             targets = targets.filter { path, id in
                 let what = s.vault.isFolder(id) ? "the folder \(s.shown(path, on: s.out)) and everything in it" : s.shown(path, on: s.out)

@@ -37,7 +37,7 @@ enum SyncCommand {
             throw CommandFailure("\(s.err.name(remote)) is the vault's own store, reached by another path; nothing was sent", hint: "sync with a folder or remote outside the store")
         }
         if vault.holdsOnlyAnotherVault(there.keys.lazy.map(\.text)) {
-            throw CommandFailure("\(s.err.name(remote)) holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
+            throw CommandFailure("\(s.err.name(remote)): holds the store of another vault (none of its journals, key files or objects is this vault's): syncing would mix the two in one folder; nothing was sent",
                                  hint: "sync with an empty folder or remote, or one that holds a copy of this vault (a copy looks so when another device rotated the master key, passwd --rotate, and its first sync there was cut short: run that sync again first)")
         }
         // A remote with no store file is filled: the user's own files there (a folder given
@@ -46,7 +46,7 @@ enum SyncCommand {
             let others = try rclone.topNames(remote).filter(isUsersOwn).sorted(by: utf8Order)
             if !others.isEmpty {
                 let shown = others.prefix(3).map(s.err.name).joined(separator: ", ") + (others.count > 3 ? ", …" : "")
-                throw CommandFailure("\(s.err.name(remote)) holds no vault's store but \(others.count == 1 ? "1 file or folder" : "\(others.count) files and folders") of its own (\(shown)): the store's files would be put among them; nothing was sent",
+                throw CommandFailure("\(s.err.name(remote)): holds no vault's store but \(others.count == 1 ? "1 file or folder" : "\(others.count) files and folders") of its own (\(shown)): the store's files would be put among them; nothing was sent",
                                      hint: "sync with an empty folder or remote, or a folder of its own in it (\(s.err.name(Rclone.join(remote, "vault"))), say)")
             }
         }
