@@ -436,6 +436,8 @@ def test_rotate_keeps_old_drops_adoptable_and_set_inbox_moves_the_folder(vault, 
     assert len([p for p in vault.vault.iterdir() if p.is_file() and p.stat().st_size == 72]) == 1, \
         "the old public key file is retired (and, with one device, deleted)"
     vault.fails("set inbox relative/path", "set")
+    vault.ok("set inbox /Arrivals//phone/")
+    assert vault.ok("set inbox").out == "/Arrivals/phone\n", "stored as every path is shown (review AX7)"
 
 
 def test_import_decrypts_age_files_sent_to_the_inbox_recipient(vault, host, corpus):

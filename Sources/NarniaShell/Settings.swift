@@ -73,8 +73,10 @@ extension Maintenance {
                     throw CommandFailure("inbox: \(s.inMessage(VaultPath(components: names))) is a file, not a folder")
                 }
             }
+            // The inbox is stored as every path is shown: `/Inbox/` and `/a//b` as `/Inbox`, `/a/b`.
+            let stored = key == "inbox" ? VaultPath(components: value.split(separator: "/").map(String.init)).description : value
             // remove-originals is stored even when off: its absence means "not asked yet".
-            try s.vault.setSetting(key, value == spec.defaultValue && key != "remove-originals" ? nil : value)
+            try s.vault.setSetting(key, stored == spec.defaultValue && key != "remove-originals" ? nil : stored)
         default:
             throw CommandTable.tooManyArguments(for: "set")
         }
