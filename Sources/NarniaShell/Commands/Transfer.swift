@@ -76,7 +76,7 @@ enum Transfer {
             throw CommandFailure("standard input carries the commands here (the terminal, or a script read from it)", hint: "use narnia -c 'import - NAME' < FILE")
         }
         let name: String
-        do { name = try ItemName.validated(a.operands[1].text) } catch let e as NameError { throw CommandFailure("\(a.operands[1].text.isEmpty ? "''" : a.operands[1].text): \(e.description)") }
+        do { name = try ItemName.validated(a.operands[1].text) } catch let e as NameError { throw CommandFailure("\(nameInMessage(a.operands[1].text)): \(e.description)") }
         let input = FileDescriptor.borrowing(0, name: "standard input")
         let batch = ImportBatch.begin(in: s.vault)
         do {
@@ -136,7 +136,7 @@ enum Transfer {
         var folders: [[String]] = []
         for (path, id) in sources {
             let top = destIsFolder ? (path.lastComponent ?? "vault") : String(dest.split(separator: "/").last ?? "")
-            guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(dest.isEmpty ? "''" : dest): not a name to export to") }
+            guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(nameInMessage(dest)): not a name to export to") }
             if s.vault.isFolder(id) {
                 folders.append([top])
                 let depth = s.vault.pathComponents(of: id).count

@@ -150,7 +150,7 @@ struct DropRun: HostTreeVisitor {
                                         source: { try input.readFully(into: $0, count: $1) }, observer: observer)
             report.done(bytes: size, "dropped - as \(report.outName(valid))")
         } catch let e as NameError {
-            fail("\(name.isEmpty ? "''" : err.name(name)): \(e.description)")
+            fail("\(nameInMessage(err.name(name))): \(e.description)")
         } catch is Cancelled {
             return
         } catch let e as SystemError where e.isDiskFull {
