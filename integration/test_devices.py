@@ -394,6 +394,56 @@ def test_a_journal_cut_mid_record_is_reported_and_nothing_is_deleted(narnia, hos
     assert store_before <= set(narnia.store().sizes()), "objects the lost records may name are kept"
 
 
+def torn_import(n: Narnia, host: Path, mark: int) -> tuple[Path, int, list[Path]]:
+    """A vault holding /first.txt, then the record of an import of 40 files torn half way, as
+    a kill while it was written leaves it (review AW), with the import's objects in mode `mark`
+    (0o600: never marked committed, as the kill leaves them; 0o400: marked, as after a commit)."""
+    n.init()
+    (host / "first.txt").write_bytes(b"first")
+    journal, size_before = own_journal(n, f"import {q(str(host / 'first.txt'))}")
+    store_before = set(n.store().sizes())
+    batch = host / "batch"
+    batch.mkdir()
+    for i in range(40):
+        (batch / f"f{i}.txt").write_bytes(os.urandom(100 + i))
+    grown, size_after = own_journal(n, f"import {q(str(batch))}")
+    assert grown == journal
+    objects = [n.vault / p for p in set(n.store().sizes()) - store_before]
+    assert objects
+    for p in objects:
+        os.chmod(p, mark)
+    os.truncate(journal, size_before + (size_after - size_before) // 2)
+    return journal, size_before, objects
+
+
+def test_the_record_of_a_commit_killed_while_it_was_written_is_cut_off(narnia, host):
+    """A kill -9 while a large record was written (an import's group commit) left part of it,
+    and the open reported a cut journal, kept the batch's objects for good and failed the first
+    `verify` (review AW). The batch's objects, never marked committed, show that the commit never
+    finished: the torn record is cut off, its objects go as any killed batch's, without a word,
+    and `verify` passes."""
+    journal, size_before, objects = torn_import(narnia, host, 0o600)
+    r = narnia.c("ls /; verify")
+    assert r.rc == 0 and r.out_lines[0] == "first.txt" and "batch" not in r.out_lines, r.describe()
+    assert not any("warning" in l for l in r.err_lines), "a commit that never finished is no damage" + r.describe()
+    assert journal.stat().st_size == size_before, "the torn record is cut off"
+    assert not any(p.exists() for p in objects), "the batch's objects are leftovers"
+    narnia.ok("mkdir /after")
+    r = narnia.ok("ls /; verify")
+    assert r.out_lines[:2] == ["after", "first.txt"] and "all intact" in r.out, r.describe()
+
+
+def test_a_cut_record_whose_objects_were_marked_committed_is_reported(narnia, host):
+    """The same tail, but the import's objects were marked committed: the record was whole once,
+    and the journal was cut after: reported and kept, as any cut (the rule above must not hide
+    a lost commit)."""
+    journal, size_before, objects = torn_import(narnia, host, 0o400)
+    r = narnia.c("verify")
+    assert r.rc == 1 and any("not a whole record" in l for l in r.err_lines), r.describe()
+    assert journal.stat().st_size > size_before, "the cut journal is evidence: left as it is"
+    assert all(p.exists() for p in objects), "objects the lost record may name are kept"
+
+
 @pytest.mark.parametrize("replacement", ["empty", "fifo", "link-to-dev-null"])
 def test_a_journal_replaced_by_nothing_is_not_an_empty_vault(narnia, host, replacement):
     journal, sizes, files = five_imports(narnia, host)

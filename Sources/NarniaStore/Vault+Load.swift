@@ -256,6 +256,7 @@ extension Vault {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
             guard let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) else { continue }
+            if removeRecordOfKilledCommit(from: file, end: end) { continue }
             ownRecordsMayBeLost = true
             newlyFoundCuts.insert(file.id)
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
@@ -264,6 +265,32 @@ extension Vault {
               end.cutBytes == 0, end.records == newest.records, newest.lastSeq == lastSeq, newOwnForks.isEmpty,
               let path = inventory.files[newest.id]?.main else { return }
         journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)
+    }
+
+    /// Cuts off the tail of this device's newest journal when it is the record of a commit
+    /// that a kill or crash stopped while the record was written (a `kill -9` during a large
+    /// record's write leaves part of it: review AW), and returns true. That commit never
+    /// finished, so nothing of it was reported; its objects are then leftovers, deleted as
+    /// those of any batch that never committed.
+    ///
+    /// Told from a journal cut after its records were committed by what a commit does after its
+    /// record is durable: it marks the objects it names `committedMode`. So the tail is taken
+    /// for a killed commit only when objects of this device that no record names are present,
+    /// all still `uncommittedMode` (the batch being committed), on a file system that keeps the
+    /// mark, in the newest journal, holding this device's latest record as far as any device or
+    /// copy knows, and not forked. Otherwise the tail is reported and kept, as before.
+    private func removeRecordOfKilledCommit(from file: JournalFile, end: JournalEnd) -> Bool {
+        guard file.id == newestOwnJournal?.id, file.underCurrentMaster, end.records == file.records,
+              file.lastSeq == lastSeq, newOwnForks.isEmpty else { return false }
+        let unnamed = ownUnnamedObjects
+        guard !unnamed.isEmpty, fileSystemKeepsCommitMark() == true,
+              splitByCommitMark(unnamed, marksHold: true).named.isEmpty,
+              let path = inventory.files[file.id]?.main,
+              let fd = try? FileDescriptor.open(layout.root + "/" + path, .readWrite, options: [.noFollow]),
+              (try? fd.truncate(to: end.offset)) != nil, (try? fd.dataSync()) != nil else { return false }
+        journals[file.id]?.end?.cutBytes = 0
+        journals[file.id]?.cutBytesOfLongest = 0
+        return true
     }
 
     /// This device's journal that begins last: the one it appends to.
