@@ -433,6 +433,17 @@ def test_the_record_of_a_commit_killed_while_it_was_written_is_cut_off(narnia, h
     assert r.out_lines[:2] == ["after", "first.txt"] and "all intact" in r.out, r.describe()
 
 
+def test_a_torn_record_still_being_written_by_another_process_is_not_cut(narnia, host):
+    """A journal some other process holds open for writing (a copy still arriving: a restore
+    into the store's folder, whose copied objects are 0600 under a umask of 077) is not cut,
+    even with the batch's objects unmarked: reported and kept, as any cut."""
+    journal, size_before, objects = torn_import(narnia, host, 0o600)
+    with open(journal, "ab"):
+        r = narnia.c("verify")
+    assert r.rc == 1 and any("not a whole record" in l for l in r.err_lines), r.describe()
+    assert journal.stat().st_size > size_before and all(p.exists() for p in objects), r.describe()
+
+
 def test_a_cut_record_whose_objects_were_marked_committed_is_reported(narnia, host):
     """The same tail, but the import's objects were marked committed: the record was whole once,
     and the journal was cut after: reported and kept, as any cut (the rule above must not hide
