@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, a_day_later, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
 from terminal import Terminal
+from test_devices import torn_import
 from test_store_forks import a_fork_whose_fetch_is_cut_off
 
 
@@ -667,3 +668,17 @@ def test_an_init_killed_before_its_first_file_says_what_to_do(narnia_bin, tmp_pa
         shard.rmdir()
     n.init()
     assert n.ok("mkdir /x; ls /").out_lines == ["x"]
+
+
+def test_on_fuse_a_torn_record_is_reported_not_cut(narnia_bin, tmp_path, fuse_mount):
+    """The record of a commit a kill stopped is cut off only on a local file system: on FUSE
+    (sshfs, rclone mount) a copier on another machine, a restore still arriving, holds no lease
+    here, so the tail is reported and kept, as any cut (review AY)."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.vault = fuse_mount / "vault"
+    host = tmp_path / "host"
+    host.mkdir()
+    journal, size_before, objects = torn_import(n, host, 0o600)
+    r = n.c("verify")
+    assert r.rc == 1 and any("not a whole record" in l for l in r.err_lines), r.describe()
+    assert journal.stat().st_size > size_before and all(p.exists() for p in objects), r.describe()

@@ -32,6 +32,8 @@ int64_t narnia_file_system_type(int fd) {
 
 int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }
 
+int narnia_take_write_lease(int fd) { return fcntl(fd, F_SETLEASE, F_WRLCK); }
+
 int narnia_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
 
 int narnia_lease_type(int fd) { return fcntl(fd, F_GETLEASE); }

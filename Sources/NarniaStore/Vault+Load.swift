@@ -278,21 +278,28 @@ extension Vault {
     /// for a killed commit only when objects of this device that no record names are present,
     /// all still `uncommittedMode` (the batch being committed), on a file system that keeps the
     /// mark, in the newest journal, holding this device's latest record as far as any device or
-    /// copy knows, and not forked — and when no process has the journal open for writing, and it
-    /// is as long as when it was read: a copy still arriving (a restore into the store's folder,
-    /// whose copies are `uncommittedMode` under a umask of 077) is not cut. Otherwise the tail is
-    /// reported and kept, as before.
+    /// copy knows, and not forked — and when the kernel grants a write lease on the journal (no
+    /// other descriptor has it open; none can open it until the cut is durable) and it is as
+    /// long as when it was read: a copy still arriving (a restore into the store's folder, whose
+    /// copies are `uncommittedMode` under a umask of 077) is not cut. On a file system that is
+    /// not local (FUSE, NFS, SMB: a copier on another machine holds no lease here) or where no
+    /// lease is granted, nothing is cut (review AY). Otherwise the tail is reported and kept.
     private func removeRecordOfKilledCommit(from file: JournalFile, end: JournalEnd) -> Bool {
         guard file.id == newestOwnJournal?.id, file.underCurrentMaster, end.records == file.records,
               file.lastSeq == lastSeq, newOwnForks.isEmpty else { return false }
         let unnamed = ownUnnamedObjects
+        var cut = false
         guard !unnamed.isEmpty, fileSystemKeepsCommitMark() == true,
               splitByCommitMark(unnamed, marksHold: true).named.isEmpty,
               let path = inventory.files[file.id]?.main.map({ layout.root + "/" + $0 }),
-              let reader = try? JournalReader.openStoreFile(path), (try? reader.size()) == end.offset + end.cutBytes,
-              (try? reader.whileNoOneWrites { _ in }) == true,
               let fd = try? FileDescriptor.open(path, .readWrite, options: [.noFollow, .nonBlocking]),
-              (try? fd.truncate(to: end.offset)) != nil, (try? fd.dataSync()) != nil else { return false }
+              fd.syncFileSystemReachesDisk,   // a local file system: its leases see every writer
+              (try? fd.whileAloneWithIt {
+                  guard try fd.size() == end.offset + end.cutBytes else { return }
+                  try fd.truncate(to: end.offset)
+                  try fd.dataSync()
+                  cut = true
+              }) == true, cut else { return false }
         journals[file.id]?.end?.cutBytes = 0
         journals[file.id]?.cutBytesOfLongest = 0
         return true

@@ -246,6 +246,19 @@ public final class FileDescriptor: @unchecked Sendable {
         return true
     }
 
+    /// Runs `body` holding a write lease on the file (`F_SETLEASE`, `F_WRLCK`; the descriptor
+    /// open for writing), which the kernel grants only while no other descriptor of any process
+    /// has the file open: no one reads or writes it meanwhile (an opener waits until `body`
+    /// returns). Returns false, without running `body`, when the lease is not granted — another
+    /// has it open, or the file system or the file's owner allows no lease: unlike
+    /// `whileNoOneWrites`, nothing runs without the proof.
+    public func whileAloneWithIt(_ body: () throws -> Void) throws -> Bool {
+        guard narnia_take_write_lease(raw) == 0 else { return false }
+        defer { _ = narnia_release_lease(raw) }
+        try body()
+        return true
+    }
+
     /// Takes an exclusive, non-blocking `flock`. Returns false when another process holds it.
     public func tryLockExclusive() throws -> Bool {
         if narnia_flock(raw, LOCK_EX | LOCK_NB) == 0 { return true }
