@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -425,3 +426,36 @@ def test_torn_journal_tail(narnia_bin, tmp_path):
         r = n.c("ls /; verify")
         assert r.rc == 0 and f"after-cut-{cut}" in r.out_lines, \
             "a change made after a torn tail must be durable, and verify passes once the cut was reported" + r.describe()
+
+
+def test_the_store_probe_of_a_sync_killed_while_it_listed_goes_at_the_next_open(narnia, tmp_path):
+    """Review AW-2: a `sync` killed while it listed the remote left its empty
+    `.narnia-store-probe-…` at the store's top for a day (a sync engine carried it meanwhile).
+    Its name carries a tag only this device makes: this device's next open removes it. One
+    another device made (a sync engine's copy) still waits for the day."""
+    from harness import q
+    narnia.init()
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hanging = bin_dir / "rclone"
+    hanging.write_text('#!/bin/bash\nreal=$(PATH="${PATH#*:}" command -v rclone)\n'
+                       '[ "$1" = lsjson ] && exec sleep 60\nexec "$real" "$@"\n')
+    hanging.chmod(0o755)
+    foreign = narnia.vault / ".narnia-store-probe-0123456789ab"
+    foreign.write_bytes(b"")
+    env = dict(narnia.env, PATH=f"{bin_dir}:{narnia.env['PATH']}")
+    run = subprocess.Popen(narnia.argv(["-c", f"sync {q(str(remote))}"]), env=env, cwd=narnia.workdir,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    probes: list[Path] = []
+    while time.monotonic() < deadline and not probes:
+        probes = [p for p in narnia.vault.glob(".narnia-store-probe-*") if p != foreign]
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    assert len(probes) == 1 and probes[0].exists(), "the killed sync left its probe"
+    narnia.ok("ls /")
+    assert not probes[0].exists(), "this device's next open removes its own probe"
+    assert foreign.exists(), "another device's probe waits for the day"

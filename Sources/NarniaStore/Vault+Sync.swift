@@ -37,9 +37,19 @@ extension Vault {
     /// reached — another mount of it (bindfs), a remote of type local or alias in rclone's
     /// config, a server on this machine — which comparing folder identities misses (review
     /// AK). Nil where the file cannot be made (the sync then fails on its own).
-    /// `removeStoreProbe` removes it; one a kill left goes with the other temporary files.
+    /// `removeStoreProbe` removes it; one a kill left goes at this device's next open (its name
+    /// carries a tag only this device makes, as its receiving folders do: review AW), or, carried
+    /// elsewhere by a sync engine, with the other temporary files.
     public func makeStoreProbe() -> String? {
-        makeTemporaryFile(prefix: Self.storeProbePrefix, permissions: 0o600)?.name
+        let tag = tags.withKeyOpen { tags.newSyncTemporary() }
+        return makeTemporaryFile(prefix: Self.storeProbePrefix, permissions: 0o600, suffix: tag.hex)?.name
+    }
+
+    /// True for the name of a probe this device made (`makeStoreProbe`).
+    func isOwnStoreProbe(_ name: String) -> Bool {
+        guard name.hasPrefix(Self.storeProbePrefix),
+              let id = Identifier(hex: name.dropFirst(Self.storeProbePrefix.count)) else { return false }
+        return tags.withKeyOpen { tags.isOwnSyncTemporary(id) }
     }
 
     /// Removes the file `makeStoreProbe` made.

@@ -191,10 +191,11 @@ extension Vault {
         return marked.st_mode & 0o7777 == Self.committedMode
     }
 
-    /// Makes an empty file at the store's top named `prefix` and 12 random hex digits,
-    /// exclusively and never through a link (a temporary file: `StoreInventory.temporaryPrefixes`).
-    func makeTemporaryFile(prefix: String, permissions: mode_t) -> (name: String, file: FileDescriptor)? {
-        let name = prefix + Identifier.random().hex.prefix(12)
+    /// Makes an empty file at the store's top named `prefix` and `suffix` (12 random hex digits
+    /// unless given), exclusively and never through a link (a temporary file:
+    /// `StoreInventory.temporaryPrefixes`).
+    func makeTemporaryFile(prefix: String, permissions: mode_t, suffix: String? = nil) -> (name: String, file: FileDescriptor)? {
+        let name = prefix + (suffix ?? String(Identifier.random().hex.prefix(12)))
         guard let file = try? lockHandle.open(name, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: permissions) else { return nil }
         return (name, file)
     }
@@ -224,6 +225,9 @@ extension Vault {
         let limit = SystemClock.nowNanoseconds() - Self.leftStagingAge
         inventory.temporaryFiles.removeAll { path in
             let full = layout.root + "/" + path
+            // This device's own store probe, left by a sync killed while it listed: the lock is
+            // held, so no process of this device is using it.
+            if isOwnStoreProbe(path) { return (try? FileSystem.unlink(full, missingOK: true)) != nil }
             guard let st = try? FileSystem.lstatIfExists(full) else { return true }
             // Untouched by either time: rclone gives a copy its source's modification time
             // (`NAME.narnia-sending-…` the journal's, older than a day before it is renamed).
