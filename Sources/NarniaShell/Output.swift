@@ -91,10 +91,6 @@ public final class Output {
     public var descriptor: Int32 { fd }
 }
 
-/// A name or path as a message names it: as it is, but an empty one as `''`, as the vault side
-/// does (`import: : no such…` read as a broken line: review AX7).
-func nameInMessage(_ text: String) -> String { text.isEmpty ? "''" : text }
-
 /// Turns any error into the words a user should read (never a Swift error dump).
 public func describe(_ error: Error) -> String {
     switch error {

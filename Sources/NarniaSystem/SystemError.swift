@@ -44,11 +44,14 @@ public struct SystemError: Error, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        // An empty path (`import ''`) is shown as `''`: `import: : no such…` read as a broken line.
-        if let path { return "\(path.isEmpty ? "''" : path): \(reason)" }
+        if let path { return "\(nameInMessage(path)): \(reason)" }
         return "\(operation): \(reason)"
     }
 
     /// True when the error means the disk is full (`ENOSPC`, `EDQUOT`).
     public var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
 }
+
+/// A name or path as a message names it: as it is, but an empty one as `''`, as the vault side
+/// does (`import: : no such…` read as a broken line: review AX7).
+public func nameInMessage(_ text: String) -> String { text.isEmpty ? "''" : text }

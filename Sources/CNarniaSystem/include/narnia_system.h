@@ -13,8 +13,8 @@ int narnia_flock(int fd, int operation);
 /// fcntl(F_SETLEASE, F_RDLCK): granted only while no process has the file open for writing
 /// (EAGAIN otherwise). fd must be open read-only.
 int narnia_take_read_lease(int fd);
-
-/* F_SETLEASE F_WRLCK: granted only while no other descriptor, of any process, has the file open. */
+/// fcntl(F_SETLEASE, F_WRLCK): granted only while no other descriptor, of any process, has the
+/// file open (EAGAIN otherwise).
 int narnia_take_write_lease(int fd);
 /// fcntl(F_SETLEASE, F_UNLCK).
 int narnia_release_lease(int fd);
