@@ -394,10 +394,12 @@ def test_a_journal_cut_mid_record_is_reported_and_nothing_is_deleted(narnia, hos
     assert store_before <= set(narnia.store().sizes()), "objects the lost records may name are kept"
 
 
-def torn_import(n: Narnia, host: Path, mark: int) -> tuple[Path, int, list[Path]]:
+def torn_import(n: Narnia, host: Path, mark: int, unfinished: bool = True) -> tuple[Path, int, list[Path]]:
     """A vault holding /first.txt, then the record of an import of 40 files torn half way, as
-    a kill while it was written leaves it (review AW), with the import's objects in mode `mark`
-    (0o600: never marked committed, as the kill leaves them; 0o400: marked, as after a commit)."""
+    a kill while it was written leaves it (review AW): its first byte, which an append writes
+    last, still zero (`unfinished`), or present, as when a whole record was cut afterwards. The
+    import's objects are left in mode `mark` (0o600: never marked committed, as a kill leaves
+    them, or as a restore under umask 077 makes them; 0o400: marked, as after a commit)."""
     n.init()
     (host / "first.txt").write_bytes(b"first")
     journal, size_before = own_journal(n, f"import {q(str(host / 'first.txt'))}")
@@ -413,15 +415,19 @@ def torn_import(n: Narnia, host: Path, mark: int) -> tuple[Path, int, list[Path]
     for p in objects:
         os.chmod(p, mark)
     os.truncate(journal, size_before + (size_after - size_before) // 2)
+    if unfinished:
+        with open(journal, "r+b") as f:
+            f.seek(size_before)
+            f.write(b"\0")
     return journal, size_before, objects
 
 
 def test_the_record_of_a_commit_killed_while_it_was_written_is_cut_off(narnia, host):
     """A kill -9 while a large record was written (an import's group commit) left part of it,
     and the open reported a cut journal, kept the batch's objects for good and failed the first
-    `verify` (review AW). The batch's objects, never marked committed, show that the commit never
-    finished: the torn record is cut off, its objects go as any killed batch's, without a word,
-    and `verify` passes."""
+    `verify` (review AW). The record's first byte, which an append writes last, is missing: the
+    commit never finished, the torn record is cut off, its objects go as any killed batch's,
+    without a word, and `verify` passes."""
     journal, size_before, objects = torn_import(narnia, host, 0o600)
     r = narnia.c("ls /; verify")
     assert r.rc == 0 and r.out_lines[0] == "first.txt" and "batch" not in r.out_lines, r.describe()
@@ -433,10 +439,69 @@ def test_the_record_of_a_commit_killed_while_it_was_written_is_cut_off(narnia, h
     assert r.out_lines[:2] == ["after", "first.txt"] and "all intact" in r.out, r.describe()
 
 
+def killed_before_the_last_byte_of_its_record(n: Narnia, command: str):
+    """Runs `command`, killed (SIGKILL, by strace) as it begins the second write of its first
+    record: the one byte an append writes last, after the rest of the record."""
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=SIGKILL:when=2"] \
+        + n.argv(["-c", command])
+    r = subprocess.run(argv, capture_output=True, env=n.env, cwd=n.workdir)
+    assert r.returncode != 0, "the command was not killed"
+
+
+@pytest.mark.parametrize("torn", ["between-the-writes", "between-pages"])
+def test_the_record_of_a_removal_killed_while_it_was_written_is_cut_off(narnia, host, torn):
+    """Review AY-1: the record of `rm -r` of many items names no new object, so nothing but the
+    record can tell that its commit never finished. A kill before its last byte (as it lies
+    between the append's two writes, or with the first write stopped between pages as a kill
+    stops a large write) leaves the vault as before the `rm`, without a word, and `verify`
+    passes; before, the open warned of a cut journal and the first `verify` failed."""
+    narnia.init()
+    batch = host / "t"
+    batch.mkdir()
+    for i in range(600):
+        (batch / f"file-{i:04d}-{'x' * 20}.txt").write_bytes(b"%d\n" % i)
+    journal, size_before = own_journal(narnia, f"import -q {q(str(batch))}")
+    killed_before_the_last_byte_of_its_record(narnia, "rm -r /t")
+    size_killed = journal.stat().st_size
+    assert size_killed - size_before > 8192, "the rm's record was not appended to the journal"
+    assert journal.read_bytes()[size_before] == 0
+    if torn == "between-pages":
+        os.truncate(journal, (size_before // 4096 + 2) * 4096)
+    r = narnia.c("ls /t; verify")
+    assert r.rc == 0 and len(r.out_lines) == 601 and "all intact" in r.out, r.describe()
+    assert not any("warning" in l for l in r.err_lines), r.describe()
+    assert journal.stat().st_size == size_before, "the unfinished record is cut off"
+    narnia.ok("rm -r /t")
+    assert narnia.ok("ls /; verify").out_lines == ["verified 0 items, all intact"]
+
+
+def test_another_devices_unfinished_record_is_no_failure_of_verify(narnia, host):
+    """A device's journal carried to another device (by a sync engine) before its device
+    reopened after a kill ends in the unfinished record: the other device's `verify` notes it
+    and passes (its device cuts it off at its next open)."""
+    narnia.init()
+    b = device(narnia, host / "B")
+    batch = host / "t"
+    batch.mkdir()
+    for i in range(600):
+        (batch / f"file-{i:04d}-{'x' * 20}.txt").write_bytes(b"%d\n" % i)
+    journal, _ = own_journal(narnia, f"import -q {q(str(batch))}")
+    killed_before_the_last_byte_of_its_record(narnia, "rm -r /t")
+    shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # a sync engine carries it
+    r = b.c("verify")
+    assert r.rc == 0 and "all intact" in r.out, r.describe()
+    assert any("of a write that device never finished" in l for l in r.err_lines), r.describe()
+    assert len(b.ok("ls /t").out_lines) == 600
+    narnia.ok("pwd")   # its device opens, and cuts the record off; the sync engine carries that
+    shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)
+    r = b.c("verify")
+    assert r.rc == 0 and r.out_lines == ["verified 601 items, all intact"], r.describe()
+
+
 def test_a_torn_record_still_being_written_by_another_process_is_not_cut(narnia, host):
-    """A journal some other process holds open for writing (a copy still arriving: a restore
-    into the store's folder, whose copied objects are 0600 under a umask of 077) is not cut,
-    even with the batch's objects unmarked: reported and kept, as any cut."""
+    """A journal some other process holds open for writing (a copy still arriving that brings
+    bytes out of order, so that a record's first byte may come last) is not cut: reported and
+    kept, as any cut."""
     journal, size_before, objects = torn_import(narnia, host, 0o600)
     with open(journal, "ab"):
         r = narnia.c("verify")
@@ -444,11 +509,13 @@ def test_a_torn_record_still_being_written_by_another_process_is_not_cut(narnia,
     assert journal.stat().st_size > size_before and all(p.exists() for p in objects), r.describe()
 
 
-def test_a_cut_record_whose_objects_were_marked_committed_is_reported(narnia, host):
-    """The same tail, but the import's objects were marked committed: the record was whole once,
-    and the journal was cut after: reported and kept, as any cut (the rule above must not hide
-    a lost commit)."""
-    journal, size_before, objects = torn_import(narnia, host, 0o400)
+@pytest.mark.parametrize("mark", [0o400, 0o600])
+def test_a_whole_record_cut_afterwards_is_reported(narnia, host, mark):
+    """The same tail with the record's first byte present: the record was whole once, and the
+    journal was cut after: reported and kept, as any cut, whether the import's objects were
+    marked committed (0400) or made 0600 by a restore under umask 077 (review AY-3: such a
+    restore, cut inside a record, lost the record without a word)."""
+    journal, size_before, objects = torn_import(narnia, host, mark, unfinished=False)
     r = narnia.c("verify")
     assert r.rc == 1 and any("not a whole record" in l for l in r.err_lines), r.describe()
     assert journal.stat().st_size > size_before, "the cut journal is evidence: left as it is"

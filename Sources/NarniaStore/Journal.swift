@@ -102,10 +102,13 @@ struct JournalKeys {
         }
     }
 
-    /// One sealed record holding `payload`, as record `index` of `journal`.
+    /// One sealed record holding `payload`, as record `index` of `journal`. Its first byte (the
+    /// nonce's) is never zero: `JournalWriter.append` writes it last, so a record whose first
+    /// byte reads as zero was never finished (see `JournalReader.isUnfinishedAppend`).
     func seal(_ payload: [UInt8], journal: Identifier, index: UInt64) -> [UInt8] {
         precondition(payload.count <= Self.maximumPayload, "journal record too large")
-        let nonce = randomBytes(AEAD.nonceLength)
+        var nonce = randomBytes(AEAD.nonceLength)
+        while nonce[0] == 0 { nonce[0] = randomBytes(1)[0] }
         var record = [UInt8](repeating: 0, count: Self.headerLength + payload.count + AEAD.tagLength)
         record.withUnsafeMutableBytes { r in
             let base = r.baseAddress!
@@ -140,6 +143,11 @@ struct JournalEnd: Equatable {
     /// Bytes after it that do not form a whole record: a write cut short by a crash, a copy
     /// still arriving, or a cut. Never removed by a reader.
     var cutBytes: Int64
+    /// True when those bytes are the journal's writer's last `append`, stopped before it
+    /// finished (a kill or crash): a zero byte where the next record begins (the byte an
+    /// append writes last), then no more than one record sealed as that record. Such a record
+    /// was never durable, so never reported done.
+    var unfinished = false
 }
 
 /// Reads one journal file: every whole record, in order. A journal is only ever read here;
@@ -192,9 +200,20 @@ enum JournalReader {
         func end() -> JournalEnd { JournalEnd(records: index, offset: offset, cutBytes: size - offset) }
         while offset < size {
             let remaining = size - offset
-            if remaining < Int64(JournalKeys.headerLength) { return end() }
+            if remaining < Int64(JournalKeys.headerLength) {
+                var first: UInt8 = 0xff
+                _ = try withUnsafeMutableBytes(of: &first) { try fd.preadFully(into: $0.baseAddress!, count: 1, offset: offset) }
+                var short = end()
+                short.unfinished = first == 0
+                return short
+            }
             _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: offset) }
             guard let length = keys.openHeader(header, journal: id, index: index) else {
+                if isUnfinishedAppend(header, remaining: remaining, keys: keys, journal: id, index: index) {
+                    var unfinished = end()
+                    unfinished.unfinished = true
+                    return unfinished
+                }
                 // At the end, a header that does not authenticate is a torn write only when
                 // nothing could follow it: too few bytes for any record, or all zeros.
                 if remaining < Int64(JournalKeys.headerLength + AEAD.tagLength) { return end() }
@@ -224,6 +243,26 @@ enum JournalReader {
             index += 1
         }
         return end()
+    }
+
+    /// True when `header`, at the end of a journal with `remaining` bytes from it to the end,
+    /// begins the writer's last append, stopped before it finished: its first byte is zero
+    /// (an append writes that byte last, and a sealed record's is never zero), the rest of the
+    /// header authenticates as record `index` with some other first byte, and no more than
+    /// that one record follows. A journal cut inside a whole record, a copy still arriving
+    /// (sequential copies bring the first byte with the header) and zeros written over more
+    /// than one record (damage) are not.
+    private static func isUnfinishedAppend(_ header: [UInt8], remaining: Int64, keys: JournalKeys,
+                                           journal: Identifier, index: UInt64) -> Bool {
+        guard header[0] == 0 else { return false }
+        var candidate = header
+        for first in UInt8(1)...UInt8.max {
+            candidate[0] = first
+            if let length = keys.openHeader(candidate, journal: journal, index: index) {
+                return remaining <= Int64(JournalKeys.headerLength + length + AEAD.tagLength)
+            }
+        }
+        return false
     }
 }
 
@@ -317,11 +356,20 @@ final class JournalWriter {
     /// device's own and were never committed. A new journal whose name was given but not made
     /// durable is named for `abandon`, which takes the name back: cut to nothing under it, it
     /// was reported by every device at every open, for good (review AD).
+    ///
+    /// The record's first byte, never zero, is written last, by a write of its own: a kill
+    /// stops a large write between pages (review AW), and a record stopped so, or between the
+    /// two writes, then begins with a zero byte, which tells the next open that it was never
+    /// finished (`JournalEnd.unfinished`), where a journal cut after its records were whole
+    /// does not (review AY).
     func append(_ payload: [UInt8]) throws {
         var record = keys.seal(payload, journal: id, index: recordCount)
         defer { record.withUnsafeMutableBytes { wipe($0) } }
         do {
-            try record.withUnsafeBytes { try fd.pwriteAll($0.baseAddress!, count: $0.count, offset: endOffset) }
+            try record.withUnsafeBytes { r in
+                try fd.pwriteAll(r.baseAddress! + 1, count: r.count - 1, offset: endOffset + 1)
+                try fd.pwriteAll(r.baseAddress!, count: 1, offset: endOffset)
+            }
             try fd.dataSync()
             switch naming {
             case .named: break

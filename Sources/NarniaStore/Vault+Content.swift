@@ -226,8 +226,11 @@ extension Vault {
         report.missing.sort { $0.path < $1.path }
         for file in journals.values.sorted(by: { $0.id < $1.id }) {
             if file.device != device {
-                // Another device's journal: a problem only when no copy of it holds more.
-                if file.cutBytesOfLongest > 0 {
+                // Another device's journal: a problem only when no copy of it holds more, and
+                // not when its device never finished that write (it cuts it at its next open).
+                if file.cutBytesOfLongest > 0 && file.longestEndsUnfinished {
+                    report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there; it cuts them off at its next open)")
+                } else if file.cutBytesOfLongest > 0 {
                     report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")
                 }
                 continue

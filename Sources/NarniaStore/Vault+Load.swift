@@ -17,6 +17,8 @@ struct JournalFile {
     /// (0 when one of the copies that hold the most ends whole).
     var records: UInt64
     var cutBytesOfLongest: Int64 = 0
+    /// True when those bytes are its writer's unfinished last append (`JournalEnd.unfinished`).
+    var longestEndsUnfinished = false
     /// The record number of its last record.
     var lastSeq: UInt64
     /// In a snapshot journal of this device: where the snapshot ends (after the record that
@@ -161,8 +163,10 @@ extension Vault {
             file.records = end.records
             file.lastSeq = seq
             file.cutBytesOfLongest = end.cutBytes
-        } else if end.records == file.records {
-            file.cutBytesOfLongest = min(file.cutBytesOfLongest, end.cutBytes)
+            file.longestEndsUnfinished = end.unfinished
+        } else if end.records == file.records && end.cutBytes <= file.cutBytesOfLongest {
+            file.longestEndsUnfinished = end.unfinished && (end.cutBytes < file.cutBytesOfLongest || file.longestEndsUnfinished)
+            file.cutBytesOfLongest = end.cutBytes
         }
         journals[id] = file
         return end
@@ -270,38 +274,35 @@ extension Vault {
     /// Cuts off the tail of this device's newest journal when it is the record of a commit
     /// that a kill or crash stopped while the record was written (a `kill -9` during a large
     /// record's write leaves part of it: review AW), and returns true. That commit never
-    /// finished, so nothing of it was reported; its objects are then leftovers, deleted as
-    /// those of any batch that never committed.
+    /// finished, so nothing of it was reported; objects it wrote are then leftovers, deleted
+    /// as those of any batch that never committed.
     ///
-    /// Told from a journal cut after its records were committed by what a commit does after its
-    /// record is durable: it marks the objects it names `committedMode`. So the tail is taken
-    /// for a killed commit only when objects of this device that no record names are present,
-    /// all still `uncommittedMode` (the batch being committed), on a file system that keeps the
-    /// mark, in the newest journal, holding this device's latest record as far as any device or
-    /// copy knows, and not forked — and when the kernel grants a write lease on the journal (no
-    /// other descriptor has it open; none can open it until the cut is durable) and it is as
-    /// long as when it was read: a copy still arriving (a restore into the store's folder, whose
-    /// copies are `uncommittedMode` under a umask of 077) is not cut. On a file system that is
-    /// not local (FUSE, NFS, SMB: a copier on another machine holds no lease here) or where no
-    /// lease is granted, nothing is cut (review AY). Otherwise the tail is reported and kept.
+    /// The tail says so itself (`JournalEnd.unfinished`: the byte an append writes last is
+    /// missing), where a journal cut after its records were whole does not. It is cut only in
+    /// the newest journal, holding this device's latest record as far as any device or copy
+    /// knows, not forked, on a local file system, when the kernel grants a write lease on it
+    /// (no other descriptor has it open; none can open it until the cut is durable) and it is
+    /// as long as when it was read: a copy still arriving whose copier brings bytes out of
+    /// order is not cut, and on FUSE, NFS or SMB, where a copier on another machine holds no
+    /// lease here, nothing is (review AY). Otherwise the tail is reported and kept.
     private func removeRecordOfKilledCommit(from file: JournalFile, end: JournalEnd) -> Bool {
-        guard file.id == newestOwnJournal?.id, file.underCurrentMaster, end.records == file.records,
-              file.lastSeq == lastSeq, newOwnForks.isEmpty else { return false }
-        let unnamed = ownUnnamedObjects
-        var cut = false
-        guard !unnamed.isEmpty, fileSystemKeepsCommitMark() == true,
-              splitByCommitMark(unnamed, marksHold: true).named.isEmpty,
+        guard end.unfinished, file.id == newestOwnJournal?.id, file.underCurrentMaster, end.records == file.records,
+              file.lastSeq == lastSeq, newOwnForks.isEmpty,
               let path = inventory.files[file.id]?.main.map({ layout.root + "/" + $0 }),
               let fd = try? FileDescriptor.open(path, .readWrite, options: [.noFollow, .nonBlocking]),
-              fd.syncFileSystemReachesDisk,   // a local file system: its leases see every writer
-              (try? fd.whileAloneWithIt {
+              fd.syncFileSystemReachesDisk   // a local file system: its leases see every writer
+        else { return false }
+        var cut = false
+        guard (try? fd.whileAloneWithIt {
                   guard try fd.size() == end.offset + end.cutBytes else { return }
                   try fd.truncate(to: end.offset)
                   try fd.dataSync()
                   cut = true
               }) == true, cut else { return false }
         journals[file.id]?.end?.cutBytes = 0
+        journals[file.id]?.end?.unfinished = false
         journals[file.id]?.cutBytesOfLongest = 0
+        journals[file.id]?.longestEndsUnfinished = false
         return true
     }
 

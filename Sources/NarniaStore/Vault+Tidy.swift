@@ -153,7 +153,7 @@ extension Vault {
     /// nothing deleted or recorded: all are `unsure` and `modesSayNothing` is false, and they
     /// are left as they are, to be judged at an open that can write.
     /// `marksHold` is `fileSystemKeepsCommitMark()`, asked only when there are objects.
-    func splitByCommitMark(_ ids: [Identifier], marksHold: @autoclosure () -> Bool?)
+    private func splitByCommitMark(_ ids: [Identifier], marksHold: @autoclosure () -> Bool?)
         -> (neverNamed: [Identifier], named: [Identifier], unsure: [Identifier], modesSayNothing: Bool) {
         guard !ids.isEmpty else { return ([], [], [], false) }
         switch marksHold() {

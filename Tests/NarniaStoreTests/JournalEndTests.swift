@@ -1,0 +1,120 @@
+import Foundation
+import XCTest
+import NarniaCrypto
+import NarniaSystem
+@testable import NarniaStore
+
+/// What `JournalReader` makes of the bytes after a journal's last whole record: the writer's
+/// own append stopped before it finished (`unfinished`, cut off by its device's next open), a
+/// cut (reported), or damage (refused). An append writes a record's first byte last
+/// (`JournalWriter.append`), so only a stopped append leaves that byte zero.
+final class JournalEndTests: XCTestCase {
+    var folder: String!
+    let id = Identifier([UInt8](repeating: 7, count: 16))
+    var keys: JournalKeys!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-end-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        keys = try JournalKeys(masterKey: Secret.random(count: 32))
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// A journal of `count` records (payloads of `size` bytes), and where each record begins.
+    func journal(records count: Int, size: Int = 9000) throws -> (path: String, starts: [Int]) {
+        let path = folder + "/" + id.hex
+        let writer = try JournalWriter.create(id: id, path: path, directory: folder, keys: keys) { self.folder + "/stage" }
+        var starts: [Int] = []
+        for i in 0..<count {
+            starts.append(Int(writer.endOffset))
+            try writer.append([UInt8](repeating: UInt8(i % 256), count: size))
+        }
+        return (path, starts)
+    }
+
+    func end(of path: String) throws -> JournalEnd {
+        let fd = try FileDescriptor.open(path, .readOnly)
+        return try JournalReader.read(fd, id: id, keys: keys, name: "journal", apply: { _, _, _ in })
+    }
+
+    func change(_ path: String, _ edit: (inout [UInt8]) -> Void) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        edit(&bytes)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    func testNoRecordBeginsWithAZeroByte() throws {
+        let (path, starts) = try journal(records: 300, size: 1)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        XCTAssertFalse(starts.contains { bytes[$0] == 0 }, "1 record in 256 would, were the first byte not chosen")
+        XCTAssertEqual(try end(of: path), JournalEnd(records: 300, offset: Int64(bytes.count), cutBytes: 0))
+    }
+
+    /// A kill between the append's two writes, or during the first (between pages, or before
+    /// the header was whole), leaves the first byte zero and up to one record after it.
+    func testAnAppendStoppedBeforeItsLastByteIsUnfinished() throws {
+        let (path, starts) = try journal(records: 3)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        for cut in [size, starts[2] + 4096, starts[2] + 50, starts[2] + 20, starts[2] + 1] {
+            let copy = folder + "/copy"
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            try change(copy) { bytes in
+                bytes[starts[2]] = 0
+                bytes.removeLast(size - cut)
+            }
+            let end = try end(of: copy)
+            XCTAssertEqual(end.records, 2, "cut at \(cut)")
+            XCTAssertEqual(end.cutBytes, Int64(cut - starts[2]))
+            XCTAssertTrue(end.unfinished, "cut at \(cut)")
+        }
+    }
+
+    /// A journal cut inside a whole record (a copy still arriving, a restore cut short, a cut):
+    /// its first byte is there, so it is a cut, reported, and never taken for an unfinished append.
+    func testAWholeRecordCutShortIsACut() throws {
+        let (path, starts) = try journal(records: 3)
+        try change(path) { $0.removeLast($0.count - (starts[2] + 4096)) }
+        let end = try end(of: path)
+        XCTAssertEqual(end.records, 2)
+        XCTAssertEqual(end.cutBytes, 4096)
+        XCTAssertFalse(end.unfinished)
+    }
+
+    /// Zeros over a record's first byte with more than one record after it are no append of
+    /// the writer's: the journal is damaged, not silently shorter.
+    func testAZeroFirstByteFollowedByMoreThanOneRecordIsDamage() throws {
+        let (path, starts) = try journal(records: 3)
+        try change(path) { $0[starts[1]] = 0 }
+        XCTAssertThrowsError(try end(of: path)) { error in
+            guard case MetadataError.damaged = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    /// A tail of zeros alone (a file system that grew the file but never wrote it, at a power
+    /// cut) authenticates as no record: a cut, reported as before.
+    func testATailOfZerosIsACut() throws {
+        let (path, _) = try journal(records: 2)
+        try change(path) { $0 += [UInt8](repeating: 0, count: 5000) }
+        let end = try end(of: path)
+        XCTAssertEqual(end.records, 2)
+        XCTAssertEqual(end.cutBytes, 5000)
+        XCTAssertFalse(end.unfinished)
+    }
+
+    /// The zeroed first byte of a record that is not the next one (its header authenticates
+    /// under another index) is not taken for an unfinished append either.
+    func testAnotherRecordsHeaderAfterAZeroByteIsDamage() throws {
+        let (path, starts) = try journal(records: 3)
+        try change(path) { bytes in
+            let third = Array(bytes[starts[2]...])
+            bytes.removeLast(bytes.count - starts[1])
+            bytes += third
+            bytes[starts[1]] = 0
+        }
+        XCTAssertThrowsError(try end(of: path))
+    }
+}
