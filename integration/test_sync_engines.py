@@ -1079,6 +1079,9 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
     for journal in journals:
         (remote / journal).unlink()
     assert list(remote.glob("??/*")), "no object is left on the remote"
+    r = make_device(narnia_bin, tmp_path, "early", remote).c("ls /")
+    assert r.rc == 1 and "narnia: error: the vault's store is incomplete: it holds a key file but no journal" in r.err, r.describe()
+    assert "run that sync again from the device that sent it" in r.err, "opened before the rerun: said what it is (AW-3)" + r.describe()
     for key_file in [p for p in remote.iterdir() if p.is_file()]:
         key_file.unlink()
     a.sync(str(remote))

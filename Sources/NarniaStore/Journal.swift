@@ -15,11 +15,14 @@ public enum MetadataError: Error, CustomStringConvertible {
     /// and another key file, which it does not open, holds the rest: rotations on two devices
     /// at once with different passphrases, and no terminal to ask for the other one.
     case needsAnotherPassphrase([Identifier])
+    /// A key file and no whole journal: a store still arriving through a sync engine, a first
+    /// `sync` to it cut short, or one whose journals were removed. The vault refuses to open.
+    case incomplete(String)
 
     /// True when the passphrase given is the wrong one for this vault as it now is.
     public var isAboutThePassphrase: Bool {
         switch self {
-        case .damaged: false
+        case .damaged, .incomplete: false
         case .unknownMasterKey, .needsAnotherPassphrase: true
         }
     }
@@ -27,6 +30,7 @@ public enum MetadataError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .damaged(let why): return "the vault's metadata is damaged (\(why))"
+        case .incomplete(let what): return "the vault's store is incomplete: it holds a key file but \(what)"
         case .unknownMasterKey(let journals):
             return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (\(Self.named(journals)) cannot be read)"
         case .needsAnotherPassphrase(let journals):

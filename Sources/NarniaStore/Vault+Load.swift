@@ -84,8 +84,8 @@ extension Vault {
         }
         guard unreadable.isEmpty else { throw MetadataError.unknownMasterKey(unreadable) }
         guard !journals.isEmpty || upgrading else {
-            if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.damaged(empty) }
-            throw MetadataError.damaged("no journal is present; if the store is still arriving through a sync, wait for it")
+            if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.incomplete("its only \(empty)") }
+            throw MetadataError.incomplete("no journal")
         }
         try state.addConflictCopies()
         computeKnowledge()

@@ -251,7 +251,7 @@ public final class Vault {
     /// With a `budget` (the door), only key files of the newest `budget.count` salts are tried,
     /// adopting derives nothing more, and `budget.spent` counts the derivations made.
     /// - Throws: `VaultError.noVault`, `.wrongPassphrase`, `.refusedLimits`, `.locked`,
-    ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `.unknownMasterKey`,
+    ///   `.unsafeDirectory`, `.damagedKeyFile`, `MetadataError.damaged`, `.incomplete`, `.unknownMasterKey`,
     ///   `StoreFileError`, `SystemError`.
     public static func open(at directory: String, passphrase: Secret, notice: ((String) -> Void)? = nil,
                             anotherPassphrase: (() -> Secret?)? = nil, budget: DerivationBudget? = nil) throws -> Vault {

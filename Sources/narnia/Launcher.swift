@@ -342,6 +342,9 @@ struct Launcher {
                 Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
             } catch let e as MetadataError {
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
+                if case .incomplete = e {
+                    Launcher.fail(describe(e), hint: "nothing was changed; a store still arriving through a sync engine, or one a first 'sync' to it left cut short: wait for it, or run that sync again from the device that sent it; if neither, its journals were removed: open a copy from another device or a backup", status: 1)
+                }
                 Launcher.fail(describe(e), hint: "nothing was changed; open a copy from another device or a backup restored to a new folder (man narnia: USING A VAULT ON SEVERAL DEVICES)", status: 1)
             } catch {
                 Launcher.fail(describe(error), status: 1)
