@@ -467,6 +467,14 @@ def test_set_remove_originals(vault, host):
     assert r.rc == 1 and "--move and --keep cannot both be given" in r.err and f.exists(), r.describe()
 
 
+def test_set_lists_one_key_value_line_each_without_a_trailing_space(vault):
+    """Review AX (7.7): an unset viewer key was listed as `viewer.video ` (a trailing space),
+    awkward for `read key value` in a script; it is `viewer.video` alone."""
+    lines = vault.ok("set").out_lines
+    assert "viewer.video" in lines and "remove-originals off" in lines, lines
+    assert not [l for l in lines if l != l.rstrip()], lines
+
+
 def test_import_stdin(vault):
     data = os.urandom(3 * MIB + 5)
     r = vault.c("mkdir /cap; cd /cap; import - captured.bin", input=data, timeout=120)
@@ -554,6 +562,14 @@ def test_import_relative_to_lcd(vault, host):
     (host / "rel.txt").write_bytes(b"rel")
     vault.ok(f"lcd {q(str(host))}; import rel.txt")
     assert vault.ok("cat /rel.txt").outb == b"rel", "relative host paths are relative to lcd"
+
+
+def test_export_relative_to_lcd_reports_the_host_path_as_typed(vault, host):
+    """Review AX (7.16): `export /s.txt out.txt` after `lcd` reported `./out.txt`."""
+    vault.ok("import - s.txt", input=b"s")
+    r = vault.ok(f"lcd {q(str(host))}; export /s.txt out.txt")
+    assert r.out_lines == ["exported /s.txt -> out.txt"], r.describe()
+    assert (host / "out.txt").read_bytes() == b"s"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -956,7 +972,13 @@ def test_help(vault):
     assert "mkdir" in r.out and "-p" in r.out, "help mkdir shows its usage" + r.describe()
     r = vault.ok("help export")
     assert "--force" in r.out, "help export shows --force" + r.describe()
+    # mget takes every operand as a vault path: its own usage, without HOSTDEST (review AX).
+    assert vault.ok("help mget").out_lines[:2] == [
+        "usage: export [-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]",
+        "       mget [-f|--force] [--skip-existing] [-v|-q] PATH..."]
     vault.fails("help no-such-command", "help")
+    r = vault.c("help ls cd")
+    assert r.rc == 1 and "help: too many arguments" in r.err and "usage: help [COMMAND]" in r.err, r.describe()
 
 
 def test_exit_and_quit_stop_the_run(vault):

@@ -289,6 +289,16 @@ def test_a_device_name_with_a_slash_is_refused(narnia):
     assert all(json.loads(l)["name"] != "x/y" for l in narnia.ok("devices --json").out_lines)
 
 
+def test_json_goes_with_the_device_list_only(narnia):
+    """Review AX (7.8): `devices --json name x` renamed the device and ignored `--json`."""
+    narnia.init()
+    before = narnia.ok("devices --json").out
+    for line in ("devices --json name x", "devices --json forget x"):
+        r = narnia.c(line)
+        assert r.rc == 1 and "--json goes with the list only" in r.err and "usage: devices" in r.err, r.describe()
+    assert narnia.ok("devices --json").out == before
+
+
 def test_a_copy_not_yet_written_to_lists_this_device_first(narnia, host):
     narnia.init()
     narnia.ok("mkdir /a")

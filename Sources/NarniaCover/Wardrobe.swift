@@ -416,6 +416,8 @@ public final class Wardrobe {
     }
 
     static func exit(_ w: Wardrobe, _ a: ParsedArguments) throws {
+        // As the vault shell's `exit`: a status given is refused, not quietly dropped.
+        guard a.operandTexts.isEmpty else { throw CommandFailure("too many arguments", hint: "usage: exit") }
         w.exitRequested = true
     }
 

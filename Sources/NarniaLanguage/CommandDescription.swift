@@ -30,6 +30,9 @@ public protocol CommandDescription {
     var aliases: [String] { get }
     /// The usage line after the name, as in `help` and the man page.
     var usage: String { get }
+    /// The usage of an alias that takes other operands (`mget PATH...`, where `export` takes a
+    /// HOSTDEST last), by alias.
+    var aliasUsages: [String: String] { get }
     /// One line for `help`.
     var abstract: String { get }
     /// A few sentences for `help CMD`.
@@ -41,6 +44,14 @@ public protocol CommandDescription {
 
 extension CommandDescription {
     public var exclusive: [[String]] { [] }
+    public var aliasUsages: [String: String] { [:] }
+
+    /// The usage line of the command as `typed` (its name or an alias): `usage: mget PATH...`.
+    public func usageLine(as typed: String) -> String {
+        let name = aliases.contains(typed) ? typed : self.name
+        let operands = aliasUsages[name] ?? usage
+        return "usage: \(name)\(operands.isEmpty ? "" : " " + operands)"
+    }
 }
 
 /// A command's words after flag parsing.

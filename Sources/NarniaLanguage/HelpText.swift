@@ -19,9 +19,13 @@ public enum HelpText {
         return lines
     }
 
-    /// `help CMD`: usage, aliases, abstract, details and one line per flag.
+    /// `help CMD`: usage (and that of an alias taking other operands), aliases, abstract,
+    /// details and one line per flag.
     public static func page(_ command: any CommandDescription, width: Int) -> [String] {
-        var lines = ["usage: \(command.name)\(command.usage.isEmpty ? "" : " " + command.usage)"]
+        var lines = [command.usageLine(as: command.name)]
+        for alias in command.aliases where command.aliasUsages[alias] != nil {
+            lines.append("       " + command.usageLine(as: alias).dropFirst("usage: ".count))
+        }
         if !command.aliases.isEmpty { lines.append("also: \(command.aliases.joined(separator: ", "))") }
         lines += ["", command.abstract]
         if !command.details.isEmpty {

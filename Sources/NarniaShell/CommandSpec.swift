@@ -12,6 +12,7 @@ public struct CommandSpec: CommandDescription, Sendable {
     public let aliases: [String]
     /// The usage line after the name, as in `help` and the man page.
     public let usage: String
+    public let aliasUsages: [String: String]
     /// One line for `help`.
     public let abstract: String
     /// A few sentences for `help CMD`.
@@ -24,12 +25,13 @@ public struct CommandSpec: CommandDescription, Sendable {
     public let exclusive: [[String]]
     let run: @Sendable (Session, ParsedArguments) throws -> Void
 
-    init(_ name: String, aliases: [String] = [], usage: String = "", abstract: String, details: String = "",
-         flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [], lastOperandIsHost: Bool = false,
-         run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
+    init(_ name: String, aliases: [String] = [], usage: String = "", aliasUsages: [String: String] = [:], abstract: String,
+         details: String = "", flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [],
+         lastOperandIsHost: Bool = false, run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
         self.usage = usage
+        self.aliasUsages = aliasUsages
         self.abstract = abstract
         self.details = details
         self.flags = flags

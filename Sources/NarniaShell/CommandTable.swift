@@ -33,7 +33,8 @@ public enum CommandTable {
                   .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
           exclusive: [["--move", "--keep"], ["-v", "-q"]],
           operands: [.hostPath], run: Transfer.importCommand),
-        CommandSpec("export", aliases: ["get", "mget"], usage: "[-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]", abstract: "copy vault items out to the host",
+        CommandSpec("export", aliases: ["get", "mget"], usage: "[-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]",
+          aliasUsages: ["mget": "[-f|--force] [--skip-existing] [-v|-q] PATH..."], abstract: "copy vault items out to the host",
           details: "HOSTDEST may be an existing host folder, or a new path for a single item; without it, items go into the current host folder (see lcd), as sftp's get does. With two operands or more the last is HOSTDEST, but for 'mget', which takes every operand as a vault path and exports into the current host folder, as sftp's mget does. An existing host file is never replaced without --force; with --skip-existing a host file of the same name, size and modification time (to 2 s) is left as it is. No partial file is left behind (but after kill -9 on a file system without unnamed files: see the man page). Files are made 0600, folders 0700; a destination inside the vault's own store is refused.",
           flags: [.flag("--force", "replace existing host files"), .flag("-f", "the same as --force"),
                   .flag("--skip-existing", "leave host files of the same name, size and modification time"),
@@ -102,8 +103,7 @@ public enum CommandTable {
 
     /// `usage: NAME USAGE` for a hint, as `help NAME` gives it.
     static func usage(of name: String) -> String {
-        guard let spec = find(name) else { return "usage: \(name)" }
-        return spec.usage.isEmpty ? "usage: \(spec.name)" : "usage: \(spec.name) \(spec.usage)"
+        find(name)?.usageLine(as: name) ?? "usage: \(name)"
     }
 
     /// The one refusal of operands beyond those `name` takes: "too many arguments", with its

@@ -38,14 +38,15 @@ extension Maintenance {
         switch a.operands.count {
         case 0:
             // On a terminal an unset setting says so, with its default (an empty viewer
-            // command means narnia's own choice); scripts get `KEY VALUE` lines.
+            // command means narnia's own choice); scripts get `KEY VALUE` lines, `KEY` alone
+            // for an empty value (no trailing space).
             for spec in Settings.all {
                 if let value = s.vault.settings[spec.key] {
                     s.out.line("\(spec.key) \(value)")
                 } else if s.out.isTerminal {
                     s.out.line("\(spec.key) \(spec.defaultValue.isEmpty ? "(not set: narnia's own choice)" : "\(spec.defaultValue) (not set: the default)")")
                 } else {
-                    s.out.line("\(spec.key) \(spec.defaultValue)")
+                    s.out.line(spec.defaultValue.isEmpty ? spec.key : "\(spec.key) \(spec.defaultValue)")
                 }
             }
             for (key, value) in s.vault.settings.sorted(by: { $0.key < $1.key })

@@ -151,6 +151,15 @@ final class WardrobeTests: XCTestCase {
         XCTAssertTrue(fails(w, c, "rm nothing").contains("no tab or garment"))
     }
 
+    /// `exit 3` closed the wardrobe with status 0, where the vault shell refuses it (review AX).
+    func testExitTakesNoStatus() {
+        let (w, c) = wardrobe()
+        XCTAssertTrue(fails(w, c, "exit 3").contains("too many arguments"))
+        XCTAssertFalse(w.exitRequested)
+        _ = ok(w, c, "quit")
+        XCTAssertTrue(w.exitRequested)
+    }
+
     func testTopListingCountsGarmentsOnATerminal() throws {
         var closet = Closet()
         try closet.add(Garment(name: "a"), to: .tops)

@@ -5,6 +5,9 @@ import NarniaStore
 enum Devices {
     static func run(_ s: Session, _ a: ParsedArguments) throws {
         let words = a.operands.map(\.text)
+        if let action = words.first, ["name", "forget"].contains(action), a.has("--json") {
+            throw CommandFailure("--json goes with the list only, not with '\(action)'", hint: "usage: devices [--json] | name NEW | forget NAME|ID")
+        }
         switch words.first {
         case nil:
             list(s, json: a.has("--json"))

@@ -34,9 +34,11 @@ final class HostFolder {
         self.display = display
     }
 
-    /// The host path of `components` below the top, for messages.
+    /// The host path of `components` below the top, for messages: below the current host
+    /// folder as typed (`out.txt`, not `./out.txt`: review AX).
     func path(_ components: [String]) -> String {
-        components.reduce(display) { $0.hasSuffix("/") ? $0 + $1 : $0 + "/" + $1 }
+        if display == "." && !components.isEmpty { return components.joined(separator: "/") }
+        return components.reduce(display) { $0.hasSuffix("/") ? $0 + $1 : $0 + "/" + $1 }
     }
 
     /// The folder at `components`, opened without following links; made (mode 0700) when

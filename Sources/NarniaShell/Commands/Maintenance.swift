@@ -71,7 +71,7 @@ enum Maintenance {
     static func help(_ s: Session, _ a: ParsedArguments) throws {
         let width = HelpText.width(terminalColumns: s.out.isTerminal ? terminalWidth() : nil)
         let lines: [String]
-        guard a.operands.count <= 1 else { throw CommandFailure("takes at most one command name", hint: CommandTable.usage(of: "help")) }
+        guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "help") }
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
             lines = HelpText.page(spec, width: width)

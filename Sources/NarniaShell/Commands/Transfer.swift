@@ -96,7 +96,7 @@ enum Transfer {
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else {
-            throw CommandFailure("missing path", hint: a.typedName == "mget" ? "usage: mget [-f|--force] [--skip-existing] [-v|-q] PATH..." : CommandTable.usage(of: "export"))
+            throw CommandFailure("missing path", hint: CommandTable.usage(of: a.typedName == "mget" ? "mget" : "export"))
         }
         // One operand: into the current host folder (`lcd`), as sftp's get does; and every
         // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
@@ -121,7 +121,7 @@ enum Transfer {
             throw CommandFailure("\(s.err.name(dest)): \(there ? "not a folder" : "no such folder")")
         }
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
-        guard FileSystem.isDirectory(base) else { throw CommandFailure("\(base): no such folder") }
+        guard FileSystem.isDirectory(base) else { throw CommandFailure("\(s.err.name(base)): no such folder") }
         // Plaintext in the store would travel with it to every device and cloud it syncs to, and
         // `--force` could replace the key file, the only way in.
         if let store = HostFileIdentity(of: s.vault.directory), HostFileIdentity.isInStore(base, store: store, marker: s.vault.keyFileName) {
