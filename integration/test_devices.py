@@ -458,6 +458,16 @@ def killed_before_the_last_byte_of_its_record(n: Narnia, command: str):
     assert r.returncode != 0, "the command was not killed"
 
 
+def import_600_files_into_t(n: Narnia, host: Path) -> tuple[Path, int]:
+    """Imports 600 small files as /t: their `rm -r` writes one record of about 20 KB, appended
+    to the journal. Returns the journal and its size."""
+    batch = host / "t"
+    batch.mkdir()
+    for i in range(600):
+        (batch / f"file-{i:04d}-{'x' * 20}.txt").write_bytes(b"%d\n" % i)
+    return own_journal(n, f"import -q {q(str(batch))}")
+
+
 @pytest.mark.parametrize("torn", ["between-the-writes", "between-pages"])
 def test_the_record_of_a_removal_killed_while_it_was_written_is_cut_off(narnia, host, torn):
     """Review AY-1: the record of `rm -r` of many items names no new object, so nothing but the
@@ -466,11 +476,7 @@ def test_the_record_of_a_removal_killed_while_it_was_written_is_cut_off(narnia, 
     stops a large write) leaves the vault as before the `rm`, without a word, and `verify`
     passes; before, the open warned of a cut journal and the first `verify` failed."""
     narnia.init()
-    batch = host / "t"
-    batch.mkdir()
-    for i in range(600):
-        (batch / f"file-{i:04d}-{'x' * 20}.txt").write_bytes(b"%d\n" % i)
-    journal, size_before = own_journal(narnia, f"import -q {q(str(batch))}")
+    journal, size_before = import_600_files_into_t(narnia, host)
     killed_before_the_last_byte_of_its_record(narnia, "rm -r /t")
     size_killed = journal.stat().st_size
     assert size_killed - size_before > 8192, "the rm's record was not appended to the journal"
@@ -491,11 +497,7 @@ def test_another_devices_unfinished_record_is_no_failure_of_verify(narnia, host)
     and passes (its device cuts it off at its next open)."""
     narnia.init()
     b = device(narnia, host / "B")
-    batch = host / "t"
-    batch.mkdir()
-    for i in range(600):
-        (batch / f"file-{i:04d}-{'x' * 20}.txt").write_bytes(b"%d\n" % i)
-    journal, _ = own_journal(narnia, f"import -q {q(str(batch))}")
+    journal, _ = import_600_files_into_t(narnia, host)
     killed_before_the_last_byte_of_its_record(narnia, "rm -r /t")
     shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # a sync engine carries it
     r = b.c("verify")

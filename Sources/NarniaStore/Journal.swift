@@ -201,22 +201,20 @@ enum JournalReader {
         var offset: Int64 = 0
         var index: UInt64 = 0
         var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
-        func end() -> JournalEnd { JournalEnd(records: index, offset: offset, cutBytes: size - offset) }
+        func end(unfinished: Bool = false) -> JournalEnd {
+            JournalEnd(records: index, offset: offset, cutBytes: size - offset, unfinished: unfinished)
+        }
         while offset < size {
             let remaining = size - offset
             if remaining < Int64(JournalKeys.headerLength) {
                 var first: UInt8 = 0xff
                 _ = try withUnsafeMutableBytes(of: &first) { try fd.preadFully(into: $0.baseAddress!, count: 1, offset: offset) }
-                var short = end()
-                short.unfinished = first == 0
-                return short
+                return end(unfinished: first == 0)
             }
             _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: offset) }
             guard let length = keys.openHeader(header, journal: id, index: index) else {
                 if isUnfinishedAppend(header, remaining: remaining, keys: keys, journal: id, index: index) {
-                    var unfinished = end()
-                    unfinished.unfinished = true
-                    return unfinished
+                    return end(unfinished: true)
                 }
                 // At the end, a header that does not authenticate is a torn write only when
                 // nothing could follow it: too few bytes for any record, or all zeros.

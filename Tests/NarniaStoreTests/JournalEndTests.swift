@@ -46,6 +46,15 @@ final class JournalEndTests: XCTestCase {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
+    /// The journal at `path` reads as `records` whole records and a cut of `bytes` (reported),
+    /// not an unfinished append.
+    func assertCut(_ path: String, records: UInt64, bytes: Int64, line: UInt = #line) throws {
+        let end = try end(of: path)
+        XCTAssertEqual(end.records, records, line: line)
+        XCTAssertEqual(end.cutBytes, bytes, line: line)
+        XCTAssertFalse(end.unfinished, line: line)
+    }
+
     func testNoRecordBeginsWithAZeroByte() throws {
         let (path, starts) = try journal(records: 300, size: 1)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -78,10 +87,7 @@ final class JournalEndTests: XCTestCase {
     func testAWholeRecordCutShortIsACut() throws {
         let (path, starts) = try journal(records: 3)
         try change(path) { $0.removeLast($0.count - (starts[2] + 4096)) }
-        let end = try end(of: path)
-        XCTAssertEqual(end.records, 2)
-        XCTAssertEqual(end.cutBytes, 4096)
-        XCTAssertFalse(end.unfinished)
+        try assertCut(path, records: 2, bytes: 4096)
     }
 
     /// Zeros over a record's first byte with more than one record after it are no append of
@@ -99,10 +105,7 @@ final class JournalEndTests: XCTestCase {
     func testATailOfZerosIsACut() throws {
         let (path, _) = try journal(records: 2)
         try change(path) { $0 += [UInt8](repeating: 0, count: 5000) }
-        let end = try end(of: path)
-        XCTAssertEqual(end.records, 2)
-        XCTAssertEqual(end.cutBytes, 5000)
-        XCTAssertFalse(end.unfinished)
+        try assertCut(path, records: 2, bytes: 5000)
     }
 
     /// The zeroed first byte of a record that is not the next one (its header authenticates
