@@ -22,7 +22,7 @@ import pytest
 
 from harness import Narnia, padme, q
 from terminal import Terminal
-from test_opacity import STRONG_FORMATS, TEXT_FORMATS
+from test_opacity import STRONG_FORMATS, TEXT_FORMATS, names_a_format
 from test_devices import device, syncthing_merge
 
 HEADER = 4096
@@ -351,7 +351,7 @@ def test_drop_files_are_opaque(vault, host):
     top_bits = Counter(b[31] >> 7 for b in blobs)
     assert set(top_bits) == {0, 1}, "the ephemeral key's top bit is random, as in random bytes"
     out = subprocess.run(["file", "-b"] + [str(vault.vault / p) for p in paths], capture_output=True, text=True).stdout
-    found = [line for line in out.splitlines() if any(f in line for f in STRONG_FORMATS + TEXT_FORMATS)]
+    found = [line for line in out.splitlines() if names_a_format(line, STRONG_FORMATS + TEXT_FORMATS)]
     assert not found, f"file(1) recognises drops: {found}"
 
 
