@@ -502,3 +502,34 @@ def test_a_file_named_as_a_copy_of_a_retired_journal_that_does_not_open_goes_wit
     assert not junk.exists() and not (narnia.vault / journal).exists()
     assert not list(remote.glob(journal + "*")), "nothing of it is left on the remote"
     narnia.ok("verify", passphrase=new)
+
+
+def test_a_remote_copy_of_this_devices_journal_caught_while_it_appended_is_no_fork(narnia, host, tmp_path):
+    """Review AZ-3: a copy of this device's journal that the user's own copier carried to the
+    remote while narnia appended holds the new record without its first byte (written after
+    the rest) and maybe without its end. It is an older copy of the journal here, not a fork:
+    `sync` extends it, says nothing and keeps no conflict copy; before, it took the torn copy
+    for a fork (the real journal became a conflict copy, a cut was reported, and this device
+    went on in a new journal)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok("mkdir /a")
+    sizes = journal_sizes(narnia.vault)
+    narnia.ok(f"sync {q(str(remote))}")
+    narnia.ok("mkdir /b")
+    grown = [p for p, size in journal_sizes(narnia.vault).items() if size > sizes.get(p, size)]
+    assert len(grown) == 1, "mkdir appended to one journal"
+    journal = grown[0]
+    whole = (narnia.vault / journal).read_bytes()
+    torn = bytearray(whole[:-20])
+    torn[sizes[journal]] = 0   # the record of mkdir /b, caught before its first byte
+    (remote / journal).write_bytes(torn)
+    narnia.ok("mkdir /c")
+    r = narnia.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert r.out_lines[-4:] == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
+    assert not any("warning" in l for l in r.err_lines), r.describe()
+    assert not [p for p in narnia.vault.rglob("*") if "conflict" in p.name], "no conflict copy"
+    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), "the remote's copy is extended"
+    narnia.ok("mkdir /d")
+    assert journal_sizes(narnia.vault).keys() == sizes.keys(), "no new journal: mkdir appends to the same one"

@@ -250,8 +250,8 @@ extension Vault {
                 if local >= size { return .hereIsLonger }
             case .journal:
                 let forks = local >= size
-                    ? !(try Self.isPrefix(received, of: target, length: size))
-                    : !(try Self.isPrefix(target, of: received, length: local))
+                    ? !(try Self.isPrefix(received, of: target, length: size, unfinishedAppend: true))
+                    : !(try Self.isPrefix(target, of: received, length: local, unfinishedAppend: true))
                 if forks && !file.isCopy {
                     try Self.keepAsCopy(target, target + conflictSuffix)
                     try FileSystem.rename(received, target)
@@ -333,16 +333,26 @@ extension Vault {
         try FileSystem.makeDurable(files: [], folders: shards.sorted() + [layout.root], on: lockHandle)
     }
 
-    /// True when the first `length` bytes of `path` and of `longer` are the same.
-    static func isPrefix(_ path: String, of longer: String, length: Int64) throws -> Bool {
+    /// True when the first `length` bytes of `path` and of `longer` are the same; with
+    /// `unfinishedAppend`, also when they differ in one byte only, zero in `path`: a copy of a
+    /// journal taken while its device appended holds the new record's first byte as zero
+    /// (`JournalWriter.append` writes it after the rest), which `longer` holds finished (two
+    /// versions of a record differ in their whole random nonce; review AZ-3).
+    static func isPrefix(_ path: String, of longer: String, length: Int64, unfinishedAppend: Bool = false) throws -> Bool {
         let a = try FileDescriptor.open(path, .readOnly, options: .noFollow), b = try FileDescriptor.open(longer, .readOnly, options: .noFollow)
         var done: Int64 = 0
+        var unfinishedByte = !unfinishedAppend
         var x = [UInt8](repeating: 0, count: 1 << 16), y = x
         while done < length {
             let n = Int(min(Int64(x.count), length - done))
             let ra = try x.withUnsafeMutableBytes { try a.preadFully(into: $0.baseAddress!, count: n, offset: done) }
             let rb = try y.withUnsafeMutableBytes { try b.preadFully(into: $0.baseAddress!, count: n, offset: done) }
-            guard ra == n, rb == n, x[0..<n] == y[0..<n] else { return false }
+            guard ra == n, rb == n else { return false }
+            if x[0..<n] != y[0..<n] {
+                let differing = (0..<n).filter { x[$0] != y[$0] }
+                guard !unfinishedByte, differing.count == 1, x[differing[0]] == 0 else { return false }
+                unfinishedByte = true
+            }
             done += Int64(n)
         }
         return true
