@@ -149,8 +149,9 @@ struct JournalEnd: Equatable {
     var cutBytes: Int64
     /// True when those bytes are the journal's writer's last `append`, stopped before it
     /// finished (a kill or crash): a zero byte where the next record begins (the byte an
-    /// append writes last), then no more than one record sealed as that record. Such a record
-    /// was never durable, so never reported done.
+    /// append writes second), then no more than one record sealed as that record; or that
+    /// record whole but for its last byte (written last). Such a record was never durable,
+    /// so never reported done.
     var unfinished = false
 }
 
@@ -225,7 +226,9 @@ enum JournalReader {
                 throw MetadataError.damaged("\(name), record \(index) does not authenticate")
             }
             let bodyLength = Int64(length) + Int64(AEAD.tagLength)
-            if remaining < Int64(JournalKeys.headerLength) + bodyLength { return end() }
+            let recordLength = Int64(JournalKeys.headerLength) + bodyLength
+            // One byte short: an append stopped before its last write (see `JournalWriter.append`).
+            if remaining < recordLength { return end(unfinished: remaining == recordLength - 1) }
             var body = [UInt8](repeating: 0, count: Int(bodyLength))
             _ = try body.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: Int(bodyLength), offset: offset + Int64(JournalKeys.headerLength)) }
             let payloadLength: Int
@@ -249,11 +252,11 @@ enum JournalReader {
 
     /// True when `header`, at the end of a journal with `remaining` bytes from it to the end,
     /// begins the writer's last append, stopped before it finished: its first byte is zero
-    /// (an append writes that byte last, and a sealed record's is never zero), the rest of the
-    /// header authenticates as record `index` with some other first byte, and no more than
-    /// that one record follows. A journal cut inside a whole record, a copy still arriving
-    /// (sequential copies bring the first byte with the header) and zeros written over more
-    /// than one record (damage) are not.
+    /// (an append writes it after all but the last byte, and a sealed record's is never
+    /// zero), the rest of the header authenticates as record `index` with some other first
+    /// byte, and no more than that one record follows. A journal cut inside a whole record
+    /// (but for its very last byte), a copy still arriving (sequential copies bring the first
+    /// byte with the header) and zeros written over more than one record (damage) are not.
     private static func isUnfinishedAppend(_ header: [UInt8], remaining: Int64, keys: JournalKeys,
                                            journal: Identifier, index: UInt64) -> Bool {
         guard header[0] == 0 else { return false }
@@ -291,6 +294,10 @@ final class JournalWriter {
     private let keys: JournalKeys
     private(set) var recordCount: UInt64
     private(set) var endOffset: Int64
+    /// True when an append failed and so did cutting the file back: its bytes after
+    /// `endOffset` are cut before the next append, which fails if that fails again. (Left
+    /// there, a shorter next record left the failed one's end after it: damage; review AZ-6.)
+    private var failedAppendLeftBytes = false
     /// Where a new journal waits for its first record, which gives it its name.
     private enum Naming {
         /// Under its name already.
@@ -359,18 +366,28 @@ final class JournalWriter {
     /// durable is named for `abandon`, which takes the name back: cut to nothing under it, it
     /// was reported by every device at every open, for good (review AD).
     ///
-    /// The record's first byte, never zero, is written last, by a write of its own: a kill
-    /// stops a large write between pages (review AW), and a record stopped so, or between the
-    /// two writes, then begins with a zero byte, which tells the next open that it was never
-    /// finished (`JournalEnd.unfinished`), where a journal cut after its records were whole
-    /// does not (review AY).
+    /// The record is written in three writes: all but its first and last bytes, then its
+    /// first byte (never zero), then its last. A kill stops a large write between pages
+    /// (review AW): a record stopped in or after the first write begins with a zero byte,
+    /// and one stopped before the last write is one byte short of its length; either tells
+    /// the next open that it was never finished (`JournalEnd.unfinished`), where a journal
+    /// cut after its records were whole does not (review AY). The file reaches its new size
+    /// only with the last byte, so that a backup or sync engine that copies it meanwhile sees
+    /// it change size once more, and copies it again (one that compares size and time kept a
+    /// copy taken between two writes of one size and, on coarse clocks, one time: review AZ).
     func append(_ payload: [UInt8]) throws {
+        if failedAppendLeftBytes {
+            try fd.truncate(to: endOffset)
+            failedAppendLeftBytes = false
+        }
         var record = keys.seal(payload, journal: id, index: recordCount)
         defer { record.withUnsafeMutableBytes { wipe($0) } }
         do {
             try record.withUnsafeBytes { r in
-                try fd.pwriteAll(r.baseAddress! + 1, count: r.count - 1, offset: endOffset + 1)
+                let last = r.count - 1
+                try fd.pwriteAll(r.baseAddress! + 1, count: last - 1, offset: endOffset + 1)
                 try fd.pwriteAll(r.baseAddress!, count: 1, offset: endOffset)
+                try fd.pwriteAll(r.baseAddress! + last, count: 1, offset: endOffset + Int64(last))
             }
             try fd.dataSync()
             switch naming {
@@ -389,7 +406,7 @@ final class JournalWriter {
                 try? FileSystem.removeDirectory(folder)
             }
         } catch {
-            try? fd.truncate(to: endOffset)
+            if (try? fd.truncate(to: endOffset)) == nil { failedAppendLeftBytes = true }
             throw error
         }
         endOffset += Int64(record.count)

@@ -259,8 +259,14 @@ extension Vault {
     private func chooseAppendTarget() {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
-            guard let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) else { continue }
-            if removeRecordOfKilledCommit(from: file, end: end) { continue }
+            guard let end = file.end, end.cutBytes > 0 else { continue }
+            // Tried at every open until it is done, said once: no device read that record whole.
+            if isRecordOfKilledCommit(file, end: end) {
+                if removeRecordOfKilledCommit(from: file, end: end) || state.notedTails.contains(file.id) { continue }
+                warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished (no change reported done is missing); they could not be cut off now (another program has the journal open, or the store is not on a local disk), so they are kept, and cut off at an open that can")
+                continue
+            }
+            guard !state.notedTails.contains(file.id) else { continue }
             ownRecordsMayBeLost = true
             newlyFoundCuts.insert(file.id)
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
@@ -271,24 +277,32 @@ extension Vault {
         journal = try? JournalWriter.reopen(id: newest.id, path: layout.root + "/" + path, keys: journalKeys, end: end)
     }
 
-    /// Cuts off the tail of this device's newest journal when it is the record of a commit
-    /// that a kill or crash stopped while the record was written (a `kill -9` during a large
-    /// record's write leaves part of it: review AW), and returns true. That commit never
-    /// finished, so nothing of it was reported; objects it wrote are then leftovers, deleted
-    /// as those of any batch that never committed.
+    /// True when the tail of this device's journal `file` is the record of a commit that a
+    /// kill or crash stopped while the record was written (a `kill -9` during a large
+    /// record's write leaves part of it: review AW). That commit never finished, so nothing
+    /// of it was reported.
     ///
-    /// The tail says so itself (`JournalEnd.unfinished`: the byte an append writes last is
-    /// missing), where a journal cut after its records were whole does not. It is cut only in
-    /// the newest journal, holding this device's latest record as far as any device or copy
-    /// knows, not forked, on a local file system, when the kernel grants a write lease on it
-    /// (no other descriptor has it open; none can open it until the cut is durable) and it is
-    /// as long as when it was read: a copy still arriving whose copier brings bytes out of
-    /// order is not cut, and on FUSE, NFS or SMB, where a copier on another machine holds no
-    /// lease here, nothing is (review AY). Otherwise the tail is reported and kept.
+    /// The tail says so itself (`JournalEnd.unfinished`: the first byte an append writes
+    /// after the rest is zero, or the last byte, written last, is missing), where a journal
+    /// cut after its records were whole does not. And the journal must be the newest, holding
+    /// this device's latest record as far as any device or copy knows, or one this device went
+    /// on after in its next journal without that record (the tail could not be cut at the
+    /// open after the kill: review AZ-4); under the current master key, and not forked.
+    private func isRecordOfKilledCommit(_ file: JournalFile, end: JournalEnd) -> Bool {
+        guard end.unfinished, file.underCurrentMaster, end.records == file.records, newOwnForks.isEmpty else { return false }
+        if file.id == newestOwnJournal?.id { return file.lastSeq == lastSeq }
+        return journals.values.contains { $0.device == device && $0.id != file.id && $0.previousSeq == file.lastSeq }
+    }
+
+    /// Cuts off the tail of `file` that `isRecordOfKilledCommit` found, and returns true;
+    /// objects that commit wrote are then leftovers, deleted as those of any batch that never
+    /// committed. It is cut only on a local file system, when the kernel grants a write lease
+    /// on it (no other descriptor has it open; none can open it until the cut is durable) and
+    /// it is as long as when it was read: a copy still arriving whose copier brings bytes out
+    /// of order is not cut, and on FUSE, NFS or SMB, where a copier on another machine holds
+    /// no lease here, nothing is (review AY). Otherwise the tail is kept.
     private func removeRecordOfKilledCommit(from file: JournalFile, end: JournalEnd) -> Bool {
-        guard end.unfinished, file.id == newestOwnJournal?.id, file.underCurrentMaster, end.records == file.records,
-              file.lastSeq == lastSeq, newOwnForks.isEmpty,
-              let path = inventory.files[file.id]?.main.map({ layout.root + "/" + $0 }),
+        guard let path = inventory.files[file.id]?.main.map({ layout.root + "/" + $0 }),
               let fd = try? FileDescriptor.open(path, .readWrite, options: [.noFollow, .nonBlocking]),
               fd.syncFileSystemReachesDisk   // a local file system: its leases see every writer
         else { return false }

@@ -44,13 +44,15 @@ extension Vault {
         // tag arrive that its records name only later: none is deleted as a leftover.
         let keepOwnUnnamed = ownRecordsMayBeLost || ownRecordsForked
         var ops: [Operation] = []
+        // Tails of this device's journals, said once: cuts (when objects are kept), and
+        // unfinished writes that could not be cut off yet (see `chooseAppendTarget`).
+        for file in journals.values where file.device == device {
+            if let end = file.end, end.cutBytes > 0, keepOwnUnnamed || end.unfinished, !state.notedTails.contains(file.id) {
+                ops.append(.tailNoted(journal: file.id, offset: end.offset, bytes: end.cutBytes))
+            }
+        }
         if keepOwnUnnamed {
             if !unnamed.isEmpty { ops.append(.keep(unnamed)) }
-            for file in journals.values where file.device == device {
-                if let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) {
-                    ops.append(.tailNoted(journal: file.id, offset: end.offset, bytes: end.cutBytes))
-                }
-            }
         } else if isKnownDevice {
             // An object a record named once (its mode says so) has lost its records: this
             // device's journal cut at a record boundary, or restored older. It is kept.
