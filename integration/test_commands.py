@@ -988,8 +988,21 @@ def test_exit_and_quit_stop_the_run(vault):
     assert vault.ok("ls /").out_lines == ["before"], "quit ends the run"
     # exit takes no status: `exit 3` must not pass for a choice of exit status (nor end in 0).
     vault.fails("exit 3", "exit")
-    vault.fails("quit x", "exit")
+    vault.fails("quit x", "quit")
     vault.fails("help ls cd", "help")
+
+
+def test_an_alias_is_named_as_typed(vault):
+    """Review AX7: a user who typed `get` or `put` read about `export` or `import`. Messages
+    name the word typed, and a usage hint gives the alias's own usage."""
+    vault.fails("get /nothing-here", "get")
+    r = vault.fails("put", "put")
+    assert "narnia: hint: usage: put [--move|--keep]" in r.err, r.describe()
+    r = vault.fails("mget", "mget")
+    assert "narnia: hint: usage: mget [-f|--force] [--skip-existing] [-v|-q] PATH...\n" in r.err, r.describe()
+    vault.fails("bye now", "bye")
+    vault.fails("get --bogus /x", "get")
+    vault.fails("mkdir /a; get /a /b; export /nothing-here", "export")
 
 
 def test_unknown_command_and_flag(vault):

@@ -23,7 +23,9 @@ extension Session {
             return false
         }
         Session.interruptRequested = 0
+        runningCommand = (spec.name, first.text)
         defer {
+            runningCommand = nil
             settleCurrentFolder(after: spec.name)
             out.flush()
         }
@@ -39,10 +41,12 @@ extension Session {
         } catch is Reported {
             // Already reported, operand by operand.
         } catch let failure as CommandFailure {
-            error(spec.name, failure.message, hint: failure.hint)
+            // The usage of the alias typed (`put`, `mget`), not of the command it names.
+            let usage = CommandTable.usage(of: spec.name)
+            error(spec.name, failure.message, hint: failure.hint == usage ? CommandTable.usage(of: first.text) : failure.hint)
         } catch is Cancelled {
             out.flush()
-            err.line("narnia: \(located)\(spec.name): interrupted")
+            err.line("narnia: \(located)\(shown(spec.name)): interrupted")
             err.flush()
         } catch let e as SystemError where e.isDiskFull && (e.path.map(isInStore) ?? true) {
             // A store file's name says nothing to the user (review AE).

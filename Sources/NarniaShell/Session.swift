@@ -75,10 +75,20 @@ public final class Session: @unchecked Sendable {
         return failed
     }
 
+    /// The running command's name, and the word that was typed for it (an alias: `get` for
+    /// `export`, `quit` for `exit`), which messages then name (review AX7).
+    var runningCommand: (name: String, typed: String)?
+
+    /// `command` as the user typed it, when it is the running command.
+    func shown(_ command: String) -> String {
+        guard let running = runningCommand, running.name == command else { return command }
+        return running.typed
+    }
+
     /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
     public func error(_ command: String, _ message: String, hint: String? = nil) {
         out.flush()
-        err.messageLine("narnia: error: \(located)\(command): \(message)")
+        err.messageLine("narnia: error: \(located)\(shown(command)): \(message)")
         if let hint { err.messageLine("narnia: hint: \(hint)") }
         err.flush()
     }
@@ -91,14 +101,14 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: warning: CMD: MESSAGE` on stderr.
     public func warning(_ command: String, _ message: String) {
         out.flush()
-        err.messageLine("narnia: warning: \(located)\(command): \(message)")
+        err.messageLine("narnia: warning: \(located)\(shown(command)): \(message)")
         err.flush()
     }
 
     /// Prints `narnia: note: CMD: MESSAGE` on stderr: worth knowing, not a fault.
     public func note(_ command: String, _ message: String) {
         out.flush()
-        err.messageLine("narnia: note: \(located)\(command): \(message)")
+        err.messageLine("narnia: note: \(located)\(shown(command)): \(message)")
         err.flush()
     }
 

@@ -96,7 +96,7 @@ enum Transfer {
 
     static func export(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else {
-            throw CommandFailure("missing path", hint: CommandTable.usage(of: a.typedName == "mget" ? "mget" : "export"))
+            throw CommandFailure("missing path", hint: CommandTable.usage(of: "export"))
         }
         // One operand: into the current host folder (`lcd`), as sftp's get does; and every
         // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
