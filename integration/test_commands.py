@@ -103,6 +103,21 @@ def test_ls_of_files_in_several_folders_shows_their_paths(sample):
     assert sample.ok("ls /photos/*.*").out_lines == ["a.png", "b.jpg"]
 
 
+def test_ls_d_lists_folders_themselves(sample):
+    """Review AX7: `ls -d` (`ls -ld /photos`, as coreutils and sftp users type) was refused as
+    an unknown option. A folder named is listed as a file is, not its items."""
+    assert sample.ok("ls -d /photos").out_lines == ["photos"]
+    assert sample.ok("cd /photos; ls -d").out_lines == ["photos"], "the current folder by default"
+    r = sample.ok("ls -ld /photos /docs/notes.txt /")
+    assert [LS_L_RE.match(l).group(1, 2, 4) for l in r.out_lines] == [
+        ("folder", "-", "/"), ("document", str(len(NOTES)), "/docs/notes.txt"), ("folder", "-", "/photos")], r.describe()
+    assert sample.ok("ls -dR /photos").out_lines == ["photos"], "-d lists no folder below"
+    root = json.loads(sample.ok("ls -d --json /").out)
+    assert {k: v for k, v in root.items() if k != "modified"} == {"name": "/", "path": "/", "type": "folder", "kind": "folder"}
+    assert ISO_RE.match(root["modified"]), root
+    sample.fails("ls -d /nothing", "ls")
+
+
 def test_ls_a_shows_dot_names(sample, host):
     (host / ".hidden").write_bytes(b"x")
     sample.ok(f"cd /docs; import {q(str(host / '.hidden'))}")

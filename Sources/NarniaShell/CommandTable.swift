@@ -9,9 +9,10 @@ public enum CommandTable {
     public static let all: [CommandSpec] = vaultCommands + viewingCommands + sessionCommands
 
     static let vaultCommands: [CommandSpec] = [
-        CommandSpec("ls", usage: "[-1alhtSrRg] [--json] [PATH...]", abstract: "list a folder's items",
-          details: "Not on a terminal (or with -1): one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints JSON Lines, one object per item (with \"here\": false for such a file); -R lists every folder below too; -g draws a thumbnail grid. Names sort by name; -t puts the newest first, -S the largest, -r reverses.",
+        CommandSpec("ls", usage: "[-1adlhtSrRg] [--json] [PATH...]", abstract: "list a folder's items",
+          details: "Not on a terminal (or with -1): one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints JSON Lines, one object per item (with \"here\": false for such a file); -R lists every folder below too; -d lists a folder named as itself, not its items; -g draws a thumbnail grid. Names sort by name; -t puts the newest first, -S the largest, -r reverses.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
+                  .flag("-d", "list folders themselves, not their items"),
                   .flag("-1", "one name per line, on a terminal too"), .flag("-h", "sizes for people (1.5M) in scripts too"),
                   .flag("-t", "newest first"), .flag("-S", "largest first"), .flag("-r", "reverse the order"),
                   .flag("-R", "list the folders below too, each under its path"),

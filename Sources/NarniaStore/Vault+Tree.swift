@@ -11,6 +11,13 @@ extension Vault {
     /// The item with `id`, if it is shown.
     public func item(_ id: Identifier) -> Item? { view.items[id] }
 
+    /// The root folder as an item, for listings that show it (`ls -d /`): named `/`, and dated
+    /// by its newest item (it has no times of its own).
+    public var rootItem: Item {
+        let newest = children(of: .root).map(\.modified).max() ?? 0
+        return Item(id: .root, parent: .root, name: "/", created: newest, modified: newest, content: nil)
+    }
+
     /// The items directly inside `folder`, in no particular order.
     public func children(of folder: Identifier) -> [Item] {
         (view.children[folder] ?? [:]).values.compactMap { view.items[$0] }

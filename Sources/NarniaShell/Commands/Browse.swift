@@ -30,10 +30,17 @@ enum Browse {
         var files: [(VaultPath, Item)] = []
         var folders: [(VaultPath, Identifier)] = []
         let failed = try forEachExisting(s, a, a.operands.isEmpty ? [Word(quoted: ".")] : a.operands) { path, id in
-            if s.vault.isFolder(id) { folders.append((path, id)) } else { files.append((path, s.vault.item(id)!)) }
+            if a.has("-d") {
+                files.append((path, s.vault.item(id) ?? s.vault.rootItem))
+            } else if s.vault.isFolder(id) {
+                folders.append((path, id))
+            } else {
+                files.append((path, s.vault.item(id)!))
+            }
         }
         return (files, folders, failed)
     }
+
 
     /// Hands every item the operands name to `body`, in operand order. An operand that names
     /// nothing is reported and the others go on, as coreutils' `ls`, `stat` and `du` do; returns
@@ -46,10 +53,10 @@ enum Browse {
     }
 
     static func ls(_ s: Session, _ a: ParsedArguments) throws {
-        if Grid.wanted(s, a) { return try Grid.ls(s, a) }
+        if !a.has("-d") && Grid.wanted(s, a) { return try Grid.ls(s, a) }
         let showHidden = a.has("-a")
         var (files, folders, failed) = try listingTargets(s, a)
-        if a.has("-R") { folders = withSubfolders(s, folders, showHidden: showHidden) }
+        if a.has("-R") && !a.has("-d") { folders = withSubfolders(s, folders, showHidden: showHidden) }
         if !files.isEmpty {
             let byID = Dictionary(files.map { ($0.1.id, $0) }, uniquingKeysWith: { first, _ in first })
             // Files of several folders (`ls /*/*.jpg`) are shown and sorted by path: bare, their
