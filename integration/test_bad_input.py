@@ -401,3 +401,9 @@ def test_a_pipe_typed_in_the_vault_shell_gets_a_hint(base):
     assert r.err_lines[-1].startswith("narnia: hint: the vault shell has no pipes or redirections ('|')"), r.describe()
     r = base.fails("ls '|'", "ls")
     assert not any("pipes" in l for l in r.err_lines), r.describe()
+
+
+def test_an_unclosed_quote_is_refused_with_how_to_close_it(base):
+    r = base.c("ls \"/docs")
+    assert r.rc == 1 and r.err_lines[-2:] == ["narnia: error: unterminated quote: a \" is never closed",
+                                              "narnia: hint: close it with a \""], r.describe()

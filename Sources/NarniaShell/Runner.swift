@@ -107,6 +107,11 @@ extension Session {
         } catch {
             out.flush()
             err.line("narnia: error: \(located)\(describe(error))")
+            if case .unterminatedQuote(let quote, _) = error {
+                // Tab completes a folder inside a quote without closing it (review AX7).
+                let mark = quote == .double ? "\"" : "'"
+                err.messageLine("narnia: hint: close it with a \(mark)\(interactive ? " (Tab leaves the quote open after a folder, for the path to go on)" : "")")
+            }
             err.flush()
             return mayFail
         }
