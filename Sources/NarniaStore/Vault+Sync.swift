@@ -341,7 +341,7 @@ extension Vault {
     static func isPrefix(_ path: String, of longer: String, length: Int64, unfinishedAppend: Bool = false) throws -> Bool {
         let a = try FileDescriptor.open(path, .readOnly, options: .noFollow), b = try FileDescriptor.open(longer, .readOnly, options: .noFollow)
         var done: Int64 = 0
-        var unfinishedByte = !unfinishedAppend
+        var mayDifferOnce = unfinishedAppend
         var x = [UInt8](repeating: 0, count: 1 << 16), y = x
         while done < length {
             let n = Int(min(Int64(x.count), length - done))
@@ -350,8 +350,8 @@ extension Vault {
             guard ra == n, rb == n else { return false }
             if x[0..<n] != y[0..<n] {
                 let differing = (0..<n).filter { x[$0] != y[$0] }
-                guard !unfinishedByte, differing.count == 1, x[differing[0]] == 0 else { return false }
-                unfinishedByte = true
+                guard mayDifferOnce, differing.count == 1, x[differing[0]] == 0 else { return false }
+                mayDifferOnce = false
             }
             done += Int64(n)
         }

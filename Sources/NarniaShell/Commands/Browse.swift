@@ -41,7 +41,6 @@ enum Browse {
         return (files, folders, failed)
     }
 
-
     /// Hands every item the operands name to `body`, in operand order. An operand that names
     /// nothing is reported and the others go on, as coreutils' `ls`, `stat` and `du` do; returns
     /// whether one did (the command then fails once it has printed the rest).
