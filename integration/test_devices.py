@@ -512,6 +512,29 @@ def test_another_devices_unfinished_record_is_no_failure_of_verify(narnia, host)
     assert r.rc == 0 and r.out_lines == ["verified 601 items, all intact"], r.describe()
 
 
+def test_another_devices_record_a_copy_holds_the_first_byte_of_is_no_unfinished_write(narnia, host):
+    """Review AZ-7: of two copies of another device's journal that hold the same records, one
+    ending unfinished (the next record's first byte zero) and one holding more of that record
+    with its first byte (finished there; that copy is still arriving, or was cut), the record
+    was finished: `verify` reports the journal not whole, as any cut, rather than note a write
+    its device never finished."""
+    narnia.init()
+    b = device(narnia, host / "B")
+    journal, size_before = import_600_files_into_t(narnia, host)
+    narnia.ok("rm -r /t")
+    whole = journal.read_bytes()
+    assert len(whole) - size_before > 8192, "the rm's record was not appended to the journal"
+    shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # a sync engine carries it
+    there = b.vault / journal.relative_to(narnia.vault)
+    torn = bytearray(whole[:size_before + 4096])
+    torn[size_before] = 0
+    there.write_bytes(torn)
+    there.with_name(there.name + ".sync-conflict-20261201-073500-ABCDEFG").write_bytes(whole[:size_before + 8192])
+    r = b.c("verify")
+    assert r.rc == 1 and any("not a whole record: still arriving, or cut short" in l for l in r.err_lines), r.describe()
+    assert not any("never finished" in l for l in r.err_lines), r.describe()
+
+
 def test_a_torn_record_another_process_has_open_is_cut_off_at_a_later_open(narnia, host):
     """A journal some other process holds open (a copy still arriving that brings bytes out
     of order, so that a record's first byte may come last; a backup or sync engine reading it)

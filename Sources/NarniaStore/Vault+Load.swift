@@ -164,9 +164,12 @@ extension Vault {
             file.lastSeq = seq
             file.cutBytesOfLongest = end.cutBytes
             file.longestEndsUnfinished = end.unfinished
-        } else if end.records == file.records && end.cutBytes <= file.cutBytesOfLongest {
-            file.longestEndsUnfinished = end.unfinished && (end.cutBytes < file.cutBytesOfLongest || file.longestEndsUnfinished)
-            file.cutBytesOfLongest = end.cutBytes
+        } else if end.records == file.records {
+            // Of the copies that hold the most, the shortest tail counts (none, when one ends
+            // whole); it is an unfinished append only when every one is: a copy that holds the
+            // record's first byte saw it finished (review AZ-7).
+            file.cutBytesOfLongest = min(file.cutBytesOfLongest, end.cutBytes)
+            file.longestEndsUnfinished = file.longestEndsUnfinished && end.unfinished
         }
         journals[id] = file
         return end
