@@ -470,12 +470,12 @@ def import_600_files_into_t(n: Narnia, host: Path) -> tuple[Path, int]:
     return own_journal(n, f"import -q {q(str(batch))}")
 
 
-@pytest.mark.parametrize("torn", ["before-its-first-byte", "before-its-last-byte", "between-pages"])
+@pytest.mark.parametrize("torn", ["before-its-first-byte", "before-its-last-byte", "between-pages", "inside-its-header"])
 def test_the_record_of_a_removal_killed_while_it_was_written_is_cut_off(narnia, host, torn):
     """Review AY-1: the record of `rm -r` of many items names no new object, so nothing but the
     record can tell that its commit never finished. A kill before its first byte or its last
     (the append's second and third writes), or with the first write stopped between pages as a
-    kill stops a large write, leaves the vault as before the `rm`, without a word, and `verify`
+    kill stops a large write (or within the record's header), leaves the vault as before the `rm`, without a word, and `verify`
     passes; before, the open warned of a cut journal and the first `verify` failed."""
     narnia.init()
     journal, size_before = import_600_files_into_t(narnia, host)
@@ -485,6 +485,8 @@ def test_the_record_of_a_removal_killed_while_it_was_written_is_cut_off(narnia, 
     assert (journal.read_bytes()[size_before] == 0) == (torn != "before-its-last-byte")
     if torn == "between-pages":
         os.truncate(journal, (size_before // 4096 + 2) * 4096)
+    elif torn == "inside-its-header":   # fewer bytes than a record's header
+        os.truncate(journal, size_before + 20)
     r = narnia.c("ls /t; verify")
     assert r.rc == 0 and len(r.out_lines) == 601 and "all intact" in r.out, r.describe()
     assert not any("warning" in l for l in r.err_lines), r.describe()
