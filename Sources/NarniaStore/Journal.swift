@@ -406,7 +406,14 @@ final class JournalWriter {
                 try? FileSystem.removeDirectory(folder)
             }
         } catch {
-            if (try? fd.truncate(to: endOffset)) == nil { failedAppendLeftBytes = true }
+            if (try? fd.truncate(to: endOffset)) == nil {
+                failedAppendLeftBytes = true
+                // Left whole (its `fdatasync` failed), the record would be read at the next
+                // open, its change done though reported failed: with its first byte zero it
+                // is an unfinished append, cut off there.
+                var zero: UInt8 = 0
+                try? fd.pwriteAll(&zero, count: 1, offset: endOffset)
+            }
             throw error
         }
         endOffset += Int64(record.count)
