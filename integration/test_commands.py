@@ -1017,7 +1017,9 @@ def test_an_alias_is_named_as_typed(vault):
     assert "narnia: hint: usage: mget [-f|--force] [--skip-existing] [-v|-q] PATH...\n" in r.err, r.describe()
     vault.fails("bye now", "bye")
     vault.fails("get --bogus /x", "get")
-    vault.fails("mkdir /a; get /a /b; export /nothing-here", "export")
+    r = vault.fails("-get /nothing-here; export /nothing-here", "export")
+    assert r.err_lines[-2:] == ["narnia: error: get: /nothing-here: no such file or folder",
+                                "narnia: error: export: /nothing-here: no such file or folder"], r.describe()
 
 
 def test_unknown_command_and_flag(vault):
