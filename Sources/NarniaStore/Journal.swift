@@ -372,9 +372,12 @@ final class JournalWriter {
     /// and one stopped before the last write is one byte short of its length; either tells
     /// the next open that it was never finished (`JournalEnd.unfinished`), where a journal
     /// cut after its records were whole does not (review AY). The file reaches its new size
-    /// only with the last byte, so that a backup or sync engine that copies it meanwhile sees
-    /// it change size once more, and copies it again (one that compares size and time kept a
-    /// copy taken between two writes of one size and, on coarse clocks, one time: review AZ).
+    /// only with the last byte, and its modification time is then set from the fine-grained
+    /// clock: a backup or sync engine that copied it meanwhile (and took its size and time
+    /// before the last write) sees both change once more, and copies it again. One that
+    /// compares size and time kept a copy taken between two writes of one size and, on a
+    /// kernel with coarse timestamps, one time (review AZ-1); one that reads until the end of
+    /// the file can still end its copy after the last write, with the final size (review BA-1).
     func append(_ payload: [UInt8]) throws {
         if failedAppendLeftBytes {
             try fd.truncate(to: endOffset)
@@ -389,6 +392,7 @@ final class JournalWriter {
                 try fd.pwriteAll(r.baseAddress!, count: 1, offset: endOffset)
                 try fd.pwriteAll(r.baseAddress! + last, count: 1, offset: endOffset + Int64(last))
             }
+            fd.stampModificationTimeFinely()
             try fd.dataSync()
             switch naming {
             case .named: break

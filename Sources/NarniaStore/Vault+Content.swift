@@ -227,17 +227,19 @@ extension Vault {
         for file in journals.values.sorted(by: { $0.id < $1.id }) {
             if file.device != device {
                 // Another device's journal: a problem only when no copy of it holds more, and
-                // not when its device never finished that write (it cuts it off when it can).
+                // not when that write is unfinished in every copy (its device cuts it off).
                 if file.cutBytesOfLongest > 0 && file.longestEndsUnfinished {
-                    report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there; nothing it reported done is missing)")
+                    report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there, or a copy taken while it was written)")
                 } else if file.cutBytesOfLongest > 0 {
                     report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")
                 }
                 continue
             }
             guard let end = file.end, end.cutBytes > 0 else { continue }
-            if end.unfinished && !newlyFoundCuts.contains(file.id) {
-                report.notes.append("this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished; kept until an open can cut them off")
+            // An unfinished write kept (`chooseAppendTarget`); one whose record another device
+            // had read is a cut, below, with this device's records missing (review BA-3).
+            if end.unfinished && !newlyFoundCuts.contains(file.id) && !ownRecordsMayBeLost {
+                report.notes.append("this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished, kept (they could not be cut off)")
                 continue
             }
             let text = "this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes that are not a whole record: a write cut short, or the file was cut"

@@ -263,13 +263,13 @@ extension Vault {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
             guard let end = file.end, end.cutBytes > 0 else { continue }
-            // Tried at every open until it is done, said once: no device read that record whole.
+            guard !state.notedTails.contains(file.id) else { continue }
             if isRecordOfKilledCommit(file, end: end) {
-                if removeRecordOfKilledCommit(from: file, end: end) || state.notedTails.contains(file.id) { continue }
-                warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished (no change reported done is missing); they could not be cut off now (another program has the journal open, or the store is not on a local disk), so they are kept, and cut off at an open that can")
+                if removeRecordOfKilledCommit(from: file, end: end) { continue }
+                // Kept, and said once (`tail noted`); this device goes on in a new journal.
+                warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished (no change reported done is missing); they could not be cut off (another program has the journal open, or the store is not on a local disk), so they are kept")
                 continue
             }
-            guard !state.notedTails.contains(file.id) else { continue }
             ownRecordsMayBeLost = true
             newlyFoundCuts.insert(file.id)
             warnings.append("this device's journal \(file.id.hex.prefix(8)) ends in \(end.cutBytes) bytes that are not a whole record (a write cut short, or the file was cut); they are kept, and so are objects the lost records may name")
@@ -288,13 +288,11 @@ extension Vault {
     /// The tail says so itself (`JournalEnd.unfinished`: the first byte an append writes
     /// after the rest is zero, or the last byte, written last, is missing), where a journal
     /// cut after its records were whole does not. And the journal must be the newest, holding
-    /// this device's latest record as far as any device or copy knows, or one this device went
-    /// on after in its next journal without that record (the tail could not be cut at the
-    /// open after the kill: review AZ-4); under the current master key, and not forked.
+    /// this device's latest record as far as any device or copy knows, under the current
+    /// master key, and not forked.
     private func isRecordOfKilledCommit(_ file: JournalFile, end: JournalEnd) -> Bool {
-        guard end.unfinished, file.underCurrentMaster, end.records == file.records, newOwnForks.isEmpty else { return false }
-        if file.id == newestOwnJournal?.id { return file.lastSeq == lastSeq }
-        return journals.values.contains { $0.device == device && $0.id != file.id && $0.previousSeq == file.lastSeq }
+        end.unfinished && file.id == newestOwnJournal?.id && file.underCurrentMaster && end.records == file.records
+            && file.lastSeq == lastSeq && newOwnForks.isEmpty
     }
 
     /// Cuts off the tail of `file` that `isRecordOfKilledCommit` found, and returns true;

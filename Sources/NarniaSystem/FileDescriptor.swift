@@ -338,6 +338,17 @@ public final class FileDescriptor: @unchecked Sendable {
         return (entries, undecodable)
     }
 
+    /// Sets the modification time to now, read from the fine-grained clock (`futimens`,
+    /// access time left as it is); failures are ignored. A write stamps the coarse time of
+    /// the kernel's last tick, which two writes microseconds apart share.
+    public func stampModificationTimeFinely() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let omit = (1 << 30) - 2   // UTIME_OMIT (a macro Swift does not import)
+        var times = [timespec(tv_sec: 0, tv_nsec: omit), now]
+        _ = futimens(raw, &times)
+    }
+
     /// Sets the access and modification times (`futimens`); failures are ignored.
     public func setTimes(nanoseconds: Int64) {
         let t = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
