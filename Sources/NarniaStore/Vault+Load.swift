@@ -262,8 +262,7 @@ extension Vault {
     private func chooseAppendTarget() {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
-            guard let end = file.end, end.cutBytes > 0 else { continue }
-            guard !state.notedTails.contains(file.id) else { continue }
+            guard let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) else { continue }
             if isRecordOfKilledCommit(file, end: end) {
                 if removeRecordOfKilledCommit(from: file, end: end) { continue }
                 // Kept, and said once (`tail noted`); this device goes on in a new journal.
