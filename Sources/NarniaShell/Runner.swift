@@ -46,7 +46,7 @@ extension Session {
             error(spec.name, failure.message, hint: failure.hint == usage ? CommandTable.usage(of: first.text) : failure.hint)
         } catch is Cancelled {
             out.flush()
-            err.line("narnia: \(located)\(shown(spec.name)): interrupted")
+            err.line("narnia: \(located)\(asTyped(spec.name)): interrupted")
             err.flush()
         } catch let e as SystemError where e.isDiskFull && (e.path.map(isInStore) ?? true) {
             // A store file's name says nothing to the user (review AE).

@@ -80,7 +80,7 @@ public final class Session: @unchecked Sendable {
     var runningCommand: (name: String, typed: String)?
 
     /// `command` as the user typed it, when it is the running command.
-    func shown(_ command: String) -> String {
+    func asTyped(_ command: String) -> String {
         guard let running = runningCommand, running.name == command else { return command }
         return running.typed
     }
@@ -88,7 +88,7 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: error: CMD: MESSAGE` (and a hint) on stderr.
     public func error(_ command: String, _ message: String, hint: String? = nil) {
         out.flush()
-        err.messageLine("narnia: error: \(located)\(shown(command)): \(message)")
+        err.messageLine("narnia: error: \(located)\(asTyped(command)): \(message)")
         if let hint { err.messageLine("narnia: hint: \(hint)") }
         err.flush()
     }
@@ -101,14 +101,14 @@ public final class Session: @unchecked Sendable {
     /// Prints `narnia: warning: CMD: MESSAGE` on stderr.
     public func warning(_ command: String, _ message: String) {
         out.flush()
-        err.messageLine("narnia: warning: \(located)\(shown(command)): \(message)")
+        err.messageLine("narnia: warning: \(located)\(asTyped(command)): \(message)")
         err.flush()
     }
 
     /// Prints `narnia: note: CMD: MESSAGE` on stderr: worth knowing, not a fault.
     public func note(_ command: String, _ message: String) {
         out.flush()
-        err.messageLine("narnia: note: \(located)\(shown(command)): \(message)")
+        err.messageLine("narnia: note: \(located)\(asTyped(command)): \(message)")
         err.flush()
     }
 
