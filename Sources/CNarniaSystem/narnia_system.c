@@ -66,6 +66,12 @@ int narnia_o_tmpfile(void) { return O_TMPFILE; }
 
 int narnia_o_noatime(void) { return O_NOATIME; }
 
+int narnia_set_direct(int fd, int on) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return -1;
+    return fcntl(fd, F_SETFL, on ? (flags | O_DIRECT) : (flags & ~O_DIRECT));
+}
+
 int narnia_link_open_file(int fd, int directory, const char *name) {
     if (linkat(fd, "", directory, name, AT_EMPTY_PATH) == 0) return 0;
     // Before Linux 6.10, AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: an ordinary user gets ENOENT

@@ -81,24 +81,23 @@ struct ContentWriter {
     }
 
     /// As `write`, but appends the sealed content as a segment at `offset`, the current end of
-    /// the open pack `fd` (docs/FORMAT.md, "Packs"). On any error or cancellation the pack is
-    /// cut back to `offset`, so the segments before it stay whole.
-    func append(to fd: FileDescriptor, at offset: Int64, objectID: Identifier, key: UnsafeRawBufferPointer,
+    /// `file` (an open pack, docs/FORMAT.md "Packs", or a drop after its header). On any error
+    /// or cancellation the file is cut back to `offset`, so the segments before it stay whole.
+    func append(to file: any SealedBytesSink, at offset: Int64, objectID: Identifier, key: UnsafeRawBufferPointer,
                 source: (UnsafeMutableRawPointer, Int) throws -> Int,
                 inspect: (UnsafeRawBufferPointer) -> Void,
                 observer: TransferObserver) throws -> UInt64 {
         do {
-            return try encrypt(into: fd, at: offset, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
+            return try encrypt(into: file, at: offset, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
         } catch {
             try? pipeline.drain()
             // If even this fails, the batch records the pack's real length at commit, tail and all.
-            try? fd.truncate(to: offset)
-            try? fd.seek(to: offset)
+            try? file.cut(to: offset)
             throw error
         }
     }
 
-    private func encrypt(into fd: FileDescriptor, at offset: Int64 = 0, objectID: Identifier, key: UnsafeRawBufferPointer,
+    private func encrypt(into sink: any SealedBytesSink, at offset: Int64 = 0, objectID: Identifier, key: UnsafeRawBufferPointer,
                          source: (UnsafeMutableRawPointer, Int) throws -> Int,
                          inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
         let chunk = ContentFormat.chunkSize
@@ -109,9 +108,9 @@ struct ContentWriter {
         func writeBase(followedBy buffer: UnsafeRawPointer? = nil, count: Int = 0) throws {
             defer { baseWritten = true }
             switch (baseWritten, buffer) {
-            case (false, let buffer?): try fd.writeAll(prefix: base, buffer, count: count)
-            case (false, nil): try fd.writeAll(base)
-            case (true, let buffer?): try fd.writeAll(buffer, count: count)
+            case (false, let buffer?): try sink.append(prefix: base, buffer, count: count)
+            case (false, nil): try base.withUnsafeBytes { try sink.append($0.baseAddress!, count: $0.count) }
+            case (true, let buffer?): try sink.append(buffer, count: count)
             case (true, nil): break
             }
         }
@@ -146,11 +145,11 @@ struct ContentWriter {
         }
         let state = WriteState(written: offset + Int64(AEAD.nonceLength), flushed: offset)
         let write: @Sendable (UnsafeRawPointer, Int) throws -> Void = { p, n in
-            try fd.writeAll(p, count: n)
+            try sink.append(p, count: n)
             let written = state.written.add(Int64(n), ordering: .relaxed).newValue
             let flushed = state.flushed.load(ordering: .relaxed)
             if written - flushed >= 8 << 20 {
-                fd.startWriteback(offset: flushed, length: written - flushed)
+                sink.startWriteback(offset: flushed, length: written - flushed)
                 state.flushed.store(written, ordering: .relaxed)
             }
         }
@@ -223,10 +222,36 @@ struct ContentWriter {
         // its objects on their way to the disk (a camera roll is thousands of files of a few
         // MiB, each below the 8 MiB step above).
         let flushed = state.flushed.load(ordering: .relaxed)
-        fd.startWriteback(offset: flushed, length: state.written.load(ordering: .relaxed) - flushed)
+        sink.startWriteback(offset: flushed, length: state.written.load(ordering: .relaxed) - flushed)
         observer.progress(total)
         return total
     }
+}
+
+/// Where `ContentWriter` puts sealed bytes, in order: a file written at its position (an
+/// object of its own, a drop), or the writer of the pack the content is a segment of.
+protocol SealedBytesSink: AnyObject, Sendable {
+    func append(_ bytes: UnsafeRawPointer, count: Int) throws
+    func append(prefix: [UInt8], _ bytes: UnsafeRawPointer, count: Int) throws
+    /// Drops what was appended after the first `length` bytes.
+    func cut(to length: Int64) throws
+    /// Hands the bytes written in this range to the kernel's writeback (a hint).
+    func startWriteback(offset: Int64, length: Int64)
+}
+
+extension FileDescriptor: SealedBytesSink {
+    func append(_ bytes: UnsafeRawPointer, count: Int) throws { try writeAll(bytes, count: count) }
+    func append(prefix: [UInt8], _ bytes: UnsafeRawPointer, count: Int) throws { try writeAll(prefix: prefix, bytes, count: count) }
+    func cut(to length: Int64) throws {
+        try truncate(to: length)
+        try seek(to: length)
+    }
+}
+
+extension AlignedFileWriter: SealedBytesSink {
+    /// Nothing to do: the writer writes whole buffers as it goes, and ordinary writes are handed
+    /// to the writeback at once.
+    func startWriteback(offset: Int64, length: Int64) {}
 }
 
 /// Reads and authenticates a content object, chunk by chunk.

@@ -167,7 +167,6 @@ public final class ImportBatch {
         }
         if let pack {
             pack.length = offset + ContentFormat.objectLength(size: size)
-            pack.noteWritten()
             pack.members.append(id)
             if pack.length >= OpenPack.capacity { pack.accepting = false }
         }
@@ -184,7 +183,7 @@ public final class ImportBatch {
                               inspect: (UnsafeRawBufferPointer) -> Void, observer: TransferObserver) throws -> UInt64 {
         let writer = ContentWriter(layout: vault.layout, pipeline: vault.pipeline)
         if let pack {
-            return try writer.append(to: pack.fd, at: offset, objectID: objectID, key: key, source: source,
+            return try writer.append(to: pack.file, at: offset, objectID: objectID, key: key, source: source,
                                      inspect: inspect, observer: observer)
         }
         try vault.layout.ensureShard(for: objectID, durable: false)   // made durable by the commit
@@ -297,7 +296,7 @@ public final class ImportBatch {
                 stagedObjects.removeAll { $0 == pack.objectID }
                 continue
             }
-            let length = try pack.fd.size()
+            let length = try pack.file.finish()
             for id in pack.members { lengths[id] = length }
         }
         return lengths

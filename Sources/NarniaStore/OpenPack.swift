@@ -16,31 +16,23 @@ final class OpenPack {
     static let capacity: Int64 = 16 << 20
 
     let objectID: Identifier
-    let fd: FileDescriptor
-    /// Where the next segment goes: the bytes written so far.
+    /// Writes the pack, past the page cache where the file system allows (`AlignedFileWriter`):
+    /// its segments reach the file in whole blocks, and all of them only at `finish`, when the
+    /// batch commits.
+    let file: AlignedFileWriter
+    /// Where the next segment goes: the bytes appended so far.
     var length: Int64 = 0
     /// The staged items whose content is in this pack.
     var members: [Identifier] = []
     /// False once the pack is full or an append failed: it takes no more segments.
     var accepting = true
-    /// The bytes handed to the kernel's writeback so far (`noteWritten`).
-    private var handedToWriteback: Int64 = 0
-
-    /// Called after each segment: every 4 MiB the new bytes go to the kernel's writeback, so
-    /// that the batch's sync does not find a whole pack still in memory (an import of small
-    /// files otherwise stood still, both cores idle, while each group's packs were flushed).
-    func noteWritten() {
-        if length - handedToWriteback >= 4 << 20 {
-            fd.startWriteback(offset: handedToWriteback, length: length - handedToWriteback)
-            handedToWriteback = length
-        }
-    }
 
     /// Creates the (empty) object file of a new pack; its shard's entry is made durable by the
     /// batch's commit, with the pack.
     init(layout: StoreLayout, objectID: Identifier) throws {
         self.objectID = objectID
         try layout.ensureShard(for: objectID, durable: false)
-        fd = try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
+        file = AlignedFileWriter(try FileDescriptor.open(layout.objectPath(for: objectID), .writeOnly,
+                                                         options: [.create, .exclusive, .noFollow], permissions: 0o600))
     }
 }

@@ -47,6 +47,9 @@ int narnia_close_from(unsigned int first);
 int narnia_o_tmpfile(void);
 /// The O_NOATIME flag (likewise).
 int narnia_o_noatime(void);
+/// Sets (`on` nonzero) or clears O_DIRECT on an open descriptor (fcntl F_SETFL): -1 with
+/// errno when the file system takes no direct I/O (EINVAL).
+int narnia_set_direct(int fd, int on);
 /// linkat(fd, "", dirfd, name, AT_EMPTY_PATH): gives an O_TMPFILE file its name; where the
 /// kernel refuses that to an ordinary user (before Linux 6.10), linkat of /proc/self/fd/FD
 /// with AT_SYMLINK_FOLLOW.
