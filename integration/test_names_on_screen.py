@@ -149,3 +149,18 @@ def test_the_first_run_screen_never_shows_the_store_path_raw(narnia, host):
         assert b"fr?]0;PWNED??[31mRED" in t.output, t.output
     finally:
         t.close()
+
+
+def test_host_paths_and_typed_words_in_messages_show_invisible_characters(narnia, host):
+    """A host path in a message kept U+200B raw, so two names differing by it read alike, and
+    `mv … into itself` printed the vault path raw — under `hide-names on` too (review BC-1, BC-2)."""
+    narnia.init()
+    narnia.ok("mkdir '/secret\u200bname'")
+    r = narnia.fails("lcd '/nonexist/zw\u200bx'", "lcd")
+    assert "/nonexist/zw\\u{200b}x" in r.err and "\u200b" not in r.err, r.describe()
+    r = narnia.fails("set 'nosuch\u200bkey' on", "set")
+    assert "nosuch\\u{200b}key" in r.err and "\u200b" not in r.err, r.describe()
+    r = narnia.fails("mv '/secret\u200bname' '/secret\u200bname/in'", "mv")
+    assert "cannot move /secret\\u{200b}name into itself" in r.err, r.describe()
+    out = on_terminal(narnia, "set hide-names on; mv /#1 /#1/in", host)
+    assert b"cannot move /#1 into itself" in out and b"secret" not in out, out

@@ -98,13 +98,17 @@ public func shownName(_ text: String, onTerminal: Bool) -> String {
 }
 
 /// A line of text (a message, a listing) as it may be written: no character that could drive a
-/// terminal goes out as it is — on a terminal it shows as `?` (`terminalSafe`), elsewhere as
-/// `\xHH` (`escapingUnsafe`, backslashes not doubled). Line feeds and tabs are kept only when
+/// terminal, and none that a name shows escaped (`nameScalars`: one that shows as nothing),
+/// goes out as it is — on a terminal it shows as `?` (`terminalSafe`), elsewhere as `\xHH`
+/// (`escapingUnsafe`, backslashes not doubled). So a host path or a typed word put into a
+/// message raw shows as a name does (review BC-1). Line feeds and tabs are kept only when
 /// `allowingLineBreaks` (a listing of several lines); a diagnostic is one line, so that a name
 /// put into it raw cannot start a line that imitates another message.
 public func shownText(_ text: String, onTerminal: Bool, allowingLineBreaks: Bool) -> String {
     guard mayHoldUnsafe(text, orBackslash: false, allowingLineBreaks: allowingLineBreaks),
-          text.unicodeScalars.contains(where: { isUnsafeOnTerminal($0) && !(allowingLineBreaks && ($0 == "\n" || $0 == "\t")) }) else {
+          text.unicodeScalars.contains(where: {
+              (isUnsafeOnTerminal($0) && !(allowingLineBreaks && ($0 == "\n" || $0 == "\t"))) || isInvisibleInName($0) || isJoiner($0)
+          }) else {
         return text
     }
     func safe(_ part: Substring) -> String {

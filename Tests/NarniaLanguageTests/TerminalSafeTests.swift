@@ -35,6 +35,17 @@ final class TerminalSafeTests: XCTestCase {
         }
     }
 
+    /// A host path or typed word put into a message raw shows as a name does (review BC-1):
+    /// an invisible character or a joiner that joins nothing, though nothing else in the line
+    /// could drive the terminal; a joiner in an emoji stays.
+    func testAMessageShowsWhatANameShowsEscaped() {
+        let line = "lcd: /nonexist/zw\u{200B}x and ab\u{200C}c: no such file or folder"
+        XCTAssertEqual(shownText(line, onTerminal: true, allowingLineBreaks: false), "lcd: /nonexist/zw?x and ab?c: no such file or folder")
+        XCTAssertEqual(shownText(line, onTerminal: false, allowingLineBreaks: false), "lcd: /nonexist/zw\\u{200b}x and ab\\u{200c}c: no such file or folder")
+        XCTAssertEqual(shownText("a\tb\u{00AD}\n👩‍👩‍👧", onTerminal: true, allowingLineBreaks: true), "a\tb?\n👩‍👩‍👧")
+        XCTAssertEqual(shownText("ok 👩‍👩‍👧 é", onTerminal: false, allowingLineBreaks: false), "ok 👩‍👩‍👧 é")
+    }
+
     func testBidiOverridesReplaced() {
         XCTAssertEqual(terminalSafe("invoice\u{202E}fdp.exe"), "invoice?fdp.exe")
         XCTAssertEqual(terminalSafe("a\u{2066}b\u{2069}"), "a?b?")

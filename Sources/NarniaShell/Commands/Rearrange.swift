@@ -140,7 +140,7 @@ enum Rearrange {
                 name = try validName(dest.lastComponent ?? "")
             }
             if s.vault.isFolder(id) && s.vault.isSelfOrAncestor(id, of: folder) {
-                throw CommandFailure("cannot \(verb == "mv" ? "move" : "copy") \(path) into itself")
+                throw CommandFailure("cannot \(verb == "mv" ? "move" : "copy") \(s.inMessage(path)) into itself")
             }
             if let other = bound[folder]?[name] {
                 throw CommandFailure("\(s.inMessage(dest.appending(name))): more than one source would go there (\(s.inMessage(other)) and \(s.inMessage(path)))")
