@@ -407,3 +407,36 @@ def test_an_unclosed_quote_is_refused_with_how_to_close_it(base):
     r = base.c("ls \"/docs")
     assert r.rc == 1 and r.err_lines[-2:] == ["narnia: error: unterminated quote: a \" is never closed",
                                               "narnia: hint: close it with a \""], r.describe()
+
+
+def test_a_home_that_is_not_utf8_is_refused_not_read_as_another_folder(base, tmp_path):
+    """With `--vault` given, a HOME holding a byte that is not UTF-8 reached the session
+    decoded lossily: `lcd` and `~/…` went to the folder whose name has U+FFFD there, and
+    `export` wrote into it (review BC-3). They are refused; a path without `~` still works."""
+    home = os.fsencode(str(tmp_path)) + b"/home\xff"
+    twin = tmp_path / "home\ufffd"
+    os.mkdir(home)
+    twin.mkdir()
+    env = {**base.env, "HOME": os.fsdecode(home)}
+    r = base.fails("lcd", "lcd", env=env)
+    assert "$HOME is not valid UTF-8" in r.err, r.describe()
+    r = base.fails("export /docs/notes.txt ~/exported.txt", "export", env=env)
+    assert "$HOME is not valid UTF-8" in r.err, r.describe()
+    assert os.listdir(home) == [] and list(twin.iterdir()) == []
+    base.ok(f"export /docs/notes.txt {q(str(tmp_path / 'plain.txt'))}", env=env)
+
+
+def test_sync_expands_a_folder_s_wildcards_and_takes_a_leading_dash_as_a_name(base, tmp_path):
+    """`sync backup*` made a folder named `backup*` beside `backup 2024` (review BC-6), and
+    `sync \\-backup` handed `-backup` to rclone as options (review BC-4)."""
+    (tmp_path / "backup 2024").mkdir()
+    (tmp_path / "-backup").mkdir()
+    base.ok("sync backup*", cwd=tmp_path)
+    assert not (tmp_path / "backup*").exists() and any((tmp_path / "backup 2024").iterdir())
+    base.ok("sync \\-backup", cwd=tmp_path)
+    assert any((tmp_path / "-backup").iterdir())
+    r = base.fails("sync nomatch*", "sync", cwd=tmp_path)
+    assert "nomatch*: no match" in r.err, r.describe()
+    (tmp_path / "backup 2025").mkdir()
+    r = base.fails("sync backup*", "sync", cwd=tmp_path)
+    assert "names more than one folder" in r.err, r.describe()

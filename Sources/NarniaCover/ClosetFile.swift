@@ -11,14 +11,9 @@ public struct ClosetFile: Sendable {
 
     public init(path: String) { self.path = path }
 
-    /// The default location, from `XDG_DATA_HOME` or `HOME`.
-    public static func defaultLocation() -> ClosetFile {
-        let data: String
-        if let x = getenv("XDG_DATA_HOME"), x.pointee != 0 {
-            data = String(cString: x)
-        } else {
-            data = (getenv("HOME").map { String(cString: $0) } ?? ".") + "/.local/share"
-        }
+    /// The default location, from the values of `XDG_DATA_HOME` or `HOME` (nil when unset).
+    public static func defaultLocation(dataHome: String?, home: String?) -> ClosetFile {
+        let data = dataHome ?? (home ?? ".") + "/.local/share"
         return ClosetFile(path: data + "/wardrobe/closet.json")
     }
 

@@ -48,9 +48,9 @@ extension CompletionSource {
     /// No values to offer, by default.
     public func settingValues(for key: String) -> [String] { [] }
 
-    /// `$HOME`, by default.
+    /// `$HOME`, by default (none when it is not UTF-8: `environmentPath`).
     public var homeDirectory: String? {
-        getenv("HOME").map { String(cString: $0) }
+        (try? environmentPath("HOME")) ?? nil
     }
 }
 

@@ -208,8 +208,7 @@ public final class Session: @unchecked Sendable {
     func expandHost(_ word: Word) throws -> [String] {
         // As for a vault path; `import: : no such…` read as a broken line (review AX7).
         guard !word.text.isEmpty else { throw CommandFailure("'': no such file or folder") }
-        let home = getenv("HOME").map { String(cString: $0) }
-        let w = home.map { word.expandingTilde(home: $0) } ?? word
+        let w = try word.expandingTildeFromEnvironment()
         let pattern = PathPattern(w)
         guard pattern.hasWildcards else { return [w.text] }
         let climbs = pattern.components.contains { if case .parent = $0 { true } else { false } }

@@ -47,9 +47,7 @@ struct Launcher {
     /// An environment variable's value when set and not empty; one that is not UTF-8 is a
     /// usage error (decoded lossily, it would name another folder).
     static func environment(_ name: String) -> String? {
-        guard let raw = getenv(name), raw.pointee != 0 else { return nil }
-        guard let value = String(validatingCString: raw) else { fail("$\(name) is not valid UTF-8", status: 2) }
-        return value
+        do { return try environmentPath(name) } catch { fail(error.description, status: 2) }
     }
 
     /// Argon2id limits for a new wrapping: MODERATE, or the test limits when
@@ -99,7 +97,9 @@ struct Launcher {
     }
 
     /// Where the Wardrobe keeps its garments.
-    var closetFile: ClosetFile { ClosetFile.defaultLocation() }
+    var closetFile: ClosetFile {
+        ClosetFile.defaultLocation(dataHome: Launcher.environment("XDG_DATA_HOME"), home: Launcher.environment("HOME"))
+    }
 
     /// The very first run: neither a store (a non-empty store directory) nor the Wardrobe's
     /// `closet.json` exists. Only then is set-up offered; once either exists, every start

@@ -13,8 +13,8 @@ enum Host {
             guard paths.count == 1 else { throw CommandFailure("\(word.text): names more than one folder") }
             target = paths[0]
         } else {
-            guard let home = getenv("HOME") else { throw CommandFailure("HOME is not set") }
-            target = String(cString: home)
+            guard let home = try environmentPath("HOME") else { throw CommandFailure("HOME is not set") }
+            target = home
         }
         guard chdir(target) == 0 else { throw CommandFailure("\(target): \(SystemError.reason(for: errno))") }
     }

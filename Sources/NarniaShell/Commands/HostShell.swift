@@ -29,7 +29,7 @@ enum HostShell {
             guard s.interactive, isatty(0) == 1 else {
                 throw CommandFailure("'!' alone starts a shell, which needs a terminal", hint: "give a command: !COMMAND")
             }
-            let shell = getenv("SHELL").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/bin/sh"
+            let shell = try environmentPath("SHELL") ?? "/bin/sh"
             arguments = [shell]
         } else {
             arguments = ["/bin/sh", "-c", command]

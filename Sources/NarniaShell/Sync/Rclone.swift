@@ -94,11 +94,13 @@ struct Rclone {
         var cancelled: Bool
     }
 
-    /// Runs `rclone ARGUMENTS` and collects its standard output; standard error is read line
-    /// by line for progress (JSON log lines) and kept for messages.
-    func run(_ arguments: [String]) throws -> Outcome {
+    /// Runs `rclone ARGUMENTS -- PATHS` and collects its standard output; standard error is
+    /// read line by line for progress (JSON log lines) and kept for messages. The paths (remotes,
+    /// folders, files) follow `--`: a folder named `-backup` is no option (review BC-4).
+    func run(_ arguments: [String], paths: [String] = []) throws -> Outcome {
         let out = try Pipe(), err = try Pipe()
-        var command = ChildCommand([path] + arguments + (progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []))
+        let progressOptions = progress != nil ? ["--use-json-log", "--stats", "250ms", "--stats-log-level", "NOTICE"] : []
+        var command = ChildCommand([path] + arguments + progressOptions + (paths.isEmpty ? [] : ["--"] + paths))
         for name in withheldSettings { command.environment[name] = .some(nil) }
         // Store files are named byte for byte: rclone would otherwise take two names that
         // differ only in Unicode normalisation for one file, and fetch or delete one of them.
@@ -183,13 +185,13 @@ struct Rclone {
         // disk's `lost+found`, another program's) are not read: one that cannot be read made
         // every sync fail (review AF), and a large one slowed each.
         let outcome = try run(["lsjson", "-R", "--files-only", "--no-modtime", "--no-mimetype",
-                               "--include", "/*", "--include", "/[0-9a-f][0-9a-f]/*", remote])
+                               "--include", "/*", "--include", "/[0-9a-f][0-9a-f]/*"], paths: [remote])
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 {
             // rclone: directory not found — the remote itself, which is new and empty, or a
             // folder in it that went while it was listed (review AF): then the listing is not
             // the remote's, and files sent on it would replace longer journals there.
-            let top = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype", remote])
+            let top = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype"], paths: [remote])
             if top.cancelled { throw Cancelled() }
             if top.status == 3 { return ([:], [], []) }
             throw CommandFailure("rclone could not list \(remote) (exit status 3): a folder in it went while it was listed (another program changing it?); nothing was sent, run sync again")
@@ -215,7 +217,7 @@ struct Rclone {
 
     /// The names at the top of `remote`, a folder's with `/` after it; none when it is not there.
     func topNames(_ remote: String) throws -> [String] {
-        let outcome = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype", remote])
+        let outcome = try run(["lsjson", "--max-depth", "1", "--no-modtime", "--no-mimetype"], paths: [remote])
         if outcome.cancelled { throw Cancelled() }
         if outcome.status == 3 { return [] }
         guard outcome.status == 0 else { throw failure("list \(remote)", outcome) }
@@ -254,7 +256,7 @@ struct Rclone {
 
     /// The last `count` bytes of a file on a remote (`rclone cat --tail`).
     func tail(of path: String, count: Int) throws -> [UInt8] {
-        let outcome = try run(["cat", "--tail", String(count), path])
+        let outcome = try run(["cat", "--tail", String(count)], paths: [path])
         if outcome.cancelled { throw Cancelled() }
         guard outcome.status == 0 else { throw failure("read \(path)", outcome) }
         return outcome.output
@@ -266,17 +268,17 @@ struct Rclone {
         let list = folder + "/files-\(UInt32.random(in: 0...UInt32.max))"
         try FileDescriptor.open(list, .writeOnly, options: [.create, .exclusive]).writeAll(Array((paths.joined(separator: "\n") + "\n").utf8))
         defer { try? FileSystem.unlink(list, missingOK: true) }
-        return try run(["copy", "--files-from-raw", list, "--no-check-dest", "--no-traverse", source, destination])
+        return try run(["copy", "--files-from-raw", list, "--no-check-dest", "--no-traverse"], paths: [source, destination])
     }
 
     /// Copies one file to a path of another name (`rclone copyto`).
     func copy(file source: String, to destination: String) throws -> Outcome {
-        try run(["copyto", "--no-check-dest", source, destination])
+        try run(["copyto", "--no-check-dest"], paths: [source, destination])
     }
 
     /// Renames a file on a remote (`rclone moveto`: a rename where the remote has one).
     func move(_ source: String, to destination: String) throws -> Outcome {
-        try run(["moveto", source, destination])
+        try run(["moveto"], paths: [source, destination])
     }
 
     /// Deletes the files named in `paths` under `remote` (`rclone delete --files-from`).
@@ -284,7 +286,7 @@ struct Rclone {
         let list = folder + "/delete-\(UInt32.random(in: 0...UInt32.max))"
         try FileDescriptor.open(list, .writeOnly, options: [.create, .exclusive]).writeAll(Array((paths.joined(separator: "\n") + "\n").utf8))
         defer { try? FileSystem.unlink(list, missingOK: true) }
-        return try run(["delete", "--files-from-raw", list, remote])
+        return try run(["delete", "--files-from-raw", list], paths: [remote])
     }
 
     /// The error for a failed run: what rclone said last, its notices aside (`Config file …

@@ -9,11 +9,13 @@ import NarniaSystem
 enum SyncCommand {
     static func run(_ s: Session, _ a: ParsedArguments) throws {
         // `~/Sync` is the home's, as for every host path (it made a folder named `~`: review AK).
-        let home = getenv("HOME").map { String(cString: $0) }
-        guard a.operands.count == 1, let word = a.operands.first, case let remote = home.map({ word.expandingTilde(home: $0) }).map(\.text) ?? word.text,
-              !remote.isEmpty else {
+        guard a.operands.count == 1, let word = a.operands.first, !word.text.isEmpty else {
             throw CommandFailure("needs one remote", hint: CommandTable.usage(of: "sync") + "  (an rclone remote name:path, or a folder)")
         }
+        // A folder here is a host path: `~` and wildcards as for `lcd` (`sync backup*` made a
+        // folder named `backup*` beside the one it matched: review BC-6).
+        let matches = try s.expandHost(word)
+        guard matches.count == 1, let remote = matches.first else { throw CommandFailure("\(word.text): names more than one folder") }
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }
         if !rclone.withheldSettings.isEmpty {

@@ -192,12 +192,15 @@ final class Job {
 
     // MARK: Programs and environment
 
-    /// The full path of `program` from `PATH` (or the program itself when it has a slash).
+    /// The full path of `program` from `PATH` (or the program itself when it has a slash). A
+    /// folder of `PATH` whose name is not UTF-8 is passed over, not decoded lossily into another.
     static func which(_ program: String) -> String? {
         if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
-        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":", omittingEmptySubsequences: false) {
-            let candidate = (dir.isEmpty ? "." : String(dir)) + "/" + program
+        let path = getenv("PATH").map { UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)) }
+        let folders = path.map { Array($0).split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false).compactMap { String(validating: $0, as: UTF8.self) } }
+            ?? ["/usr/local/bin", "/usr/bin", "/bin"]
+        for dir in folders {
+            let candidate = (dir.isEmpty ? "." : dir) + "/" + program
             if access(candidate, X_OK) == 0, !FileSystem.isDirectory(candidate) { return candidate }
         }
         return nil
