@@ -60,7 +60,8 @@ struct ContentWriter {
     let pipeline: ChunkPipeline
 
     /// Reads `source` to its end and writes the encrypted object `objectID` under the key in
-    /// `key`. `inspect` sees the first chunk of plaintext (for type detection). The object is
+    /// `key`, past the page cache where the file system allows (`AlignedFileWriter`, as packs
+    /// are). `inspect` sees the first chunk of plaintext (for type detection). The object is
     /// written but not yet durable: the caller syncs before committing. On any error or
     /// cancellation the partial object is removed.
     /// - Returns: the content size.
@@ -69,9 +70,10 @@ struct ContentWriter {
                inspect: (UnsafeRawBufferPointer) -> Void,
                observer: TransferObserver) throws -> UInt64 {
         let path = layout.objectPath(for: objectID)
-        let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600)
+        let file = AlignedFileWriter(try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive, .noFollow], permissions: 0o600))
         do {
-            let size = try encrypt(into: fd, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
+            let size = try encrypt(into: file, objectID: objectID, key: key, source: source, inspect: inspect, observer: observer)
+            try file.finish()
             return size
         } catch {
             try? pipeline.drain()
