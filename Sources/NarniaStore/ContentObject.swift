@@ -135,7 +135,7 @@ struct ContentWriter {
         }
         // Writes run on the pipeline's writer thread. Every 8 MiB the written range is handed to
         // the kernel's writeback at once, so the final sync overlaps encryption instead of
-        // following it.
+        // following it (a sink that writes past the page cache has nothing to hand over).
         // Only the writer thread touches the counts; atomics make that checkable.
         final class WriteState: Sendable {
             let written: Atomic<Int64>
