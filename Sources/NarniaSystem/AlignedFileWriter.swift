@@ -13,7 +13,8 @@ internal import CNarniaSystem
 /// handed to the kernel's writeback at once.
 ///
 /// The file is whole only after `finish`, which writes the last partial block (padded with
-/// zeros, then cut to the true length). One thread at a time.
+/// zeros, then cut to the true length). The buffer is wiped when it is freed: an export's holds
+/// plaintext. One thread at a time.
 public final class AlignedFileWriter: @unchecked Sendable {
     // Sendable: used by one thread at a time (an import's, or the sealing pipeline's writer
     // while that thread waits for it), which the pipeline's hand-overs order.
@@ -44,7 +45,15 @@ public final class AlignedFileWriter: @unchecked Sendable {
         isDirect = direct && narnia_set_direct(fd.raw, 1) == 0
     }
 
-    deinit { free(buffer) }
+    deinit { release() }
+
+    /// Wipes and frees the buffer: what it held may be plaintext (an export).
+    private func release() {
+        guard let buffer else { return }
+        explicit_bzero(buffer, Self.capacity)
+        free(buffer)
+        self.buffer = nil
+    }
 
     /// Appends `count` bytes.
     public func append(_ bytes: UnsafeRawPointer, count: Int) throws {
@@ -102,8 +111,7 @@ public final class AlignedFileWriter: @unchecked Sendable {
         if try fd.size() != end { try fd.truncate(to: end) }
         written = end
         buffered = 0
-        free(buffer)
-        buffer = nil
+        release()
         return end
     }
 
