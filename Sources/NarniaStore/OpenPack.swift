@@ -17,7 +17,7 @@ final class OpenPack {
 
     let objectID: Identifier
     /// Writes the pack, past the page cache where the file system allows (`AlignedFileWriter`):
-    /// its segments reach the file in whole blocks, and all of them only at `finish`, when the
+    /// its segments reach the file in whole blocks as they fill, the rest at `finish`, when the
     /// batch commits.
     let file: AlignedFileWriter
     /// Where the next segment goes: the bytes appended so far.

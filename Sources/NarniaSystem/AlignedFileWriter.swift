@@ -3,14 +3,15 @@ internal import CNarniaSystem
 
 /// Writes a new file from its start to its end through a buffer of whole blocks, with
 /// `O_DIRECT` where the file system takes it: the bytes go from the buffer to the disk with no
-/// copy into the kernel's page cache. An import of many small files then spends no CPU filling
-/// the page cache with ciphertext that no one reads soon, and does not push the user's own
-/// cached files out of it. (On a virtual machine whose memory the host hands out page by page,
+/// copy into the kernel's page cache. For files written once, made durable, and not read soon:
+/// the store's objects and packs, and the large files an export writes. An import then spends
+/// no CPU filling the page cache with ciphertext, and does not push the user's own cached files
+/// out of it. (On a virtual machine whose memory the host hands out as it is first touched,
 /// that copy cost more than sealing the files: issue 14.)
 ///
-/// Where direct writes are refused — tmpfs, many FUSE file systems, a disk whose blocks are
-/// larger than `alignment` — the writer goes on with ordinary writes of what it gathered, each
-/// handed to the kernel's writeback at once.
+/// Where direct writes are refused — tmpfs before Linux 6.6, ecryptfs, some FUSE file systems,
+/// a disk whose blocks are larger than `alignment` — the writer goes on with ordinary writes of
+/// what it gathered, each handed to the kernel's writeback at once.
 ///
 /// The file is whole only after `finish`, which writes the last partial block (padded with
 /// zeros, then cut to the true length). The buffer is wiped when it is freed: an export's holds
