@@ -437,6 +437,8 @@ def test_sync_expands_a_folder_s_wildcards_and_takes_a_leading_dash_as_a_name(ba
     assert any((tmp_path / "-backup").iterdir())
     r = base.fails("sync nomatch*", "sync", cwd=tmp_path)
     assert "nomatch*: no match" in r.err, r.describe()
+    r = base.fails("sync remote:photos*", "sync", cwd=tmp_path)
+    assert r.err_lines[-1] == "narnia: hint: a remote's path is taken as it is: quote the * ? [ in it, as in 'remote:photos*'", r.describe()
     (tmp_path / "backup 2025").mkdir()
     r = base.fails("sync backup*", "sync", cwd=tmp_path)
     assert "names more than one folder" in r.err, r.describe()

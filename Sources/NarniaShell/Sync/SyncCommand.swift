@@ -14,7 +14,12 @@ enum SyncCommand {
         }
         // A folder here is a host path: `~` and wildcards as for `lcd` (`sync backup*` made a
         // folder named `backup*` beside the one it matched: review BC-6).
-        let matches = try s.expandHost(word)
+        let matches: [String]
+        do {
+            matches = try s.expandHost(word)
+        } catch let failure as CommandFailure where word.text.contains(":") {
+            throw CommandFailure(failure.message, hint: "a remote's path is taken as it is: quote the * ? [ in it, as in '\(word.text)'")
+        }
         guard matches.count == 1, let remote = matches.first else { throw CommandFailure("\(word.text): names more than one folder") }
         var rclone = try Rclone.find()
         rclone.isCancelled = { Session.interruptRequested != 0 }
