@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import NarniaCrypto
+import NarniaSystem
 
 /// A fixed pool of chunk-sized buffers, a pair of sealing workers and an in-order writer, so
 /// that reading, encrypting and writing overlap on the two cores and the loop allocates
@@ -22,9 +23,15 @@ final class ChunkPipeline: @unchecked Sendable {
     private let workers = DispatchQueue(label: "narnia.sealers", attributes: .concurrent)
     private var firstError: Error?
 
+    /// What each buffer holds beyond `bufferSize`, and its alignment: a chunk read past the page
+    /// cache comes with the parts of the disk blocks around it (`ContentReader.stream`).
+    static let readSlack = 2 * AlignedFileWriter.alignment
+    private var allocated: Int { bufferSize + Self.readSlack }
+
     init(bufferSize: Int = ContentFormat.chunkSize + AEAD.tagLength) {
         self.bufferSize = bufferSize
-        buffers = (0..<Self.depth).map { _ in UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 64) }
+        let count = bufferSize + Self.readSlack
+        buffers = (0..<Self.depth).map { _ in UnsafeMutableRawPointer.allocate(byteCount: count, alignment: AlignedFileWriter.alignment) }
         freeList = Array(0..<Self.depth)
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&bufferFreed, nil)
@@ -33,7 +40,7 @@ final class ChunkPipeline: @unchecked Sendable {
     deinit {
         writer.sync {}
         for b in buffers {
-            wipe(UnsafeMutableRawBufferPointer(start: b, count: bufferSize))
+            wipe(UnsafeMutableRawBufferPointer(start: b, count: allocated))
             b.deallocate()
         }
         pthread_cond_destroy(&bufferFreed)

@@ -261,6 +261,8 @@ struct ContentReader {
     let fd: FileDescriptor
     let content: ContentInfo
     private let base: [UInt8]
+    /// Where `fd` was opened, when by path: `stream` opens it again for reads past the cache.
+    private let path: String?
 
     /// Opens the object of `content` at `path` (nil: not in this copy) and checks its length.
     init(path: String?, content: ContentInfo) throws {
@@ -271,13 +273,14 @@ struct ContentReader {
         } catch let e as SystemError where e.code == ENOENT {
             throw ContentError.missing
         }
-        try self.init(fd: fd, content: content)
+        try self.init(fd: fd, content: content, path: path)
     }
 
     /// As `init(path:content:)`, for an object already open (a drop being adopted).
-    init(fd: FileDescriptor, content: ContentInfo) throws {
+    init(fd: FileDescriptor, content: ContentInfo, path: String? = nil) throws {
         self.fd = fd
         self.content = content
+        self.path = path
         let expected = content.objectLength
         let actual = try fd.size()
         if actual < expected { throw ContentError.incomplete(expected: expected, actual: actual) }
@@ -296,12 +299,56 @@ struct ContentReader {
 
     var chunkCount: Int { ContentFormat.chunkCount(size: content.size) }
 
+    /// How many chunks ahead of the one being read `stream` has the kernel read: the disk
+    /// works on them while this thread waits for the ones before.
+    static let readAhead = 8
+
+    /// Asks the kernel to read chunks `chunks` of the object into the page cache now, without
+    /// waiting for them.
+    func prefetch(_ chunks: Range<Int>) {
+        let wanted = chunks.clamped(to: 0..<chunkCount)
+        guard !wanted.isEmpty else { return }
+        let base = Int64(content.offset)
+        let start = base + ContentFormat.offset(ofChunk: wanted.lowerBound)
+        let end = min(base + ContentFormat.offset(ofChunk: wanted.upperBound), base + ContentFormat.objectLength(size: content.size))
+        fd.adviseWillNeed(offset: start, length: end - start)
+    }
+
     /// Reads, authenticates and decrypts chunk `index` into `buffer` (which must hold a chunk
     /// and its tag). Returns the number of content bytes in it (padding excluded).
     func readChunk(_ index: Int, into buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
         try readSealedChunk(index, into: buffer)
         guard openChunk(index, in: buffer, key: key) else { throw ContentError.chunkFailed(index: index) }
         return contentLength(ofChunk: index)
+    }
+
+    /// A second descriptor of the object, opened for reads past the page cache, for `stream`
+    /// of content of a chunk or more; nil where the file system refuses them, or the object
+    /// was opened without a path or replaced since. The object's ciphertext is read once and
+    /// not soon again: copying it through the page cache was a third of an export's CPU.
+    func openForDirectReads() -> FileDescriptor? {
+        guard content.size >= UInt64(ContentFormat.chunkSize), let path,
+              let direct = try? JournalReader.openStoreFile(path),
+              let first = try? fd.status(), let again = try? direct.status(),
+              first.st_dev == again.st_dev, first.st_ino == again.st_ino,
+              direct.setDirect(true) else { return nil }
+        return direct
+    }
+
+    /// Reads chunk `index` as it is stored through `direct` (`openForDirectReads`): the whole
+    /// disk blocks around it, into `buffer`, which is aligned to them and holds
+    /// `ChunkPipeline.readSlack` bytes more than a chunk. Returns where in `buffer` the chunk
+    /// starts, or nil when the read was refused or came back short: the caller then reads it
+    /// with `readSealedChunk`, which names what went wrong.
+    func readSealedChunk(_ index: Int, through direct: FileDescriptor, into buffer: UnsafeMutableRawPointer) -> Int? {
+        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
+        let start = Int64(content.offset) + ContentFormat.offset(ofChunk: index)
+        let block = Int64(AlignedFileWriter.alignment)
+        let first = start / block * block
+        let end = (start + Int64(length) + block - 1) / block * block
+        let skew = Int(start - first)
+        let n = pread(direct.raw, buffer, Int(end - first), off_t(first))
+        return n >= skew + length ? skew : nil
     }
 
     /// Reads chunk `index` as it is stored (ciphertext and tag) into `buffer`.
@@ -333,43 +380,81 @@ struct ContentReader {
         return Int(min(UInt64(plain), content.size > start ? content.size - start : 0))
     }
 
+    /// What a worker made of one chunk (`readAndOpen`). Sendable: written by the worker before
+    /// it signals, read after the wait: the signal orders the two.
+    final class OpenedChunk: @unchecked Sendable {
+        /// True once the chunk is read, authenticated and decrypted.
+        var succeeded = false
+        /// Where the chunk starts in its buffer.
+        var start = 0
+        /// Why the chunk could not be read.
+        var failure: Error?
+
+        /// Throws what went wrong with chunk `index`, if anything.
+        func check(_ index: Int) throws {
+            if let failure { throw failure }
+            guard succeeded else { throw ContentError.chunkFailed(index: index) }
+        }
+    }
+
+    /// On a worker: reads chunk `index` through `direct` when given (else it was read into
+    /// `buffer` already), then authenticates and decrypts it in place.
+    func readAndOpen(_ index: Int, through direct: FileDescriptor?, into buffer: UnsafeMutableRawPointer,
+                     key: UnsafeRawBufferPointer, result: OpenedChunk) {
+        if let direct {
+            if let start = readSealedChunk(index, through: direct, into: buffer) {
+                result.start = start
+            } else {
+                do { try readSealedChunk(index, into: buffer) } catch { result.failure = error; return }
+            }
+        }
+        result.succeeded = openChunk(index, in: buffer + result.start, key: key)
+    }
+
     /// Decrypts every chunk in order and hands the content bytes to `write`, on the calling
-    /// thread: chunks are read here and opened on the pipeline's workers, so that opening the
-    /// next chunks overlaps writing this one. Stops at the first failing chunk.
+    /// thread, while the next chunks are opened on the pipeline's workers. Content of a chunk
+    /// or more is read past the page cache on the workers, several chunks at once; smaller
+    /// content is read here, through the cache, with the kernel reading ahead. Stops at the
+    /// first failing chunk.
     func stream(pipeline: ChunkPipeline, key: UnsafeRawBufferPointer, observer: TransferObserver,
                 write: (UnsafeRawPointer, Int) throws -> Void) throws {
         final class Opening: Sendable {
             let index: Int, buffer: Int
             let done = DispatchGroup()
-            let succeeded = Atomic<Bool>(false)
+            let result = OpenedChunk()
             init(index: Int, buffer: Int) { (self.index, self.buffer) = (index, buffer) }
         }
         // `key` and the buffers outlive every opening: all are waited for before returning.
         nonisolated(unsafe) let keyPointer = key
         let reader = self
+        let direct = openForDirectReads()
         var opening: [Opening] = []
         var done: UInt64 = 0
         func finishOldest() throws {
             let chunk = opening.removeFirst()
             chunk.done.wait()
             defer { pipeline.release(chunk.buffer) }
-            guard chunk.succeeded.load(ordering: .acquiring) else { throw ContentError.chunkFailed(index: chunk.index) }
+            try chunk.result.check(chunk.index)
             let n = contentLength(ofChunk: chunk.index)
-            if n > 0 { try write(pipeline.buffer(chunk.buffer), n) }
+            if n > 0 { try write(pipeline.buffer(chunk.buffer) + chunk.result.start, n) }
             done += UInt64(n)
             observer.progress(done)
         }
         do {
+            if direct == nil { prefetch(0..<Self.readAhead) }
             for index in 0..<chunkCount {
                 if observer.isCancelled() { throw Cancelled() }
+                if direct == nil { prefetch(index + Self.readAhead..<index + Self.readAhead + 1) }
                 if opening.count >= ChunkPipeline.depth - 1 { try finishOldest() }
                 let b = pipeline.acquire()
-                do { try readSealedChunk(index, into: pipeline.buffer(b)) } catch { pipeline.release(b); throw error }
+                if direct == nil {
+                    do { try readSealedChunk(index, into: pipeline.buffer(b)) } catch { pipeline.release(b); throw error }
+                }
                 let chunk = Opening(index: index, buffer: b)
                 nonisolated(unsafe) let buffer = pipeline.buffer(b)
                 chunk.done.enter()
                 pipeline.work {
-                    chunk.succeeded.store(reader.openChunk(index, in: buffer, key: keyPointer), ordering: .releasing)
+                    reader.readAndOpen(index, through: direct, into: buffer, key: keyPointer, result: chunk.result)
                     chunk.done.leave()
                 }
                 opening.append(chunk)
@@ -382,5 +467,46 @@ struct ContentReader {
             }
             throw error
         }
+    }
+
+    /// As `stream`, for a `write` that may run on another thread (an export's file): chunks
+    /// are read and opened on the pipeline's workers and handed to `write` in order on its
+    /// writer, so that reading, opening and writing all overlap. Returns once every chunk is
+    /// written; stops at the first failing chunk or write.
+    func streamInBackground(pipeline: ChunkPipeline, key: UnsafeRawBufferPointer, observer: TransferObserver,
+                            write: @escaping @Sendable (UnsafeRawPointer, Int) throws -> Void) throws {
+        // `key` and the buffers outlive every chunk: `drain` waits for all before returning.
+        nonisolated(unsafe) let keyPointer = key
+        let reader = self
+        let direct = openForDirectReads()
+        var done: UInt64 = 0
+        if direct == nil { prefetch(0..<Self.readAhead) }
+        for index in 0..<chunkCount where pipeline.pendingError == nil {
+            if observer.isCancelled() {
+                try? pipeline.drain()
+                throw Cancelled()
+            }
+            if direct == nil { prefetch(index + Self.readAhead..<index + Self.readAhead + 1) }
+            let b = pipeline.acquire()
+            nonisolated(unsafe) let buffer = pipeline.buffer(b)
+            if direct == nil {
+                do { try readSealedChunk(index, into: buffer) } catch {
+                    pipeline.release(b)
+                    try pipeline.drain()
+                    throw error
+                }
+            }
+            let result = OpenedChunk()
+            let n = contentLength(ofChunk: index)
+            pipeline.submit(b, count: n, prepare: {
+                reader.readAndOpen(index, through: direct, into: buffer, key: keyPointer, result: result)
+            }, write: { pointer, count in
+                try result.check(index)
+                if count > 0 { try write(pointer + result.start, count) }
+            })
+            done += UInt64(n)
+            observer.progress(done)
+        }
+        try pipeline.drain()
     }
 }

@@ -128,8 +128,23 @@ extension Vault {
             return
         }
         let file = AlignedFileWriter(fd)
-        try readContent(of: item, observer: observer) { p, n in try file.append(p, count: n) }
+        try notingDamage {
+            let reader = try reader(for: item.content!)
+            try keys.withKey(item.content!.keySlot) { key in
+                try reader.streamInBackground(pipeline: pipeline, key: key, observer: observer) { p, n in try file.append(p, count: n) }
+            }
+        }
         try file.finish()
+    }
+
+    /// Has the kernel start reading `item`'s content, smaller than a chunk, from the disk into
+    /// the page cache, without waiting: an export asks for the next file's while it writes
+    /// this one. Does nothing for content of a chunk or more, which is read past the page
+    /// cache (`ContentReader.openForDirectReads`), or when the object is not here.
+    public func prefetch(_ item: Item) {
+        guard let content = item.content, content.size < UInt64(ContentFormat.chunkSize), let path = objectPath(of: content),
+              let fd = try? JournalReader.openStoreFile(path) else { return }
+        fd.adviseWillNeed(offset: Int64(content.offset), length: ContentFormat.objectLength(size: content.size))
     }
 
     /// Reads and authenticates the first `limit` bytes of `item` (for type checks and previews).

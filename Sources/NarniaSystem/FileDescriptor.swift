@@ -228,6 +228,20 @@ public final class FileDescriptor: @unchecked Sendable {
         _ = posix_fadvise(raw, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
 
+    /// Turns `O_DIRECT` on or off for this open file (`fcntl`): reads and writes then go
+    /// between the caller's memory and the disk, past the page cache, and must start, end and
+    /// be held at multiples of the disk's block. False where the file system refuses it.
+    public func setDirect(_ on: Bool) -> Bool {
+        narnia_set_direct(raw, on ? 1 : 0) == 0
+    }
+
+    /// Asks the kernel to start reading `length` bytes at `offset` into the page cache now,
+    /// without waiting for them (`POSIX_FADV_WILLNEED`): a read of them later finds them there.
+    public func adviseWillNeed(offset: Int64, length: Int64) {
+        guard length > 0 else { return }
+        _ = posix_fadvise(raw, off_t(offset), off_t(length), POSIX_FADV_WILLNEED)
+    }
+
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
     /// only while no process has it open for writing. Returns false, without running `body`,
     /// when one has; where leases cannot be taken (a file system without them, a file of

@@ -106,6 +106,45 @@ final class VaultTests: XCTestCase {
         XCTAssertThrowsError(try vault.export(item, to: fd)) { error in
             guard case ContentError.chunkFailed(index: 1) = error else { return XCTFail("\(error)") }
         }
+        XCTAssertThrowsError(try read(vault, item)) { error in
+            guard case ContentError.chunkFailed(index: 1) = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    /// Content of a chunk or more is read past the page cache where the disk takes it: each
+    /// chunk from the whole blocks around it. A read that comes back short (the object cut
+    /// while it is read) is made again through the cache, which names the damage.
+    func testDirectReadsFindEveryChunkAndFallBackWhenShort() throws {
+        let vault = try create()
+        let chunk = ContentFormat.chunkSize
+        let small = try addFile(vault, "small", [UInt8](repeating: 1, count: chunk - 1))
+        XCTAssertNil(try vault.reader(for: small.content!).openForDirectReads(), "smaller content is read through the cache")
+        let bytes = (0..<(3 * chunk + 100)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        let item = try addFile(vault, "big", bytes)
+        let content = item.content!
+        let reader = try vault.reader(for: content)
+        guard let direct = reader.openForDirectReads() else { throw XCTSkip("this file system takes no direct reads") }
+        let size = chunk + AEAD.tagLength + ChunkPipeline.readSlack
+        let aligned = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: AlignedFileWriter.alignment)
+        let cached = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        defer {
+            aligned.deallocate()
+            cached.deallocate()
+        }
+        for index in 0..<reader.chunkCount {
+            let start = try XCTUnwrap(reader.readSealedChunk(index, through: direct, into: aligned), "chunk \(index)")
+            try reader.readSealedChunk(index, into: cached)
+            let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
+            XCTAssertEqual(memcmp(aligned + start, cached, length), 0, "chunk \(index)")
+        }
+        let object = vault.objectPath(of: content)!
+        XCTAssertEqual(truncate(object, off_t(content.objectLength - 10)), 0)
+        XCTAssertNil(reader.readSealedChunk(reader.chunkCount - 1, through: direct, into: aligned))
+        XCTAssertThrowsError(try vault.keys.withKey(content.keySlot) { key in
+            try reader.stream(pipeline: vault.pipeline, key: key, observer: .none) { _, _ in }
+        }) { error in
+            guard case ContentError.wrongLength = error else { return XCTFail("\(error)") }
+        }
     }
 
     func testTreeChangesSurviveReopenAndCompaction() throws {
