@@ -299,21 +299,6 @@ struct ContentReader {
 
     var chunkCount: Int { ContentFormat.chunkCount(size: content.size) }
 
-    /// How many chunks ahead of the one being read `stream` has the kernel read: the disk
-    /// works on them while this thread waits for the ones before.
-    static let readAhead = 8
-
-    /// Asks the kernel to read chunks `chunks` of the object into the page cache now, without
-    /// waiting for them.
-    func prefetch(_ chunks: Range<Int>) {
-        let wanted = chunks.clamped(to: 0..<chunkCount)
-        guard !wanted.isEmpty else { return }
-        let base = Int64(content.offset)
-        let start = base + ContentFormat.offset(ofChunk: wanted.lowerBound)
-        let end = min(base + ContentFormat.offset(ofChunk: wanted.upperBound), base + ContentFormat.objectLength(size: content.size))
-        fd.adviseWillNeed(offset: start, length: end - start)
-    }
-
     /// Reads, authenticates and decrypts chunk `index` into `buffer` (which must hold a chunk
     /// and its tag). Returns the number of content bytes in it (padding excluded).
     func readChunk(_ index: Int, into buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) throws -> Int {
@@ -413,8 +398,8 @@ struct ContentReader {
 
     /// Decrypts every chunk in order and hands the content bytes to `write`, on the calling
     /// thread, while the next chunks are opened on the pipeline's workers. Content of a chunk
-    /// or more is read past the page cache on the workers, several chunks at once; smaller
-    /// content is read here, through the cache, with the kernel reading ahead. Stops at the
+    /// or more is read past the page cache on the workers, two chunks at once; smaller content
+    /// (or any, where direct reads are refused) is read here, through the cache. Stops at the
     /// first failing chunk.
     func stream(pipeline: ChunkPipeline, key: UnsafeRawBufferPointer, observer: TransferObserver,
                 write: (UnsafeRawPointer, Int) throws -> Void) throws {
@@ -441,10 +426,8 @@ struct ContentReader {
             observer.progress(done)
         }
         do {
-            if direct == nil { prefetch(0..<Self.readAhead) }
             for index in 0..<chunkCount {
                 if observer.isCancelled() { throw Cancelled() }
-                if direct == nil { prefetch(index + Self.readAhead..<index + Self.readAhead + 1) }
                 if opening.count >= ChunkPipeline.depth - 1 { try finishOldest() }
                 let b = pipeline.acquire()
                 if direct == nil {
@@ -480,13 +463,11 @@ struct ContentReader {
         let reader = self
         let direct = openForDirectReads()
         var done: UInt64 = 0
-        if direct == nil { prefetch(0..<Self.readAhead) }
         for index in 0..<chunkCount where pipeline.pendingError == nil {
             if observer.isCancelled() {
                 try? pipeline.drain()
                 throw Cancelled()
             }
-            if direct == nil { prefetch(index + Self.readAhead..<index + Self.readAhead + 1) }
             let b = pipeline.acquire()
             nonisolated(unsafe) let buffer = pipeline.buffer(b)
             if direct == nil {

@@ -137,16 +137,6 @@ extension Vault {
         try file.finish()
     }
 
-    /// Has the kernel start reading `item`'s content, smaller than a chunk, from the disk into
-    /// the page cache, without waiting: an export asks for the next file's while it writes
-    /// this one. Does nothing for content of a chunk or more, which is read past the page
-    /// cache (`ContentReader.openForDirectReads`), or when the object is not here.
-    public func prefetch(_ item: Item) {
-        guard let content = item.content, content.size < UInt64(ContentFormat.chunkSize), let path = objectPath(of: content),
-              let fd = try? JournalReader.openStoreFile(path) else { return }
-        fd.adviseWillNeed(offset: Int64(content.offset), length: ContentFormat.objectLength(size: content.size))
-    }
-
     /// Reads and authenticates the first `limit` bytes of `item` (for type checks and previews).
     public func readPrefix(of item: Item, limit: Int) throws -> [UInt8] {
         guard let content = item.content else { throw VaultError.refused("is a folder") }

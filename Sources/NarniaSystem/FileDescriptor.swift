@@ -235,13 +235,6 @@ public final class FileDescriptor: @unchecked Sendable {
         narnia_set_direct(raw, on ? 1 : 0) == 0
     }
 
-    /// Asks the kernel to start reading `length` bytes at `offset` into the page cache now,
-    /// without waiting for them (`POSIX_FADV_WILLNEED`): a read of them later finds them there.
-    public func adviseWillNeed(offset: Int64, length: Int64) {
-        guard length > 0 else { return }
-        _ = posix_fadvise(raw, off_t(offset), off_t(length), POSIX_FADV_WILLNEED)
-    }
-
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
     /// only while no process has it open for writing. Returns false, without running `body`,
     /// when one has; where leases cannot be taken (a file system without them, a file of

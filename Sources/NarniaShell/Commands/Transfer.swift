@@ -242,9 +242,8 @@ enum Transfer {
                 report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(file.components)))")
             }
         }
-        for (index, (item, components)) in plan.enumerated() {
+        for (item, components) in plan {
             if Session.interruptRequested != 0 { throw Cancelled() }
-            if index + 1 < plan.count { s.vault.prefetch(plan[index + 1].0) }
             // Its `#N` under hide-names, as every listing shows it (review AQ).
             progress?.begin(item: HiddenNames.maskedName(of: item, in: s) ?? item.name)
             do {
