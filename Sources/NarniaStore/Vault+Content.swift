@@ -121,16 +121,17 @@ extension Vault {
     /// Writes `item`'s content to `fd`, a new, empty file. A file of a chunk or more goes past
     /// the page cache (`AlignedFileWriter`, as objects are written): export makes what it writes
     /// durable before it reports it, and copying it into the cache first only costs time. A
-    /// smaller one goes through the cache, where many are made durable together.
+    /// smaller one goes through the cache, where many are made durable together. The chunks
+    /// of a large one are written on the pipeline's writer while the next are read and opened.
     public func export(_ item: Item, to fd: FileDescriptor, observer: TransferObserver = .none) throws {
-        guard item.size >= UInt64(ContentFormat.chunkSize) else {
+        guard let content = item.content, content.size >= UInt64(ContentFormat.chunkSize) else {
             try readContent(of: item, observer: observer) { p, n in try fd.writeAll(p, count: n) }
             return
         }
         let file = AlignedFileWriter(fd)
         try notingDamage {
-            let reader = try reader(for: item.content!)
-            try keys.withKey(item.content!.keySlot) { key in
+            let reader = try reader(for: content)
+            try keys.withKey(content.keySlot) { key in
                 try reader.streamInBackground(pipeline: pipeline, key: key, observer: observer) { p, n in try file.append(p, count: n) }
             }
         }
