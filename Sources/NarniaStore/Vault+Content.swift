@@ -97,11 +97,16 @@ extension Vault {
     public func readContent(of item: Item, observer: TransferObserver = .none,
                             write: (UnsafeRawPointer, Int) throws -> Void) throws {
         guard let content = item.content else { throw VaultError.refused("is a folder") }
+        try withOpenContent(content) { reader, key in
+            try reader.stream(pipeline: pipeline, key: key, observer: observer, write: write)
+        }
+    }
+
+    /// Opens the object of `content` and runs `body` with it and its key, counting damage.
+    private func withOpenContent(_ content: ContentInfo, _ body: (ContentReader, UnsafeRawBufferPointer) throws -> Void) throws {
         try notingDamage {
             let reader = try reader(for: content)
-            try keys.withKey(content.keySlot) { key in
-                try reader.stream(pipeline: pipeline, key: key, observer: observer, write: write)
-            }
+            try keys.withKey(content.keySlot) { key in try body(reader, key) }
         }
     }
 
@@ -129,11 +134,8 @@ extension Vault {
             return
         }
         let file = AlignedFileWriter(fd)
-        try notingDamage {
-            let reader = try reader(for: content)
-            try keys.withKey(content.keySlot) { key in
-                try reader.streamInBackground(pipeline: pipeline, key: key, observer: observer) { p, n in try file.append(p, count: n) }
-            }
+        try withOpenContent(content) { reader, key in
+            try reader.streamInBackground(pipeline: pipeline, key: key, observer: observer) { p, n in try file.append(p, count: n) }
         }
         try file.finish()
     }
