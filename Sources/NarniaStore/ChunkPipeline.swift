@@ -26,12 +26,14 @@ final class ChunkPipeline: @unchecked Sendable {
     /// What each buffer holds beyond `bufferSize`, and its alignment: a chunk read past the page
     /// cache comes with the parts of the disk blocks around it (`ContentReader.stream`).
     static let readSlack = 2 * AlignedFileWriter.alignment
-    private var allocated: Int { bufferSize + Self.readSlack }
+    /// The bytes of each buffer: `bufferSize` and the slack.
+    private let allocated: Int
 
     init(bufferSize: Int = ContentFormat.chunkSize + AEAD.tagLength) {
         self.bufferSize = bufferSize
-        let count = bufferSize + Self.readSlack
-        buffers = (0..<Self.depth).map { _ in UnsafeMutableRawPointer.allocate(byteCount: count, alignment: AlignedFileWriter.alignment) }
+        let allocated = bufferSize + Self.readSlack
+        self.allocated = allocated
+        buffers = (0..<Self.depth).map { _ in UnsafeMutableRawPointer.allocate(byteCount: allocated, alignment: AlignedFileWriter.alignment) }
         freeList = Array(0..<Self.depth)
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&bufferFreed, nil)

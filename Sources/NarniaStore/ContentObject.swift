@@ -326,8 +326,7 @@ struct ContentReader {
     /// starts, or nil when the read was refused or came back short: the caller then reads it
     /// with `readSealedChunk`, which names what went wrong.
     func readSealedChunk(_ index: Int, through direct: FileDescriptor, into buffer: UnsafeMutableRawPointer) -> Int? {
-        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
-        let start = Int64(content.offset) + ContentFormat.offset(ofChunk: index)
+        let (start, length) = sealedRange(ofChunk: index)
         let block = Int64(AlignedFileWriter.alignment)
         let first = start / block * block
         let end = (start + Int64(length) + block - 1) / block * block
@@ -336,17 +335,23 @@ struct ContentReader {
         return n >= skew + length ? skew : nil
     }
 
+    /// Where chunk `index` is stored in the object file, and its length with its tag.
+    func sealedRange(ofChunk index: Int) -> (offset: Int64, length: Int) {
+        (Int64(content.offset) + ContentFormat.offset(ofChunk: index),
+         ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength)
+    }
+
     /// Reads chunk `index` as it is stored (ciphertext and tag) into `buffer`.
     func readSealedChunk(_ index: Int, into buffer: UnsafeMutableRawPointer) throws {
-        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
-        let n = try fd.preadFully(into: buffer, count: length, offset: Int64(content.offset) + ContentFormat.offset(ofChunk: index))
+        let (offset, length) = sealedRange(ofChunk: index)
+        let n = try fd.preadFully(into: buffer, count: length, offset: offset)
         guard n == length else { throw ContentError.wrongLength(expected: content.objectLength, actual: try fd.size()) }
     }
 
     /// Authenticates and decrypts, in place, chunk `index` read by `readSealedChunk`; false
     /// when it fails authentication. Safe on any thread.
     func openChunk(_ index: Int, in buffer: UnsafeMutableRawPointer, key: UnsafeRawBufferPointer) -> Bool {
-        let length = ContentFormat.plaintextLength(ofChunk: index, size: content.size) + AEAD.tagLength
+        let length = sealedRange(ofChunk: index).length
         var nonce = base
         var ad: [UInt8] = []
         ContentFormat.nonce(base: base, index: index, into: &nonce)
