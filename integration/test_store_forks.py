@@ -533,3 +533,49 @@ def test_a_remote_copy_of_this_devices_journal_caught_while_it_appended_is_no_fo
     assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), "the remote's copy is extended"
     narnia.ok("mkdir /d")
     assert journal_sizes(narnia.vault).keys() == sizes.keys(), "no new journal: mkdir appends to the same one"
+
+
+@pytest.mark.parametrize("files", [0, 700], ids=["small-record", "record-over-64-KiB"])
+def test_a_remote_copy_of_this_devices_journal_at_its_final_length_but_unfinished_is_replaced(narnia, host, tmp_path, files):
+    """Review BA-1: a copier that reads until the end of the file can take this device's
+    journal while narnia appends and end its copy after the last write: the final length, the
+    last record's first byte still zero. `sync` finds it without waiting for another append,
+    and replaces it in the same sync (it compared only the last 64 bytes, so the remote kept it
+    and another device syncing from there did not see the change). The last record is compared
+    whole, or when over 64 KiB (an import of 700 files, one commit) by its first byte and its
+    last 64 bytes."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok("mkdir /a")
+    sizes = journal_sizes(narnia.vault)
+    narnia.ok(f"sync {q(str(remote))}")
+    if files:
+        folder = host / "b"
+        folder.mkdir()
+        for i in range(files):
+            new_file(folder, f"{i}.bin")
+        narnia.ok(f"import --keep {q(str(folder))}")
+    else:
+        narnia.ok("mkdir /b")
+    now = journal_sizes(narnia.vault)
+    grown = {p: size - sizes[p] for p, size in now.items() if size > sizes.get(p, size)}
+    assert len(grown) == 1, "one journal grew"
+    journal, record = grown.popitem()
+    assert (record > 1 << 16) == (files > 0), f"the record is {record} bytes"
+    objects = len(now) - len(sizes)
+    whole = (narnia.vault / journal).read_bytes()
+    torn = bytearray(whole)
+    torn[sizes[journal]] = 0   # the record of mkdir or import, copied before its first byte was written
+    (remote / journal).write_bytes(torn)
+    before = other_device(narnia, remote, tmp_path / "before")
+    assert before.ok("ls /").out_lines == ["a"], "the copy is read as an unfinished append of one record"
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert (remote / journal).read_bytes() == whole, "the remote's copy is replaced"
+    assert r.out_lines[-1].endswith(f"sent {objects + 1} files, received 0, deleted 0 retired"), r.describe()
+    assert not any("warning" in l for l in r.err_lines), r.describe()
+    assert not [p for p in narnia.vault.rglob("*") if "conflict" in p.name], "no conflict copy"
+    after = other_device(narnia, remote, tmp_path / "after")
+    assert after.ok("ls /").out_lines == ["a", "b"], "another device reads the change from there"
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()

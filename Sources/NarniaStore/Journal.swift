@@ -144,6 +144,8 @@ struct JournalEnd: Equatable {
     var records: UInt64
     /// Where the last whole record ends.
     var offset: Int64
+    /// Where the last whole record begins (0 when there is none).
+    var lastRecordStart: Int64 = 0
     /// Bytes after it that do not form a whole record: a write cut short by a crash, a copy
     /// still arriving, or a cut. Never removed by a reader.
     var cutBytes: Int64
@@ -201,9 +203,10 @@ enum JournalReader {
         let size = try fd.size()
         var offset: Int64 = 0
         var index: UInt64 = 0
+        var lastRecordStart: Int64 = 0
         var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
         func end(unfinished: Bool = false) -> JournalEnd {
-            JournalEnd(records: index, offset: offset, cutBytes: size - offset, unfinished: unfinished)
+            JournalEnd(records: index, offset: offset, lastRecordStart: lastRecordStart, cutBytes: size - offset, unfinished: unfinished)
         }
         while offset < size {
             let remaining = size - offset
@@ -244,6 +247,7 @@ enum JournalReader {
             } catch let e as MalformedRecord {
                 throw MetadataError.damaged("\(name), record \(index) \(e.why)")
             }
+            lastRecordStart = offset
             offset += Int64(JournalKeys.headerLength) + bodyLength
             index += 1
         }
@@ -294,6 +298,8 @@ final class JournalWriter {
     private let keys: JournalKeys
     private(set) var recordCount: UInt64
     private(set) var endOffset: Int64
+    /// Where its last record begins (0 before the first).
+    private(set) var lastRecordStart: Int64
     /// True when an append failed and so did cutting the file back: its bytes after
     /// `endOffset` are cut before the next append, which fails if that fails again. (Left
     /// there, a shorter next record left the failed one's end after it: damage; review AZ-6.)
@@ -311,13 +317,14 @@ final class JournalWriter {
     private var naming: Naming
 
     private init(id: Identifier, path: String, fd: FileDescriptor, keys: JournalKeys, records: UInt64, end: Int64,
-                 naming: Naming = .named) {
+                 lastRecordStart: Int64 = 0, naming: Naming = .named) {
         self.id = id
         self.path = path
         self.fd = fd
         self.keys = keys
         recordCount = records
         endOffset = end
+        self.lastRecordStart = lastRecordStart
         self.naming = naming
     }
 
@@ -357,7 +364,8 @@ final class JournalWriter {
         let st = try fd.status()
         guard st.isRegularFile, Int64(st.st_size) == end.offset else { throw StoreFileError.notRegular(path) }
         try fd.setBlocking()
-        return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: end.records, end: end.offset)
+        return JournalWriter(id: id, path: path, fd: fd, keys: keys, records: end.records, end: end.offset,
+                             lastRecordStart: end.lastRecordStart)
     }
 
     /// Appends one record holding `payload` and makes it durable (`fdatasync`). On failure
@@ -420,6 +428,7 @@ final class JournalWriter {
             }
             throw error
         }
+        lastRecordStart = endOffset
         endOffset += Int64(record.count)
         recordCount += 1
     }

@@ -65,7 +65,7 @@ extension Vault {
         var file = journals[writer.id]!
         file.records = writer.recordCount
         file.lastSeq = seq
-        file.end = JournalEnd(records: writer.recordCount, offset: writer.endOffset, cutBytes: 0)
+        file.end = JournalEnd(records: writer.recordCount, offset: writer.endOffset, lastRecordStart: writer.lastRecordStart, cutBytes: 0)
         journals[writer.id] = file
         generation += 1
         switch update {

@@ -165,13 +165,18 @@ extension Vault {
         file.kind == .journal && !file.isCopy && newestOwnJournal?.id == file.id
     }
 
-    /// The last `count` bytes of a store file here.
-    public func tail(of file: SyncFile, count: Int) throws -> [UInt8] {
+    /// Where the last record of this device's newest journal `file` begins, when the file here
+    /// is `size` bytes long and ends with that record (nil otherwise).
+    public func lastRecordStart(of file: SyncFile, size: Int64) -> Int64? {
+        guard isNewestOwnJournal(file), let end = journals[file.id]?.end, end.records > 0, end.offset == size else { return nil }
+        return end.lastRecordStart
+    }
+
+    /// `count` bytes of a store file here from `offset` (fewer where it ends).
+    public func bytes(of file: SyncFile, offset: Int64, count: Int) throws -> [UInt8] {
         let fd = try FileDescriptor.open(layout.root + "/" + file.path, .readOnly, options: .noFollow)
-        let size = try fd.size()
-        let n = Int(min(Int64(count), size))
-        var bytes = [UInt8](repeating: 0, count: n)
-        let read = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: n, offset: size - Int64(n)) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: count, offset: offset) }
         return Array(bytes.prefix(read))
     }
 

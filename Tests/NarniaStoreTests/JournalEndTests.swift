@@ -63,7 +63,7 @@ final class JournalEndTests: XCTestCase {
         let (path, starts) = try journal(records: 300, size: 1)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         XCTAssertFalse(starts.contains { bytes[$0] == 0 })
-        XCTAssertEqual(try end(of: path), JournalEnd(records: 300, offset: Int64(bytes.count), cutBytes: 0))
+        XCTAssertEqual(try end(of: path), JournalEnd(records: 300, offset: Int64(bytes.count), lastRecordStart: Int64(starts.last!), cutBytes: 0))
     }
 
     /// A kill after the append's first write, or during it (between pages, or before the header

@@ -254,9 +254,9 @@ struct Rclone {
         c == "\u{FFFD}" || c == "\u{201B}" || (0x2400...0x2421).contains(c.value) || c.value < 0x20 || c.value == 0x7F
     }
 
-    /// The last `count` bytes of a file on a remote (`rclone cat --tail`).
-    func tail(of path: String, count: Int) throws -> [UInt8] {
-        let outcome = try run(["cat", "--tail", String(count)], paths: [path])
+    /// `count` bytes of a file on a remote from `offset` (`rclone cat --offset --count`).
+    func bytes(of path: String, offset: Int64, count: Int) throws -> [UInt8] {
+        let outcome = try run(["cat", "--offset", String(offset), "--count", String(count)], paths: [path])
         if outcome.cancelled { throw Cancelled() }
         guard outcome.status == 0 else { throw failure("read \(path)", outcome) }
         return outcome.output

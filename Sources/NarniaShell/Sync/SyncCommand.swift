@@ -211,21 +211,32 @@ enum SyncCommand {
         s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files \(what): \(unread.map(s.err.name).joined(separator: ", ")) (to have \(it) read, \(fix(it)))")
     }
 
-    /// This device's newest journal, of the same length on both sides, can still differ:
-    /// another copy of this store wrote as this device (a backup restored and used while the
-    /// original went on, a clone of its disk) and its version got there first. Records are
+    /// This device's newest journal, of the same length on both sides, can still differ.
+    /// Another copy of this store wrote as this device (a backup restored and used while the
+    /// original went on, a clone of its disk) and its version got there first: records are
     /// written once each with a random nonce, so two versions of the same length end in
-    /// different bytes: the last ones are compared, and a journal whose differ is fetched, to
-    /// be kept beside this one (`Vault.acceptReceived`). Only this device's newest: older
-    /// journals no longer grow, and a fork of another device's is found by that device.
+    /// different bytes, and a journal whose last bytes differ is fetched, to be kept beside
+    /// this one (`Vault.acceptReceived`). Or a copier that reads until the end of the file
+    /// took the remote's copy while this device appended, and ended it after the last write:
+    /// the final length, the last record's first byte still zero (review BA-1). That one is
+    /// fetched too, and read as an older copy of this journal, which then replaces it there.
+    /// Only this device's newest: older journals no longer grow, and a fork of another
+    /// device's is found by that device.
     static func compareOwnJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
-        let count = 64
-        for (file, size) in plan.sameLengthJournals where vault.isNewestOwnJournal(file) && size >= Int64(count) {
-            let there = try rclone.tail(of: Rclone.join(remote, file.path), count: count)
-            if there != (try vault.tail(of: file, count: count)) {
-                plan.fetch(file, size)
-                plan.forkedThere.insert(file.key)
+        for (file, size) in plan.sameLengthJournals {
+            guard let start = vault.lastRecordStart(of: file, size: size) else { continue }
+            let path = Rclone.join(remote, file.path)
+            // The last record, read whole when small; else its first byte and its last 64.
+            let sections = size - start <= 1 << 16 ? [(start, Int(size - start))] : [(start, 1), (size - 64, 64)]
+            var forked = false, torn = false
+            for (offset, count) in sections {
+                let there = try rclone.bytes(of: path, offset: offset, count: count)
+                let here = try vault.bytes(of: file, offset: offset, count: count)
+                guard there != here else { continue }
+                if offset == start && there.first == 0 && there.dropFirst() == here.dropFirst() { torn = true } else { forked = true }
             }
+            if forked || torn { plan.fetch(file, size) }
+            if forked { plan.forkedThere.insert(file.key) }
         }
     }
 
