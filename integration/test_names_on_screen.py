@@ -164,3 +164,25 @@ def test_host_paths_and_typed_words_in_messages_show_invisible_characters(narnia
     assert "cannot move /secret\\u{200b}name into itself" in r.err, r.describe()
     out = on_terminal(narnia, "set hide-names on; mv /#1 /#1/in", host)
     assert b"cannot move /#1 into itself" in out and b"secret" not in out, out
+
+
+def test_a_host_name_that_is_not_utf8_shows_on_a_terminal_as_question_marks(narnia, host):
+    """Review BC-7: on a terminal, a message spells each byte of a host name that is not UTF-8
+    as `?`, as it shows every character it cannot print; as `\\xHH` it read as a real name
+    holding a backslash, listed beside it. Scripts still get `\\xHH`."""
+    narnia.init()
+    folder = host / "h"
+    folder.mkdir()
+    (folder / "bad\\xff").write_text("a real name with a backslash\n")
+    with open(os.path.join(os.fsencode(folder), b"bad\xff"), "w") as f:
+        f.write("not UTF-8\n")
+    shown = on_terminal(narnia, f"lls {q(str(folder))}", host)
+    assert f"lls: {folder}/bad?: the name is not valid UTF-8; not listed".encode() in shown, shown
+    assert b"bad\\xff" in shown, "the real name is listed as it is"
+    shown = on_terminal(narnia, f"import {q(str(folder))}/bad*", host)
+    assert f"matches a name that is not valid UTF-8 ({folder}/bad?)".encode() in shown, shown
+    shown = on_terminal(narnia, f"import {q(str(folder))}", host)
+    assert f"import: {folder}/bad?: the name is not valid UTF-8; rename it to import it".encode() in shown, shown
+    r = narnia.c(f"lls {q(str(folder))}; import {q(str(folder))}")
+    assert f"narnia: warning: lls: {folder}/bad\\xff: the name is not valid UTF-8; not listed (rename it to import it)" in r.err_lines, r.describe()
+    assert f"narnia: error: import: {folder}/bad\\xff: the name is not valid UTF-8; rename it to import it" in r.err_lines, r.describe()

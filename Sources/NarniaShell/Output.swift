@@ -50,6 +50,8 @@ public final class Output {
 
     /// A name as this stream shows it: `terminalSafe` on a terminal, `scriptSafe` otherwise.
     public func name(_ text: String) -> String { shownName(text, onTerminal: isTerminal) }
+    /// A name that is not valid UTF-8, spelled for a message on this stream (`FileSystem.spelled`).
+    public func undecodableName(_ bytes: [UInt8]) -> String { FileSystem.spelled(undecodable: bytes, forTerminal: isTerminal) }
 
     /// Writes buffered text now. A reader gone (`EPIPE`: `narnia -c ls | head`) is not an
     /// error; any other failure to write standard output (a full disk, `> /dev/full`) is noted

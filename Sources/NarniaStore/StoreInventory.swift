@@ -97,7 +97,7 @@ struct StoreInventory {
     static func scanTopLevel(_ root: String) throws -> StoreInventory {
         var inventory = StoreInventory()
         let listing = try FileSystem.listDirectoryCountingUndecodable(root)
-        inventory.undecodable += listing.undecodable.filter { StoreName.beginsLikeStoreFile($0, digits: 32) }
+        inventory.undecodable += listing.undecodable.map { FileSystem.spelled(undecodable: $0) }.filter { StoreName.beginsLikeStoreFile($0, digits: 32) }
         for name in listing.names {
             if StoreName.isShardName(name) {
                 inventory.shardNames.append(name)
@@ -142,7 +142,7 @@ struct StoreInventory {
             for entry in listing.names {
                 addShardEntry(entry, shard: name, root: root)
             }
-            undecodable += listing.undecodable.filter { StoreName.beginsLikeStoreFile($0, digits: 32) || StoreName.beginsLikeStoreFile($0, digits: 30) }
+            undecodable += listing.undecodable.map { FileSystem.spelled(undecodable: $0) }.filter { StoreName.beginsLikeStoreFile($0, digits: 32) || StoreName.beginsLikeStoreFile($0, digits: 30) }
                 .map { name + "/" + $0 }
         }
     }

@@ -330,9 +330,8 @@ public final class FileDescriptor: @unchecked Sendable {
     /// The names in this directory (without `.` and `..`), each with its `d_type` (`DT_REG`,
     /// `DT_DIR`, …, or `DT_UNKNOWN` where the file system does not say: what the directory said
     /// when read, which a later `fstat` of what is opened must confirm), and, apart, the names
-    /// that are not valid UTF-8, spelled with each invalid byte as `\xHH` (`fdopendir` on a
-    /// duplicate).
-    public func typedEntries() throws -> (entries: [(name: String, type: UInt8)], undecodable: [String]) {
+    /// that are not valid UTF-8, as bytes (`fdopendir` on a duplicate).
+    public func typedEntries() throws -> (entries: [(name: String, type: UInt8)], undecodable: [[UInt8]]) {
         let copy = try retryingInterrupts("dup", path) { dup(raw) }
         guard let dir = fdopendir(copy) else {
             close(copy)

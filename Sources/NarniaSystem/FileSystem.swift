@@ -90,19 +90,27 @@ public enum FileSystem {
         try listDirectoryCountingUndecodable(path).names
     }
 
-    /// The names in a directory, and, apart, the names that are not valid UTF-8, spelled for
-    /// messages with each invalid byte as `\xHH`.
+    /// The names in a directory, and, apart, the names that are not valid UTF-8, as bytes.
     /// The directory's access time stays as it was (`O_NOATIME`, where it is this user's).
-    public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [String]) {
+    public static func listDirectoryCountingUndecodable(_ path: String) throws -> (names: [String], undecodable: [[UInt8]]) {
         let listing = try FileDescriptor.open(path, .readOnly, options: [.directory, .noAccessTime]).typedEntries()
         return (listing.entries.map(\.name), listing.undecodable)
     }
 
+    /// A name that is not valid UTF-8 (its `bytes`, as a listing gives them) spelled for
+    /// messages: each byte from 0x80 up as `\xHH`, or for a terminal as `?`, as a message
+    /// there shows every character it cannot print (`\xff` would read as a real name holding
+    /// a backslash, review BC-7); the other bytes as they are (a message escapes those it
+    /// cannot print).
+    public static func spelled(undecodable bytes: [UInt8], forTerminal: Bool = false) -> String {
+        bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : forTerminal ? "?" : "\\x" + String($0, radix: 16) }.joined()
+    }
+
     /// Reads an open directory stream to its end, giving `body` each name that is valid UTF-8
     /// with its `d_type` (`DT_REG`, `DT_DIR`, …; `DT_UNKNOWN` where the file system does not
-    /// say). Returns the names that are not valid UTF-8, spelled with each invalid byte as `\xHH`.
-    static func readEntries(_ dir: OpaquePointer, _ body: (String, UInt8) -> Void) -> [String] {
-        var undecodable: [String] = []
+    /// say). Returns the names that are not valid UTF-8, as bytes.
+    static func readEntries(_ dir: OpaquePointer, _ body: (String, UInt8) -> Void) -> [[UInt8]] {
+        var undecodable: [[UInt8]] = []
         while let entry = readdir(dir) {
             // The name is decoded straight from the entry (a store holds 100,000 of them).
             let (name, bytes) = withUnsafePointer(to: entry.pointee.d_name) {
@@ -113,7 +121,7 @@ public enum FileSystem {
                 }
             }
             guard let name else {
-                undecodable.append(bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
+                undecodable.append(bytes)
                 continue
             }
             if name != "." && name != ".." { body(name, entry.pointee.d_type) }

@@ -68,9 +68,8 @@ enum Host {
                 if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
             }
             // Names that are not UTF-8 cannot be shown as they are, nor imported: said, not hidden.
-            for name in listing.undecodable.sorted() {
-                // `name` already shows each byte that is not UTF-8 as \xHH (err.line escapes the rest).
-                s.warning("lls", "\(s.hostJoin(path, name)): the name is not valid UTF-8; not listed (rename it to import it)")
+            for name in listing.undecodable.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                s.warning("lls", "\(s.hostJoin(path, s.err.undecodableName(name))): the name is not valid UTF-8; not listed (rename it to import it)")
             }
             printHostEntries(s, entries, long: long)
         }

@@ -91,7 +91,7 @@ final class HostFolder {
         }
         if listings[parent] == nil {
             let listed = try dir.typedEntries()
-            listings[parent] = Set((listed.entries.map(\.name) + listed.undecodable).map { Array($0.utf8) })
+            listings[parent] = Set(listed.entries.map { Array($0.name.utf8) } + listed.undecodable)
         }
         guard !listings[parent]!.contains(Array(name.utf8)) else { return }
         let other = listedName(of: HostFileIdentity(found), like: name, in: dir).map { path(parent + [$0]) } ?? "another name"

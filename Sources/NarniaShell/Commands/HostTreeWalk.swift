@@ -57,6 +57,8 @@ protocol HostTreeVisitor {
     mutating func visitFile(_ fd: FileDescriptor, path: String, name: String, folder: FileDescriptor, entry: String, in place: Place)
     /// An entry that cannot be taken in: reported, and the command fails.
     mutating func fail(_ message: String)
+    /// Where `fail` and `warn` write (names that are not UTF-8 are spelled for it).
+    var err: Output { get }
     /// An entry skipped on purpose (a link, a special file): reported only.
     func warn(_ message: String)
     /// True when the walk must stop (interrupted, out of space).
@@ -98,7 +100,7 @@ extension HostTreeVisitor {
                 let listing = try fd.typedEntries()
                 entries = Self.ordered(listing.entries)
                 for bad in listing.undecodable {
-                    fail("\(join(path, bad)): the name is not valid UTF-8; rename it to \(verb) it")
+                    fail("\(join(path, err.undecodableName(bad))): the name is not valid UTF-8; rename it to \(verb) it")
                 }
             } catch let e as SystemError where e.code == ELOOP {
                 warn("\(path): symbolic link skipped")

@@ -82,6 +82,8 @@ struct ImportRun: HostTreeVisitor {
         return true
     }
 
+    var err: Output { session.err }
+
     mutating func fail(_ message: String) {
         session.error("import", message)
         failed = true
