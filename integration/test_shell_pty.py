@@ -186,6 +186,21 @@ def test_completion_of_a_path_with_spaces(vault, shell, tmp_path):
     assert "unterminated quote" in out and "close it with a ' (Tab leaves the quote open after a folder" in out, out
 
 
+def test_completion_of_a_name_holding_a_line_feed_keeps_the_line_on_one_line(vault, shell, tmp_path):
+    """Review AX7-13: Tab inserted a raw line feed, which libedit showed as a line break. It
+    now inserts it as scripts see it, inside `$'…'`, which the shell reads back."""
+    src = tmp_path / "new\nline"
+    src.write_text("one name\n")
+    vault.ok(f"import $'{tmp_path}/new\\nline'")   # a line ends a command in -c: typed as $'…'
+    s = shell()
+    s.send("cat n\t")
+    s.expect("ew$'\\x0a'line ")
+    out = s.run("")
+    assert out.rstrip().endswith("one name"), out
+    out = s.run("cat $'new\\nline'")
+    assert out.rstrip().endswith("one name"), out
+
+
 def test_several_candidates_are_listed_and_the_line_kept(vault, shell):
     vault.ok("mkdir alpha alps alto beta")
     s = shell()

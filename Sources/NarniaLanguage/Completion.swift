@@ -108,7 +108,7 @@ private func terminator(_ offer: Offer, _ quote: QuoteState) -> String {
     if offer.isFolder { return "/" }
     switch quote {
     case .none: return " "
-    case .single: return "' "
+    case .single, .ansiC: return "' "
     case .double: return "\" "
     }
 }

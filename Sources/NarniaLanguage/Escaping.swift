@@ -10,12 +10,34 @@
 ///   (a comment), `~` (the home folder) or `-` (a flag; see `Word.looksLikeFlag`).
 /// - Inside `'…'`, only `'` needs care: it becomes `'\''` (close, escaped quote, reopen).
 /// - Inside `"…"`, a backslash goes before `"`, `\`, `$` and the backquote.
+/// - Inside `$'…'`, a backslash goes before `'` and `\`.
+///
+/// A character a name is shown with escaped (a control, a line feed, one that shows as
+/// nothing: `nameScalars`) is written visibly, as scripts' output spells it, inside `$'…'`
+/// (`new$'\x0a'line`; in quotes, the quote closed and opened again around it): the line being
+/// edited stays on one line and shows what it holds (review AX7-13).
 public func shellEscape(_ text: String, in quote: QuoteState = .none, atWordStart: Bool = false) -> String {
     var out = String.UnicodeScalarView()
     var first = atWordStart
-    for scalar in text.unicodeScalars {
+    let (open, close) = switch quote {
+    case .none: ("$'", "'")
+    case .single: ("'$'", "''")
+    case .double: ("\"$'", "'\"")
+    case .ansiC: ("", "")
+    }
+    let scalars = mayHoldEscapedInNames(text) ? nameScalars(text) : text.unicodeScalars.map { ($0, false) }
+    for (i, (scalar, escaped)) in scalars.enumerated() {
         defer { first = false }
+        if escaped {
+            if i == 0 || !scalars[i - 1].escaped { out.append(contentsOf: open.unicodeScalars) }
+            out.append(contentsOf: escapedForScripts(scalar).unicodeScalars)
+            if i == scalars.count - 1 || !scalars[i + 1].escaped { out.append(contentsOf: close.unicodeScalars) }
+            continue
+        }
         switch quote {
+        case .ansiC:
+            if scalar == "'" || scalar == "\\" { out.append("\\") }
+            out.append(scalar)
         case .single:
             if scalar == "'" { out.append(contentsOf: "'\\''".unicodeScalars) } else { out.append(scalar) }
         case .double:

@@ -73,6 +73,13 @@ public func scriptSafe(_ text: String) -> String {
     escapingUnsafe(text, doublingBackslashes: true)
 }
 
+/// `scalar` as scripts' output spells an escaped character: `\xHH` below U+0100, else
+/// `\u{HHHH}` (which `$'…'` on a command line reads back).
+public func escapedForScripts(_ scalar: Unicode.Scalar) -> String {
+    let hex = String(scalar.value, radix: 16)
+    return scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
+}
+
 /// Each character `nameScalars` escapes as `\xHH` or `\u{HHHH}`, and with
 /// `doublingBackslashes` each backslash as `\\`.
 public func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String {
@@ -83,8 +90,7 @@ public func escapingUnsafe(_ text: String, doublingBackslashes: Bool) -> String 
         if doublingBackslashes && scalar == "\\" {
             out += "\\\\"
         } else if escaped {
-            let hex = String(scalar.value, radix: 16)
-            out += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
+            out += escapedForScripts(scalar)
         } else {
             out.unicodeScalars.append(scalar)
         }

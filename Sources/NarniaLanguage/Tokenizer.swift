@@ -4,6 +4,11 @@
 // - `'…'` quotes everything up to the next `'`.
 // - `"…"` quotes everything up to the next unescaped `"`; inside it a backslash escapes only
 //   `"`, `\`, `$` and the backquote, and is kept before any other character.
+// - `$'…'` quotes everything up to the next unescaped `'`, and reads inside it the escapes of
+//   bash's `$'…'`, and the forms scripts' output spells names with: `\n`, `\t`, `\r`, `\e`, `\a`,
+//   `\b`, `\f`, `\v`, `\\`, `\'`, `\"`, `\xHH`, `\uHHHH`, `\UHHHHHHHH` and `\u{H…}` (one to six hex
+//   digits; `\xHH` is the character U+00HH, as `\x9b` in a listing). A backslash before anything
+//   else is kept, with it. So a name holding a line feed can be typed (`new$'\n'line`).
 // - Outside quotes, `\x` makes `x` literal, whatever `x` is.
 // - Outside quotes, `;` and a newline end a command.
 // - Outside quotes, a `#` that begins a word begins a comment running to the end of the line,
@@ -20,6 +25,8 @@ public enum QuoteState: Sendable, Equatable {
     case single
     /// Inside `"…"`.
     case double
+    /// Inside `$'…'`.
+    case ansiC
 }
 
 /// Why a command line could not be split into words.
@@ -32,8 +39,7 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unterminatedQuote(let quote, _):
-            let mark = quote == .double ? "\"" : "'"
-            return "unterminated quote: a \(mark) is never closed"
+            return "unterminated quote: a \(quote == .double ? "\"" : quote == .ansiC ? "$'" : "'") is never closed"
         case .trailingBackslash:
             return "a backslash at the end of the line escapes nothing"
         }
@@ -125,6 +131,10 @@ private struct LineScanner {
     var quoteOffset = 0
     var pendingEscape = false
     var inComment = false
+    /// Inside `$'…'`, the characters typed after a backslash, until they make an escape.
+    var ansiEscape: [Unicode.Scalar]?
+    /// True right after a `$` that begins `$'`: the `'` that follows opens the quote.
+    var opensANSIQuote = false
 
     mutating func scan(_ line: String, upTo end: Int) {
         var offset = 0
@@ -153,6 +163,8 @@ private struct LineScanner {
         switch quote {
         case .single:
             if scalar == "'" { quote = .none } else { append(scalar, quoted: true) }
+        case .ansiC:
+            stepInANSIQuote(scalar)
         case .double:
             if pendingEscape {
                 pendingEscape = false
@@ -183,6 +195,13 @@ private struct LineScanner {
             case "\\":
                 startWord(at: offset)
                 pendingEscape = true
+            case "$" where next == "'":
+                startWord(at: offset)
+                opensANSIQuote = true
+                quoteOffset = offset
+            case "'" where opensANSIQuote:
+                opensANSIQuote = false
+                quote = .ansiC
             case "'", "\"":
                 startWord(at: offset)
                 quote = scalar == "'" ? .single : .double
@@ -191,6 +210,42 @@ private struct LineScanner {
                 startWord(at: offset)
                 append(scalar, quoted: false)
             }
+        }
+    }
+
+    /// One character inside `$'…'`: the end of the quote, a backslash beginning an escape, a
+    /// character of an escape under way, or a character as it is.
+    private mutating func stepInANSIQuote(_ scalar: Unicode.Scalar) {
+        guard var typed = ansiEscape else {
+            if scalar == "'" {
+                quote = .none
+            } else if scalar == "\\" {
+                ansiEscape = []
+                pendingEscape = true
+            } else {
+                append(scalar, quoted: true)
+            }
+            return
+        }
+        pendingEscape = false
+        typed.append(scalar)
+        switch ANSIEscape.read(typed) {
+        case .incomplete:
+            ansiEscape = typed
+        case .character(let c):
+            ansiEscape = nil
+            append(c, quoted: true)
+        case .endsBefore(let c):
+            ansiEscape = nil
+            append(c, quoted: true)
+            stepInANSIQuote(scalar)
+        case .none:
+            // No escape: the backslash and what followed it are kept, and the character that
+            // showed it read again (it may end the quote).
+            ansiEscape = nil
+            append("\\", quoted: true)
+            for c in typed.dropLast() { append(c, quoted: true) }
+            stepInANSIQuote(scalar)
         }
     }
 
@@ -215,5 +270,64 @@ private struct LineScanner {
         endWord()
         if !words.isEmpty { commands.append(words) }
         words = []
+    }
+}
+
+/// The escapes of `$'…'` (see the top of this file).
+enum ANSIEscape {
+    /// What the characters typed after a backslash make so far.
+    enum Reading: Equatable {
+        /// Not yet an escape: more characters may complete it.
+        case incomplete
+        /// The escape of this character, whole with the last one typed.
+        case character(Unicode.Scalar)
+        /// The escape of this character, whole before the last one typed (a hex digit fewer
+        /// than the most, then something else), which is read on its own.
+        case endsBefore(Unicode.Scalar)
+        /// No escape: the backslash is kept as it is.
+        case none
+    }
+
+    static let simple: [Unicode.Scalar: Unicode.Scalar] = [
+        "n": "\n", "t": "\t", "r": "\r", "e": "\u{1B}", "E": "\u{1B}", "a": "\u{07}", "b": "\u{08}",
+        "f": "\u{0C}", "v": "\u{0B}", "\\": "\\", "'": "'", "\"": "\"",
+    ]
+
+    /// Reads `typed`, the characters after the backslash.
+    static func read(_ typed: [Unicode.Scalar]) -> Reading {
+        guard let first = typed.first else { return .incomplete }
+        if let c = simple[first] { return .character(c) }
+        let most: Int
+        switch first {
+        case "x": most = 2
+        case "u" where typed.count > 1 && typed[1] == "{": return braced(Array(typed.dropFirst(2)))
+        case "u": most = 4
+        case "U": most = 8
+        default: return .none
+        }
+        let digits = typed.dropFirst()
+        if let last = digits.last, last.properties.isASCIIHexDigit == false {
+            let before = digits.dropLast()
+            guard !before.isEmpty, let c = scalar(before) else { return .none }
+            return .endsBefore(c)
+        }
+        guard digits.count == most else { return .incomplete }
+        return scalar(digits).map(Reading.character) ?? .none
+    }
+
+    /// `\u{H…}`: one to six hex digits, then `}`.
+    private static func braced(_ digits: [Unicode.Scalar]) -> Reading {
+        guard let last = digits.last else { return .incomplete }
+        if last == "}" {
+            let hex = digits.dropLast()
+            guard (1...6).contains(hex.count), let c = scalar(hex) else { return .none }
+            return .character(c)
+        }
+        return last.properties.isASCIIHexDigit && digits.count <= 6 ? .incomplete : .none
+    }
+
+    private static func scalar(_ hex: ArraySlice<Unicode.Scalar>) -> Unicode.Scalar? {
+        guard hex.allSatisfy(\.properties.isASCIIHexDigit), let value = UInt32(String(String.UnicodeScalarView(hex)), radix: 16) else { return nil }
+        return Unicode.Scalar(value)
     }
 }

@@ -327,6 +327,14 @@ final class CompletionTests: XCTestCase {
         assertTab("cat /h/\\[", #"cat /h/\[draft\]\ \*x\?.txt "#)
     }
 
+    /// Review AX7-13: a line feed was inserted raw, and the line shown split in two.
+    func testACharacterShownEscapedIsInsertedVisibly() {
+        source.add("/h", ["new\nline", "esc\u{1B}[2J"])
+        assertTab("cat /h/n", #"cat /h/new$'\x0a'line "#)
+        assertTab("cat '/h/e", #"cat '/h/esc'$'\x1b''[2J' "#)
+        assertTab(#"cat $'/h/n"#, #"cat $'/h/new\x0aline' "#)
+    }
+
     func testHashEscapedOnlyAtWordStart() {
         source.add("/tags", ["#tag"])
         assertTab("cat /tags/", "cat /tags/#tag ")

@@ -39,13 +39,24 @@ final class EscapingTests: XCTestCase {
         XCTAssertEqual(shellQuote("-x"), "'-x'")
     }
 
+    func testCharactersShownEscapedAreWrittenVisibly() {
+        XCTAssertEqual(shellEscape("new\nline"), #"new$'\x0a'line"#)
+        XCTAssertEqual(shellEscape("a\u{1B}[2J\u{7}b", in: .single), #"a'$'\x1b''[2J'$'\x07''b"#)
+        XCTAssertEqual(shellEscape("zw\u{200B}", in: .double), #"zw"$'\u{200b}'""#)
+        XCTAssertEqual(shellEscape("it's\t\\", in: .ansiC), #"it\'s\x09\\"#)
+        XCTAssertEqual(shellQuote("new\nline"), #"'new'$'\x0a''line'"#)
+        XCTAssertEqual(shellEscape("👩\u{200D}💻"), "👩\u{200D}💻", "a joiner between two emoji is kept")
+    }
+
     func testEverythingRoundTrips() throws {
         let names = ["a b", "it's", #"say "hi""#, #"back\slash"#, "*?[]", "#x", "~x", "-x", "a;b", "$HOME",
-                     "new\nline", "tab\tx", "é\u{301}", "🇫🇷", ""]
+                     "new\nline", "tab\tx", "é\u{301}", "🇫🇷", "", "\u{1B}[2J'\\", "zw\u{200B}'", "csi\u{9B}\n\"x", "a\u{200D}", "👩\u{200D}💻",
+                     "it's $'x'"]
         for name in names {
-            for quote in [QuoteState.none, .single, .double] {
-                let open = quote == .single ? "'" : quote == .double ? "\"" : ""
-                let typed = "cmd " + open + shellEscape(name, in: quote, atWordStart: quote == .none) + open
+            for quote in [QuoteState.none, .single, .double, .ansiC] {
+                let open = quote == .single ? "'" : quote == .double ? "\"" : quote == .ansiC ? "$'" : ""
+                let close = quote == .ansiC ? "'" : open
+                let typed = "cmd " + open + shellEscape(name, in: quote, atWordStart: quote == .none) + close
                 if name.isEmpty && quote == .none { continue }   // an empty bare word is no word
                 let word = try XCTUnwrap(try tokenize(typed).first?[1], typed)
                 XCTAssertEqual(Array(word.text.unicodeScalars), Array(name.unicodeScalars), typed)

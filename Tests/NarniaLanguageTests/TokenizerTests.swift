@@ -78,6 +78,39 @@ final class TokenizerTests: XCTestCase {
         XCTAssertEqual(texts("ls a#b '#c' \\#d \"#e\""), [["ls", "a#b", "#c", "#d", "#e"]])
     }
 
+    func testANSIQuotesReadBashEscapesAndScriptsSpellings() {
+        XCTAssertEqual(texts(#"cat $'new\nline' a$'\t'b"#), [["cat", "new\nline", "a\tb"]])
+        XCTAssertEqual(texts(#"cat $'\e[2J\a\b\f\v\r'"#), [["cat", "\u{1B}[2J\u{07}\u{08}\u{0C}\u{0B}\r"]])
+        XCTAssertEqual(texts(#"cat $'it\'s \"q\" \\'"#), [["cat", #"it's "q" \"#]])
+        XCTAssertEqual(texts(#"cat $'csi\x9b31m' $'rlo\u{202e}x' $'\u00e9\U0001F600'"#), [["cat", "csi\u{9B}31m", "rlo\u{202E}x", "é😀"]])
+        XCTAssertEqual(texts(#"cat $'\x41\x4g'"#), [["cat", "A\u{04}g"]], "a hex digit fewer, then something else")
+        XCTAssertEqual(texts(#"cat $'; # *'"#), [["cat", "; # *"]], "quoted: no separator, comment or glob")
+    }
+
+    func testANSIQuotesKeepABackslashThatEscapesNothing() {
+        XCTAssertEqual(texts(#"cat $'\q' $'\xZ' $'\x' $'\u{12345678}' $'\uD800x'"#),
+                       [["cat", #"\q"#, #"\xZ"#, #"\x"#, #"\u{12345678}"#, #"\uD800x"#]])
+    }
+
+    func testDollarIsLiteralElsewhere() {
+        XCTAssertEqual(texts(#"cat $x "$'x'" '$'"#), [["cat", "$x", "$'x'", "$"]])
+    }
+
+    func testUnterminatedANSIQuoteThrows() {
+        XCTAssertThrowsError(try tokenize(#"cat $'a\'"#)) { error in
+            XCTAssertEqual(error as? TokenizeError, .unterminatedQuote(.ansiC, offset: 4))
+            XCTAssertEqual("\(error)", "unterminated quote: a $' is never closed")
+        }
+    }
+
+    func testCompletionInsideANSIQuote() {
+        let line = #"cat $'new\nl"#
+        let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
+        XCTAssertEqual(p.partial.text, "new\nl")
+        XCTAssertEqual(p.partialStart, 4)
+        XCTAssertEqual(p.quote, .ansiC)
+    }
+
     func testUnterminatedSingleQuoteThrows() {
         XCTAssertThrowsError(try tokenize("cat 'my file")) { error in
             XCTAssertEqual(error as? TokenizeError, .unterminatedQuote(.single, offset: 4))
