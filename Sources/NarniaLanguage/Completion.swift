@@ -71,8 +71,9 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         return edit(deleting: context.cursor - start, inserting: text + terminator(offer, quote))
     }
 
-    // A backslash waiting to escape something is dropped and the text escaped afresh.
-    let deleting = context.pendingEscape ? 1 : 0
+    // A backslash waiting to escape something (and in `$'…'` an escape begun) is dropped and
+    // the text escaped afresh.
+    let deleting = context.pendingEscapeBytes
     let atWordStart = context.quote == .none && context.cursor - deleting == context.partialStart
     let typed = request.prefix.count
     if offers.count == 1, let offer = offers.first {

@@ -76,8 +76,12 @@ public struct PartialCommandLine: Sendable, Equatable {
     public var partialStart: Int
     /// The quote open at the cursor, so that completed text can be escaped to fit it.
     public var quote: QuoteState
-    /// Whether a backslash right before the cursor is still waiting for the character it escapes.
-    public var pendingEscape: Bool
+    /// The bytes right before the cursor of an escape not yet whole: 1 for a backslash still
+    /// waiting for the character it escapes; inside `$'…'`, the backslash and the start of an
+    /// escape (`\x0`: 3). 0 when there is none.
+    public var pendingEscapeBytes: Int
+    /// Whether the cursor follows an escape not yet whole (`pendingEscapeBytes`).
+    public var pendingEscape: Bool { pendingEscapeBytes > 0 }
     /// Whether the cursor is inside a `#` comment, where there is nothing to complete.
     public var inComment: Bool
     /// The cursor as a byte offset, clamped to the line and at the start of a character.
@@ -85,13 +89,13 @@ public struct PartialCommandLine: Sendable, Equatable {
 
     /// A description of a partial command line, field by field.
     public init(previousWords: [Word], partial: Word, partialStart: Int, quote: QuoteState,
-                pendingEscape: Bool, inComment: Bool, cursor: Int) {
+                pendingEscapeBytes: Int, inComment: Bool, cursor: Int) {
         self.cursor = cursor
         self.previousWords = previousWords
         self.partial = partial
         self.partialStart = partialStart
         self.quote = quote
-        self.pendingEscape = pendingEscape
+        self.pendingEscapeBytes = pendingEscapeBytes
         self.inComment = inComment
     }
 }
@@ -113,7 +117,7 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
         partial: Word(text: String(scanner.scalars), quotedScalars: scanner.mask),
         partialStart: scanner.inWord ? scanner.wordStart : end,
         quote: scanner.quote,
-        pendingEscape: scanner.pendingEscape,
+        pendingEscapeBytes: scanner.pendingEscape ? 1 : scanner.ansiEscape.map { $0.count + 1 } ?? 0,
         inComment: scanner.inComment,
         cursor: end)
 }

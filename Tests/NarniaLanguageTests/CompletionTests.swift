@@ -333,6 +333,7 @@ final class CompletionTests: XCTestCase {
         assertTab("cat /h/n", #"cat /h/new$'\x0a'line "#)
         assertTab("cat '/h/e", #"cat '/h/esc'$'\x1b''[2J' "#)
         assertTab(#"cat $'/h/n"#, #"cat $'/h/new\x0aline' "#)
+        assertTab(#"cat $'/h/new\x0"#, #"cat $'/h/new\x0aline' "#)   // an escape begun is written afresh
     }
 
     func testHashEscapedOnlyAtWordStart() {
