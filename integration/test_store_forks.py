@@ -504,6 +504,18 @@ def test_a_file_named_as_a_copy_of_a_retired_journal_that_does_not_open_goes_wit
     narnia.ok("verify", passphrase=new)
 
 
+def with_a_folder_synced_to_a_remote(narnia: Narnia, tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """A new vault holding /a, synced with a new remote folder: returns the remote and the
+    sizes of the store's files."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    narnia.init()
+    narnia.ok("mkdir /a")
+    sizes = journal_sizes(narnia.vault)
+    narnia.ok(f"sync {q(str(remote))}")
+    return remote, sizes
+
+
 def test_a_remote_copy_of_this_devices_journal_caught_while_it_appended_is_no_fork(narnia, host, tmp_path):
     """Review AZ-3: a copy of this device's journal that the user's own copier carried to the
     remote while narnia appended holds the new record without its first byte (written after
@@ -511,12 +523,7 @@ def test_a_remote_copy_of_this_devices_journal_caught_while_it_appended_is_no_fo
     `sync` extends it, says nothing and keeps no conflict copy; before, it took the torn copy
     for a fork (the real journal became a conflict copy, a cut was reported, and this device
     went on in a new journal)."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    narnia.init()
-    narnia.ok("mkdir /a")
-    sizes = journal_sizes(narnia.vault)
-    narnia.ok(f"sync {q(str(remote))}")
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     narnia.ok("mkdir /b")
     grown = [p for p, size in journal_sizes(narnia.vault).items() if size > sizes.get(p, size)]
     assert len(grown) == 1, "mkdir appended to one journal"
@@ -544,12 +551,7 @@ def test_a_remote_copy_of_this_devices_journal_at_its_final_length_but_unfinishe
     and another device syncing from there did not see the change). The last record is compared
     whole, or when over 64 KiB (an import of 700 files, one commit) by its first byte and its
     last 64 bytes."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    narnia.init()
-    narnia.ok("mkdir /a")
-    sizes = journal_sizes(narnia.vault)
-    narnia.ok(f"sync {q(str(remote))}")
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     if files:
         folder = host / "b"
         folder.mkdir()

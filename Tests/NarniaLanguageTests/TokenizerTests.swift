@@ -104,11 +104,13 @@ final class TokenizerTests: XCTestCase {
     }
 
     func testCompletionInsideANSIQuote() {
-        let line = #"cat $'new\nl"#
-        let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
-        XCTAssertEqual(p.partial.text, "new\nl")
-        XCTAssertEqual(p.partialStart, 4)
-        XCTAssertEqual(p.quote, .ansiC)
+        for (line, partial, escapeBytes) in [(#"cat $'new\nl"#, "new\nl", 0), (#"cat $'new\"#, "new", 1), (#"cat $'new\u{1"#, "new", 4)] {
+            let p = tokenizeForCompletion(line: line, cursor: line.utf8.count)
+            XCTAssertEqual(p.partial.text, partial, line)
+            XCTAssertEqual(p.partialStart, 4, line)
+            XCTAssertEqual(p.quote, .ansiC, line)
+            XCTAssertEqual(p.pendingEscapeBytes, escapeBytes, line)
+        }
     }
 
     func testUnterminatedSingleQuoteThrows() {
