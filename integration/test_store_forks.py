@@ -581,3 +581,82 @@ def test_a_remote_copy_of_this_devices_journal_at_its_final_length_but_unfinishe
     assert after.ok("ls /").out_lines == ["a", "b"], "another device reads the change from there"
     r = narnia.ok(f"sync {q(str(remote))}")
     assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
+
+
+@pytest.mark.parametrize("damage", ["two-records-torn", "a-byte-changed"])
+def test_a_remote_copy_of_this_devices_journal_that_does_not_read_never_replaces_the_one_here(narnia, host, tmp_path, damage):
+    """Review BD-1: a same-length remote copy of this device's journal torn at two records (a
+    copier that read on while narnia appended twice) or with a byte changed in its last record
+    was taken for a fork: it took the journal's name, and the vault no longer opened
+    ("damaged"). A copy that differs only in zero bytes where records begin is an older copy;
+    one that does not read is said and not taken. Either way the journal here replaces it
+    there, and the vault stays whole."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    journal = max(sizes, key=lambda p: sizes[p])
+    starts = [sizes[journal]]
+    narnia.ok("mkdir /b")
+    starts.append(journal_sizes(narnia.vault)[journal])
+    narnia.ok(f"mkdir /c; sync {q(str(remote))}")
+    whole = (narnia.vault / journal).read_bytes()
+    copy = bytearray(whole)
+    if damage == "two-records-torn":
+        for start in starts:
+            copy[start] = 0
+    else:
+        copy[-100] ^= 0x01   # in the last record, before its last 64 bytes
+    (remote / journal).write_bytes(copy)
+    r = narnia.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert r.out_lines[-4:] == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
+    assert (narnia.vault / journal).read_bytes() == whole and (remote / journal).read_bytes() == whole, r.describe()
+    assert not [p for p in narnia.vault.rglob("*") if "conflict" in p.name], "no conflict copy"
+    warned = [l for l in r.err_lines if "warning" in l]
+    if damage == "two-records-torn":
+        assert not warned, r.describe()
+    else:
+        assert len(warned) == 1 and warned[0].startswith(f"narnia: warning: sync: {remote / journal} does not read (journal {journal.split('/')[1][:8]}, record ") \
+            and warned[0].endswith(" does not authenticate); it was not taken, and the copy here replaces it"), r.describe()
+
+
+def test_a_device_holding_a_torn_copy_of_another_devices_journal_takes_it_whole_once_the_remote_has_it(narnia, host, tmp_path):
+    """Review BD-3: another device that fetched a torn copy of this device's journal (the last
+    record's first byte zero, at the final length) kept it after this device's sync put the
+    whole journal on the remote: same length, nothing fetched, and the change never reached it.
+    A journal whose copy here ends in bytes that are no whole record is fetched when the first
+    of them differs there."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    other.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    before = journal_sizes(narnia.vault)
+    narnia.ok("mkdir /b")
+    journal = next(p for p, size in journal_sizes(narnia.vault).items() if size > before.get(p, size))
+    whole = (narnia.vault / journal).read_bytes()
+    torn = bytearray(whole)
+    torn[before[journal]] = 0
+    (remote / journal).write_bytes(torn)
+    other.ok(f"sync {q(str(remote))}")
+    assert other.ok("ls /").out_lines == ["a"], "the torn record is an unfinished write there"
+    narnia.ok(f"sync {q(str(remote))}")
+    assert (remote / journal).read_bytes() == whole
+    r = other.ok(f"sync {q(str(remote))}; ls /")
+    assert r.out_lines[-2:] == ["a", "b"], r.describe()
+    assert (other.vault / journal).read_bytes() == whole
+    r = other.ok(f"sync {q(str(remote))}")
+    assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
+
+
+def test_a_copy_torn_at_an_earlier_record_is_read_whole_on_another_device(narnia, host, tmp_path):
+    """Review BD-2: a copier that read on while narnia appended twice leaves the first record
+    with its first byte zero before the next, whole one. Another device taking the store from
+    there refused the vault as damaged until this device appended again; the record is read
+    whole, its first byte found again."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    journal = max(sizes, key=lambda p: sizes[p])
+    narnia.ok(f"mkdir /b; mkdir /c; sync {q(str(remote))}")
+    torn = bytearray((remote / journal).read_bytes())
+    torn[sizes[journal]] = 0   # the record of mkdir /b; the one of mkdir /c after it, whole
+    (remote / journal).write_bytes(torn)
+    other = other_device(narnia, remote, tmp_path / "other")
+    r = other.ok("ls /; verify")
+    assert r.out_lines == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
+    assert not any("warning" in l for l in r.err_lines if "insecure" not in l), r.describe()

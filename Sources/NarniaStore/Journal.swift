@@ -216,7 +216,8 @@ enum JournalReader {
                 return end(unfinished: first == 0)
             }
             _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: offset) }
-            guard let length = keys.openHeader(header, journal: id, index: index) else {
+            guard let length = try keys.openHeader(header, journal: id, index: index)
+                    ?? firstByteOfFinishedRecord(&header, fd, at: offset, size: size, keys: keys, journal: id, index: index) else {
                 if isUnfinishedAppend(header, remaining: remaining, keys: keys, journal: id, index: index) {
                     return end(unfinished: true)
                 }
@@ -254,6 +255,40 @@ enum JournalReader {
         return end()
     }
 
+    /// The length of record `index` at `offset` when `header` is that of a record a copier
+    /// read before its first byte was written (zero there), and the record was finished in
+    /// the file it copied: with the first byte found again (the one of 255 under which the
+    /// header authenticates, put into `header`, whose nonce then opens the body as ever),
+    /// and the next record's header after it authenticating as the one after (the writer
+    /// begins a record only after the last one is durable; a record whose append failed is
+    /// cut off before the next). A copier that reads until the end of the file while the
+    /// device appends twice leaves such a record (review BD-2); the last record of a file
+    /// is judged as before (`isUnfinishedAppend`).
+    private static func firstByteOfFinishedRecord(_ header: inout [UInt8], _ fd: FileDescriptor, at offset: Int64, size: Int64,
+                                                  keys: JournalKeys, journal: Identifier, index: UInt64) throws -> Int? {
+        guard header[0] == 0, let (first, length) = withFirstByteFound(header, keys: keys, journal: journal, index: index) else { return nil }
+        let next = offset + Int64(JournalKeys.headerLength) + Int64(length) + Int64(AEAD.tagLength)
+        guard size - next >= Int64(JournalKeys.headerLength) else { return nil }
+        var following = [UInt8](repeating: 0, count: JournalKeys.headerLength)
+        _ = try following.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: next) }
+        guard keys.openHeader(following, journal: journal, index: index + 1) != nil
+                || withFirstByteFound(following, keys: keys, journal: journal, index: index + 1) != nil else { return nil }
+        header[0] = first
+        return length
+    }
+
+    /// The first byte under which `header`, its first byte zero, authenticates as record
+    /// `index`, and the length it then gives; nil when none does.
+    private static func withFirstByteFound(_ header: [UInt8], keys: JournalKeys, journal: Identifier, index: UInt64) -> (UInt8, Int)? {
+        guard header[0] == 0 else { return nil }
+        var candidate = header
+        for first in UInt8(1)...UInt8.max {
+            candidate[0] = first
+            if let length = keys.openHeader(candidate, journal: journal, index: index) { return (first, length) }
+        }
+        return nil
+    }
+
     /// True when `header`, at the end of a journal with `remaining` bytes from it to the end,
     /// begins the writer's last append, stopped before it finished: its first byte is zero
     /// (an append writes it after all but the last byte, and a sealed record's is never
@@ -263,15 +298,8 @@ enum JournalReader {
     /// byte with the header) and zeros written over more than one record (damage) are not.
     private static func isUnfinishedAppend(_ header: [UInt8], remaining: Int64, keys: JournalKeys,
                                            journal: Identifier, index: UInt64) -> Bool {
-        guard header[0] == 0 else { return false }
-        var candidate = header
-        for first in UInt8(1)...UInt8.max {
-            candidate[0] = first
-            if let length = keys.openHeader(candidate, journal: journal, index: index) {
-                return remaining <= Int64(JournalKeys.headerLength + length + AEAD.tagLength)
-            }
-        }
-        return false
+        guard let (_, length) = withFirstByteFound(header, keys: keys, journal: journal, index: index) else { return false }
+        return remaining <= Int64(JournalKeys.headerLength) + Int64(length) + Int64(AEAD.tagLength)
     }
 }
 

@@ -172,6 +172,13 @@ extension Vault {
         return end.lastRecordStart
     }
 
+    /// Where the bytes after the last whole record of journal `file` begin, when the file here
+    /// is `size` bytes long and ends in such bytes (an unfinished append, a cut; nil otherwise).
+    public func tailStart(of file: SyncFile, size: Int64) -> Int64? {
+        guard file.kind == .journal, !file.isCopy, let end = journals[file.id]?.end, end.cutBytes > 0, end.offset + end.cutBytes == size else { return nil }
+        return end.offset
+    }
+
     /// `count` bytes of a store file here from `offset` (fewer where it ends).
     public func bytes(of file: SyncFile, offset: Int64, count: Int) throws -> [UInt8] {
         let fd = try FileDescriptor.open(layout.root + "/" + file.path, .readOnly, options: .noFollow)
@@ -229,6 +236,10 @@ extension Vault {
         /// beside it as a conflict copy (under `conflictSuffix`), which the other side needs
         /// under that name too. Both are read, and both sides name each version alike.
         case forked
+        /// A journal version that does not read (`why`: a record in it that does not
+        /// authenticate): not taken, nor kept. The version here, when it holds as much, is
+        /// what the other side needs.
+        case damaged(String)
     }
 
     /// Puts a received file (at `received`) in place as `file`: an object or key file where
@@ -248,21 +259,31 @@ extension Vault {
             let shard = String(file.path.split(separator: "/").first ?? "")
             try FileSystem.makeDirectory(layout.root + "/" + shard, existingOK: true)
         }
-        if let here = try FileSystem.lstatIfExists(target) {
+        let here = try FileSystem.lstatIfExists(target)
+        if file.kind == .journal {
+            // One of the same length or shorter that the one here holds, unfinished appends
+            // and all, is not read: it can only be older.
+            if let here, Int64(here.st_size) >= size, try Self.isPrefix(received, of: target, length: size, unfinishedAppend: true) {
+                return .hereIsLonger
+            }
+            // Any other version is put among the store's journals only if it reads: one that
+            // does not (a byte changed in transit or on the remote's disk) would make every
+            // open refuse the vault as damaged (review BD-1).
+            if let why = damage(inJournalAt: received, id: file.id) { return .damaged(why) }
+        }
+        if let here {
             let local = Int64(here.st_size)
             switch file.kind {
             case .object, .keyFile:
                 if local >= size { return .hereIsLonger }
             case .journal:
-                let forks = local >= size
-                    ? !(try Self.isPrefix(received, of: target, length: size, unfinishedAppend: true))
-                    : !(try Self.isPrefix(target, of: received, length: local, unfinishedAppend: true))
+                // Here one of the same length or shorter, its unfinished appends finished there.
+                let forks = !(try Self.isPrefix(target, of: received, length: local, unfinishedAppend: true))
                 if forks && !file.isCopy {
                     try Self.keepAsCopy(target, target + conflictSuffix)
                     try FileSystem.rename(received, target)
                     return .forked
                 }
-                if local >= size && !forks { return .hereIsLonger }
                 if forks || isOwnOpenJournal(file) {
                     try FileSystem.rename(received, Self.unusedName(target + conflictSuffix))
                     return .keptAsCopy
@@ -276,6 +297,23 @@ extension Vault {
         }
         try FileSystem.rename(received, target)
         return .taken
+    }
+
+    /// Why the journal version at `path` (of journal `id`) must not be put among the store's
+    /// journals: a record in it that does not authenticate, other than a cut at its end
+    /// (`MetadataError.damaged`'s words). Nil when it reads, or when it does not open with the
+    /// keys this device holds (sealed under a master key whose key file arrives with it, or no
+    /// journal of this store): opening judges those, and sets the latter aside.
+    func damage(inJournalAt path: String, id: Identifier) -> String? {
+        guard let fd = try? JournalReader.openStoreFile(path) else { return nil }
+        do {
+            _ = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: "journal \(id.hex.prefix(8))") { _, _, _ in }
+            return nil
+        } catch MetadataError.damaged(let why) {
+            return why
+        } catch {
+            return nil
+        }
     }
 
     /// Gives the journal version at `path` the name `copy` before another takes its name: a
@@ -339,14 +377,15 @@ extension Vault {
     }
 
     /// True when the first `length` bytes of `path` and of `longer` are the same; with
-    /// `unfinishedAppend`, also when they differ in one byte only, zero in `path`: a copy of a
-    /// journal taken while its device appended holds the new record's first byte as zero
-    /// (`JournalWriter.append` writes it after the rest), which `longer` holds finished (two
-    /// versions of a record differ in their whole random nonce; review AZ-3).
+    /// `unfinishedAppend`, also when they differ only in single bytes, each zero in `path`: a
+    /// copy of a journal taken while its device appended holds the new record's first byte as
+    /// zero (`JournalWriter.append` writes it after the rest), which `longer` holds finished
+    /// (two versions of a record differ in their whole random nonce; review AZ-3), and a
+    /// copier that read on while the device appended again holds several (review BD-1).
     static func isPrefix(_ path: String, of longer: String, length: Int64, unfinishedAppend: Bool = false) throws -> Bool {
         let a = try FileDescriptor.open(path, .readOnly, options: .noFollow), b = try FileDescriptor.open(longer, .readOnly, options: .noFollow)
         var done: Int64 = 0
-        var mayDifferOnce = unfinishedAppend
+        var lastDiffering: Int64 = -2
         var x = [UInt8](repeating: 0, count: 1 << 16), y = x
         while done < length {
             let n = Int(min(Int64(x.count), length - done))
@@ -354,9 +393,12 @@ extension Vault {
             let rb = try y.withUnsafeMutableBytes { try b.preadFully(into: $0.baseAddress!, count: n, offset: done) }
             guard ra == n, rb == n else { return false }
             if x[0..<n] != y[0..<n] {
-                let differing = (0..<n).filter { x[$0] != y[$0] }
-                guard mayDifferOnce, differing.count == 1, x[differing[0]] == 0 else { return false }
-                mayDifferOnce = false
+                guard unfinishedAppend else { return false }
+                for i in 0..<n where x[i] != y[i] {
+                    // A record's first byte: zero here, and no byte beside it differing too.
+                    guard x[i] == 0, done + Int64(i) != lastDiffering + 1 else { return false }
+                    lastDiffering = done + Int64(i)
+                }
             }
             done += Int64(n)
         }

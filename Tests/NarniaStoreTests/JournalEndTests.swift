@@ -109,13 +109,42 @@ final class JournalEndTests: XCTestCase {
         try assertCut(path, records: 2, bytes: 4096)
     }
 
-    /// Zeros over a record's first byte with more than one record after it are no append of
-    /// the writer's: the journal is damaged, not silently shorter.
-    func testAZeroFirstByteFollowedByMoreThanOneRecordIsDamage() throws {
+    /// A record's first byte zero with the next record whole after it is one a copier read
+    /// before its first byte was written, finished in the file it copied (the writer begins
+    /// a record only after the last one is durable): it is read whole, its first byte found
+    /// again, and so is every record after it, the last one unfinished or not (review BD-2).
+    func testAZeroFirstByteFollowedByTheNextRecordIsACopiersReadOfAFinishedRecord() throws {
+        let (path, starts) = try journal(records: 4, size: 300)
+        var payloads: [[UInt8]] = []
+        let whole = try FileDescriptor.open(path, .readOnly)
+        _ = try JournalReader.read(whole, id: id, keys: keys, name: "journal") { _, payload, _ in payloads.append(payload) }
+        try change(path) { $0[starts[1]] = 0; $0[starts[2]] = 0 }
+        var read: [[UInt8]] = []
+        let fd = try FileDescriptor.open(path, .readOnly)
+        let ending = try JournalReader.read(fd, id: id, keys: keys, name: "journal") { _, payload, _ in read.append(payload) }
+        XCTAssertEqual(read, payloads)
+        XCTAssertEqual(ending.records, 4)
+        XCTAssertEqual(ending.cutBytes, 0)
+        try change(path) { $0[starts[3]] = 0 }
+        let torn = try end(of: path)
+        XCTAssertEqual(torn.records, 3)
+        XCTAssertTrue(torn.unfinished, "the last record is judged as before")
+    }
+
+    /// Zeros over more than a record's first byte, or over its first byte with no record of
+    /// the next index after it, are no copier's read: the journal is damaged, not silently
+    /// shorter.
+    func testZerosOverMoreThanAFirstByteFollowedByMoreThanOneRecordAreDamage() throws {
         let (path, starts) = try journal(records: 3)
-        try change(path) { $0[starts[1]] = 0 }
-        XCTAssertThrowsError(try end(of: path)) { error in
-            guard case MetadataError.damaged = error else { return XCTFail("\(error)") }
+        for edit: (inout [UInt8]) -> Void in [{ $0[starts[1]] = 0; $0[starts[1] + 1] = 0 },
+                                              { $0[starts[1]] = 0; $0[starts[2] + 30] ^= 1 }] {
+            let copy = folder + "/copy"
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            try change(copy, edit)
+            XCTAssertThrowsError(try end(of: copy)) { error in
+                guard case MetadataError.damaged = error else { return XCTFail("\(error)") }
+            }
         }
     }
 

@@ -3,8 +3,8 @@ import XCTest
 @testable import NarniaStore
 
 /// `Vault.isPrefix` as `sync` compares two copies of one journal: a copy taken while its
-/// device appended differs from the finished journal only in the new record's first byte,
-/// zero in the copy (review AZ-3); any other difference is a fork.
+/// device appended differs from the finished journal only in the new records' first bytes,
+/// zero in the copy (reviews AZ-3, BD-1); any other difference is a fork.
 final class JournalPrefixTests: XCTestCase {
     var folder = ""
 
@@ -32,11 +32,13 @@ final class JournalPrefixTests: XCTestCase {
         XCTAssertTrue(try isPrefix { _ in })
         XCTAssertTrue(try isPrefix { $0[100_000] = 0 })
         XCTAssertFalse(try isPrefix(unfinishedAppend: false) { $0[100_000] = 0 }, "only where sync allows it")
+        XCTAssertTrue(try isPrefix { $0[10] = 0; $0[100_000] = 0 }, "two records' first bytes, in two reads")
+        XCTAssertTrue(try isPrefix { $0[65_535] = 0; $0[65_537] = 0 }, "two, either side of one read's end")
     }
 
     func testAnyOtherDifferenceIsAFork() throws {
         XCTAssertFalse(try isPrefix { $0[100_000] = $0[100_000] == 1 ? 2 : 1 }, "a byte that is not zero")
-        XCTAssertFalse(try isPrefix { $0[10] = 0; $0[100_000] = 0 }, "two zero bytes, in two reads")
         XCTAssertFalse(try isPrefix { $0[100_000] = 0; $0[100_001] = 0 }, "two zero bytes together")
+        XCTAssertFalse(try isPrefix { $0[65_535] = 0; $0[65_536] = 0 }, "two together, across two reads")
     }
 }

@@ -70,7 +70,7 @@ enum SyncCommand {
         }
         warnUnread(s, remote, links, "that are symbolic links, which rclone does not follow") { _ in "put the file there in place of the link" }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
-        try compareOwnJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
+        try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
         let folder = try vault.makeReceivingFolder()
         defer { vault.removeReceivingFolder(folder) }
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
@@ -99,6 +99,7 @@ enum SyncCommand {
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
             var missing = 0
+            var unreadThere: [String] = []
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
@@ -109,6 +110,18 @@ enum SyncCommand {
                     report.received += 1
                     report.forks.append(file)
                 case .hereIsLonger: if file.kind == .journal { report.extendsThere.insert(file.key) }
+                case .damaged(let why):
+                    // Not taken (it would make the vault refuse to open); the version here,
+                    // which reads, replaces it there when it holds as much (review BD-1).
+                    journalsArrived = false
+                    let shown = s.err.name(Rclone.join(remote, file.path))
+                    if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
+                        s.warning("sync", "\(shown) does not read (\(why)); it was not taken, and the copy here replaces it")
+                        report.extendsThere.insert(file.key)
+                        fetching.forkedThere.remove(file.key)
+                    } else {
+                        unreadThere.append("\(shown) (\(why))")
+                    }
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
                     if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil { missing += 1 }
@@ -121,6 +134,10 @@ enum SyncCommand {
             // (the version of a forked journal to send, say) no longer holds.
             if missing > 0 {
                 return try finish(s, remote, report, CommandFailure("\(missing) of the files listed in \(s.err.name(remote)) did not arrive: it changed during the sync"))
+            }
+            if !unreadThere.isEmpty {
+                return try finish(s, remote, report, CommandFailure("journals there do not read and hold more than the copies here: \(unreadThere.joined(separator: ", ")); nothing was sent",
+                                                                    hint: "copy that store's files from a backup, or from the device that wrote them"))
             }
         }
 
@@ -211,8 +228,8 @@ enum SyncCommand {
         s.warning("sync", "\(s.err.name(remote)) holds \(files) named like store files \(what): \(unread.map(s.err.name).joined(separator: ", ")) (to have \(it) read, \(fix(it)))")
     }
 
-    /// This device's newest journal, of the same length on both sides, can still differ.
-    /// Another copy of this store wrote as this device (a backup restored and used while the
+    /// A journal of the same length on both sides can still differ. This device's newest:
+    /// another copy of this store wrote as this device (a backup restored and used while the
     /// original went on, a clone of its disk) and its version got there first: records are
     /// written once each with a random nonce, so two versions of the same length end in
     /// different bytes, and a journal whose last bytes differ is fetched, to be kept beside
@@ -220,12 +237,18 @@ enum SyncCommand {
     /// took the remote's copy while this device appended, and ended it after the last write:
     /// the final length, the last record's first byte still zero (review BA-1). That one is
     /// fetched too, and read as an older copy of this journal, which then replaces it there.
-    /// Only this device's newest: older journals no longer grow, and a fork of another
-    /// device's is found by that device.
-    static func compareOwnJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
+    /// Older journals of this device no longer grow, and a fork of another device's is found
+    /// by that device. And any journal whose copy here ends in bytes that are no whole record
+    /// (such a copy, taken from elsewhere) is fetched when the first of them differs there:
+    /// the copy there may hold that record whole (review BD-3).
+    static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
         for (file, size) in plan.sameLengthJournals {
-            guard let start = vault.lastRecordStart(of: file, size: size) else { continue }
             let path = Rclone.join(remote, file.path)
+            if let tail = vault.tailStart(of: file, size: size) {
+                if try rclone.bytes(of: path, offset: tail, count: 1) != vault.bytes(of: file, offset: tail, count: 1) { plan.fetch(file, size) }
+                continue
+            }
+            guard let start = vault.lastRecordStart(of: file, size: size) else { continue }
             // The last record, read whole when small; else its first byte and its last 64.
             let sections = size - start <= 1 << 16 ? [(start, Int(size - start))] : [(start, 1), (size - 64, 64)]
             var forked = false, torn = false

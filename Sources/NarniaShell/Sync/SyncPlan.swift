@@ -4,7 +4,7 @@ import NarniaStore
 /// do to the store"): files are written once, so a side that lacks one gets it; an object or
 /// key file of the wrong length is incomplete and the right one replaces it; journals only
 /// grow, so one present on both sides at different lengths is fetched to compare (and one of
-/// this device's of one length whose ends differ: `SyncCommand.compareOwnJournals`); retired
+/// this device's of one length whose ends differ: `SyncCommand.compareSameLengthJournals`); retired
 /// files are never copied, and are deleted on both sides once every device has heard.
 struct SyncPlan {
     /// Files to fetch from the remote: objects and key files, then journals (taken in only if
@@ -17,7 +17,7 @@ struct SyncPlan {
     var deleteHere: [SyncFile] = []
     var deleteThere: [SyncFile] = []
     /// Journals of the same length on both sides, taken to be the same (see
-    /// `SyncCommand.compareOwnJournals`).
+    /// `SyncCommand.compareSameLengthJournals`).
     var sameLengthJournals: [(SyncFile, Int64)] = []
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
