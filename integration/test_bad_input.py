@@ -442,3 +442,30 @@ def test_sync_expands_a_folder_s_wildcards_and_takes_a_leading_dash_as_a_name(ba
     (tmp_path / "backup 2025").mkdir()
     r = base.fails("sync backup*", "sync", cwd=tmp_path)
     assert "names more than one folder" in r.err, r.describe()
+
+
+def test_a_current_folder_whose_path_is_not_utf8_is_refused_not_renamed(base, tmp_path):
+    """Review BD-4: a working directory whose path is not UTF-8 was read lossily (U+FFFD) and
+    used as a path: `export` without a destination and a relative `--vault` wrote into a new
+    folder `caf\\uFFFD` beside it. Narnia refuses to start there, as for such a $HOME, and `lcd`
+    refuses a link to such a folder."""
+    odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.mkdir(odd)
+    r = subprocess.run(base.argv(["-c", "export /docs/notes.txt"]), cwd=odd, env=base.env, capture_output=True)
+    assert r.returncode == 2 and b"the current folder's path is not valid UTF-8" in r.stderr, r
+    assert os.listdir(odd) == []
+    assert not [n for n in os.listdir(tmp_path) if "\ufffd" in n], "no folder named with U+FFFD"
+    os.symlink(odd, tmp_path / "link")
+    r = base.c(f"-lcd {q(str(tmp_path / 'link'))}; lpwd", cwd=tmp_path)
+    assert r.out_lines == [str(tmp_path)], r.describe()
+    assert f"lcd: {tmp_path / 'link'}: its real path is not valid UTF-8" in r.err, r.describe()
+
+
+def test_a_word_holding_a_nul_character_is_refused(base, tmp_path):
+    """Review BD-5: `$'\\x00'` put a NUL into a host path, which the system cut there: `export`
+    said it wrote `new.txt\\x00.bak` and wrote `new.txt`."""
+    out = tmp_path / "out"
+    out.mkdir()
+    r = base.c(f"export /docs/notes.txt $'{out}/new.txt\\x00.bak'")
+    assert r.rc == 1 and "a word holds a NUL character, which no name or path can" in r.err, r.describe()
+    assert list(out.iterdir()) == []

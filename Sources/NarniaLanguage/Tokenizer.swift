@@ -35,6 +35,9 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
     case unterminatedQuote(QuoteState, offset: Int)
     /// The line ends with a backslash that escapes nothing.
     case trailingBackslash
+    /// A word holds a NUL character (`$'\x00'`, or a NUL byte in a batch file): no name or
+    /// path can, and a path given to the system would end there (review BD-5).
+    case nulCharacter
 
     public var description: String {
         switch self {
@@ -42,6 +45,8 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
             return "unterminated quote: a \(quote == .double ? "\"" : quote == .ansiC ? "$'" : "'") is never closed"
         case .trailingBackslash:
             return "a backslash at the end of the line escapes nothing"
+        case .nulCharacter:
+            return "a word holds a NUL character, which no name or path can"
         }
     }
 }
@@ -58,6 +63,9 @@ public func tokenize(_ line: String) throws(TokenizeError) -> [[Word]] {
     }
     if scanner.pendingEscape {
         throw .trailingBackslash
+    }
+    if scanner.heldNUL {
+        throw .nulCharacter
     }
     scanner.endCommand()
     return scanner.commands
@@ -139,6 +147,8 @@ private struct LineScanner {
     var ansiEscape: [Unicode.Scalar]?
     /// True right after a `$` that begins `$'`: the `'` that follows opens the quote.
     var opensANSIQuote = false
+    /// True once a word has held a NUL character.
+    var heldNUL = false
 
     mutating func scan(_ line: String, upTo end: Int) {
         var offset = 0
@@ -258,6 +268,7 @@ private struct LineScanner {
     }
 
     private mutating func append(_ scalar: Unicode.Scalar, quoted: Bool) {
+        if scalar == "\0" { heldNUL = true }
         scalars.append(scalar)
         mask.append(quoted)
     }

@@ -21,11 +21,22 @@ public enum FileSystem {
         }
     }
 
-    /// The process's working directory, or nil when it cannot be read (removed, say).
+    /// The process's working directory, or nil when it cannot be read (removed, say) or its
+    /// path is not valid UTF-8 (`currentDirectoryIsUndecodable`).
     public static func currentDirectory() -> String? {
+        workingDirectoryBytes().flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// True when the working directory's path is not valid UTF-8: read as text, it would name
+    /// another folder (review BD-4), so narnia refuses to start there.
+    public static var currentDirectoryIsUndecodable: Bool {
+        workingDirectoryBytes().map { String(validating: $0, as: UTF8.self) == nil } ?? false
+    }
+
+    private static func workingDirectoryBytes() -> [UInt8]? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return nil }
-        return String(nulTerminated: buffer)
+        return buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
     }
 
     /// `path` made absolute against the working directory as it is now (a path kept for

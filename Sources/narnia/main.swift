@@ -34,6 +34,10 @@ for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
 }
 if options.showHelp { print(Options.usage); exit(0) }
 if options.showVersion { print("narnia \(Launcher.version)"); exit(0) }
+if FileSystem.currentDirectoryIsUndecodable {
+    Launcher.fail("the current folder's path is not valid UTF-8 (read as text, it would name another folder)",
+                  hint: "run narnia from a folder whose path is UTF-8", status: 2)
+}
 
 var status = Launcher(options: options).run()
 // Output that could not be written (a full disk, `> /dev/full`) fails the run; a reader gone

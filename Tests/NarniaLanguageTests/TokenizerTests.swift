@@ -92,6 +92,15 @@ final class TokenizerTests: XCTestCase {
                        [["cat", #"\q"#, #"\xZ"#, #"\x"#, #"\u{12345678}"#, #"\uD800x"#]])
     }
 
+    func testANULCharacterInAWordIsRefused() {
+        for line in [#"lcd $'/tmp\x00zz'"#, #"cat $'a\u{0}'"#, "lcd /tmp\0zz", "cat '\0'"] {
+            XCTAssertThrowsError(try tokenize(line), line) { error in
+                XCTAssertEqual(error as? TokenizeError, .nulCharacter, line)
+            }
+        }
+        XCTAssertEqual(texts(#"cat $'\x01'"#), [["cat", "\u{01}"]])
+    }
+
     func testDollarIsLiteralElsewhere() {
         XCTAssertEqual(texts(#"cat $x "$'x'" '$'"#), [["cat", "$x", "$'x'", "$"]])
     }

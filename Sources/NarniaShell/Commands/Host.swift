@@ -16,7 +16,14 @@ enum Host {
             guard let home = try environmentPath("HOME") else { throw CommandFailure("HOME is not set") }
             target = home
         }
+        let before = FileSystem.currentDirectory()
         guard chdir(target) == 0 else { throw CommandFailure("\(target): \(SystemError.reason(for: errno))") }
+        // Through a link, a folder whose real path is not UTF-8: read as text, it would name
+        // another folder (review BD-4).
+        if FileSystem.currentDirectoryIsUndecodable {
+            _ = chdir(before ?? "/")
+            throw CommandFailure("\(target): its real path is not valid UTF-8 (read as text, it would name another folder)")
+        }
     }
 
     /// `lmkdir [-p] HOSTPATH...`: folders on the host, mode 0700 (they may receive exports).
