@@ -75,16 +75,31 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     // the text escaped afresh.
     let deleting = context.pendingEscapeBytes
     let atWordStart = context.quote == .none && context.cursor - deleting == context.partialStart
-    let typed = request.prefix.count
     if offers.count == 1, let offer = offers.first {
-        let rest = String(offer.name.dropFirst(typed))
+        let rest = remainder(of: offer.name, after: request.prefix)
         let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
         return edit(deleting: deleting, inserting: text + terminator(offer, context.quote))
     }
     let common = longestCommonPrefix(offers.map(\.name))
-    let rest = String(common.dropFirst(typed))
+    let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
     return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text, candidates: offers.map(\.display))
+}
+
+/// True when `name` begins with `prefix`: character by character (so `é` typed as `e` and a
+/// combining accent matches), or scalar by scalar, so that a prefix ending inside a character
+/// matches too: `r` for `r` + a zero-width joiner + `z`, which the screen shows as `rz`
+/// (review BD-7).
+func startsWith(_ name: String, _ prefix: String) -> Bool {
+    name.unicodeScalars.starts(with: prefix.unicodeScalars) || name.hasPrefix(prefix)
+}
+
+/// What follows `prefix` in `text` (see `startsWith`); empty when it does not begin with it.
+func remainder(of text: String, after prefix: String) -> String {
+    if text.unicodeScalars.starts(with: prefix.unicodeScalars) {
+        return String(String.UnicodeScalarView(text.unicodeScalars.dropFirst(prefix.unicodeScalars.count)))
+    }
+    return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : ""
 }
 
 /// The longest run of whole characters (extended grapheme clusters) that starts every string,
@@ -206,7 +221,7 @@ private struct CompletionRequest {
         case .nothing:
             return []
         case .words(let words):
-            offers = words.filter { $0.hasPrefix(prefix) }.map { Offer(name: $0, isFolder: false) }
+            offers = words.filter { startsWith($0, prefix) }.map { Offer(name: $0, isFolder: false) }
         case .vault(let foldersOnly):
             offers = matching(source.vaultEntries(in: folder), foldersOnly: foldersOnly)
         case .host(let foldersOnly):
@@ -247,7 +262,7 @@ private struct CompletionRequest {
             guard name != ".", name != "..", !name.isEmpty,
                   !foldersOnly || entry.isFolder,
                   showHidden || !name.hasPrefix(".") else { return nil }
-            let matches = glob.map { $0.matchesPrefix(of: name) } ?? name.hasPrefix(prefix)
+            let matches = glob.map { $0.matchesPrefix(of: name) } ?? startsWith(name, prefix)
             return matches ? Offer(name: name, isFolder: entry.isFolder) : nil
         }
         if prefix == ".." && glob == nil {

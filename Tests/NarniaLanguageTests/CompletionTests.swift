@@ -336,6 +336,16 @@ final class CompletionTests: XCTestCase {
         assertTab(#"cat $'/h/new\x0"#, #"cat $'/h/new\x0aline' "#)   // an escape begun is written afresh
     }
 
+    /// Review BD-7: a name whose second character joins its first (`r` + a zero-width joiner,
+    /// `s` + a tag character) is one character to Swift's `hasPrefix`, so `r` matched nothing
+    /// of it, and `rx` was completed alone.
+    func testAPrefixEndingInsideACharacterMatches() {
+        source.add("/h", ["rx", "r\u{200D}z", "s\u{E0041}"])
+        let (_, completion) = run("cat /h/r")
+        XCTAssertEqual(completion.candidates.count, 2, "\(completion.candidates)")
+        assertTab("cat /h/s", #"cat /h/s$'\u{e0041}' "#)
+    }
+
     func testHashEscapedOnlyAtWordStart() {
         source.add("/tags", ["#tag"])
         assertTab("cat /tags/", "cat /tags/#tag ")
