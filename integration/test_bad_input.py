@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -469,3 +470,22 @@ def test_a_word_holding_a_nul_character_is_refused(base, tmp_path):
     r = base.c(f"export /docs/notes.txt $'{out}/new.txt\\x00.bak'")
     assert r.rc == 1 and "a word holds a NUL character, which no name or path can" in r.err, r.describe()
     assert list(out.iterdir()) == []
+
+
+def test_a_current_host_folder_removed_after_start_is_said_not_taken_for_the_root(base, tmp_path):
+    """Review BE-7: once the working folder was removed (or renamed to a name that is not
+    UTF-8) while narnia ran, `/` stood for it: `lpwd` said `/` and `export` without a
+    destination wrote into the root folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    p = base.popen("-b", "-", cwd=work, stdin=subprocess.PIPE)
+    p.stdin.write(b"lpwd\n")
+    p.stdin.flush()
+    deadline = time.monotonic() + 60
+    while p.stdout.readline().strip() != str(work).encode():
+        assert time.monotonic() < deadline and p.poll() is None, "lpwd did not answer"
+    work.rmdir()
+    out, err = p.communicate(b"-lpwd\nexport /docs/notes.txt\n", timeout=60)
+    assert p.returncode == 1, (out, err)
+    assert b"the current host folder was removed, or its path is no longer valid UTF-8" in err, err
+    assert not os.path.exists("/notes.txt")

@@ -660,3 +660,114 @@ def test_a_copy_torn_at_an_earlier_record_is_read_whole_on_another_device(narnia
     r = other.ok("ls /; verify")
     assert r.out_lines == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
     assert not any("warning" in l for l in r.err_lines if "insecure" not in l), r.describe()
+
+
+def conflict_copies(store: Path) -> list[Path]:
+    return [p for p in store.rglob("*") if "conflict" in p.name]
+
+
+def test_a_remote_copy_whose_first_record_does_not_authenticate_is_damage_not_a_fork(narnia, host, tmp_path):
+    """Review BE-1: a version of a journal whose first record opens under no key this device
+    holds was taken for one sealed under a master key yet to arrive, and replaced this device's
+    own journal as a fork: every device then warned at every open and `verify` failed. A
+    journal's keys never change: when this device read a version of it, that is damage."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    journal = max(sizes, key=lambda p: sizes[p])
+    narnia.ok(f"mkdir /b; sync {q(str(remote))}")
+    whole = (narnia.vault / journal).read_bytes()
+    copy = bytearray(whole)
+    copy[30] ^= 0x40   # record 0's sealed length
+    (remote / journal).write_bytes(copy)
+    narnia.ok("mkdir /c")
+    r = narnia.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert r.out_lines[-4:] == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
+    assert "record 0 does not authenticate); it was not taken, and the copy here replaces it" in r.err, r.describe()
+    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes()
+    assert not conflict_copies(narnia.vault) and not conflict_copies(remote)
+
+
+def test_a_restored_copy_torn_at_its_last_two_records_keeps_the_finished_one_at_every_open(narnia, host, tmp_path):
+    """Review BE-2: a store restored from a copier's copy of this device's journal (the record
+    of mkdir /b with its first byte zero, that of mkdir /c one byte short) showed /b once: the
+    open cut /c's unfinished record, which left /b's last with its first byte zero, and the
+    next open cut that too, without a word. The byte found again is written back first."""
+    narnia.init()
+    narnia.ok("mkdir /a")
+    sizes = journal_sizes(narnia.vault)
+    journal = max(sizes, key=lambda p: sizes[p])
+    narnia.ok("mkdir /b")
+    after_b = journal_sizes(narnia.vault)[journal]
+    narnia.ok("mkdir /c")
+    torn = bytearray((narnia.vault / journal).read_bytes()[:-1])
+    torn[sizes[journal]] = 0
+    (narnia.vault / journal).write_bytes(torn)
+    for _ in range(3):
+        r = narnia.ok("ls /; verify")
+        assert r.out_lines == ["a", "b", "verified 2 items, all intact"], r.describe()
+    assert (narnia.vault / journal).stat().st_size == after_b
+    assert (narnia.vault / journal).read_bytes()[sizes[journal]] != 0, "the first byte is written back"
+
+
+def test_a_journal_under_the_replaced_master_key_torn_at_its_first_record_is_read_by_the_device_that_rotated(narnia, host, tmp_path):
+    """Review BE-3: another device's new journal under the master key before this device's
+    `passwd --rotate`, its first record's first byte zero (a copier caught its first two
+    appends), chose no key and was read with the newest: the device that rotated refused the
+    vault after `sync` (exit 3, blaming the passphrase). Each key is tried with the byte found
+    again."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    new = "a new passphrase"
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    before = journal_sizes(other.vault)
+    other.ok("mkdir /b1; mkdir /b2")
+    started = [p for p in journal_sizes(other.vault) if p not in before and (other.vault / p).stat().st_size > 300]
+    other.ok(f"sync {q(str(remote))}")
+    for p in started:
+        torn = bytearray((remote / p).read_bytes())
+        torn[0] = 0
+        (remote / p).write_bytes(torn)
+    r = narnia.ok(f"sync {q(str(remote))}; ls /", passphrase=new)
+    assert r.out_lines[-3:] == ["a", "b1", "b2"], r.describe()
+    assert narnia.ok("ls /", passphrase=new).out_lines == ["a", "b1", "b2"]
+
+
+def test_a_longer_remote_copy_torn_at_a_record_held_here_whole_is_no_fork(narnia, host, tmp_path):
+    """Review BE-6: a longer copy of another device's journal whose record, held here whole,
+    has its first byte zero there was taken for a fork, and a needless conflict copy spread to
+    every device. It extends the one here."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    journal = max(sizes, key=lambda p: sizes[p])
+    narnia.ok(f"mkdir /b; sync {q(str(remote))}")
+    other.ok(f"sync {q(str(remote))}")
+    narnia.ok("mkdir /c")
+    torn = bytearray((narnia.vault / journal).read_bytes())
+    torn[sizes[journal]] = 0   # the record of mkdir /b, which the other device holds whole
+    (remote / journal).write_bytes(torn)
+    r = other.ok(f"sync {q(str(remote))}; ls /; verify")
+    assert r.out_lines[-4:] == ["a", "b", "c", "verified 3 items, all intact"], r.describe()
+    assert not conflict_copies(other.vault), "no fork"
+
+
+def test_a_remote_journal_damaged_in_a_middle_record_blocks_nothing_else(narnia, host, tmp_path):
+    """Review BE-4, BE-5: another device that holds a shorter copy of this device's journal,
+    whose remote copy is damaged in a middle record, failed every sync before sending its own
+    changes. It now sends them and fails at the end, saying so; this device's next change and
+    sync replaces the damaged copy, in that sync even when something else arrives (BE-5)."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    journal = max(sizes, key=lambda p: sizes[p])
+    narnia.ok(f"mkdir /two; mkdir /three; sync {q(str(remote))}")
+    damaged = bytearray((remote / journal).read_bytes())
+    damaged[sizes[journal] + 100] ^= 0x01
+    (remote / journal).write_bytes(damaged)
+    other.ok("mkdir /bee")
+    r = other.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "do not read and hold more than the copies here, and were not taken" in r.err, r.describe()
+    assert "partly synced" in r.err and "sent 1 files" in r.err, r.describe()
+    narnia.ok("mkdir /four")
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert "received 1" in r.out and "it was not taken, and the copy here replaces it" in r.err, r.describe()
+    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), "replaced in the same sync"
+    r = other.ok(f"sync {q(str(remote))}; ls /")
+    assert r.out_lines[-5:] == ["a", "bee", "four", "three", "two"], r.describe()

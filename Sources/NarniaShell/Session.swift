@@ -213,8 +213,8 @@ public final class Session: @unchecked Sendable {
         guard pattern.hasWildcards else { return [w.text] }
         let climbs = pattern.components.contains { if case .parent = $0 { true } else { false } }
         let relative = !pattern.isAbsolute && !climbs
-        let base = currentHostDirectory()
-        let start = pattern.isAbsolute || relative ? VaultPath.root : VaultPath(components: base.split(separator: "/").map(String.init))
+        let start = pattern.isAbsolute || relative ? VaultPath.root
+            : VaultPath(components: try currentHostDirectory().split(separator: "/").map(String.init))
         // Names that are not UTF-8 are matched as scripts spell them (`\xHH`), so that a
         // pattern matching one fails whole rather than leave it out in silence (review AQ).
         var undecodable = Set<TreePath>()
@@ -248,7 +248,14 @@ public final class Session: @unchecked Sendable {
     }
 
     /// The process's working directory (the host side's current folder).
-    func currentHostDirectory() -> String { FileSystem.currentDirectory() ?? "/" }
+    /// - Throws: `CommandFailure` when it is gone or its path is not valid UTF-8 (renamed or
+    ///   removed since narnia started): `/` stood for it, and `export` wrote there (review BE-7).
+    func currentHostDirectory() throws -> String {
+        guard let here = FileSystem.currentDirectory() else {
+            throw CommandFailure("the current host folder was removed, or its path is no longer valid UTF-8", hint: "lcd to another folder")
+        }
+        return here
+    }
 
     /// Joins a host path for messages.
     func hostJoin(_ dir: String, _ name: String) -> String {

@@ -146,6 +146,9 @@ struct JournalEnd: Equatable {
     var offset: Int64
     /// Where the last whole record begins (0 when there is none).
     var lastRecordStart: Int64 = 0
+    /// The first byte of the last whole record, when the file holds it as zero and it was
+    /// found again (`JournalReader.firstByteOfFinishedRecord`); nil otherwise.
+    var lastRecordFoundFirstByte: UInt8?
     /// Bytes after it that do not form a whole record: a write cut short by a crash, a copy
     /// still arriving, or a cut. Never removed by a reader.
     var cutBytes: Int64
@@ -187,7 +190,10 @@ enum JournalReader {
         var chosen: Int?
         if try fd.size() >= Int64(JournalKeys.headerLength) {
             _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: 0) }
+            // A first byte a copier read as zero (`firstByteOfFinishedRecord`) is looked for
+            // under each key too (review BE-3).
             chosen = keyChain.firstIndex { $0.openHeader(header, journal: id, index: 0) != nil }
+                ?? keyChain.firstIndex { withFirstByteFound(header, keys: $0, journal: id, index: 0) != nil }
         }
         do {
             let end = try read(fd, id: id, keys: keyChain[chosen ?? 0], name: name, apply: apply)
@@ -204,9 +210,11 @@ enum JournalReader {
         var offset: Int64 = 0
         var index: UInt64 = 0
         var lastRecordStart: Int64 = 0
+        var lastRecordFoundFirstByte: UInt8?
         var header = [UInt8](repeating: 0, count: JournalKeys.headerLength)
         func end(unfinished: Bool = false) -> JournalEnd {
-            JournalEnd(records: index, offset: offset, lastRecordStart: lastRecordStart, cutBytes: size - offset, unfinished: unfinished)
+            JournalEnd(records: index, offset: offset, lastRecordStart: lastRecordStart, lastRecordFoundFirstByte: lastRecordFoundFirstByte,
+                       cutBytes: size - offset, unfinished: unfinished)
         }
         while offset < size {
             let remaining = size - offset
@@ -216,6 +224,7 @@ enum JournalReader {
                 return end(unfinished: first == 0)
             }
             _ = try header.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: JournalKeys.headerLength, offset: offset) }
+            let zeroFirstByte = header[0] == 0
             guard let length = try keys.openHeader(header, journal: id, index: index)
                     ?? firstByteOfFinishedRecord(&header, fd, at: offset, size: size, keys: keys, journal: id, index: index) else {
                 if isUnfinishedAppend(header, remaining: remaining, keys: keys, journal: id, index: index) {
@@ -249,6 +258,7 @@ enum JournalReader {
                 throw MetadataError.damaged("\(name), record \(index) \(e.why)")
             }
             lastRecordStart = offset
+            lastRecordFoundFirstByte = zeroFirstByte ? header[0] : nil
             offset += Int64(JournalKeys.headerLength) + bodyLength
             index += 1
         }

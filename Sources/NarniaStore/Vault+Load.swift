@@ -309,6 +309,12 @@ extension Vault {
         var cut = false
         guard (try? fd.whileAloneWithIt {
                   guard try fd.size() == end.offset + end.cutBytes else { return }
+                  // The record before, read with its first byte found again (a restore of a
+                  // copier's copy), gets it back first: left zero as the last record, the next
+                  // open would take it for an unfinished append too (review BE-2).
+                  if var first = end.lastRecordFoundFirstByte {
+                      try fd.pwriteAll(&first, count: 1, offset: end.lastRecordStart)
+                  }
                   try fd.truncate(to: end.offset)
                   try fd.dataSync()
                   cut = true

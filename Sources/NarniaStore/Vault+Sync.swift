@@ -277,8 +277,10 @@ extension Vault {
             case .object, .keyFile:
                 if local >= size { return .hereIsLonger }
             case .journal:
-                // Here one of the same length or shorter, its unfinished appends finished there.
-                let forks = !(try Self.isPrefix(target, of: received, length: local, unfinishedAppend: true))
+                // Here one of the same length or shorter, its unfinished appends finished there;
+                // or the received one, longer, torn at a record held here whole (review BE-6).
+                let tornThere = try local < size && Self.isPrefix(received, of: target, length: local, unfinishedAppend: true)
+                let forks = try !Self.isPrefix(target, of: received, length: local, unfinishedAppend: true) && !tornThere
                 if forks && !file.isCopy {
                     try Self.keepAsCopy(target, target + conflictSuffix)
                     try FileSystem.rename(received, target)
@@ -301,8 +303,10 @@ extension Vault {
 
     /// Why the journal version at `path` (of journal `id`) must not be put among the store's
     /// journals: a record in it that does not authenticate, other than a cut at its end
-    /// (`MetadataError.damaged`'s words). Nil when it reads, or when it does not open with the
-    /// keys this device holds (sealed under a master key whose key file arrives with it, or no
+    /// (`MetadataError.damaged`'s words), or a first record that opens under none of the keys
+    /// this device holds when it read a version of that journal (a journal's keys never
+    /// change: review BE-1). Nil when it reads, or when it does not open and this device has
+    /// read no version of it (sealed under a master key whose key file arrives with it, or no
     /// journal of this store): opening judges those, and sets the latter aside.
     func damage(inJournalAt path: String, id: Identifier) -> String? {
         guard let fd = try? JournalReader.openStoreFile(path) else { return nil }
@@ -311,6 +315,8 @@ extension Vault {
             return nil
         } catch MetadataError.damaged(let why) {
             return why
+        } catch MetadataError.unknownMasterKey where (journals[id]?.records ?? 0) > 0 {
+            return "journal \(id.hex.prefix(8)), record 0 does not authenticate"
         } catch {
             return nil
         }

@@ -47,7 +47,7 @@ enum Host {
 
     static func lpwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "lpwd") }
-        s.out.line(s.out.name(s.currentHostDirectory()))
+        s.out.line(s.out.name(try s.currentHostDirectory()))
     }
 
     /// `lls`: as ls(1) lists, the files named first, then each folder under a header when

@@ -103,7 +103,7 @@ enum Transfer {
         let dest: String
         let named: ArraySlice<Word>
         if a.operands.count == 1 || a.typedName == "mget" {
-            dest = s.currentHostDirectory()
+            dest = try s.currentHostDirectory()
             named = a.operands[...]
         } else {
             let destinations = try s.expandHost(a.operands.last!)

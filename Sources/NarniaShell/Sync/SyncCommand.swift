@@ -79,6 +79,9 @@ enum SyncCommand {
             rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
         }
         var report = Report()
+        // Journals there that do not read and hold more than the copies here: not taken, and
+        // said when the sync ends, after this device's own files went (review BE-4).
+        var unreadThere: [String] = []
         let startSize = Dictionary(fetching.here.map { ($0.0.key, $0.1) }, uniquingKeysWith: { a, _ in a })
         func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
@@ -99,7 +102,6 @@ enum SyncCommand {
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
             var missing = 0
-            var unreadThere: [String] = []
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
@@ -135,10 +137,6 @@ enum SyncCommand {
             if missing > 0 {
                 return try finish(s, remote, report, CommandFailure("\(missing) of the files listed in \(s.err.name(remote)) did not arrive: it changed during the sync"))
             }
-            if !unreadThere.isEmpty {
-                return try finish(s, remote, report, CommandFailure("journals there do not read and hold more than the copies here: \(unreadThere.joined(separator: ", ")); nothing was sent",
-                                                                    hint: "copy that store's files from a backup, or from the device that wrote them"))
-            }
         }
 
         // 2. Merge what arrived (this device acknowledges what others retired, and retires
@@ -168,9 +166,15 @@ enum SyncCommand {
         // extends (compared in step 1); and those that were the same on both sides and have
         // grown here since (the merge appended to this device's own) — not one it deleted,
         // nor one whose version there forks from this one's (it came here, or the sync failed).
-        let grown = sending.fetch.filter { file in
+        var grown = sending.fetch.filter { file in
             file.kind == .journal && !fetching.forkedThere.contains(file.key) && isHere(file.path)
                 && (report.extendsThere.contains(file.key) || startSize[file.key] == there[file.key])
+        }
+        // Those of one length on both sides found older there (torn, or not reading): a plan
+        // made again after a merge no longer fetches them (review BE-5).
+        for file in fetching.fetch where report.extendsThere.contains(file.key) && !fetching.forkedThere.contains(file.key)
+            && isHere(file.path) && !grown.contains(file) && !sending.sendJournals.contains(file) {
+            grown.append(file)
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
@@ -209,7 +213,10 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        try finish(s, remote, report, nil)
+        let unread = unreadThere.isEmpty ? nil : CommandFailure(
+            "journals there do not read and hold more than the copies here, and were not taken: \(unreadThere.joined(separator: ", "))",
+            hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup")
+        try finish(s, remote, report, unread)
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
@@ -279,7 +286,7 @@ enum SyncCommand {
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
         // not made yet is where its nearest folder that exists is.
-        let here = TreePath(components: (FileSystem.currentDirectory() ?? "/").split(separator: "/").map(String.init))
+        let here = TreePath(components: try s.currentHostDirectory().split(separator: "/").map(String.init))
         let cleaned = TreePath.resolve(folder, relativeTo: here).description
         var nearest = cleaned
         while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
