@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import Narnia, q
+from terminal import Terminal
 
 
 def device(n: Narnia, path: Path) -> Narnia:
@@ -160,6 +161,12 @@ def test_a_copy_whose_name_is_not_utf8_is_named_by_verify(narnia, host):
             f"{journal.parent.name}/{journal.name} (conflicted copy from caf\\xe9) (to have one read as a copy, "
             f"rename it in UTF-8, keeping its hex digits and its sync engine's suffix)")
     assert note in v.err_lines, v.describe()
+    t = Terminal(narnia.argv(["-c", "verify"]), narnia.env, narnia.workdir)   # review BD-6
+    try:
+        t.wait(timeout=60)
+        assert b"(conflicted copy from caf?) (to have one read" in t.output, t.output
+    finally:
+        t.close()
     assert "branch1.bin" not in narnia.ok("ls /").out_lines
     os.rename(kept, os.fsencode(journal) + b" (conflicted copy from caf\xc3\xa9)")
     assert "branch1.bin" in narnia.ok("ls /").out_lines

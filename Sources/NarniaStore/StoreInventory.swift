@@ -36,10 +36,10 @@ struct StoreInventory {
     /// they may hold what a copy would.
     var unrecognised: [(path: String, id: Identifier)] = []
     /// Names shaped like a store file's (they begin with its hex digits) that are not valid
-    /// UTF-8 (a copy a sync engine named after a host in Latin-1, say), spelled with each such
-    /// byte as `\xHH`: a `String` cannot hold them, so they are never read nor deleted, and
+    /// UTF-8 (a copy a sync engine named after a host in Latin-1, say), as the bytes of their
+    /// paths in the store: a `String` cannot hold them, so they are never read nor deleted, and
     /// `verify` names them.
-    var undecodable: [String] = []
+    var undecodable: [[UInt8]] = []
     /// Names of shard folders that are something else (a symbolic link, a special file):
     /// nothing in them is read, and nothing is written through them (`StoreLayout.ensureShard`).
     var notShards: [String] = []
@@ -97,7 +97,7 @@ struct StoreInventory {
     static func scanTopLevel(_ root: String) throws -> StoreInventory {
         var inventory = StoreInventory()
         let listing = try FileSystem.listDirectoryCountingUndecodable(root)
-        inventory.undecodable += listing.undecodable.map { FileSystem.spelled(undecodable: $0) }.filter { StoreName.beginsLikeStoreFile($0, digits: 32) }
+        inventory.undecodable += listing.undecodable.filter { StoreName.beginsLikeStoreFile(FileSystem.spelled(undecodable: $0), digits: 32) }
         for name in listing.names {
             if StoreName.isShardName(name) {
                 inventory.shardNames.append(name)
@@ -142,8 +142,10 @@ struct StoreInventory {
             for entry in listing.names {
                 addShardEntry(entry, shard: name, root: root)
             }
-            undecodable += listing.undecodable.map { FileSystem.spelled(undecodable: $0) }.filter { StoreName.beginsLikeStoreFile($0, digits: 32) || StoreName.beginsLikeStoreFile($0, digits: 30) }
-                .map { name + "/" + $0 }
+            undecodable += listing.undecodable.filter { bytes in
+                let spelled = FileSystem.spelled(undecodable: bytes)
+                return StoreName.beginsLikeStoreFile(spelled, digits: 32) || StoreName.beginsLikeStoreFile(spelled, digits: 30)
+            }.map { Array((name + "/").utf8) + $0 }
         }
     }
 

@@ -21,6 +21,9 @@ public struct VerifyReport: Sendable {
     public var problems: [String] = []
     /// What is worth knowing but is not a fault.
     public var notes: [String] = []
+    /// Files named like store files whose names are not UTF-8, as the bytes of their paths in
+    /// the store: not read. Named after the notes, spelled for the stream (review BD-6).
+    public var undecodableStoreFiles: [[UInt8]] = []
 
     /// True when nothing is damaged, missing or otherwise wrong.
     public var isWhole: Bool { damaged.isEmpty && missing.isEmpty && problems.isEmpty }
@@ -301,11 +304,7 @@ extension Vault {
         if !names.isEmpty {
             report.notes.append("\(someFiles(names)) named like store files but as no sync engine names a copy, and not read: \(firstFew(names)) (to have one read as a copy, add .sync-conflict to its name)")
         }
-        // Spelled with \xHH for each byte that is not UTF-8 (the output escapes the rest).
-        let undecodable = inventory.undecodable.sorted()
-        if !undecodable.isEmpty {
-            report.notes.append("\(someFiles(undecodable)) named like store files but not in UTF-8, and not read: \(firstFew(undecodable)) (to have one read as a copy, rename it in UTF-8, keeping its hex digits and its sync engine's suffix)")
-        }
+        report.undecodableStoreFiles = inventory.undecodable.sorted { $0.lexicographicallyPrecedes($1) }
         return report
     }
 
