@@ -258,7 +258,7 @@ enum JournalReader {
                 throw MetadataError.damaged("\(name), record \(index) \(e.why)")
             }
             lastRecordStart = offset
-            lastRecordFoundFirstByte = zeroFirstByte ? header[0] : nil
+            lastRecordFoundFirstByte = zeroFirstByte && header[0] != 0 ? header[0] : nil   // not a record from before review AY whose first byte is zero
             offset += Int64(JournalKeys.headerLength) + bodyLength
             index += 1
         }
