@@ -549,8 +549,7 @@ def test_a_remote_copy_of_this_devices_journal_at_its_final_length_but_unfinishe
     last record's first byte still zero. `sync` finds it without waiting for another append,
     and replaces it in the same sync (it compared only the last 64 bytes, so the remote kept it
     and another device syncing from there did not see the change). The last record is compared
-    whole, or when over 64 KiB (an import of 700 files, one commit) by its first byte and its
-    last 64 bytes."""
+    whole, or when over 64 KiB (an import of 700 files, one commit) by its nonce."""
     remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     if files:
         folder = host / "b"

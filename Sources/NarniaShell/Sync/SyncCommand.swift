@@ -1,3 +1,4 @@
+import NarniaCrypto
 import NarniaLanguage
 import Glibc
 import NarniaStore
@@ -256,17 +257,15 @@ enum SyncCommand {
                 continue
             }
             guard let start = vault.lastRecordStart(of: file, size: size) else { continue }
-            // The last record, read whole when small; else its first byte and its last 64.
-            let sections = size - start <= 1 << 16 ? [(start, Int(size - start))] : [(start, 1), (size - 64, 64)]
-            var forked = false, torn = false
-            for (offset, count) in sections {
-                let there = try rclone.bytes(of: path, offset: offset, count: count)
-                let here = try vault.bytes(of: file, offset: offset, count: count)
-                guard there != here else { continue }
-                if offset == start && there.first == 0 && there.dropFirst() == here.dropFirst() { torn = true } else { forked = true }
-            }
-            if forked || torn { plan.fetch(file, size) }
-            if forked { plan.forkedThere.insert(file.key) }
+            // The last record, read whole up to 64 KiB (a byte changed in it is found too);
+            // a longer one by its nonce, its first bytes, which no other version of the journal
+            // holds there: one rclone run either way.
+            let count = size - start <= 1 << 16 ? Int(size - start) : AEAD.nonceLength
+            let there = try rclone.bytes(of: path, offset: start, count: count)
+            let here = try vault.bytes(of: file, offset: start, count: count)
+            guard there != here else { continue }
+            plan.fetch(file, size)
+            if !(there.first == 0 && there.dropFirst() == here.dropFirst()) { plan.forkedThere.insert(file.key) }
         }
     }
 
