@@ -217,27 +217,26 @@ public final class Session: @unchecked Sendable {
             : VaultPath(components: try currentHostDirectory().split(separator: "/").map(String.init))
         // Names that are not UTF-8 are matched as scripts spell them (`\xHH`), so that a
         // pattern matching one fails whole rather than leave it out in silence (review AQ).
-        var undecodable = Set<TreePath>()
-        var spelledHere: [String: String] = [:]
+        // Each such path, with its name as this message's stream spells it (`?` on a terminal).
+        var undecodable: [TreePath: String] = [:]
         let paths = pattern.expand(relativeTo: start) { path in
             let dir = relative ? (path.isRoot ? "." : "." + path.description) : path.description
             guard FileSystem.isDirectory(dir), let listing = try? FileSystem.listDirectoryCountingUndecodable(dir) else { return nil }
-            let spelled = listing.undecodable.map { bytes in
+            return listing.names + listing.undecodable.map { bytes in
                 let name = FileSystem.spelled(undecodable: bytes)
-                spelledHere[name] = err.undecodableName(bytes)
+                undecodable[path.appending(name)] = err.undecodableName(bytes)
                 return name
             }
-            undecodable.formUnion(spelled.map(path.appending))
-            return listing.names + spelled
         }
         func text(_ path: TreePath) -> String { relative ? String(path.description.dropFirst()) : path.description }
-        let unnamed = paths.filter { path in undecodable.contains { $0 == path || $0.isAncestor(of: path) } }
+        let unnamed = paths.filter { path in undecodable.keys.contains { $0 == path || $0.isAncestor(of: path) } }
         if !unnamed.isEmpty {
-            // As this message's stream spells them: `?` on a terminal.
             func shown(_ path: TreePath) -> String {
-                text(TreePath(components: path.components.enumerated().map { i, name in
-                    undecodable.contains(TreePath(components: Array(path.components.prefix(i + 1)))) ? spelledHere[name] ?? name : name
-                }))
+                var components = path.components
+                for (name, spelled) in undecodable where name == path || name.isAncestor(of: path) {
+                    components[name.components.count - 1] = spelled
+                }
+                return text(TreePath(components: components))
             }
             let shown = unnamed.prefix(3).map(shown).joined(separator: ", ") + (unnamed.count > 3 ? ", …" : "")
             throw CommandFailure("\(word.text): matches \(unnamed.count == 1 ? "a name" : "\(unnamed.count) names") that \(unnamed.count == 1 ? "is" : "are") not valid UTF-8 (\(shown)), which cannot be named here; none of its matches was used",

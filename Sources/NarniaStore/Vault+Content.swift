@@ -22,11 +22,29 @@ public struct VerifyReport: Sendable {
     /// What is worth knowing but is not a fault.
     public var notes: [String] = []
     /// Files named like store files whose names are not UTF-8, as the bytes of their paths in
-    /// the store: not read. Named after the notes, spelled for the stream (review BD-6).
+    /// the store: not read. Said after the notes (`undecodableNote`).
     public var undecodableStoreFiles: [[UInt8]] = []
 
     /// True when nothing is damaged, missing or otherwise wrong.
     public var isWhole: Bool { damaged.isEmpty && missing.isEmpty && problems.isEmpty }
+
+    /// The note naming `undecodableStoreFiles`, each spelled by `spell` for the stream the note
+    /// goes to (`?` on a terminal, review BD-6); nil when there are none.
+    public func undecodableNote(spelling spell: ([UInt8]) -> String) -> String? {
+        guard !undecodableStoreFiles.isEmpty else { return nil }
+        let names = undecodableStoreFiles.map(spell)
+        return "\(someFiles(names)) named like store files but not in UTF-8, and not read: \(firstFew(names)) (to have one read as a copy, rename it in UTF-8, keeping its hex digits and its sync engine's suffix)"
+    }
+}
+
+/// "1 file is" or "N files are".
+private func someFiles(_ names: [String]) -> String {
+    names.count == 1 ? "1 file is" : "\(names.count) files are"
+}
+
+/// The first three of `names`, with an ellipsis when there are more.
+private func firstFew(_ names: [String]) -> String {
+    names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
 }
 
 extension Vault {
@@ -306,16 +324,6 @@ extension Vault {
         }
         report.undecodableStoreFiles = inventory.undecodable.sorted { $0.lexicographicallyPrecedes($1) }
         return report
-    }
-
-    /// "1 file is" or "N files are".
-    private func someFiles(_ names: [String]) -> String {
-        names.count == 1 ? "1 file is" : "\(names.count) files are"
-    }
-
-    /// The first three of `names`, with an ellipsis when there are more.
-    private func firstFew(_ names: [String]) -> String {
-        names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
     }
 
     /// Bytes the store uses for `item`'s content (padding and tags included).

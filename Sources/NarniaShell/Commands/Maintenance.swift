@@ -32,11 +32,7 @@ enum Maintenance {
         for failure in report.missing { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): \(failure.reason)") }
         for problem in report.problems { s.error("verify", problem) }
         for note in report.notes { s.note("verify", note) }
-        if !report.undecodableStoreFiles.isEmpty {
-            let files = report.undecodableStoreFiles
-            let named = files.prefix(3).map(s.err.undecodableName).joined(separator: ", ") + (files.count > 3 ? ", …" : "")
-            s.note("verify", "\(files.count == 1 ? "1 file is" : "\(files.count) files are") named like store files but not in UTF-8, and not read: \(named) (to have one read as a copy, rename it in UTF-8, keeping its hex digits and its sync engine's suffix)")
-        }
+        if let note = report.undecodableNote(spelling: s.err.undecodableName) { s.note("verify", note) }
         guard report.isWhole else { throw Reported() }
         s.out.line("verified \(report.checked) items, all intact")
     }

@@ -167,15 +167,14 @@ enum SyncCommand {
         // extends (compared in step 1); and those that were the same on both sides and have
         // grown here since (the merge appended to this device's own) — not one it deleted,
         // nor one whose version there forks from this one's (it came here, or the sync failed).
-        var grown = sending.fetch.filter { file in
+        // Among them those of one length on both sides found older there in step 1 (torn, or not
+        // reading), which a plan made again after a merge no longer fetches (review BE-5).
+        let foundOlder = fetching.fetch.filter {
+            report.extendsThere.contains($0.key) && !sending.fetch.contains($0) && !sending.sendJournals.contains($0)
+        }
+        let grown = (sending.fetch + foundOlder).filter { file in
             file.kind == .journal && !fetching.forkedThere.contains(file.key) && isHere(file.path)
                 && (report.extendsThere.contains(file.key) || startSize[file.key] == there[file.key])
-        }
-        // Those of one length on both sides found older there (torn, or not reading): a plan
-        // made again after a merge no longer fetches them (review BE-5).
-        for file in fetching.fetch where report.extendsThere.contains(file.key) && !fetching.forkedThere.contains(file.key)
-            && isHere(file.path) && !grown.contains(file) && !sending.sendJournals.contains(file) {
-            grown.append(file)
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
