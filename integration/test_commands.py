@@ -449,6 +449,31 @@ def test_export_refuses_the_vaults_own_store(vault, host):
     assert vault.ok("cat /s.txt").out == "secret\n"
 
 
+def test_export_refuses_a_folder_below_its_destination_that_is_the_store_or_a_copy(vault, host):
+    """`export / DIR` with the store at DIR/vault exported the vault's root as the folder
+    `vault`, that is into the store, in plaintext, exit 0; the same into a copy of the store
+    (review BG-2). Refused before anything is written."""
+    (host / "s.txt").write_bytes(b"secret\n")
+    store_name = vault.vault.name
+    vault.ok(f"mkdir /{q(store_name)} /copy; cd /{q(store_name)}; import {q(str(host / 's.txt'))}; cp s.txt /copy")
+    copy_parent = host / "elsewhere"
+    copy_parent.mkdir()
+    shutil.copytree(vault.vault, copy_parent / "copy")
+
+    def tree(folder):
+        return sorted((p.relative_to(folder), p.read_bytes() if p.is_file() else None) for p in folder.rglob("*"))
+
+    before, copy_before = tree(vault.vault), tree(copy_parent / "copy")
+    for command, refused in ((f"export / {q(str(vault.vault.parent))}", vault.vault / "s.txt"),
+                             (f"export -f /{q(store_name)} {q(str(vault.vault.parent))}", vault.vault / "s.txt"),
+                             (f"export /copy {q(str(copy_parent))}", copy_parent / "copy" / "s.txt")):
+        r = vault.c(command)
+        assert r.rc == 1 and f"{refused.parent}: inside the vault's own store, or a copy of it" in r.err, command + r.describe()
+        assert "nothing was exported" in r.err and r.out == "", command + r.describe()
+    assert tree(vault.vault) == before and tree(copy_parent / "copy") == copy_before
+    assert vault.ok("cat /copy/s.txt").out == "secret\n"
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root searches any folder (integration/as-ordinary-user.sh runs this)")
 def test_a_folder_that_lists_but_cannot_be_searched_is_named(vault, host):
     """As an ordinary user, importing a folder of mode 0600 named the vault's key file in the

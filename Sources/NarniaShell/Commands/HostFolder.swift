@@ -28,10 +28,21 @@ final class HostFolder {
     /// checked for: left by an export killed (`kill -9`, a crash) before it renamed them, each
     /// holding a copy of a vault file, whole or in part, that nothing removes.
     private(set) var leftTemporaryFiles: [String] = []
+    /// The vault's store folder and the name of its key file: a folder below the top that is
+    /// the store, or holds a file of that name (a copy of the store), is never written into.
+    private let store: (folder: HostFileIdentity, marker: String)?
 
-    init(top: FileDescriptor, display: String) {
+    init(top: FileDescriptor, display: String, store: (folder: HostFileIdentity, marker: String)?) {
         self.top = top
         self.display = display
+        self.store = store
+    }
+
+    /// The refusal of a destination that is the vault's store or lies in it (`shown`): plaintext
+    /// there would travel with the store to every device and cloud it syncs to, and `--force`
+    /// could replace the key file, the only way in.
+    static func inStore(_ shown: String) -> CommandFailure {
+        CommandFailure("\(shown): inside the vault's own store, or a copy of it", hint: "export to a folder outside it; nothing was exported")
     }
 
     /// The host path of `components` below the top, for messages: below the current host
@@ -62,6 +73,11 @@ final class HostFolder {
                 try checkSameName(Array(components[...depth]), found: st, in: current)
             }
             let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
+            // A folder named like the store's (`export / ~` with the store at `~/vault`) is it
+            // (review BG-2); the identity is the folder's as opened, not as looked up.
+            if let store, !madeHere, try HostFileIdentity(next.status()) == store.folder || next.statusOfEntry(store.marker) != nil {
+                throw Self.inStore(shown)
+            }
             chain.append((name, next))
             current = next
         }

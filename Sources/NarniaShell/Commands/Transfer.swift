@@ -122,12 +122,12 @@ enum Transfer {
         }
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
         guard FileSystem.isDirectory(base) else { throw CommandFailure("\(s.err.name(base)): no such folder") }
-        // Plaintext in the store would travel with it to every device and cloud it syncs to, and
-        // `--force` could replace the key file, the only way in.
-        if let store = HostFileIdentity(of: s.vault.directory), HostFileIdentity.isInStore(base, store: store, marker: s.vault.keyFileName) {
-            throw CommandFailure("\(s.err.name(base)): inside the vault's own store; nothing was exported", hint: "export to a folder outside it")
+        // Not into the store (`HostFolder.inStore`), here or in a folder below.
+        let store = HostFileIdentity(of: s.vault.directory).map { (folder: $0, marker: s.vault.keyFileName) }
+        if let store, HostFileIdentity.isInStore(base, store: store.folder, marker: store.marker) {
+            throw HostFolder.inStore(s.err.name(base))
         }
-        let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base)
+        let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base, store: store)
         let force = a.has("--force") || a.has("-f")
         let skipExisting = a.has("--skip-existing")
         let report = TransferReport(out: s.out, verb: "exported", verbose: a.has("-v"), quiet: a.has("-q"))
