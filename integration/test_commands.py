@@ -11,7 +11,10 @@ import os
 import shutil
 import random
 import re
+import signal
 import subprocess
+import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -528,6 +531,40 @@ def test_import_stdin(vault):
     for flag in ("--move", "--keep", "--skip-existing"):
         r = vault.c(f"import {flag} - other.bin", input=b"x")
         assert r.rc == 1 and f"{flag} does not go with 'import - NAME'" in r.err, r.describe()
+
+
+@pytest.mark.parametrize("form,producer_too", [("import", True), ("drop", True), ("import", False)])
+def test_ctrl_c_on_a_pipeline_into_import_or_drop_takes_nothing_in(vault, form, producer_too):
+    """Ctrl-C on `dump | narnia -c 'import - dump.sql'` sends SIGINT to both: the producer
+    died, narnia read end of file and committed the cut stream as the whole item, reported
+    `imported`, exit 130 (review BG-1); `drop -` the same. A SIGINT to narnia alone waited for
+    the input to end, then did the same. Nothing is taken in now, at once."""
+    before = vault.store().snapshot()
+    producer = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdout.buffer.write(b'A' * (3 * 1048576 + 100));"
+                                 " sys.stdout.flush(); time.sleep(60)"], stdout=subprocess.PIPE)
+    args = ("-c", "import - dump.sql") if form == "import" else ("drop", "-", "dump.sql")
+    proc = vault.popen(*args, **({} if form == "import" else {"passphrase": None}), stdin=producer.stdout)
+    producer.stdout.close()
+    try:
+        # Once narnia has read what was written, the terminal's Ctrl-C: SIGINT to the pipeline.
+        deadline = time.monotonic() + 60
+        while int(re.search(r"rchar: (\d+)", Path(f"/proc/{proc.pid}/io").read_text())[1]) < 3 * 1048576:
+            assert proc.poll() is None and time.monotonic() < deadline, "narnia did not read its input"
+            time.sleep(0.05)
+        time.sleep(0.2)
+        for p in (proc, producer) if producer_too else (proc,):
+            p.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        for p in (proc, producer):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert proc.returncode == 130 and out == b"", (proc.returncode, out, err)
+    assert f"narnia: {form}: interrupted" in err.decode(), err
+    assert vault.store().snapshot() == before
+    if form == "import":
+        assert vault.ok("ls -a /").out_lines == []
 
 
 def test_keep_both_numbering(vault, host):

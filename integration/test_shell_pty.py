@@ -291,6 +291,29 @@ def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_pa
     assert r.out_lines == ["small.txt", "verified 1 items, all intact"]
 
 
+def test_import_from_a_terminal_ends_at_one_ctrl_d_and_takes_nothing_at_ctrl_c(vault):
+    """`narnia -c 'import - NAME'` reading the terminal: one Ctrl-D at the start of a line took
+    two, and Ctrl-C did nothing until the input ended, then committed what was typed
+    (review BG-1)."""
+    for key, status, kept in (("\x04", 0, "typed line\n"), ("\x03", 130, None)):
+        s = Shell(vault, args=("-c", "import - typed.txt"))
+        try:
+            s.expect("Passphrase: ")
+            s.send(DEFAULT_PASSPHRASE + "\r")
+            s.settle()
+            s.send("typed line\r")
+            s.settle()
+            s.send(key)
+            assert s.wait(timeout=10) == status, f"{key!r} ended with {s.status}"
+        finally:
+            s.close()
+        if kept is None:
+            assert "narnia: import: interrupted" in clean(s.output)
+            assert vault.ok("ls -a /").out == ""
+        else:
+            assert vault.ok("cat /typed.txt; rm /typed.txt").out == kept
+
+
 def test_ctrl_d_exit_and_quit_end_with_status_0(vault):
     for keys in ("\x04", "exit\r", "quit\r"):
         s = Shell(vault)

@@ -77,10 +77,10 @@ enum Transfer {
         }
         let name: String
         do { name = try ItemName.validated(a.operands[1].text) } catch let e as NameError { throw CommandFailure("\(nameInMessage(a.operands[1].text)): \(e.description)") }
-        let input = FileDescriptor.borrowing(0, name: "standard input")
+        let input = StandardInputSource()
         let batch = ImportBatch.begin(in: s.vault)
         do {
-            _ = try batch.addFile(named: name, in: folder, source: { try input.readFully(into: $0, count: $1) },
+            _ = try batch.addFile(named: name, in: folder, source: { try input.read(into: $0, count: $1) },
                                   classify: s.classify, observer: s.observer(progress: nil))
             for item in try batch.commit() where !item.isFolder {
                 report.done(bytes: item.size, "imported - -> \(s.shown(item.id, on: s.out))")

@@ -68,7 +68,12 @@ public struct DropCommand {
         }
         report.finish()
         out.flush()
-        if Session.interruptRequested != 0 { return 130 }
+        if Session.interruptRequested != 0 {
+            // Said as the vault shell's commands say it: the status alone was easy to miss.
+            err.line("narnia: drop: interrupted")
+            err.flush()
+            return 130
+        }
         return run.failed ? 1 : 0
     }
 
@@ -145,9 +150,9 @@ struct DropRun: HostTreeVisitor {
     mutating func dropStandardInput(named name: String) {
         do {
             let valid = try ItemName.validated(name)
-            let input = FileDescriptor.borrowing(0, name: "standard input")
+            let input = StandardInputSource()
             let size = try dropper.drop(path: valid, modified: SystemClock.nowNanoseconds(),
-                                        source: { try input.readFully(into: $0, count: $1) }, observer: observer)
+                                        source: { try input.read(into: $0, count: $1) }, observer: observer)
             report.done(bytes: size, "dropped - as \(report.outName(valid))")
         } catch let e as NameError {
             fail("\(nameInMessage(err.name(name))): \(e.description)")
