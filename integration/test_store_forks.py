@@ -770,3 +770,36 @@ def test_a_remote_journal_damaged_in_a_middle_record_blocks_nothing_else(narnia,
     assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), "replaced in the same sync"
     r = other.ok(f"sync {q(str(remote))}; ls /")
     assert r.out_lines[-5:] == ["a", "bee", "four", "three", "two"], r.describe()
+
+
+@pytest.mark.parametrize("length", ["as-long", "longer"])
+def test_a_damaged_sync_engine_copy_of_a_journal_on_the_remote_is_said_not_failed_on(narnia, host, tmp_path, length):
+    """Review BF-1: a sync engine's copy of a journal on the remote (`….sync-conflict-…`) with
+    one byte changed made every sync of every device fail for good, with a hint that no device
+    could follow (no device writes a copy). It is said at each sync, and fails one only while it
+    is longer than the journal, which may then lack records it holds."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    journal = max(sizes, key=lambda p: sizes[p])
+    copy = f"{journal}.sync-conflict-20261201-101010-ABCDEFG"
+    damaged = bytearray((remote / journal).read_bytes())
+    damaged[len(damaged) // 2] ^= 0x40
+    if length == "longer":
+        narnia.ok("mkdir /two")
+        damaged = bytearray((narnia.vault / journal).read_bytes())
+        damaged[10] ^= 0x40
+    (remote / copy).write_bytes(damaged)
+    said = (f"narnia: warning: sync: {remote / copy} does not read (journal {journal.split('/')[1][:8]}, record ",
+            " does not authenticate); a sync engine's copy, not longer than the journal, which no device writes: it was not taken; delete it there")
+    if length == "longer":
+        r = other.c(f"sync {q(str(remote))}")
+        assert r.rc == 1 and "copies of journals there do not read and are longer than the journals here" in r.err, r.describe()
+        assert "once the journal is as long (its device has synced)" in r.err, r.describe()
+        narnia.ok(f"sync {q(str(remote))}")
+    for device in (narnia, other, narnia, other):
+        other.ok("mkdir -p /bee")
+        r = device.ok(f"sync {q(str(remote))}; ls /; verify")
+        assert [l for l in r.err_lines if l.startswith(said[0]) and l.endswith(said[1])], r.describe()
+        assert "verified" in r.out_lines[-1] and "all intact" in r.out_lines[-1], r.describe()
+    assert (remote / copy).read_bytes() == damaged, "left there"
+    assert not list(narnia.vault.glob("??/*conflict*")) and not list(other.vault.glob("??/*conflict*"))

@@ -23,6 +23,15 @@ public struct SyncFile: Sendable, Equatable {
     /// The path, as a key of tables of store files (told apart byte for byte).
     public var key: StorePath { StorePath(path) }
 
+    /// The path of the file this one is a sync engine's copy of (or its own): the name
+    /// without the engine's suffix, which begins after the identifier's hex digits.
+    package var originalKey: StorePath {
+        guard isCopy else { return key }
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().map { $0 + "/" }.joined()
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last!
+        return StorePath(folder + name.prefix { $0.isHexDigit })
+    }
+
     public static func == (a: SyncFile, b: SyncFile) -> Bool {
         a.key == b.key && a.id == b.id && a.kind == b.kind && a.isCopy == b.isCopy
     }

@@ -83,6 +83,7 @@ enum SyncCommand {
         // Journals there that do not read and hold more than the copies here: not taken, and
         // said when the sync ends, after this device's own files went (review BE-4).
         var unreadThere: [String] = []
+        var unreadCopiesThere: [String] = []
         let startSize = Dictionary(fetching.here.map { ($0.0.key, $0.1) }, uniquingKeysWith: { a, _ in a })
         func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
@@ -118,7 +119,17 @@ enum SyncCommand {
                     // which reads, replaces it there when it holds as much (review BD-1).
                     journalsArrived = false
                     let shown = s.err.name(Rclone.join(remote, file.path))
-                    if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
+                    if file.isCopy {
+                        // A sync engine's copy, which no device writes: said at each sync
+                        // while it is there, and a failure only when it may hold records that
+                        // the journal here lacks (review BF-1: every sync failed for good).
+                        let journal = max(startSize[file.originalKey] ?? 0, there[file.originalKey] ?? 0)
+                        if journal >= (there[file.key] ?? .max) {
+                            s.warning("sync", "\(shown) does not read (\(why)); a sync engine's copy, not longer than the journal, which no device writes: it was not taken; delete it there")
+                        } else {
+                            unreadCopiesThere.append("\(shown) (\(why))")
+                        }
+                    } else if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
                         s.warning("sync", "\(shown) does not read (\(why)); it was not taken, and the copy here replaces it")
                         report.extendsThere.insert(file.key)
                         fetching.forkedThere.remove(file.key)
@@ -213,9 +224,12 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        let unread = unreadThere.isEmpty ? nil : CommandFailure(
+        let unread = !unreadThere.isEmpty ? CommandFailure(
             "journals there do not read and hold more than the copies here, and were not taken: \(unreadThere.joined(separator: ", "))",
             hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup")
+            : !unreadCopiesThere.isEmpty ? CommandFailure(
+            "sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(unreadCopiesThere.joined(separator: ", "))",
+            hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then") : nil
         try finish(s, remote, report, unread)
     }
 
