@@ -29,6 +29,22 @@ def test_comments_and_blank_lines(vault, tmp_path):
     assert names(vault) == ["a", "b"]
 
 
+def test_a_comment_beginning_with_a_digit_is_a_comment_even_under_hide_names(vault, tmp_path):
+    """Review BG-7: `#` before a digit began no comment, so `rm -rf scratch  #2024 photos are
+    kept` removed `photos` too, exit 0. Review BG-4: under hide-names a script's `'#2'` named
+    the second item, though its listings show names: `cp -f a.txt '#2'` replaced `b.txt`."""
+    vault.ok("mkdir /photos /scratch; mkdir /photos/2024")
+    batch = tmp_path / "cleanup.nb"
+    batch.write_text("# tidy up\nrm -rf scratch   #2024 photos are kept, only scratch goes\nmkdir e  #2nd batch\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0, r.describe()
+    assert names(vault) == ["e", "photos"]
+    (tmp_path / "a.txt").write_text("A")
+    (tmp_path / "b.txt").write_text("B")
+    vault.ok(f"import --keep {tmp_path / 'a.txt'} {tmp_path / 'b.txt'}; set hide-names on; cp -f a.txt '#2'; ls")
+    assert vault.ok("cat b.txt").out == "B" and vault.ok("cat '#2'").out == "A"
+
+
 def test_dash_prefix_may_fail(vault, tmp_path):
     batch = tmp_path / "b"
     batch.write_text("-rmdir /nope\nmkdir /after\n")

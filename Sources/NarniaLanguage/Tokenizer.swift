@@ -11,8 +11,10 @@
 //   else is kept, with it. So a name holding a line feed can be typed (`new$'\n'line`).
 // - Outside quotes, `\x` makes `x` literal, whatever `x` is.
 // - Outside quotes, `;` and a newline end a command.
-// - Outside quotes, a `#` that begins a word begins a comment running to the end of the line,
-//   unless a digit follows it (`#3` names an item when names are hidden).
+// - Outside quotes, a `#` that begins a word begins a comment running to the end of the line;
+//   where listings show `#N` for names (`hide-names` on a terminal), not when a digit follows
+//   it (`#3` names an item there). Elsewhere `rm -rf tmp #2024 photos are kept` removed
+//   `photos` (review BG-7).
 //
 // Nothing else (no `$` expansion, no pipes, no redirections) is special: a vault shell has no
 // use for them, and each extra rule is one more way to surprise a user with a hostile file name.
@@ -55,8 +57,10 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
 /// commands (`;;`, blank lines, comments) are left out.
 ///
 /// - Throws: `TokenizeError` for an unterminated quote or a trailing backslash.
-public func tokenize(_ line: String) throws(TokenizeError) -> [[Word]] {
-    var scanner = LineScanner()
+/// The commands of `line`, each a list of words. With `numberedItems` (names hidden as `#N`),
+/// a `#` before a digit begins a word, not a comment.
+public func tokenize(_ line: String, numberedItems: Bool = false) throws(TokenizeError) -> [[Word]] {
+    var scanner = LineScanner(numberedItems: numberedItems)
     scanner.scan(line, upTo: line.utf8.count)
     if scanner.quote != .none {
         throw .unterminatedQuote(scanner.quote, offset: scanner.quoteOffset)
@@ -118,7 +122,7 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
           utf8[utf8.index(utf8.startIndex, offsetBy: end)] & 0xC0 == 0x80 {
         end -= 1   // a continuation byte: back up to the start of the scalar
     }
-    var scanner = LineScanner()
+    var scanner = LineScanner(numberedItems: true)
     scanner.scan(line, upTo: end)
     return PartialCommandLine(
         previousWords: scanner.words,
@@ -133,6 +137,8 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
 /// The state machine both entry points share. It stops where told and leaves its state for the
 /// caller to inspect.
 private struct LineScanner {
+    /// Whether `#` before a digit begins a word (`#3`, an item where names are hidden).
+    let numberedItems: Bool
     var commands: [[Word]] = []
     var words: [Word] = []
     var scalars = String.UnicodeScalarView()
@@ -163,9 +169,10 @@ private struct LineScanner {
         }
     }
 
-    /// `#` followed by a digit is a word (`#3`, an item under `hide-names`), not a comment.
-    private static func startsComment(before next: Unicode.Scalar?) -> Bool {
-        guard let next else { return true }
+    /// Whether a `#` beginning a word begins a comment: unless `numberedItems` and a digit
+    /// follows (`#3`, an item under `hide-names`).
+    private func startsComment(before next: Unicode.Scalar?) -> Bool {
+        guard numberedItems, let next else { return true }
         return !("0"..."9").contains(next)
     }
 
@@ -204,7 +211,7 @@ private struct LineScanner {
                 endWord()
             case "\n", ";":
                 endCommand()
-            case "#" where !inWord && Self.startsComment(before: next):
+            case "#" where !inWord && startsComment(before: next):
                 inComment = true
             case "\\":
                 startWord(at: offset)

@@ -103,7 +103,7 @@ extension Session {
         }
         let commands: [[Word]]
         do {
-            commands = try tokenize(String(text))
+            commands = try tokenize(String(text), numberedItems: HiddenNames.active(self))
         } catch {
             out.flush()
             err.line("narnia: error: \(located)\(describe(error))")

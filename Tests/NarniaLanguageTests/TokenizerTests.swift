@@ -74,6 +74,14 @@ final class TokenizerTests: XCTestCase {
         XCTAssertEqual(texts("ls #c\npwd"), [["ls"], ["pwd"]])
     }
 
+    func testACommentBeginningWithADigitIsAComment() throws {
+        // Review BG-7: `#2024 photos are kept` made `photos` an operand of `rm -rf`.
+        XCTAssertEqual(texts("rm -rf scratch   #2024 photos are kept"), [["rm", "-rf", "scratch"]])
+        XCTAssertEqual(texts("mkdir a #1 b\nls"), [["mkdir", "a"], ["ls"]])
+        // Where listings show `#N` for names, `#N` is a word naming an item.
+        XCTAssertEqual(try tokenize("rm #2 # note", numberedItems: true).map { $0.map(\.text) }, [["rm", "#2"]])
+    }
+
     func testHashInsideWordOrQuotedIsLiteral() {
         XCTAssertEqual(texts("ls a#b '#c' \\#d \"#e\""), [["ls", "a#b", "#c", "#d", "#e"]])
     }

@@ -6,8 +6,9 @@ import NarniaStore
 /// and `#N` names the N-th item of its folder (in name order, counting every item, those
 /// starting with a dot included, so the numbers do not change with `-a`).
 ///
-/// A real item called `#N` wins over the number. Numbers are resolved only while the setting
-/// is on, so scripts that never set it see no change.
+/// A real item called `#N` wins over the number. Numbers are resolved only where listings show
+/// them (the setting on, output on a terminal): in scripts `#2` is a name, as their listings
+/// show names (review BG-4: `cp -f a.txt '#2'` in a script replaced the second item).
 enum HiddenNames {
     /// True when listings on this session's output should hide names.
     static func active(_ s: Session) -> Bool {
@@ -67,7 +68,7 @@ enum HiddenNames {
     /// a real name is no wildcard). Unchanged when hide-names is off, when no component is a
     /// number, or where the folder before a number cannot be known (after a wildcard).
     static func resolving(_ word: Word, in s: Session) -> Word {
-        guard word.text.contains("#"), ViewingPreferences(s).hideNames else { return word }
+        guard word.text.contains("#"), active(s) else { return word }
         // Split the word into components, each keeping its quote mask.
         var components: [(text: String, mask: [Bool])] = [("", [])]
         for (scalar, quoted) in zip(word.text.unicodeScalars, word.quotedScalars) {
