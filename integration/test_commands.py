@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from corpus import GIF_1X1, MIB, jpeg_gray_8x8, mp4, pdf, png, text_lines
-from harness import Narnia, object_size, q, tree_files
+from harness import DEFAULT_PASSPHRASE, Narnia, object_size, q, tree_files
 
 rng = random.Random(5)
 PNG_A = png(20, 10, rng)
@@ -334,6 +334,27 @@ def test_import_move_unremovable_original_is_kept_with_warning(vault, host):
     prefix = f"narnia: warning: import: {f}: could not remove the original: "
     assert any(l.startswith(prefix) for l in r.err_lines), f"expected `{prefix}WHY`" + r.describe()
     assert vault.ok("cat /stuck.txt").outb == b"stuck"
+
+
+def test_import_move_keeps_the_passphrase_file_and_the_batch_file_the_run_was_opened_with(vault, host):
+    """Review BG-8: `narnia --passphrase-file docs/pass.txt -c 'import --move docs'` took the
+    passphrase file in and removed it: if it was the only place the passphrase was written, it
+    was now only inside the vault it unlocks. It is imported, and kept with a warning; so is
+    the batch file of `-b`."""
+    docs = host / "docs"
+    docs.mkdir()
+    (docs / "report.txt").write_text("report\n")
+    passphrase_file = vault.passphrase_file(DEFAULT_PASSPHRASE)
+    moved = docs / "pass.txt"
+    os.link(passphrase_file, moved)   # another name of the file the run is opened with
+    batch = docs / "run.nb"
+    batch.write_text(f"import --move {q(str(docs))}\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 0, r.describe()
+    assert f"narnia: warning: {batch}:1: import: {moved}: the original is kept: it is the passphrase file this run was opened with" in r.err_lines, r.describe()
+    assert f"narnia: warning: {batch}:1: import: {batch}: the original is kept: it is the batch file this run reads" in r.err_lines, r.describe()
+    assert sorted(p.name for p in docs.iterdir()) == ["pass.txt", "run.nb"]
+    assert vault.ok("ls /docs").out_lines == ["pass.txt", "report.txt", "run.nb"]
 
 
 def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):

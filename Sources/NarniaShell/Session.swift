@@ -41,6 +41,17 @@ public final class Session: @unchecked Sendable {
     private static let interruptFlag = Atomic<Int32>(0)
     /// True when the commands themselves arrive on standard input (so `import -` cannot use it).
     public var commandsFromStandardInput = false
+    /// The host files this run was opened with (`--passphrase-file`, `-b FILE`), by identity,
+    /// each with what it is: `import --move` takes them in but keeps them (review BG-8: the
+    /// passphrase file, perhaps the only place the passphrase was written, went into the vault
+    /// it unlocks).
+    var filesOpenedWith: [HostFileIdentity: String] = [:]
+
+    /// Notes that this run was opened with the host file `path`, `what` it is ("the passphrase
+    /// file this run was opened with"): `import --move` never removes it.
+    public func keepOriginal(of path: String, because what: String) {
+        if let identity = HostFileIdentity(of: path) { filesOpenedWith[identity] = what }
+    }
     /// Set by `exit`/`quit`, and by the signal watcher's thread on a panic (`requestExit`)
     /// while the main loop reads it: atomic.
     public internal(set) var exitRequested: Bool {

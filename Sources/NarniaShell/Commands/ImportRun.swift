@@ -249,7 +249,9 @@ struct ImportRun: HostTreeVisitor {
         pendingFolders.removeAll()
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
-            if move {
+            if move, let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
+                session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
+            } else if move {
                 do {
                     let linked = try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
