@@ -204,6 +204,33 @@ def test_passwd_refuses_empty_new_passphrase(filled):
     assert filled.c("pwd").rc == 0, "the old passphrase must still work after a refused passwd"
 
 
+@pytest.mark.parametrize("raw,why", [
+    ("\ufeffnew secret\r\n".encode(), "holds a byte order mark (U+FEFF)"),
+    ("cafe\u0301 au lait\n".encode(), "holds letters in decomposed form"),
+    (b"caf\xe9 au lait\n", "is not UTF-8 text"),
+    (b"new\x1bsecret\n", "holds a control character"),
+], ids=["bom", "nfd", "latin-1", "escape"])
+def test_a_new_passphrase_the_same_words_typed_would_not_give_is_refused(filled, narnia, raw, why):
+    """Review BG-10: `passwd --new-passphrase-file` took a file saved "UTF-8 with BOM", or
+    spelling `é` as `e` and a combining accent (NFD), as it was: the words typed later gave
+    "wrong passphrase". Refused, changing nothing; `init` too (exit 2)."""
+    before = filled.store().snapshot()
+    new = filled.passphrase_file("", raw=raw)
+    r = filled.fails(f"passwd --new-passphrase-file {q(str(new))}", "passwd")
+    assert f"the new passphrase from {new} {why}" in r.err and "nothing was changed" in r.err, r.describe()
+    assert filled.store().snapshot() == before and filled.c("pwd").rc == 0
+    fresh = narnia.workdir / "fresh-vault"
+    r = subprocess.run([str(narnia.binary), "--vault", str(fresh), "--passphrase-file", str(new), "init"],
+                       capture_output=True, env=narnia.env)
+    assert r.returncode == 2 and why.encode() in r.stderr and not fresh.exists(), r
+
+
+def test_a_new_passphrase_in_composed_unicode_is_taken(filled):
+    new = filled.passphrase_file("café au lait, 한국어")
+    filled.ok(f"passwd --new-passphrase-file {q(str(new))}")
+    assert filled.c("pwd", passphrase="café au lait, 한국어").rc == 0
+
+
 def test_init_on_existing_store(vault):
     before = vault.store().snapshot()
     r = vault("init", passphrase="another one")

@@ -190,6 +190,11 @@ struct Launcher {
         }
         let secret = passphrase(confirm: options.passphraseFile == nil && options.passphraseFD == nil)
         do {
+            try PassphraseSource.checkNew(secret, from: options.passphraseFile ?? options.passphraseFD.map { "descriptor \($0)" } ?? "the terminal")
+        } catch {
+            Launcher.fail(describe(error), status: 2)
+        }
+        do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)
             warnIfTestKDF(vault.kdfParameters)
             let out = Output(fd: 1)

@@ -45,6 +45,7 @@ enum Maintenance {
         let passphrase: Secret
         if let file = a.flags["--new-passphrase-file"] {
             passphrase = try PassphraseSource.readFirstLine(path: file)
+            try PassphraseSource.checkNew(passphrase, from: file)
         } else if let questions = s.passphraseQuestions {
             do {
                 let current = try questions.ask("Current passphrase: ")

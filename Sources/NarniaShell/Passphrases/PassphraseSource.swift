@@ -10,6 +10,8 @@ public enum PassphraseError: Error, CustomStringConvertible {
     case unreadable(String)
     /// Ctrl-C (or SIGTERM, SIGHUP) at the question.
     case interrupted
+    /// A new passphrase that could not be typed back as it is (`PassphraseSource.checkNew`).
+    case untypable(String)
     /// A new passphrase and its repetition differed, every time they were asked.
     case mismatch
 
@@ -19,6 +21,7 @@ public enum PassphraseError: Error, CustomStringConvertible {
         case .tooLong(let from): return "the passphrase from \(from) is longer than \(PassphraseSource.maximumLength) bytes; narnia does not cut a passphrase short"
         case .unreadable(let why): return why
         case .interrupted: return "interrupted"
+        case .untypable(let why): return why
         case .mismatch: return "the two passphrases differ"
         }
     }
@@ -79,5 +82,35 @@ public enum PassphraseSource {
         }
         guard length > 0 else { throw PassphraseError.empty(name) }
         return try buffer.withUnsafeBytes { try Secret(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+
+    /// Refuses a new passphrase (from `name`) that the same words typed later would not give,
+    /// which would lock the vault (review BG-10): one that is not UTF-8 text, or holds a control
+    /// character, or a byte order mark (U+FEFF, which editors saving "UTF-8 with BOM" put
+    /// first), or letters in decomposed form (a combining accent U+0300–U+036F after its
+    /// letter, or Hangul jamo vowels and finals U+1160–U+11FF, as macOS file names and some
+    /// copy and paste spell them), which keyboards type as single characters. Passphrases
+    /// already set are not looked at. Read in place: nothing leaves secure memory.
+    /// - Throws: `PassphraseError.untypable`.
+    public static func checkNew(_ passphrase: Secret, from name: String) throws {
+        let problem: String? = passphrase.withUnsafeBytes { bytes in
+            var iterator = bytes.makeIterator()
+            var decoder = UTF8()
+            while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let c):
+                    if c == "\u{FEFF}" { return "holds a byte order mark (U+FEFF), which an editor saving \"UTF-8 with BOM\" writes first; save it without" }
+                    if (c.value < 0x20 && c != "\t") || (0x7F...0x9F).contains(c.value) { return "holds a control character, which cannot be typed" }
+                    if (0x300...0x36F).contains(c.value) || (0x1160...0x11FF).contains(c.value) {
+                        return "holds letters in decomposed form (an accent as a character of its own, as macOS file names spell them), which a keyboard types as one character: write each as one (Unicode NFC)"
+                    }
+                case .emptyInput: return nil
+                case .error: return "is not UTF-8 text, which is what a terminal types; save it as UTF-8"
+                }
+            }
+        }
+        if let problem {
+            throw PassphraseError.untypable("the new passphrase from \(name) \(problem): typed, the same words would not open the vault; nothing was changed")
+        }
     }
 }
