@@ -226,6 +226,28 @@ def test_rm_i_asks_on_a_terminal(vault, host):
         s.close()
 
 
+def test_ctrl_c_at_an_rm_i_question_removes_nothing(vault, host):
+    """Review BG-3: Ctrl-C at `remove /d/b.bin? [y/N]` counted as no: the next question came,
+    then what was answered yes went. Every question comes before any removal: Ctrl-C cancels
+    them all."""
+    make_files(host / "d", ["a.bin", "b.bin", "c.bin"])
+    vault.ok(f"import -q {q(str(host / 'd'))}")
+    s = Shell(vault)
+    try:
+        s.login()
+        s.send("rm -i /d/a.bin /d/b.bin /d/c.bin\r")
+        s.expect("remove /d/a.bin? [y/N] ")
+        s.send("y\r")
+        s.expect("remove /d/b.bin? [y/N] ")
+        s.send("\x03")
+        s.expect("narnia: rm: interrupted")
+        s.prompt("/")
+        assert "remove /d/c.bin" not in clean(s.output)
+    finally:
+        s.close()
+    assert vault.ok("ls /d").out_lines == ["a.bin", "b.bin", "c.bin"]
+
+
 def test_help_flag_on_every_command(vault):
     assert vault.ok("ls --help").out == vault.ok("help ls").out
     assert vault.ok("mkdir -h").out == vault.ok("help mkdir").out

@@ -62,9 +62,12 @@ enum Rearrange {
             guard s.interactive, let ask = Session.askYesNo else {
                 throw CommandFailure("-i asks only in the interactive shell", hint: "leave out -i in -c and -b runs")
             }
-            targets = targets.filter { path, id in
+            // Every question comes before any removal; Ctrl-C (or end of input) at one cancels
+            // the command, earlier yes answers included (review BG-3: it counted as no).
+            targets = try targets.filter { path, id in
                 let what = s.vault.isFolder(id) ? "the folder \(s.shown(path, on: s.out)) and everything in it" : s.shown(path, on: s.out)
-                return ask("remove \(what)? [y/N] ") == true
+                guard let yes = ask("remove \(what)? [y/N] ") else { throw Cancelled() }
+                return yes
             }
         }
         for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
