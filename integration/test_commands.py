@@ -12,6 +12,8 @@ import shutil
 import random
 import re
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import time
@@ -471,6 +473,23 @@ def test_export_refuses_the_vaults_own_store(vault, host):
         assert r.rc == 1 and "inside the vault's own store" in r.err, command + r.describe()
     assert sorted((p.relative_to(vault.vault), p.read_bytes() if p.is_file() else None) for p in vault.vault.rglob("*")) == before
     assert vault.ok("cat /s.txt").out == "secret\n"
+
+
+def test_export_never_replaces_a_fifo_or_a_socket_even_with_force(vault, host):
+    """Review BG-9: `export -f` replaced a FIFO, a socket (and, as root, a device such as
+    /dev/null) with a regular file, breaking what used it; without -f the hint offered
+    --force."""
+    (host / "v").write_text("v\n")
+    vault.ok(f"import --keep {q(str(host / 'v'))}")
+    os.mkfifo(host / "fifo")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(host / "sock"))
+        for name in ("fifo", "sock"):
+            for force in ("", "-f "):
+                r = vault.c(f"export {force}/v {q(str(host / name))}")
+                assert r.rc == 1 and f"{host / name}: a special file (FIFO, socket or device) is in the way" in r.err, r.describe()
+                assert "--force replaces" not in r.err, r.describe()
+        assert stat.S_ISFIFO(os.lstat(host / "fifo").st_mode) and stat.S_ISSOCK(os.lstat(host / "sock").st_mode)
 
 
 def test_export_refuses_a_folder_below_its_destination_that_is_the_store_or_a_copy(vault, host):

@@ -137,6 +137,11 @@ final class HostFolder {
         if st.isDirectory {
             throw CommandFailure("\(shown): a folder is in the way", hint: "nothing was exported; a folder is never replaced, even with --force: move it aside, or export elsewhere")
         }
+        // A program's FIFO or socket, or a device, replaced by a file breaks what uses it
+        // (review BG-9: `export -f /v /dev/null`, as root, replaced the device).
+        if !st.isRegularFile && !st.isSymbolicLink {
+            throw CommandFailure("\(shown): a special file (FIFO, socket or device) is in the way", hint: "nothing was exported; export writes regular files and never replaces another kind, even with --force: to write into it, redirect narnia -c 'cat PATH'")
+        }
         if !force {
             throw CommandFailure("\(shown): already exists", hint: skipping
                 ? "nothing was exported; it is another file than the one exported (its size or modification time differs): --force replaces it"
