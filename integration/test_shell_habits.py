@@ -456,6 +456,20 @@ def test_export_refuses_two_items_bound_for_one_host_path(vault, host):
     assert list(out.iterdir()) == [], "nothing was written"
 
 
+def test_export_refuses_a_file_and_a_folder_bound_for_one_host_path(vault, host):
+    """Review BG-11: `export /x/d /y/d out` (a folder and a file both named d) exported the
+    folder, then failed on the file ("already exists", naming the folder it had just made)."""
+    (host / "inner").write_text("i")
+    (host / "d").write_text("f")
+    vault.ok(f"mkdir -p /x/d /y; cd /x/d; import {q(str(host / 'inner'))}; cd /y; import {q(str(host / 'd'))}")
+    for i, order in enumerate(("/x/d /y/d", "/y/d /x/d")):
+        out = host / f"out{i}"
+        out.mkdir()
+        r = vault.c(f"export -f {order} {q(str(out))}")
+        assert r.rc == 1 and f"{out / 'd'}: a file and a folder would be exported there" in r.err, r.describe()
+        assert list(out.iterdir()) == [], "nothing was written"
+
+
 def test_set_inbox_refuses_a_file(vault, host):
     (host / "h.txt").write_text("h")
     vault.ok(f"import {q(str(host / 'h.txt'))}")

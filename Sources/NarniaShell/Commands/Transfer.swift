@@ -157,6 +157,13 @@ enum Transfer {
         for (item, components) in plan where !destinations.insert(components).inserted {
             throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
         }
+        // Nor a file where a folder of this export goes (`export /x/d /y/d out`): half was
+        // exported before the folder made met the file (review BG-11).
+        for folder in folders {
+            if let file = (1...folder.count).lazy.map({ Array(folder[..<$0]) }).first(where: destinations.contains) {
+                throw CommandFailure("\(s.err.name(host.path(file))): a file and a folder would be exported there; nothing was exported")
+            }
+        }
         // Every folder and file in the way is named, not only the first; then nothing is
         // written, and the last line says so (review AR2: a folder in a file's way did not).
         func refuse(_ found: [CommandFailure]) throws {
