@@ -444,6 +444,17 @@ def test_rm_rmdir_mv_and_cp_refuse_dot_and_dot_dot(vault):
     assert r.rc == 0 and r.out_lines[-1] == "/p", "the shell moves to the nearest folder left" + r.describe()
 
 
+def test_mv_refuses_a_source_inside_another_source(vault):
+    """Review BG-5: `mv d d/x dest` moved d, then took x out of it again, exit 0."""
+    vault.ok("mkdir -p /d/x/y /dest")
+    for line in ("mv /d /d/x /dest", "mv /d/x/y /d /dest"):
+        r = vault.c(line)
+        assert r.rc == 1 and "inside /d, which moves too; nothing was moved" in r.err, line + r.describe()
+    assert vault.ok("find /").out_lines == ["/d", "/d/x", "/d/x/y", "/dest"]
+    vault.ok("cp -r /d /d/x /dest")   # copying twice is what was asked
+    assert vault.ok("find /dest").out_lines == ["/dest/d", "/dest/d/x", "/dest/d/x/y", "/dest/x", "/dest/x/y"]
+
+
 def test_export_refuses_two_items_bound_for_one_host_path(vault, host):
     for folder, data in (("f1", b"one"), ("f2", b"two")):
         (host / folder).mkdir()

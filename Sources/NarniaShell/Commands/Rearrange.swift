@@ -129,6 +129,20 @@ enum Rearrange {
         // half way through (review AE); refused, as export does, before anything moves.
         var bound: [Identifier: [String: VaultPath]] = [:]
         var seen = Set<Identifier>()
+        // A source inside another (`mv d d/x dest`) was taken out of it again once it had
+        // moved (review BG-5); refused, as moving it twice can mean nothing.
+        if verb == "mv" {
+            let folders = Dictionary(sources.filter { s.vault.isFolder($0.1) }.map { ($0.1, $0.0) }, uniquingKeysWith: { a, _ in a })
+            for (path, id) in sources {
+                var above = s.vault.item(id)?.parent
+                while let folder = above, folder != .root {
+                    if let outer = folders[folder] {
+                        throw CommandFailure("\(s.inMessage(path)): inside \(s.inMessage(outer)), which moves too; nothing was moved")
+                    }
+                    above = s.vault.item(folder)?.parent
+                }
+            }
+        }
         for (path, id) in sources where seen.insert(id).inserted {
             if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
             let folder: Identifier, name: String
