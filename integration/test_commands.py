@@ -359,6 +359,20 @@ def test_import_move_keeps_the_passphrase_file_and_the_batch_file_the_run_was_op
     assert vault.ok("ls /docs").out_lines == ["pass.txt", "report.txt", "run.nb"]
 
 
+def test_a_host_path_named_twice_is_imported_once(vault, host):
+    """Review BG-6: `import --move b b` made /b and /b (2), then warned that the original was
+    missing."""
+    (host / "b").write_text("b")
+    os.link(host / "b", host / "b-link")
+    r = vault.c(f"import --move {q(str(host / 'b'))} {q(str(host / 'b'))} {q(str(host / 'b-link'))}")
+    assert r.rc == 0, r.describe()
+    assert [l for l in r.err_lines if "warning: import" in l] == [
+        f"narnia: warning: import: {host / 'b'}: the same file or folder as one named before; imported once",
+        f"narnia: warning: import: {host / 'b-link'}: the same file or folder as one named before; imported once",
+        f"narnia: warning: import: {host / 'b'}: removed, but another name (a hard link) still holds its bytes on the disk"], r.describe()
+    assert vault.ok("ls /").out_lines == ["b"]
+
+
 def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):
     """Review AR2: the emptied folders were removed by path, which fails past PATH_MAX (4096
     bytes): a deep tree was left behind, its folders empty, without a word."""

@@ -41,10 +41,17 @@ enum Transfer {
             return try importStandardInput(s, a, into: folder, report: report())
         }
         var sources: [String] = []
+        var named = Set<HostFileIdentity>()
         let badSource = try s.forEachOperand(a.operands, of: "import") { word in
             for path in try s.expandHost(word) {
                 guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
                 guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
+                // Named twice (`import b b`, `import d/x d/*`): one copy, as cp warns (review
+                // BG-6: two copies, and --move then warned that the original was missing).
+                guard named.insert(HostFileIdentity(st)).inserted else {
+                    s.warning("import", "\(s.err.name(path)): the same file or folder as one named before; imported once")
+                    continue
+                }
                 sources.append(path)
             }
         }
