@@ -373,6 +373,29 @@ def test_a_host_path_named_twice_is_imported_once(vault, host):
     assert vault.ok("ls /").out_lines == ["b"]
 
 
+def test_host_names_beginning_with_a_combining_mark_are_names_of_their_own(vault, host):
+    """Review BG-12: host paths were split by Character, which joins a `/` and the combining
+    mark after it: `import --move` left the folders it emptied without a word, a path ending
+    in such a name was refused as holding a `/`, and `../*.txt` from such a folder climbed
+    two folders (the wrong files imported, and with --move removed)."""
+    c = "\u0301"
+    (host / "src" / f"{c}sub").mkdir(parents=True)
+    (host / "src" / f"{c}sub" / "a").write_text("a")
+    (host / "src" / f"{c}b").write_text("b")
+    r = vault.c(f"import --move {q(str(host / 'src'))}")
+    assert r.rc == 0 and not (host / "src").exists(), r.describe()
+    (host / "dir").mkdir()
+    (host / "dir" / f"{c}x").write_text("x")
+    r = vault.c(f"import --keep {q(str(host / 'dir' / (c + 'x')))}")
+    assert r.rc == 0 and vault.ok(f"cat /{c}x").out == "x", r.describe()
+    (host / "u" / f"{c}dir").mkdir(parents=True)
+    (host / "u" / "meant.txt").write_text("meant")
+    (host / "other.txt").write_text("other")
+    vault.ok("mkdir /in")
+    r = vault.c(f"cd /in; lcd {q(str(host / 'u' / (c + 'dir')))}; import --keep ../*.txt; ls")
+    assert r.rc == 0 and r.out_lines[-1:] == ["meant.txt"], r.describe()
+
+
 def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):
     """Review AR2: the emptied folders were removed by path, which fails past PATH_MAX (4096
     bytes): a deep tree was left behind, its folders empty, without a word."""

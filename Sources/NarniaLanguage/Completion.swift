@@ -165,9 +165,9 @@ private struct CompletionRequest {
         switch target {
         case .vault, .host, .vaultOrHost:
             let text = partial.text
-            let slash = text.lastIndex(of: "/")
-            folder = slash.map { String(text[...$0]) } ?? ""
-            prefix = slash.map { String(text[text.index(after: $0)...]) } ?? text
+            let slash = text.unicodeScalars.lastIndex(of: "/")   // by scalar, as TreePath splits
+            folder = slash.map { String(text.unicodeScalars[...$0]) } ?? ""
+            prefix = slash.map { String(text.unicodeScalars[text.unicodeScalars.index(after: $0)...]) } ?? text
             let pattern = GlobPattern(partial.split().last ?? partial)
             glob = pattern.hasWildcards ? pattern : nil
         case .words, .nothing:

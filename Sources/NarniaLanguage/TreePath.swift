@@ -21,12 +21,14 @@ public struct TreePath: Hashable, Sendable, CustomStringConvertible {
     /// to `cwd`. Empty components (repeated or trailing slashes) and `.` are dropped, `..` goes
     /// up one level and stays at the root when already there. An empty text gives `cwd`.
     public static func resolve(_ text: String, relativeTo cwd: TreePath) -> TreePath {
-        var result = text.hasPrefix("/") ? TreePath.root : cwd
-        for component in text.split(separator: "/", omittingEmptySubsequences: true) {
-            switch component {
+        var result = text.unicodeScalars.first == "/" ? TreePath.root : cwd
+        // Split by scalar: a name beginning with a combining mark joins its `/` in one
+        // Character, and `u/\u{301}dir/..` climbed two folders (review BG-12).
+        for scalars in text.unicodeScalars.split(separator: "/") {
+            switch String(String.UnicodeScalarView(scalars)) {
             case ".": continue
             case "..": result = result.parent
-            default: result.components.append(String(component))
+            case let name: result.components.append(name)
             }
         }
         return result

@@ -225,7 +225,7 @@ public final class Session: @unchecked Sendable {
         let climbs = pattern.components.contains { if case .parent = $0 { true } else { false } }
         let relative = !pattern.isAbsolute && !climbs
         let start = pattern.isAbsolute || relative ? VaultPath.root
-            : VaultPath(components: try currentHostDirectory().split(separator: "/").map(String.init))
+            : VaultPath(components: try currentHostDirectory().pathComponents)
         // Names that are not UTF-8 are matched as scripts spell them (`\xHH`), so that a
         // pattern matching one fails whole rather than leave it out in silence (review AQ).
         // Each such path, with its name as this message's stream spells it (`?` on a terminal).

@@ -1,4 +1,5 @@
 import NarniaStore
+import NarniaSystem
 import NarniaLanguage
 
 /// The settings `set` knows, with their values and defaults. Values live encrypted in the
@@ -65,7 +66,7 @@ extension Maintenance {
                 throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
             }
             if key == "inbox" {
-                let names = value.split(separator: "/").map(String.init)
+                let names = value.pathComponents
                 guard value.hasPrefix("/"), !names.isEmpty, names.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
                     throw CommandFailure("inbox: '\(value)' is not an absolute vault path of a folder, such as /Inbox")
                 }
@@ -75,7 +76,7 @@ extension Maintenance {
                 }
             }
             // The inbox is stored as every path is shown: `/Inbox/` and `/a//b` as `/Inbox`, `/a/b`.
-            let stored = key == "inbox" ? VaultPath(components: value.split(separator: "/").map(String.init)).description : value
+            let stored = key == "inbox" ? VaultPath(components: value.pathComponents).description : value
             // remove-originals is stored even when off: its absence means "not asked yet".
             try s.vault.setSetting(key, stored == spec.defaultValue && key != "remove-originals" ? nil : stored)
         default:

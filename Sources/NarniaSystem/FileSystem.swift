@@ -15,7 +15,7 @@ public enum FileSystem {
     /// Creates `path` and any missing parents (`mkdir -p`), each with `mode`.
     public static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
         var current = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
+        for part in path.pathComponents {
             current += "/" + part
             try makeDirectory(current, mode: mode, existingOK: true)
         }
@@ -48,8 +48,9 @@ public enum FileSystem {
 
     /// The folder holding `path`: `.` for a bare name, `/` for a top-level path.
     public static func parentDirectory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let parent = String(path[..<slash])
+        // By scalar: a name beginning with a combining mark joins its `/` in one Character.
+        guard let slash = path.unicodeScalars.lastIndex(of: "/") else { return "." }
+        let parent = String(path.unicodeScalars[..<slash])
         return parent.isEmpty ? "/" : parent
     }
 

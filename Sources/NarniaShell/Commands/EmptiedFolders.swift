@@ -26,7 +26,7 @@ struct EmptiedFolders {
 
     /// Notes the folder `identity` at `path`, that the walk from `top` entered.
     mutating func append(_ identity: HostFileIdentity, path: String, top: String) {
-        let below = path.dropFirst(top.count).split(separator: "/").map(String.init)
+        let below = String(decoding: path.utf8.dropFirst(top.utf8.count), as: UTF8.self).pathComponents
         folders.append(Folder(top: top, components: below, path: path, identity: identity))
     }
 

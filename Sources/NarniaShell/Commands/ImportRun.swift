@@ -94,7 +94,7 @@ struct ImportRun: HostTreeVisitor {
     }
 
     private func itemName(_ hostPath: String) throws -> String {
-        let base = hostPath.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? hostPath
+        let base = hostPath.lastPathComponent ?? hostPath
         do {
             return try ItemName.validated(base)
         } catch let e as NameError {
@@ -410,7 +410,7 @@ struct Original {
     /// is put back, not removed (review AR).
     private func removeAside(read: stat, writerWaits: () -> Bool) throws {
         let (folder, name) = try place ?? (FileDescriptor.open(FileSystem.parentDirectory(of: path), .readOnly, options: .directory),
-                                           String(path.split(separator: "/").last ?? Substring(path)))
+                                           path.lastPathComponent ?? path)
         let aside = Self.asidePrefix + String(UInt64.random(in: 0 ... .max), radix: 16)
         do {
             try folder.renameWithoutReplacing(name, to: aside)

@@ -142,7 +142,7 @@ enum Transfer {
         var plan: [(Item, [String])] = []
         var folders: [[String]] = []
         for (path, id) in sources {
-            let top = destIsFolder ? (path.lastComponent ?? "vault") : String(dest.split(separator: "/").last ?? "")
+            let top = destIsFolder ? (path.lastComponent ?? "vault") : dest.lastPathComponent ?? ""
             guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(nameInMessage(dest)): not a name to export to") }
             if s.vault.isFolder(id) {
                 folders.append([top])

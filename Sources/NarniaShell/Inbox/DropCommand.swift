@@ -126,7 +126,7 @@ struct DropRun: HostTreeVisitor {
 
     /// Drops the file or folder named on the command line (a link to one is followed there).
     mutating func drop(_ path: String) {
-        let base = path.split(separator: "/").last.map(String.init) ?? path
+        let base = path.lastPathComponent ?? path
         do {
             let name = try ItemName.validated(base)
             guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): no such file or folder") }

@@ -298,7 +298,7 @@ enum SyncCommand {
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
         // not made yet is where its nearest folder that exists is.
-        let here = TreePath(components: try s.currentHostDirectory().split(separator: "/").map(String.init))
+        let here = TreePath(components: try s.currentHostDirectory().pathComponents)
         let cleaned = TreePath.resolve(folder, relativeTo: here).description
         var nearest = cleaned
         while HostFileIdentity(of: nearest) == nil && nearest != "/" { nearest = FileSystem.parentDirectory(of: nearest) }
