@@ -72,7 +72,7 @@ public struct ClosetFile: Sendable {
     }
 
     private func makeDirectories(_ directory: String) throws {
-        var current = directory.hasPrefix("/") ? "" : "."
+        var current = directory.unicodeScalars.first == "/" ? "" : "."
         for part in directory.split(separator: "/") {
             current += "/" + part
             if mkdir(current, 0o700) != 0 && errno != EEXIST { throw failure(current) }

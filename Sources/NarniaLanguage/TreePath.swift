@@ -99,7 +99,7 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
     /// name, so there is nothing else for a quoted one to mean.
     public init(_ word: Word) {
         text = word.text
-        isAbsolute = word.text.hasPrefix("/")
+        isAbsolute = word.text.unicodeScalars.first == "/"   // not by Character: `/\u{301}x` (BG-12)
         hasTrailingSlash = word.text.count > 1 && word.text.hasSuffix("/")
         components = word.split().compactMap { piece in
             switch piece.text {

@@ -67,7 +67,7 @@ extension Maintenance {
             }
             if key == "inbox" {
                 let names = value.pathComponents
-                guard value.hasPrefix("/"), !names.isEmpty, names.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
+                guard value.unicodeScalars.first == "/", !names.isEmpty, names.allSatisfy({ (try? ItemName.validated($0)) == $0 }) else {
                     throw CommandFailure("inbox: '\(value)' is not an absolute vault path of a folder, such as /Inbox")
                 }
                 // A file there would make every adoption start a new numbered folder beside it.

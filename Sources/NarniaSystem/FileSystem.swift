@@ -14,7 +14,7 @@ public enum FileSystem {
 
     /// Creates `path` and any missing parents (`mkdir -p`), each with `mode`.
     public static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
-        var current = path.hasPrefix("/") ? "" : "."
+        var current = path.unicodeScalars.first == "/" ? "" : "."
         for part in path.pathComponents {
             current += "/" + part
             try makeDirectory(current, mode: mode, existingOK: true)
@@ -42,7 +42,7 @@ public enum FileSystem {
     /// `path` made absolute against the working directory as it is now (a path kept for
     /// later must not move when the working directory does).
     public static func absolute(_ path: String) -> String {
-        guard !path.hasPrefix("/"), let cwd = currentDirectory() else { return path }
+        guard path.unicodeScalars.first != "/", let cwd = currentDirectory() else { return path }
         return cwd == "/" ? "/" + path : cwd + "/" + path
     }
 

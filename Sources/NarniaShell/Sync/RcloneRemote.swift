@@ -98,7 +98,7 @@ struct RcloneRemote: Equatable {
         guard !subpath.isEmpty else { return (configString.map { $0 + ":" } ?? "") + path }
         // The subpath cannot climb out of the remote: `..` stops at its root.
         var inside = Self.clean("/" + subpath)
-        if !subpath.hasPrefix("/") { inside.removeFirst() }
+        if subpath.unicodeScalars.first != "/" { inside.removeFirst() }
         let joined = Self.clean(path.isEmpty ? inside : path + "/" + inside)
         guard let configString else { return joined }
         return configString + ":" + (joined == "." ? "" : joined)
@@ -106,7 +106,7 @@ struct RcloneRemote: Equatable {
 
     /// Go's `path.Clean`: `.` and `..` resolved as text, repeated `/` made one.
     static func clean(_ path: String) -> String {
-        let absolute = path.hasPrefix("/")
+        let absolute = path.unicodeScalars.first == "/"
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) where part != "." {
             if part == ".." {

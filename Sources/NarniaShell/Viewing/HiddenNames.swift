@@ -76,7 +76,7 @@ enum HiddenNames {
             components[components.count - 1].text.unicodeScalars.append(scalar)
             components[components.count - 1].mask.append(quoted)
         }
-        let absolute = word.text.hasPrefix("/")
+        let absolute = word.text.unicodeScalars.first == "/"
         var folder: VaultPath? = absolute ? .root : s.cwd
         var changed = false
         for i in components.indices {

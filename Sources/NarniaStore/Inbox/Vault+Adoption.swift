@@ -27,7 +27,7 @@ extension Vault {
     /// The inbox folder's path (the `inbox` setting).
     public var inboxFolder: String {
         let path = settings["inbox"] ?? Self.defaultInboxFolder
-        return path.hasPrefix("/") ? path : Self.defaultInboxFolder
+        return path.unicodeScalars.first == "/" ? path : Self.defaultInboxFolder
     }
 
     /// When `item` came through the inbox, the time it was dropped; nil for everything else.
