@@ -394,6 +394,9 @@ def test_host_names_beginning_with_a_combining_mark_are_names_of_their_own(vault
     vault.ok("mkdir /in")
     r = vault.c(f"cd /in; lcd {q(str(host / 'u' / (c + 'dir')))}; import --keep ../*.txt; ls")
     assert r.rc == 0 and r.out_lines[-1:] == ["meant.txt"], r.describe()
+    # Review BG-2, item 3: the store's guard took `STORE/\u0301x` for a name in the store's parent.
+    r = vault.c(f"export /in/meant.txt {q(str(vault.vault / (c + 'x')))}")
+    assert r.rc == 1 and "inside the vault's own store" in r.err and not (vault.vault / (c + "x")).exists(), r.describe()
 
 
 def test_import_move_empties_a_tree_deeper_than_path_max_whole(vault, host):
