@@ -16,6 +16,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from harness import q
 from test_shell_pty import Shell, clean
 
@@ -209,27 +211,11 @@ def test_rm_i_cp_a_and_mv_n(vault, host):
     assert vault.ok("ls /d").out_lines == ["a.bin", "b.bin"], "mv -n left the source in place"
 
 
-def test_rm_i_asks_on_a_terminal(vault, host):
-    make_files(host / "d", ["a.bin", "b.bin"])
-    vault.ok(f"import -q {q(str(host / 'd'))}")
-    s = Shell(vault)
-    try:
-        s.login()
-        s.send("rm -i /d/a.bin /d/b.bin\r")
-        s.expect("remove /d/a.bin? [y/N] ")
-        s.send("y\r")
-        s.expect("remove /d/b.bin? [y/N] ")
-        s.send("n\r")
-        s.prompt("/")
-        assert s.run("ls /d").split() == ["b.bin"] or "b.bin" in s.run("ls -1 /d")
-    finally:
-        s.close()
-
-
-def test_ctrl_c_at_an_rm_i_question_removes_nothing(vault, host):
-    """Review BG-3: Ctrl-C at `remove /d/b.bin? [y/N]` counted as no: the next question came,
-    then what was answered yes went. Every question comes before any removal: Ctrl-C cancels
-    them all."""
+@pytest.mark.parametrize("second", ["n", "ctrl-c"])
+def test_rm_i_asks_on_a_terminal_every_question_before_any_removal(vault, host, second):
+    """`rm -i` asks each question, then removes what was answered yes. Review BG-3: Ctrl-C at a
+    question counted as no (the next question came, then the yes answers were carried out); it
+    cancels the command, removing nothing."""
     make_files(host / "d", ["a.bin", "b.bin", "c.bin"])
     vault.ok(f"import -q {q(str(host / 'd'))}")
     s = Shell(vault)
@@ -239,13 +225,18 @@ def test_ctrl_c_at_an_rm_i_question_removes_nothing(vault, host):
         s.expect("remove /d/a.bin? [y/N] ")
         s.send("y\r")
         s.expect("remove /d/b.bin? [y/N] ")
-        s.send("\x03")
-        s.expect("narnia: rm: interrupted")
+        if second == "n":
+            s.send("n\r")
+            s.expect("remove /d/c.bin? [y/N] ")
+            s.send("n\r")
+        else:
+            s.send("\x03")
+            s.expect("narnia: rm: interrupted")
         s.prompt("/")
-        assert "remove /d/c.bin" not in clean(s.output)
+        assert second == "n" or "remove /d/c.bin" not in clean(s.output)
     finally:
         s.close()
-    assert vault.ok("ls /d").out_lines == ["a.bin", "b.bin", "c.bin"]
+    assert vault.ok("ls /d").out_lines == (["b.bin", "c.bin"] if second == "n" else ["a.bin", "b.bin", "c.bin"])
 
 
 def test_help_flag_on_every_command(vault):

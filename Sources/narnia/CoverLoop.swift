@@ -69,11 +69,14 @@ final class TerminalConsole: WardrobeConsole {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while true {
+            // A Ctrl-C that comes just before `read` would not interrupt it (and was lost until
+            // pressed again): the flag is looked at between short waits for input, as the
+            // passphrase question does.
+            if Session.interruptRequested != 0 || Session.panicRequested != 0 { fputs("\n", StandardStream.output); return nil }
+            var ready = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+            if poll(&ready, 1, 200) <= 0 { continue }   // nothing yet, or interrupted
             let n = read(0, &byte, 1)
-            if n < 0 && errno == EINTR {
-                if Session.interruptRequested != 0 || Session.panicRequested != 0 { fputs("\n", StandardStream.output); return nil }
-                continue
-            }
+            if n < 0 && errno == EINTR { continue }
             if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
             if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
             bytes.append(byte)
