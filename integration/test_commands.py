@@ -371,6 +371,16 @@ def test_a_host_path_named_twice_is_imported_once(vault, host):
         f"narnia: warning: import: {host / 'b-link'}: the same file or folder as one named before; imported once",
         f"narnia: warning: import: {host / 'b'}: removed, but another name (a hard link) still holds its bytes on the disk"], r.describe()
     assert vault.ok("ls /").out_lines == ["b"]
+    # A file or folder inside a folder also named (either order): imported with it, once.
+    (host / "d" / "sub").mkdir(parents=True)
+    (host / "d" / "sub" / "x").write_text("x")
+    vault.ok("mkdir /in; mkdir /in2")
+    for i, order in enumerate((f"{host / 'd' / 'sub' / 'x'} {host / 'd'}", f"{host / 'd'} {host / 'd' / 'sub'}")):
+        folder = f"/in{'2' if i else ''}"
+        r = vault.c(f"cd {folder}; import --keep {order}; find {folder}")
+        inner = host / "d" / "sub" / ("x" if i == 0 else "")
+        assert r.rc == 0 and f"narnia: warning: import: {str(inner).rstrip('/')}: inside {host / 'd'}, also named; imported with it, once" in r.err_lines, r.describe()
+        assert r.out_lines[-3:] == [f"{folder}/d", f"{folder}/d/sub", f"{folder}/d/sub/x"], r.describe()
 
 
 def test_host_names_beginning_with_a_combining_mark_are_names_of_their_own(vault, host):

@@ -41,7 +41,7 @@ enum Transfer {
             return try importStandardInput(s, a, into: folder, report: report())
         }
         var sources: [String] = []
-        var named = Set<HostFileIdentity>()
+        var named = Set<HostFileIdentity>(), namedFolders = Set<HostFileIdentity>()
         let badSource = try s.forEachOperand(a.operands, of: "import") { word in
             for path in try s.expandHost(word) {
                 guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
@@ -52,7 +52,15 @@ enum Transfer {
                     s.warning("import", "\(s.err.name(path)): the same file or folder as one named before; imported once")
                     continue
                 }
+                if st.isDirectory { namedFolders.insert(HostFileIdentity(st)) }
                 sources.append(path)
+            }
+        }
+        if !namedFolders.isEmpty && sources.count > 1 {
+            sources.removeAll { path in
+                guard let folder = namedFolder(around: path, among: namedFolders) else { return false }
+                s.warning("import", "\(s.err.name(path)): inside \(s.err.name(folder)), also named; imported with it, once")
+                return true
             }
         }
         guard !sources.isEmpty else { throw Reported() }
@@ -71,6 +79,19 @@ enum Transfer {
         report.finish()
         if run.interrupted { throw Cancelled() }
         if run.failed || badSource { throw Reported() }
+    }
+
+    /// The folder above `path` (its real path, walked up) whose identity is among `named`, the
+    /// folders named to one `import`: `import d d/x` gave x twice, as `import b b` did (BG-6).
+    private static func namedFolder(around path: String, among named: Set<HostFileIdentity>) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
+        var current = String(cString: real)
+        free(real)
+        while current != "/" {
+            current = FileSystem.parentDirectory(of: current)
+            if let identity = HostFileIdentity(of: current), named.contains(identity) { return current }
+        }
+        return nil
     }
 
     private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
