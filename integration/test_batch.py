@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import DEFAULT_PASSPHRASE, Narnia
+from terminal import Terminal
 
 
 def names(n: Narnia, path="/") -> list[str]:
@@ -43,6 +44,17 @@ def test_a_comment_beginning_with_a_digit_is_a_comment_even_under_hide_names(vau
     (tmp_path / "b.txt").write_text("B")
     vault.ok(f"import --keep {tmp_path / 'a.txt'} {tmp_path / 'b.txt'}; set hide-names on; cp -f a.txt '#2'; ls")
     assert vault.ok("cat b.txt").out == "B" and vault.ok("cat '#2'").out == "A"
+    # Review BH-1: the same with the run's output on a terminal, where listings show numbers:
+    # a batch file was written without them in view, and `-c` is no prompt either.
+    vault.ok("rm '#2'; mkdir /photos/2025")
+    batch.write_text("rm -rf scratch   #2025 photos are kept\ncp -f a.txt '#2'\n")
+    for argv in (["-b", str(batch)], ["-c", "rm -rf scratch  #2025 photos are kept"]):
+        t = Terminal(vault.argv(argv), vault.env, tmp_path)
+        try:
+            assert t.wait(timeout=60) == 0, t.output
+        finally:
+            t.close()
+        assert names(vault) == ["#2", "a.txt", "b.txt", "e", "photos"] and vault.ok("cat b.txt").out == "B"
 
 
 def test_dash_prefix_may_fail(vault, tmp_path):

@@ -12,9 +12,9 @@
 // - Outside quotes, `\x` makes `x` literal, whatever `x` is.
 // - Outside quotes, `;` and a newline end a command.
 // - Outside quotes, a `#` that begins a word begins a comment running to the end of the line;
-//   where listings show `#N` for names (`hide-names` on a terminal), not when a digit follows
-//   it (`#3` names an item there). Elsewhere `rm -rf tmp #2024 photos are kept` removed
-//   `photos` (review BG-7).
+//   at the interactive shell's prompt where listings show `#N` for names (`hide-names`), not
+//   when a digit follows it (`#3` names an item there). Elsewhere `rm -rf tmp #2024 photos are
+//   kept` removed `photos` (reviews BG-7, BH-1).
 //
 // Nothing else (no `$` expansion, no pipes, no redirections) is special: a vault shell has no
 // use for them, and each extra rule is one more way to surprise a user with a hostile file name.

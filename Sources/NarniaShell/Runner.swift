@@ -103,7 +103,7 @@ extension Session {
         }
         let commands: [[Word]]
         do {
-            commands = try tokenize(String(text), numberedItems: HiddenNames.active(self))
+            commands = try tokenize(String(text), numberedItems: HiddenNames.numbersTypedBare(self))
         } catch {
             out.flush()
             err.line("narnia: error: \(located)\(describe(error))")

@@ -41,6 +41,10 @@ public final class Session: @unchecked Sendable {
     private static let interruptFlag = Atomic<Int32>(0)
     /// True when the commands themselves arrive on standard input (so `import -` cannot use it).
     public var commandsFromStandardInput = false
+    /// True when the commands are typed for this run (the interactive shell, `-c`), not read
+    /// from a batch file written beforehand (`-b`, piped): only typed commands name items by
+    /// the numbers `hide-names` shows (`HiddenNames.namesByNumber`).
+    public var commandsTyped = false
     /// The host files this run was opened with (`--passphrase-file`, `-b FILE`), by identity,
     /// each with what it is: `import --move` takes them in but keeps them (review BG-8: the
     /// passphrase file, perhaps the only place the passphrase was written, went into the vault

@@ -392,6 +392,7 @@ struct Launcher {
         session.kdfParametersForNewPassphrase = kdfParameters
         if TerminalPassphrase.available && interactive { session.passphraseQuestions = questions }
         session.commandsFromStandardInput = commands.isStandardInput || interactive
+        if case .text = commands { session.commandsTyped = true } else { session.commandsTyped = interactive }
         if let file = options.passphraseFile { session.keepOriginal(of: file, because: "the passphrase file this run was opened with") }
         if case .batchFile(let path) = options.mode, path != "-" { session.keepOriginal(of: path, because: "the batch file this run reads") }
         Signals.session = session

@@ -7,12 +7,28 @@ import NarniaStore
 /// starting with a dot included, so the numbers do not change with `-a`).
 ///
 /// A real item called `#N` wins over the number. Numbers are resolved only where listings show
-/// them (the setting on, output on a terminal): in scripts `#2` is a name, as their listings
-/// show names (review BG-4: `cp -f a.txt '#2'` in a script replaced the second item).
+/// them (the setting on, output on a terminal) and in commands typed for this run
+/// (`namesByNumber`): in scripts `#2` is a name (review BG-4, BH-1: `cp -f a.txt '#2'` in a
+/// script replaced the second item).
 enum HiddenNames {
     /// True when listings on this session's output should hide names.
     static func active(_ s: Session) -> Bool {
         s.out.isTerminal && ViewingPreferences(s).hideNames
+    }
+
+    /// True when `#N` in a command names the N-th item: where listings show the numbers, in
+    /// commands typed for this run (the shell, `-c`); a batch file (`-b`, piped) was written
+    /// without them in view (review BH-1: `cp -f a.txt '#2'` in one run on a terminal replaced
+    /// the second item).
+    static func namesByNumber(_ s: Session) -> Bool {
+        s.commandsTyped && active(s)
+    }
+
+    /// True when an unquoted `#` before a digit begins a word (`#3`) rather than a comment:
+    /// only at the interactive shell's prompt (review BH-1: `rm -rf scratch  #2024 photos`
+    /// in a batch file run on a terminal removed `photos`).
+    static func numbersTypedBare(_ s: Session) -> Bool {
+        s.interactive && namesByNumber(s)
     }
 
     /// The glyph of a kind in masked listings and the grid.
@@ -68,7 +84,7 @@ enum HiddenNames {
     /// a real name is no wildcard). Unchanged when hide-names is off, when no component is a
     /// number, or where the folder before a number cannot be known (after a wildcard).
     static func resolving(_ word: Word, in s: Session) -> Word {
-        guard word.text.contains("#"), active(s) else { return word }
+        guard word.text.contains("#"), namesByNumber(s) else { return word }
         // Split the word into components, each keeping its quote mask.
         var components: [(text: String, mask: [Bool])] = [("", [])]
         for (scalar, quoted) in zip(word.text.unicodeScalars, word.quotedScalars) {
