@@ -357,6 +357,19 @@ def test_import_move_keeps_the_passphrase_file_and_the_batch_file_the_run_was_op
     assert f"narnia: warning: {batch}:1: import: {batch}: the original is kept: it is the batch file this run reads" in r.err_lines, r.describe()
     assert sorted(p.name for p in docs.iterdir()) == ["pass.txt", "run.nb"]
     assert vault.ok("ls /docs").out_lines == ["pass.txt", "report.txt", "run.nb"]
+    # Review BH-2: the same for --passphrase-fd reading a file, and for the file a passwd of
+    # the same run took the new passphrase from.
+    (docs / "report.txt").write_text("report\n")
+    new = docs / "new-pass.txt"
+    new.write_text("a new passphrase\n")
+    with open(passphrase_file, "rb") as given:
+        r = vault("--passphrase-fd", str(given.fileno()), "-c",
+                  f"mkdir /again; cd /again; passwd --new-passphrase-file {q(str(new))}; import --move {q(str(docs))}",
+                  passphrase=None, pass_fds=(given.fileno(),))
+    assert r.rc == 0, r.describe()
+    assert f"narnia: warning: import: {moved}: the original is kept: it is the passphrase file this run was opened with (--passphrase-fd)" in r.err_lines, r.describe()
+    assert f"narnia: warning: import: {new}: the original is kept: it is the file passwd took this vault's passphrase from" in r.err_lines, r.describe()
+    assert sorted(p.name for p in docs.iterdir()) == ["new-pass.txt", "pass.txt"]   # run.nb went: this run was not reading it
 
 
 def test_a_host_path_named_twice_is_imported_once(vault, host):

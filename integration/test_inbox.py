@@ -403,6 +403,24 @@ def test_a_folder_drop_arriving_over_two_unlocks_stays_one_folder(vault, host):
     assert vault.ok("cat '/Inbox/scans (2)/r1.pdf' '/Inbox/scans (2)/sub/r2.pdf' '/Inbox/scans (2)/r3.pdf'").out == "1\n2\n3\n"
 
 
+def test_names_beginning_with_a_combining_mark_in_a_drop_and_the_inbox_setting(vault, host):
+    """Review BH-5: a dropped folder whose subfolder's name began with a combining mark was
+    reported dropped, then refused by every unlock ("carries a name that is not allowed"): the
+    drop's path was split by Character. BH-6: `set inbox /Inbox/\u0301x` was taken, and drops
+    went to /Inbox without a word."""
+    c = "\u0301"
+    folder = host / "src"
+    (folder / f"{c}sub").mkdir(parents=True)
+    (folder / f"{c}sub" / "a").write_text("a\n")
+    drop(vault, folder)
+    r = vault.ok(f"cat '/Inbox/src/{c}sub/a'")
+    assert r.out == "a\n" and "not allowed" not in r.err, r.describe()
+    vault.ok(f"set inbox '/Inbox/{c}x'")
+    (host / "f.txt").write_text("f\n")
+    drop(vault, host / "f.txt")
+    assert vault.ok(f"cat '/Inbox/{c}x/f.txt'").out == "f\n"
+
+
 def test_a_file_where_the_inbox_folder_should_be_gets_one_folder_beside_it(vault, host):
     """`/Inbox` a file: every adoption made a new numbered folder (`Inbox (2)`, `Inbox (3)`, …)
     while the shell said the files were in /Inbox. Now one `Inbox (2)` takes them all, and the

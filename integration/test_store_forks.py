@@ -803,3 +803,35 @@ def test_a_damaged_sync_engine_copy_of_a_journal_on_the_remote_is_said_not_faile
         assert "verified" in r.out_lines[-1] and "all intact" in r.out_lines[-1], r.describe()
     assert (remote / copy).read_bytes() == damaged, "left there"
     assert not list(narnia.vault.glob("??/*conflict*")) and not list(other.vault.glob("??/*conflict*"))
+
+
+def test_a_damaged_longer_sync_engine_copy_of_a_journal_retired_since_is_said_not_failed_on(narnia, host, tmp_path):
+    """Review BH-4: a damaged engine copy longer than its journal failed every sync while the
+    journal might grow to hold as much; once `passwd --rotate` had retired the journal, it never
+    would, and every sync of every device failed for good. Such a copy of a retired journal is
+    only warned of (and goes once every device has heard of the retirement)."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = journal_sizes(other.vault)
+    other.ok(f"import --keep {q(str(new_file(host, 'b.bin')))}; sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    sizes = {p: n for p, n in journal_sizes(other.vault).items() if p not in before}
+    journal = max(sizes, key=lambda p: sizes[p])   # the other device's journal (and not its object)
+    copy = remote / f"{journal}.sync-conflict-20261201-101010-ABCDEFG"
+    damaged = bytearray((remote / journal).read_bytes() + b"XXXXXXXX")
+    damaged[len(damaged) // 2] ^= 0x40
+    copy.write_bytes(damaged)
+    new = narnia.passphrase_file("a rotated passphrase")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(new))}")
+    narnia.c(f"sync {q(str(remote))}", passphrase="a rotated passphrase")
+    other.c(f"sync {q(str(remote))}")   # the rotation arrives: the old passphrase reads no more
+    said = f"narnia: warning: sync: {copy} does not read (journal {journal.split('/')[1][:8]}, record "
+    failures = []
+    for _ in range(4):
+        for device in (other, narnia):
+            r = device.c(f"sync {q(str(remote))}", passphrase="a rotated passphrase")
+            failures.append(r.rc)
+    assert not (remote / journal).exists(), "the retired journal went from the remote"
+    r = other.ok(f"sync {q(str(remote))}; verify", passphrase="a rotated passphrase")
+    assert not copy.exists() or any(l.startswith(said) and "a sync engine's copy of a retired journal" in l for l in r.err_lines), r.describe()
+    assert failures[-2:] == [0, 0], failures

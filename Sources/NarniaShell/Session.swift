@@ -56,6 +56,12 @@ public final class Session: @unchecked Sendable {
     public func keepOriginal(of path: String, because what: String) {
         if let identity = HostFileIdentity(of: path) { filesOpenedWith[identity] = what }
     }
+
+    /// The same for the file open on descriptor `fd` (`--passphrase-fd N` reading a file).
+    public func keepOriginal(ofDescriptor fd: Int32, because what: String) {
+        var st = stat()
+        if fstat(fd, &st) == 0 && st.isRegularFile { filesOpenedWith[HostFileIdentity(st)] = what }
+    }
     /// Set by `exit`/`quit`, and by the signal watcher's thread on a panic (`requestExit`)
     /// while the main loop reads it: atomic.
     public internal(set) var exitRequested: Bool {

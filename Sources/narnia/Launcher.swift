@@ -394,6 +394,7 @@ struct Launcher {
         session.commandsFromStandardInput = commands.isStandardInput || interactive
         if case .text = commands { session.commandsTyped = true } else { session.commandsTyped = interactive }
         if let file = options.passphraseFile { session.keepOriginal(of: file, because: "the passphrase file this run was opened with") }
+        if let fd = options.passphraseFD { session.keepOriginal(ofDescriptor: fd, because: "the passphrase file this run was opened with (--passphrase-fd)") }
         if case .batchFile(let path) = options.mode, path != "-" { session.keepOriginal(of: path, because: "the batch file this run reads") }
         Signals.session = session
         session.adoptDrops()

@@ -173,6 +173,10 @@ final class RcloneRemoteTests: XCTestCase {
         XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/with space/v", mounts: mounts), "/srv/a b/v")
         XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/rmntx", mounts: mounts))
         XCTAssertNil(RcloneMounts.remote(reaching: "/tmp/view/v", mounts: mounts), "not an rclone mount")
+        // Review BH-8: the path below a mount point was cut by Characters counted in bytes.
+        let wide = [RcloneMounts.Mount(point: "/tmp/日本", source: "loc:/srv/src"), .init(point: "/tmp/a", source: "loc:/srv/b")]
+        XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/日本/vault/x", mounts: wide), "loc:/srv/src/vault/x")
+        XCTAssertEqual(RcloneMounts.remote(reaching: "/tmp/a/\u{301}x/..", mounts: wide), "loc:/srv/b")
     }
 }
 

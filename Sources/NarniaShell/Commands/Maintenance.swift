@@ -68,6 +68,8 @@ enum Maintenance {
             try s.vault.changePassphrase(to: passphrase, parameters: s.kdfParametersForNewPassphrase)
             s.out.line("passphrase changed")
         }
+        // Perhaps the only place the new passphrase is written (review BH-2).
+        if let file = a.flags["--new-passphrase-file"] { s.keepOriginal(of: file, because: "the file passwd took this vault's passphrase from") }
     }
 
     static func help(_ s: Session, _ a: ParsedArguments) throws {

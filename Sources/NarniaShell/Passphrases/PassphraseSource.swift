@@ -88,8 +88,9 @@ public enum PassphraseSource {
     /// which would lock the vault (review BG-10): one that is not UTF-8 text, or holds a control
     /// character, or a byte order mark (U+FEFF, which editors saving "UTF-8 with BOM" put
     /// first), or letters in decomposed form (a combining accent U+0300–U+036F after its
-    /// letter, or Hangul jamo vowels and finals U+1160–U+11FF, as macOS file names and some
-    /// copy and paste spell them), which keyboards type as single characters. Passphrases
+    /// letter, Hangul jamo vowels and finals U+1160–U+11FF, or the kana voicing marks
+    /// U+3099–U+309A, as macOS file names and some copy and paste spell them), which keyboards
+    /// type as single characters. Passphrases
     /// already set are not looked at. Read in place: nothing leaves secure memory.
     /// - Throws: `PassphraseError.untypable`.
     public static func checkNew(_ passphrase: Secret, from name: String) throws {
@@ -101,7 +102,7 @@ public enum PassphraseSource {
                 case .scalarValue(let c):
                     if c == "\u{FEFF}" { return "holds a byte order mark (U+FEFF), which an editor saving \"UTF-8 with BOM\" writes first; save it without" }
                     if (c.value < 0x20 && c != "\t") || (0x7F...0x9F).contains(c.value) { return "holds a control character, which cannot be typed" }
-                    if (0x300...0x36F).contains(c.value) || (0x1160...0x11FF).contains(c.value) {
+                    if (0x300...0x36F).contains(c.value) || (0x1160...0x11FF).contains(c.value) || (0x3099...0x309A).contains(c.value) {
                         return "holds letters in decomposed form (an accent as a character of its own, as macOS file names spell them), which a keyboard types as one character: write each as one (Unicode NFC)"
                     }
                 case .emptyInput: return nil

@@ -34,10 +34,12 @@ enum RcloneMounts {
     /// The remote that reaches the absolute `path` through the innermost rclone mount holding
     /// it, with the path below the mount point joined to its source; nil when no mount holds it.
     static func remote(reaching path: String, mounts: [Mount]) -> String? {
-        let holding = mounts.filter { path == $0.point || path.hasPrefix($0.point == "/" ? "/" : $0.point + "/") }
+        // Compared byte for byte: a mount point holding a non-ASCII or combining character is
+        // cut by bytes below, never by Characters (review BH-8).
+        let holding = mounts.filter { path == $0.point || path.utf8.starts(with: ($0.point == "/" ? "/" : $0.point + "/").utf8) }
         guard let mount = holding.max(by: { $0.point.utf8.count < $1.point.utf8.count }),
               let source = RcloneRemote(mount.source) else { return nil }
-        return source.joining(String(path.dropFirst(mount.point.utf8.count)))
+        return source.joining(String(decoding: path.utf8.dropFirst(mount.point.utf8.count), as: UTF8.self))
     }
 
     /// A mount table field with `\040`, `\011`, `\012` and `\134` (space, tab, newline,

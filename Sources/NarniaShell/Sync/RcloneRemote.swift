@@ -1,4 +1,5 @@
 import Foundation
+import NarniaSystem
 
 /// A remote as rclone reads it (`fs/fspath.Parse`, rclone 1.60): a local path, or a backend —
 /// configured (`name:`) or on the fly (`:backend:`) — with options in the connection string
@@ -107,8 +108,8 @@ struct RcloneRemote: Equatable {
     /// Go's `path.Clean`: `.` and `..` resolved as text, repeated `/` made one.
     static func clean(_ path: String) -> String {
         let absolute = path.unicodeScalars.first == "/"
-        var parts: [Substring] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) where part != "." {
+        var parts: [String] = []
+        for part in path.pathComponents where part != "." {
             if part == ".." {
                 if let last = parts.last, last != ".." { parts.removeLast() } else if !absolute { parts.append(part) }
             } else {

@@ -185,8 +185,9 @@ extension Vault {
         }
         if length > expected { throw DropProblem(why: "has \(length) bytes instead of \(expected) (altered)") }
         // Names as `import` gives them (NFC): a dropper other than this program may send others.
-        let given = header.path.split(separator: "/", omittingEmptySubsequences: false)
-        let names = given.compactMap { try? ItemName.validated(String($0)) }
+        // Split by scalar: a name may begin with a combining mark (review BH-5).
+        let given = header.path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
+        let names = given.compactMap { try? ItemName.validated($0) }
         guard !names.isEmpty, names.count == given.count else {
             throw DropProblem(why: "carries a name that is not allowed")
         }
@@ -274,7 +275,7 @@ private struct AdoptionPlan {
     mutating func folder(path: String) -> Identifier {
         var parent = Identifier.root
         var walked = ""
-        for name in path.split(separator: "/").map(String.init) {
+        for name in path.pathComponents {   // by scalar, as `set inbox` checks it (review BH-6)
             walked += "/" + name
             parent = subfolder(named: name, in: parent, key: Array("folder".utf8) + Array(walked.utf8))
         }
