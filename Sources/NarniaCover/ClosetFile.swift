@@ -44,7 +44,8 @@ public struct ClosetFile: Sendable {
     /// Writes the closet: a temporary file beside `closet.json`, synced, then renamed over it.
     /// - Throws: `CommandFailure` naming the path and the system's reason.
     public func save(_ closet: Closet) throws {
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        // By scalar, as every path is split (a name may begin with a combining mark).
+        let directory = String(path.unicodeScalars[..<(path.unicodeScalars.lastIndex(of: "/") ?? path.unicodeScalars.startIndex)])
         if !directory.isEmpty { try makeDirectories(directory) }
         let data = try closet.encoded() + Data("\n".utf8)
         // A new file of a name nobody can foresee, never through a link: a link planted at a
@@ -73,8 +74,8 @@ public struct ClosetFile: Sendable {
 
     private func makeDirectories(_ directory: String) throws {
         var current = directory.unicodeScalars.first == "/" ? "" : "."
-        for part in directory.split(separator: "/") {
-            current += "/" + part
+        for part in directory.unicodeScalars.split(separator: "/") {
+            current += "/" + String(String.UnicodeScalarView(part))
             if mkdir(current, 0o700) != 0 && errno != EEXIST { throw failure(current) }
         }
     }
