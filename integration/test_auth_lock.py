@@ -208,9 +208,10 @@ def test_passwd_refuses_empty_new_passphrase(filled):
     ("\ufeffnew secret\r\n".encode(), "holds a byte order mark (U+FEFF)"),
     ("cafe\u0301 au lait\n".encode(), "holds letters in decomposed form"),
     ("\u304b\u3099\u304f\n".encode(), "holds letters in decomposed form"),   # が as macOS spells it (BH-3)
+    ("\u0627\u0653\u0628\n".encode(), "holds letters in decomposed form"),   # آ decomposed (BI-3)
     (b"caf\xe9 au lait\n", "is not UTF-8 text"),
     (b"new\x1bsecret\n", "holds a control character"),
-], ids=["bom", "nfd", "nfd-kana", "latin-1", "escape"])
+], ids=["bom", "nfd", "nfd-kana", "nfd-arabic", "latin-1", "escape"])
 def test_a_new_passphrase_the_same_words_typed_would_not_give_is_refused(filled, narnia, raw, why):
     """Review BG-10: `passwd --new-passphrase-file` took a file saved "UTF-8 with BOM", or
     spelling `é` as `e` and a combining accent (NFD), as it was: the words typed later gave

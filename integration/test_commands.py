@@ -370,6 +370,12 @@ def test_import_move_keeps_the_passphrase_file_and_the_batch_file_the_run_was_op
     assert f"narnia: warning: import: {moved}: the original is kept: it is the passphrase file this run was opened with (--passphrase-fd)" in r.err_lines, r.describe()
     assert f"narnia: warning: import: {new}: the original is kept: it is the file passwd took this vault's passphrase from" in r.err_lines, r.describe()
     assert sorted(p.name for p in docs.iterdir()) == ["new-pass.txt", "pass.txt"]   # run.nb went: this run was not reading it
+    # Review BI-2: a batch file on standard input (`narnia < FILE`) is kept too.
+    batch.write_text(f"mkdir /third; cd /third; import --move {q(str(docs))}\n")
+    with open(batch, "rb") as commands:
+        r = subprocess.run(vault.argv([], passphrase="a new passphrase"), stdin=commands, capture_output=True, env=vault.env)
+    assert r.returncode == 0 and batch.exists(), r
+    assert f"the original is kept: it is the batch file this run reads (on standard input)" in r.stderr.decode(), r
 
 
 def test_a_host_path_named_twice_is_imported_once(vault, host):

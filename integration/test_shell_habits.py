@@ -446,6 +446,18 @@ def test_mv_refuses_a_source_inside_another_source(vault):
     assert vault.ok("find /dest").out_lines == ["/dest/d", "/dest/d/x", "/dest/d/x/y", "/dest/x", "/dest/x/y"]
 
 
+def test_a_trailing_slash_after_a_prepend_character_still_asks_for_a_folder(vault, host):
+    """Review BI-1: a Prepend character (U+0600) joins the `/` after it in one Character, so
+    `mv -f a.txt 'b\u0600/'` replaced the file `b\u0600` instead of refusing (no such folder)."""
+    (host / "a.txt").write_text("a")
+    (host / "b\u0600").write_text("b")
+    vault.ok(f"import --keep {q(str(host / 'a.txt'))} {q(str(host / ('b' + chr(0x600))))}")
+    for verb in ("mv -f", "cp -f"):
+        r = vault.c(f"{verb} a.txt 'b\u0600/'")
+        assert r.rc == 1 and "not a folder" in r.err, verb + r.describe()
+    assert vault.ok("cat 'b\u0600'").out == "b"
+
+
 def test_export_refuses_two_items_bound_for_one_host_path(vault, host):
     for folder, data in (("f1", b"one"), ("f2", b"two")):
         (host / folder).mkdir()

@@ -250,7 +250,7 @@ private struct CompletionRequest {
     private func hostOffers(foldersOnly: Bool) -> [Offer] {
         var hostFolder = folder
         if partial.startsWithBareTilde, folder.hasPrefix("~/"), let home = source.homeDirectory {
-            hostFolder = home + (home.hasSuffix("/") ? "" : "/") + folder.dropFirst(2)
+            hostFolder = home + (home.unicodeScalars.last == "/" ? "" : "/") + folder.dropFirst(2)
         }
         return matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
     }

@@ -100,7 +100,8 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
     public init(_ word: Word) {
         text = word.text
         isAbsolute = word.text.unicodeScalars.first == "/"   // not by Character: `/\u{301}x` (BG-12)
-        hasTrailingSlash = word.text.count > 1 && word.text.hasSuffix("/")
+        // By scalar: a Prepend character joins the `/` after it in one Character (BI-1).
+        hasTrailingSlash = word.text.unicodeScalars.count > 1 && word.text.unicodeScalars.last == "/"
         components = word.split().compactMap { piece in
             switch piece.text {
             case "", ".": return nil

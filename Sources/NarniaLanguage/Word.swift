@@ -84,7 +84,7 @@ public struct Word: Hashable, Sendable, CustomStringConvertible {
         let rest = text.unicodeScalars.dropFirst()
         guard rest.isEmpty || rest.first == "/" else { return self }
         var base = home
-        if rest.first == "/", base.hasSuffix("/") { base.removeLast() }
+        if rest.first == "/", base.unicodeScalars.last == "/" { base.unicodeScalars.removeLast() }
         return Word(text: base + String(rest),
                     quotedScalars: Array(repeating: true, count: base.unicodeScalars.count) + quotedScalars.dropFirst())
     }

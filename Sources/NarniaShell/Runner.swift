@@ -68,7 +68,7 @@ extension Session {
 
     /// True for a path inside the vault's store.
     private func isInStore(_ path: String) -> Bool {
-        path.utf8.starts(with: (vault.directory.hasSuffix("/") ? vault.directory : vault.directory + "/").utf8)
+        path.utf8.starts(with: (vault.directory.endsWithSlash ? vault.directory : vault.directory + "/").utf8)
     }
 
     /// Runs `command` with the host's shell (`!`); prints why it failed. Returns success.

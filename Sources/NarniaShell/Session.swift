@@ -279,7 +279,7 @@ public final class Session: @unchecked Sendable {
 
     /// Joins a host path for messages.
     func hostJoin(_ dir: String, _ name: String) -> String {
-        dir.hasSuffix("/") ? dir + name : dir + "/" + name
+        dir.appendingPathComponent(name)
     }
 
     /// The vault path of an item.

@@ -43,7 +43,7 @@ public final class FileDescriptor: @unchecked Sendable {
     /// The path of `name` in this directory, for messages (one slash, whether or not the
     /// directory was opened by a path that ends in one).
     public func pathOfEntry(_ name: String) -> String {
-        path.hasSuffix("/") ? path + name : path + "/" + name
+        path.appendingPathComponent(name)
     }
 
     /// Wraps an inherited descriptor (stdin, `--passphrase-fd`) without taking ownership.

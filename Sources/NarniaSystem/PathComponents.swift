@@ -9,4 +9,13 @@ extension StringProtocol {
 
     /// The last name of a path (`pathComponents`), or nil for `/` and the empty path.
     public var lastPathComponent: String? { pathComponents.last }
+
+    /// Whether the path ends in `/`, by scalar: a Prepend character (U+0600, say) before the
+    /// `/` joins it in one Character, so `hasSuffix("/")` missed `b\u{600}/` (review BI-1).
+    public var endsWithSlash: Bool { unicodeScalars.last == "/" }
+
+    /// `name` joined below the folder path (one `/` between them).
+    public func appendingPathComponent(_ name: String) -> String {
+        endsWithSlash ? self + name : self + "/" + name
+    }
 }

@@ -396,6 +396,7 @@ struct Launcher {
         if let file = options.passphraseFile { session.keepOriginal(of: file, because: "the passphrase file this run was opened with") }
         if let fd = options.passphraseFD { session.keepOriginal(ofDescriptor: fd, because: "the passphrase file this run was opened with (--passphrase-fd)") }
         if case .batchFile(let path) = options.mode, path != "-" { session.keepOriginal(of: path, because: "the batch file this run reads") }
+        if commands.isStandardInput { session.keepOriginal(ofDescriptor: 0, because: "the batch file this run reads (on standard input)") }
         Signals.session = session
         session.adoptDrops()
         // What the session's commands left running (a `!` command's background job, what a

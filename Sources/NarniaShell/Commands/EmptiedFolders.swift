@@ -56,8 +56,8 @@ struct EmptiedFolders {
         guard let name = folder.components.last else {
             // The top, as named: a link to a folder is not removed, nor the folder it leads to
             // (`link/` too, which lstat follows: review AU).
-            var named = Substring(folder.top)
-            while named.count > 1 && named.hasSuffix("/") { named = named.dropLast() }
+            var named = folder.top.unicodeScalars[...]
+            while named.count > 1 && named.last == "/" { named = named.dropLast() }
             guard let st = try FileSystem.lstatIfExists(String(named)), st.isDirectory else { return }
             guard HostFileIdentity(st) == folder.identity else { throw replaced(folder) }
             try removeIfEmptied { try FileSystem.removeDirectory(folder.top) } holding: {

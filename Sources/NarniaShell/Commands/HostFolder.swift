@@ -49,7 +49,7 @@ final class HostFolder {
     /// folder as typed (`out.txt`, not `./out.txt`: review AX).
     func path(_ components: [String]) -> String {
         if display == "." && !components.isEmpty { return components.joined(separator: "/") }
-        return components.reduce(display) { $0.hasSuffix("/") ? $0 + $1 : $0 + "/" + $1 }
+        return components.reduce(display) { $0.appendingPathComponent($1) }
     }
 
     /// The folder at `components`, opened without following links; made (mode 0700) when

@@ -169,7 +169,7 @@ extension HostTreeVisitor {
     }
 
     private func join(_ folder: String, _ name: String) -> String {
-        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+        folder.appendingPathComponent(name)
     }
 
     /// A folder's entries in the order they are taken: by name in UTF-8 byte order, their

@@ -121,7 +121,9 @@ enum Rearrange {
         }
         // As coreutils: `mv -f a b/` with no folder `b` never renames a file to `b`, nor
         // replaces a file `b` (review AE); a folder may still take the name, as there.
-        let wantsFolder = destWord.text.hasSuffix("/") || destWord.text.hasSuffix("/.")
+        // By scalar: `b\u{600}/` ends in a `/` that a Prepend character joins in one Character,
+        // and `mv -f a.txt 'b\u{600}/'` replaced a file `b\u{600}` (review BI-1).
+        let wantsFolder = destWord.text.endsWithSlash || destWord.text.unicodeScalars.reversed().starts(with: [".", "/"])
         if wantsFolder && !intoFolder, let (_, id) = sources.first, !s.vault.isFolder(id) {
             throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
         }

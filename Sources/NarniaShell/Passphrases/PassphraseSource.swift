@@ -84,13 +84,19 @@ public enum PassphraseSource {
         return try buffer.withUnsafeBytes { try Secret(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
+    /// The combining marks that keyboards type composed with the letter before them: accents
+    /// (U+0300–U+036F), Arabic maddah and hamza (U+0653–U+0655), Hangul jamo vowels and finals
+    /// (U+1160–U+11FF), kana voicing marks (U+3099–U+309A) (reviews BG-10, BH-3, BI-3).
+    static let composingMarks: [ClosedRange<UInt32>] = [0x300...0x36F, 0x653...0x655, 0x1160...0x11FF, 0x3099...0x309A]
+
     /// Refuses a new passphrase (from `name`) that the same words typed later would not give,
     /// which would lock the vault (review BG-10): one that is not UTF-8 text, or holds a control
     /// character, or a byte order mark (U+FEFF, which editors saving "UTF-8 with BOM" put
-    /// first), or letters in decomposed form (a combining accent U+0300–U+036F after its
-    /// letter, Hangul jamo vowels and finals U+1160–U+11FF, or the kana voicing marks
-    /// U+3099–U+309A, as macOS file names and some copy and paste spell them), which keyboards
-    /// type as single characters. Passphrases
+    /// first), or letters in decomposed form (a mark of `composingMarks` after its letter, as
+    /// macOS file names and some copy and paste spell them), which keyboards type as single
+    /// characters. (Text in NFC may hold some of these marks where no letter composes with
+    /// them; a full NFC test would need Unicode's composition tables, which no library here
+    /// offers as API: ICU comes only inside Foundation.) Passphrases
     /// already set are not looked at. Read in place: nothing leaves secure memory.
     /// - Throws: `PassphraseError.untypable`.
     public static func checkNew(_ passphrase: Secret, from name: String) throws {
@@ -102,7 +108,7 @@ public enum PassphraseSource {
                 case .scalarValue(let c):
                     if c == "\u{FEFF}" { return "holds a byte order mark (U+FEFF), which an editor saving \"UTF-8 with BOM\" writes first; save it without" }
                     if (c.value < 0x20 && c != "\t") || (0x7F...0x9F).contains(c.value) { return "holds a control character, which cannot be typed" }
-                    if (0x300...0x36F).contains(c.value) || (0x1160...0x11FF).contains(c.value) || (0x3099...0x309A).contains(c.value) {
+                    if Self.composingMarks.contains(where: { $0.contains(c.value) }) {
                         return "holds letters in decomposed form (an accent as a character of its own, as macOS file names spell them), which a keyboard types as one character: write each as one (Unicode NFC)"
                     }
                 case .emptyInput: return nil

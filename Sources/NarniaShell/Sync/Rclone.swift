@@ -74,7 +74,7 @@ struct Rclone {
     /// `name:` makes the path absolute for the local and sftp backends (the file system's
     /// root, not the remote's), which sent journals elsewhere than the objects (review AF).
     static func join(_ remote: String, _ path: String) -> String {
-        remote.hasSuffix(":") || remote.hasSuffix("/") ? remote + path : remote + "/" + path
+        remote.unicodeScalars.last == ":" || remote.endsWithSlash ? remote + path : remote + "/" + path
     }
 
     /// The settings of each remote in the user's rclone config file (`rclone config dump`),
