@@ -456,6 +456,11 @@ def test_a_trailing_slash_after_a_prepend_character_still_asks_for_a_folder(vaul
         r = vault.c(f"{verb} a.txt 'b\u0600/'")
         assert r.rc == 1 and "not a folder" in r.err, verb + r.describe()
     assert vault.ok("cat 'b\u0600'").out == "b"
+    # Nor does one hide a `..` from the refusal of `rm -r ..`: the folder above stays.
+    vault.ok("mkdir -p /d/e")
+    r = vault.c("cd /d/e; rm -r 'x\u0600/..'")
+    assert r.rc == 1 and "refusing to remove '.' or '..'" in r.err, r.describe()
+    assert "/d/e" in vault.ok("find /d").out_lines
 
 
 def test_export_refuses_two_items_bound_for_one_host_path(vault, host):

@@ -120,7 +120,7 @@ public struct Closet: Equatable, Sendable {
     public static func check(name: String) throws {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { throw CommandFailure("a garment needs a name") }
-        guard !name.contains("/") else { throw CommandFailure("'\(name)': a name cannot contain '/'") }
+        guard !name.utf8.contains(UInt8(ascii: "/")) else { throw CommandFailure("'\(name)': a name cannot contain '/'") }
         guard name != ".", name != ".." else { throw CommandFailure("'\(name)' cannot be a name") }
         guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw CommandFailure("a name cannot contain control characters")

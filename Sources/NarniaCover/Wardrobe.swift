@@ -135,7 +135,7 @@ public final class Wardrobe {
     func place(_ text: String) throws -> Place {
         // A bare tab name means that tab from anywhere, unless the current tab holds a garment
         // of exactly that name.
-        if !text.contains("/"), let tab = Tab(typed: text), let here = cwd,
+        if !text.utf8.contains(UInt8(ascii: "/")), let tab = Tab(typed: text), let here = cwd,
            closet.garment(named: text, in: here)?.name != text {
             return .tab(tab)
         }
@@ -258,7 +258,7 @@ public final class Wardrobe {
         }
         var tab = w.cwd
         var name = a.operandTexts.first
-        if let text = name, text.contains("/") {
+        if let text = name, text.utf8.contains(UInt8(ascii: "/")) {
             let parts = TreePath.resolve(text, relativeTo: w.cwdPath).components
             guard parts.count == 2, let t = Tab(typed: parts[0]) else {
                 throw CommandFailure("'\(text)': give a tab and a name, as in Tops/'blue shirt'")

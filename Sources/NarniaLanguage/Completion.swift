@@ -232,7 +232,7 @@ private struct CompletionRequest {
         case .vaultOrHost:
             if partial.startsWithBareTilde {
                 offers = partial.text == "~" ? [Offer(name: "~", isFolder: true)] : hostOffers(foldersOnly: false)
-            } else if ["/", "./", "../"].contains(where: { partial.text.hasPrefix($0) }) {
+            } else if ["/", "./", "../"].contains(where: { partial.text.utf8.starts(with: $0.utf8) }) {
                 // A path written out (`/d`, `./`): the host's first, as sftp's `get` completes
                 // its destination; the vault's when the host has none.
                 offers = hostOffers(foldersOnly: false)
@@ -249,8 +249,8 @@ private struct CompletionRequest {
     /// Host entries for the folder typed so far, `~/` standing for the home folder.
     private func hostOffers(foldersOnly: Bool) -> [Offer] {
         var hostFolder = folder
-        if partial.startsWithBareTilde, folder.hasPrefix("~/"), let home = source.homeDirectory {
-            hostFolder = home + (home.unicodeScalars.last == "/" ? "" : "/") + folder.dropFirst(2)
+        if partial.startsWithBareTilde, folder.utf8.starts(with: "~/".utf8), let home = source.homeDirectory {
+            hostFolder = home + (home.unicodeScalars.last == "/" ? "" : "/") + String(folder.unicodeScalars.dropFirst(2))
         }
         return matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
     }

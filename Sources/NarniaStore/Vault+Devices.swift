@@ -62,7 +62,7 @@ extension Vault {
     ///   characters or a `/` (which would put a `/` in those names: review AX4).
     public func renameDevice(to name: String) throws {
         let clean = ItemName.nfc(name)
-        guard !clean.isEmpty, clean.utf8.count <= RecordCoding.maximumDeviceName, !clean.contains("/"),
+        guard !clean.isEmpty, clean.utf8.count <= RecordCoding.maximumDeviceName, !clean.utf8.contains(UInt8(ascii: "/")),
               !clean.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
             throw VaultError.refused("a device name has 1 to \(RecordCoding.maximumDeviceName) bytes, no control characters and no '/'")
         }

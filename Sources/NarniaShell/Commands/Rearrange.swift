@@ -76,7 +76,9 @@ enum Rearrange {
     /// As GNU `rm` and `mv`: `rm`, `rmdir`, `mv` and `cp` refuse a path whose last part is `.`
     /// or `..`, so that `rm -r ..` never removes the folder above without a word.
     private static func refuseDotOrDotDot(_ word: Word, verb: String = "remove") throws {
-        let last = word.text.split(separator: "/", omittingEmptySubsequences: true).last
+        // By scalar: `x\u{600}/..` is one Character-split part, and removed the folder it
+        // named without this refusal (review BI: a Prepend character joins the `/` after it).
+        let last = word.text.lastPathComponent
         if last == "." || last == ".." {
             throw CommandFailure("refusing to \(verb) '.' or '..': skipping '\(word.text)'")
         }

@@ -195,7 +195,7 @@ final class Job {
     /// The full path of `program` from `PATH` (or the program itself when it has a slash). A
     /// folder of `PATH` whose name is not UTF-8 is passed over, not decoded lossily into another.
     static func which(_ program: String) -> String? {
-        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+        if program.utf8.contains(UInt8(ascii: "/")) { return access(program, X_OK) == 0 ? program : nil }
         let path = getenv("PATH").map { UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)) }
         let folders = path.map { Array($0).split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false).compactMap { String(validating: $0, as: UTF8.self) } }
             ?? ["/usr/local/bin", "/usr/bin", "/bin"]
