@@ -314,6 +314,22 @@ def test_import_from_a_terminal_ends_at_one_ctrl_d_and_takes_nothing_at_ctrl_c(v
             assert vault.ok("cat /typed.txt; rm /typed.txt").out == kept
 
 
+def test_a_number_naming_nothing_at_the_prompt_under_hide_names_runs_nothing(vault, shell):
+    """Review BI-4: at the prompt with hide-names on, `#2024` is a number, not a comment: a
+    pasted `rm -rf scratch  #2024 photos are kept` removed photos (`-f` passed over the number
+    that named nothing). A bare number naming no item fails the whole line first."""
+    vault.ok("mkdir /photos /scratch; set hide-names on")
+    s = shell()
+    s.send("rm -rf scratch   #2024 photos are kept\r")
+    s.expect("narnia: error: #2024: names no item here")
+    s.prompt("/")
+    s.send("cd '#1'\r")
+    s.prompt("/#1")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /").out_lines == ["photos", "scratch"]
+
+
 def test_ctrl_d_exit_and_quit_end_with_status_0(vault):
     for keys in ("\x04", "exit\r", "quit\r"):
         s = Shell(vault)

@@ -115,6 +115,16 @@ extension Session {
             err.flush()
             return mayFail
         }
+        // At the prompt under hide-names `#2024` is a number, not a comment: one that names
+        // nothing fails the whole line before anything runs, for it was most likely meant as a
+        // comment, and `rm -rf scratch  #2024 photos` would otherwise remove photos (BI-4).
+        if let number = HiddenNames.numberNamingNothing(in: commands, s: self) {
+            out.flush()
+            err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, '#' and a number name an item); nothing was run")
+            err.messageLine("narnia: hint: to write a comment, put a space after the '#'")
+            err.flush()
+            return mayFail
+        }
         var ok = true
         for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }

@@ -72,6 +72,18 @@ enum HiddenNames {
         return terminalSafe(item.isFolder ? item.name + "/" : item.name)
     }
 
+    /// The first bare `#N` word (unquoted, no `/`) of typed commands that names no item in the
+    /// current folder, where the prompt reads it as a number (`numbersTypedBare`); nil otherwise.
+    static func numberNamingNothing(in commands: [[Word]], s: Session) -> String? {
+        guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
+        let count = s.vault.children(of: here).count
+        for word in commands.joined() where word.quotedScalars.first == false {
+            guard let n = number(inComponent: Substring(word.text)) else { continue }
+            if n > count && s.vault.child(named: word.text, in: here) == nil { return word.text }
+        }
+        return nil
+    }
+
     /// The N of a path component `#N`, or nil.
     static func number(inComponent component: Substring) -> Int? {
         guard component.first == "#", component.count > 1, component.count < 12 else { return nil }
