@@ -189,10 +189,9 @@ struct Launcher {
             Launcher.fail(describe(error), hint: Vault.holdsOnlyEmptyShardFolders(storeDirectory) ? Self.emptyShardFoldersHint : nil, status: 1)
         }
         let secret = passphrase(confirm: options.passphraseFile == nil && options.passphraseFD == nil)
-        do {
-            try PassphraseSource.checkNew(secret, from: options.passphraseFile ?? options.passphraseFD.map { "descriptor \($0)" } ?? "the terminal")
-        } catch {
-            Launcher.fail(describe(error), status: 2)
+        // Typed at the terminal, the same keyboard types it again (review BJ-1).
+        if let source = options.passphraseFile ?? options.passphraseFD.map({ "descriptor \($0)" }) {
+            do { try PassphraseSource.checkNew(secret, from: source) } catch { Launcher.fail(describe(error), status: 2) }
         }
         do {
             let vault = try Vault.create(at: storeDirectory, passphrase: secret, parameters: kdfParameters)

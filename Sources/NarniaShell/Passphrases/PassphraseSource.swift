@@ -84,37 +84,32 @@ public enum PassphraseSource {
         return try buffer.withUnsafeBytes { try Secret(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
-    /// The combining marks that keyboards type composed with the letter before them: accents
-    /// (U+0300–U+036F), Arabic maddah and hamza (U+0653–U+0655), Hangul jamo vowels and finals
-    /// (U+1160–U+11FF), kana voicing marks (U+3099–U+309A) (reviews BG-10, BH-3, BI-3).
-    static let composingMarks: [ClosedRange<UInt32>] = [0x300...0x36F, 0x653...0x655, 0x1160...0x11FF, 0x3099...0x309A]
-
-    /// Refuses a new passphrase (from `name`) that the same words typed later would not give,
-    /// which would lock the vault (review BG-10): one that is not UTF-8 text, or holds a control
-    /// character, or a byte order mark (U+FEFF, which editors saving "UTF-8 with BOM" put
-    /// first), or letters in decomposed form (a mark of `composingMarks` after its letter, as
-    /// macOS file names and some copy and paste spell them), which keyboards type as single
-    /// characters. (Text in NFC may hold some of these marks where no letter composes with
-    /// them; a full NFC test would need Unicode's composition tables, which no library here
-    /// offers as API: ICU comes only inside Foundation.) Passphrases
-    /// already set are not looked at. Read in place: nothing leaves secure memory.
+    /// Refuses a new passphrase read from a file or descriptor (`name`) that the same words
+    /// typed later would not give, which would lock the vault (review BG-10): one that is not
+    /// UTF-8 text, or holds a control character, or a byte order mark (U+FEFF, which editors
+    /// saving "UTF-8 with BOM" put first), or is not in Unicode's composed form (NFC: macOS file
+    /// names and some copy and paste spell `é` as `e` and an accent), which keyboards type.
+    /// Text in NFC whose marks have no composed form (Yoruba `ẹ́`, Persian ezafe) is taken
+    /// (review BJ-1: a list of marks refused it). Passphrases already set, and those typed at
+    /// the terminal (the same keyboard types them again), are not looked at. Read in place
+    /// (`UTF8Span.checkForNFC`): nothing leaves secure memory.
     /// - Throws: `PassphraseError.untypable`.
     public static func checkNew(_ passphrase: Secret, from name: String) throws {
         let problem: String? = passphrase.withUnsafeBytes { bytes in
+            let buffer = bytes.bindMemory(to: UInt8.self)
+            guard var text = try? UTF8Span(validating: Span(_unsafeElements: buffer)) else {
+                return "is not UTF-8 text, which is what a terminal types; save it as UTF-8"
+            }
             var iterator = bytes.makeIterator()
             var decoder = UTF8()
-            while true {
-                switch decoder.decode(&iterator) {
-                case .scalarValue(let c):
-                    if c == "\u{FEFF}" { return "holds a byte order mark (U+FEFF), which an editor saving \"UTF-8 with BOM\" writes first; save it without" }
-                    if (c.value < 0x20 && c != "\t") || (0x7F...0x9F).contains(c.value) { return "holds a control character, which cannot be typed" }
-                    if Self.composingMarks.contains(where: { $0.contains(c.value) }) {
-                        return "holds letters in decomposed form (an accent as a character of its own, as macOS file names spell them), which a keyboard types as one character: write each as one (Unicode NFC)"
-                    }
-                case .emptyInput: return nil
-                case .error: return "is not UTF-8 text, which is what a terminal types; save it as UTF-8"
-                }
+            while case .scalarValue(let c) = decoder.decode(&iterator) {
+                if c == "\u{FEFF}" { return "holds a byte order mark (U+FEFF), which an editor saving \"UTF-8 with BOM\" writes first; save it without" }
+                if (c.value < 0x20 && c != "\t") || (0x7F...0x9F).contains(c.value) { return "holds a control character, which cannot be typed" }
             }
+            guard text.checkForNFC(quickCheck: false) else {
+                return "is not in composed form (an accent as a character of its own after its letter, as macOS file names spell them), which a keyboard types as one: write it in Unicode NFC"
+            }
+            return nil
         }
         if let problem {
             throw PassphraseError.untypable("the new passphrase from \(name) \(problem): typed, the same words would not open the vault; nothing was changed")
