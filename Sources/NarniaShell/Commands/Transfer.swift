@@ -41,15 +41,17 @@ enum Transfer {
             return try importStandardInput(s, a, into: folder, report: report())
         }
         var sources: [String] = []
-        var named = Set<HostFileIdentity>(), namedFolders = Set<HostFileIdentity>()
+        var named = Set<[UInt8]>(), namedFolders = Set<HostFileIdentity>()
         let badSource = try s.forEachOperand(a.operands, of: "import") { word in
             for path in try s.expandHost(word) {
                 guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
                 guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
                 // Named twice (`import b b`, `import d/x d/*`): one copy, as cp warns (review
-                // BG-6: two copies, and --move then warned that the original was missing).
-                guard named.insert(HostFileIdentity(st)).inserted else {
-                    s.warning("import", "\(s.err.name(path)): the same file or folder as one named before; imported once")
+                // BG-6: two copies, and --move then warned that the original was missing). By
+                // real path, byte for byte (Swift's `==` takes NFC and NFD twins for one): two
+                // names of one file (hard links) are two files, as in a folder walked (BJ-2).
+                guard named.insert(Array((realPath(path) ?? path).utf8)).inserted else {
+                    s.warning("import", "\(s.err.name(path)): named before; imported once")
                     continue
                 }
                 if st.isDirectory { namedFolders.insert(HostFileIdentity(st)) }
@@ -84,14 +86,19 @@ enum Transfer {
     /// The folder above `path` (its real path, walked up) whose identity is among `named`, the
     /// folders named to one `import`: `import d d/x` gave x twice, as `import b b` did (BG-6).
     private static func namedFolder(around path: String, among named: Set<HostFileIdentity>) -> String? {
-        guard let real = realpath(path, nil) else { return nil }
-        var current = String(cString: real)
-        free(real)
+        guard var current = realPath(path) else { return nil }
         while current != "/" {
             current = FileSystem.parentDirectory(of: current)
             if let identity = HostFileIdentity(of: current), named.contains(identity) { return current }
         }
         return nil
+    }
+
+    /// `realpath(3)`: `path` absolute, every link and `.` and `..` resolved; nil when it fails.
+    private static func realPath(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
     }
 
     private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
