@@ -54,11 +54,10 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Splits `line` into commands (separated by `;` or newlines), each a list of words. Empty
-/// commands (`;;`, blank lines, comments) are left out.
+/// commands (`;;`, blank lines, comments) are left out. With `numberedItems` (the prompt, where
+/// names are hidden as `#N`), a `#` before a digit begins a word, not a comment.
 ///
-/// - Throws: `TokenizeError` for an unterminated quote or a trailing backslash.
-/// The commands of `line`, each a list of words. With `numberedItems` (names hidden as `#N`),
-/// a `#` before a digit begins a word, not a comment.
+/// - Throws: `TokenizeError` for an unterminated quote, a trailing backslash or a NUL.
 public func tokenize(_ line: String, numberedItems: Bool = false) throws(TokenizeError) -> [[Word]] {
     var scanner = LineScanner(numberedItems: numberedItems)
     scanner.scan(line, upTo: line.utf8.count)
