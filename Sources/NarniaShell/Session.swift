@@ -277,11 +277,6 @@ public final class Session: @unchecked Sendable {
         return here
     }
 
-    /// Joins a host path for messages.
-    func hostJoin(_ dir: String, _ name: String) -> String {
-        dir.appendingPathComponent(name)
-    }
-
     /// The vault path of an item.
     func vaultPath(of id: Identifier) -> VaultPath {
         VaultPath(components: vault.pathComponents(of: id))

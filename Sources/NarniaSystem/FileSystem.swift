@@ -46,6 +46,13 @@ public enum FileSystem {
         return cwd == "/" ? "/" + path : cwd + "/" + path
     }
 
+    /// `realpath(3)`: `path` absolute, every link, `.` and `..` resolved; nil when it fails.
+    public static func realPath(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
     /// The folder holding `path`: `.` for a bare name, `/` for a top-level path.
     public static func parentDirectory(of path: String) -> String {
         // By scalar: a name beginning with a combining mark joins its `/` in one Character.

@@ -72,11 +72,11 @@ enum Host {
             var entries: [(String, stat)] = []
             let listing = try FileSystem.listDirectoryCountingUndecodable(path)
             for name in listing.names.sorted(by: utf8Order) where showHidden || !name.hasPrefix(".") {
-                if let cst = try FileSystem.lstatIfExists(s.hostJoin(path, name)) { entries.append((name, cst)) }
+                if let cst = try FileSystem.lstatIfExists(path.appendingPathComponent(name)) { entries.append((name, cst)) }
             }
             // Names that are not UTF-8 cannot be shown as they are, nor imported: said, not hidden.
             for name in listing.undecodable.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-                s.warning("lls", "\(s.hostJoin(path, s.err.undecodableName(name))): the name is not valid UTF-8; not listed (rename it to import it)")
+                s.warning("lls", "\(path.appendingPathComponent(s.err.undecodableName(name))): the name is not valid UTF-8; not listed (rename it to import it)")
             }
             printHostEntries(s, entries, long: long)
         }

@@ -24,13 +24,25 @@ struct HostFileIdentity: Hashable {
     /// it; a folder holding the file `marker` (the store's key file) counts as the store too,
     /// for a copy of it.
     static func isInStore(_ path: String, store: HostFileIdentity, marker: String?) -> Bool {
-        guard let real = realpath(path, nil) else { return false }
-        var current = String(cString: real)
-        free(real)
+        folderOnRealPath(of: path, includingItself: true) { folder in
+            if HostFileIdentity(of: folder) == store { return true }
+            guard let marker else { return false }
+            return (try? FileSystem.lstatIfExists(folder + "/" + marker)) ?? nil != nil
+        } != nil
+    }
+
+    /// The first folder of `path`'s real path, from the end up to `/` (`path` itself first when
+    /// `includingItself`), for which `matches` holds; nil when none does or the path does not
+    /// resolve.
+    static func folderOnRealPath(of path: String, includingItself: Bool, where matches: (String) -> Bool) -> String? {
+        guard var current = FileSystem.realPath(path) else { return nil }
+        if !includingItself {
+            guard current != "/" else { return nil }
+            current = FileSystem.parentDirectory(of: current)
+        }
         while true {
-            if HostFileIdentity(of: current) == store { return true }
-            if let marker, (try? FileSystem.lstatIfExists(current + "/" + marker)) ?? nil != nil { return true }
-            if current == "/" || current.isEmpty { return false }
+            if matches(current) { return current }
+            if current == "/" || current.isEmpty { return nil }
             current = FileSystem.parentDirectory(of: current)
         }
     }
@@ -100,7 +112,7 @@ extension HostTreeVisitor {
                 let listing = try fd.typedEntries()
                 entries = Self.ordered(listing.entries)
                 for bad in listing.undecodable {
-                    fail("\(join(path, err.undecodableName(bad))): the name is not valid UTF-8; rename it to \(verb) it")
+                    fail("\(path.appendingPathComponent(err.undecodableName(bad))): the name is not valid UTF-8; rename it to \(verb) it")
                 }
             } catch let e as SystemError where e.code == ELOOP {
                 warn("\(path): symbolic link skipped")
@@ -112,7 +124,7 @@ extension HostTreeVisitor {
             var subfolders: [(FileDescriptor, String?, String, String, Place)] = []
             for (entry, type) in entries {
                 if mustStop() { return }
-                let child = join(path, entry)
+                let child = path.appendingPathComponent(entry)
                 do {
                     // What the listing says a file or folder is, opening confirms (`O_NOFOLLOW`, then
                     // `fstat` or `O_DIRECTORY`); anything else is looked at first, so that nothing
@@ -166,10 +178,6 @@ extension HostTreeVisitor {
         // Read-ahead already covers a small file whole; the hint pays only for larger ones.
         if st.st_size > 256 << 10 { fd.adviseSequential() }
         return st
-    }
-
-    private func join(_ folder: String, _ name: String) -> String {
-        folder.appendingPathComponent(name)
     }
 
     /// A folder's entries in the order they are taken: by name in UTF-8 byte order, their

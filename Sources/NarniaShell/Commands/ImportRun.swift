@@ -125,9 +125,8 @@ struct ImportRun: HostTreeVisitor {
 
     /// The file a path named on the command line points to, when it is a symbolic link.
     private static func linkedFile(_ path: String) -> String? {
-        guard (try? FileSystem.lstatIfExists(path))??.isSymbolicLink == true, let real = realpath(path, nil) else { return nil }
-        defer { free(real) }
-        return String(cString: real)
+        guard (try? FileSystem.lstatIfExists(path))??.isSymbolicLink == true else { return nil }
+        return FileSystem.realPath(path)
     }
 
     /// Imports an opened host file, which must be a regular file (`readyToRead`). `original`

@@ -50,7 +50,7 @@ enum Transfer {
                 // BG-6: two copies, and --move then warned that the original was missing). By
                 // real path, byte for byte (Swift's `==` takes NFC and NFD twins for one): two
                 // names of one file (hard links) are two files, as in a folder walked (BJ-2).
-                guard named.insert(Array((realPath(path) ?? path).utf8)).inserted else {
+                guard named.insert(Array((FileSystem.realPath(path) ?? path).utf8)).inserted else {
                     s.warning("import", "\(s.err.name(path)): named before; imported once")
                     continue
                 }
@@ -86,19 +86,9 @@ enum Transfer {
     /// The folder above `path` (its real path, walked up) whose identity is among `named`, the
     /// folders named to one `import`: `import d d/x` gave x twice, as `import b b` did (BG-6).
     private static func namedFolder(around path: String, among named: Set<HostFileIdentity>) -> String? {
-        guard var current = realPath(path) else { return nil }
-        while current != "/" {
-            current = FileSystem.parentDirectory(of: current)
-            if let identity = HostFileIdentity(of: current), named.contains(identity) { return current }
+        HostFileIdentity.folderOnRealPath(of: path, includingItself: false) { folder in
+            HostFileIdentity(of: folder).map(named.contains) ?? false
         }
-        return nil
-    }
-
-    /// `realpath(3)`: `path` absolute, every link and `.` and `..` resolved; nil when it fails.
-    private static func realPath(_ path: String) -> String? {
-        guard let real = realpath(path, nil) else { return nil }
-        defer { free(real) }
-        return String(cString: real)
     }
 
     private static func importStandardInput(_ s: Session, _ a: ParsedArguments, into folder: Identifier, report: TransferReport) throws {
