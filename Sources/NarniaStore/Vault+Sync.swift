@@ -163,6 +163,15 @@ extension Vault {
         return RetiredFile(kind: kind, id: file.id)
     }
 
+    /// True when journal `file`, read here, is one its device appends to no more: that device
+    /// was forgotten (`devices forget`), or went on in a later journal. Its writer never
+    /// replaces a damaged longer copy of it elsewhere.
+    public func isWrittenNoMore(_ file: SyncFile) -> Bool {
+        guard file.kind == .journal, let read = journals[file.id] else { return false }
+        if state.devices[read.device]?.forgotten == true { return true }
+        return journals.values.contains { $0.device == read.device && $0.firstSeq > read.firstSeq }
+    }
+
     /// True for the journal this device appends to (never replaced from elsewhere).
     public func isOwnOpenJournal(_ file: SyncFile) -> Bool {
         file.kind == .journal && journal?.id == file.id && !file.isCopy

@@ -82,8 +82,7 @@ enum SyncCommand {
         var report = Report()
         // Journals there that do not read and hold more than the copies here: not taken, and
         // said when the sync ends, after this device's own files went (review BE-4).
-        var unreadThere: [String] = []
-        var unreadCopiesThere: [String] = []
+        var unreadThere: [UnreadJournal] = []
         let startSize = Dictionary(fetching.here.map { ($0.0.key, $0.1) }, uniquingKeysWith: { a, _ in a })
         func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
@@ -125,19 +124,17 @@ enum SyncCommand {
                         // the journal here lacks (review BF-1: every sync failed for good) —
                         // not once that journal is retired, and will never grow (BH-4).
                         let journal = max(startSize[file.originalKey] ?? 0, there[file.originalKey] ?? 0)
-                        if vault.isRetired(file) {
-                            s.warning("sync", "\(shown) does not read (\(why)); a sync engine's copy of a retired journal, which no device writes: it was not taken; delete it there")
-                        } else if journal >= (there[file.key] ?? .max) {
+                        if journal >= (there[file.key] ?? .max) {
                             s.warning("sync", "\(shown) does not read (\(why)); a sync engine's copy, not longer than the journal, which no device writes: it was not taken; delete it there")
                         } else {
-                            unreadCopiesThere.append("\(shown) (\(why))")
+                            unreadThere.append(UnreadJournal(file: file, shown: shown, why: why))
                         }
                     } else if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
                         s.warning("sync", "\(shown) does not read (\(why)); it was not taken, and the copy here replaces it")
                         report.extendsThere.insert(file.key)
                         fetching.forkedThere.remove(file.key)
                     } else {
-                        unreadThere.append("\(shown) (\(why))")
+                        unreadThere.append(UnreadJournal(file: file, shown: shown, why: why))
                     }
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
@@ -227,13 +224,46 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        let unread = !unreadThere.isEmpty ? CommandFailure(
-            "journals there do not read and hold more than the copies here, and were not taken: \(unreadThere.joined(separator: ", "))",
-            hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup")
-            : !unreadCopiesThere.isEmpty ? CommandFailure(
-            "sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(unreadCopiesThere.joined(separator: ", "))",
-            hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then") : nil
-        try finish(s, remote, report, unread)
+        try finish(s, remote, report, unreadFailure(s, unreadThere))
+    }
+
+    /// A journal there, or a sync engine's copy of one, that does not read and may hold more
+    /// than the copies here: `shown` is its name for messages, `why` what did not read.
+    private struct UnreadJournal {
+        let file: SyncFile
+        let shown: String
+        let why: String
+    }
+
+    /// Judges the journals there that did not read and may hold more than the copies here,
+    /// once the merge has read what arrived (which may retire them): the failure that ends the
+    /// sync, if any. One that is retired, or an engine's copy of a retired journal, is only
+    /// warned of: no device appends to it again, and every record of it that reads was carried
+    /// on, so failing would fail every sync for good (reviews BF-1, BH-4). A journal whose device
+    /// writes it no more (forgotten, or gone on in a later journal) fails it, saying that only
+    /// the user can replace it.
+    private static func unreadFailure(_ s: Session, _ unread: [UnreadJournal]) -> CommandFailure? {
+        for journal in unread where s.vault.isRetired(journal.file) {
+            let what = journal.file.isCopy ? "a sync engine's copy of a retired journal" : "a retired journal"
+            s.warning("sync", "\(journal.shown) does not read (\(journal.why)); \(what), which no device writes again: it was not taken; delete it there")
+        }
+        let failing = unread.filter { !s.vault.isRetired($0.file) }
+        let copies = failing.filter(\.file.isCopy), journals = failing.filter { !$0.file.isCopy }
+        let writtenNoMore = journals.filter { s.vault.isWrittenNoMore($0.file) }
+        if !journals.isEmpty {
+            let named = journals.map { j in "\(j.shown) (\(j.why)\(writtenNoMore.contains { $0.file == j.file } ? "; its device writes it no more" : ""))" }
+            return CommandFailure(
+                "journals there do not read and hold more than the copies here, and were not taken: \(named.joined(separator: ", "))",
+                hint: writtenNoMore.isEmpty
+                    ? "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup"
+                    : "a journal whose device writes it no more (forgotten, or gone on in a later journal) is replaced only by you: copy it there from a backup, or delete it there and the next sync sends the copy here in its place (what it held past that is lost)")
+        }
+        if !copies.isEmpty {
+            return CommandFailure(
+                "sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(copies.map { "\($0.shown) (\($0.why))" }.joined(separator: ", "))",
+                hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then")
+        }
+        return nil
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
