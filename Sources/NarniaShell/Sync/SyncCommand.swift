@@ -244,8 +244,11 @@ enum SyncCommand {
     /// the user can replace it.
     private static func unreadFailure(_ s: Session, _ unread: [UnreadJournal]) -> CommandFailure? {
         for journal in unread where s.vault.isRetired(journal.file) {
-            let what = journal.file.isCopy ? "a sync engine's copy of a retired journal" : "a retired journal"
-            s.warning("sync", "\(journal.shown) does not read (\(journal.why)); \(what), which no device writes again: it was not taken; delete it there")
+            if journal.file.isCopy {
+                s.warning("sync", "\(journal.shown) does not read (\(journal.why)); a sync engine's copy of a retired journal, which no device writes: it was not taken; delete it there")
+            } else {
+                s.warning("sync", "\(journal.shown) does not read (\(journal.why)); a retired journal, which no device writes again: it was not taken, and stays there unread (the records its retirement read were carried on; any others are only in a backup that holds it whole): replace it there with such a copy, or delete it")
+            }
         }
         let failing = unread.filter { !s.vault.isRetired($0.file) }
         let copies = failing.filter(\.file.isCopy), journals = failing.filter { !$0.file.isCopy }
