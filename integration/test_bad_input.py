@@ -489,3 +489,30 @@ def test_a_current_host_folder_removed_after_start_is_said_not_taken_for_the_roo
     assert p.returncode == 1, (out, err)
     assert b"the current host folder was removed, or its path is no longer valid UTF-8" in err, err
     assert not os.path.exists("/notes.txt")
+
+
+def test_files_dated_beyond_what_nanoseconds_hold_are_taken_with_the_nearest_date(base, tmp_path):
+    """Review BK-1: `import`, `drop` and `lls -l` of a file dated 2300 (ext4 holds 1901 to 2446)
+    stopped the program with a signal (exit 70): the nanoseconds overflowed. Such a time is held
+    to 2262-04-11, the latest a vault holds; a file dated before 1970, between two seconds, comes
+    back out with its date to the nanosecond (futimens refused the negative nanoseconds)."""
+    src = tmp_path / "dated"
+    src.mkdir()
+    for name, date in [("a.txt", None), ("future.txt", "2300-01-01 00:00:00"), ("old.txt", "1905-06-01 12:00:00.5")]:
+        (src / name).write_text(name)
+        if date:
+            subprocess.run(["touch", "-d", date, str(src / name)], check=True, env={**os.environ, "TZ": "UTC"})
+    old_ns = (src / "old.txt").stat().st_mtime_ns
+    r = base.ok(f"lls -l {q(str(src))}")
+    assert any(l.endswith(" future.txt") and "2262" in l for l in r.out_lines), r.describe()
+    r = base("drop", str(src), passphrase=None)
+    assert r.rc == 0 and "dropped" in r.out, r.describe()
+    r = base.ok(f"mkdir /d; cd /d; import --keep {q(str(src))}; ls -l /d/dated; stat /d/dated/future.txt")
+    assert any(l.endswith(" future.txt") and "2262" in l for l in r.out_lines), r.describe()
+    assert "modified: 2262-04-11T23:47:16Z" in r.out_lines, r.describe()
+    assert sorted(base.ok("ls /Inbox/dated").out_lines) == ["a.txt", "future.txt", "old.txt"]
+    out = tmp_path / "out"
+    out.mkdir()
+    base.ok(f"export /d/dated {q(str(out))}")
+    assert (out / "dated" / "old.txt").stat().st_mtime_ns == old_ns, "a date before 1970 comes back whole"
+    assert (out / "dated" / "future.txt").stat().st_mtime_ns == 2**63 - 1

@@ -1,4 +1,5 @@
 import NarniaLanguage
+import NarniaSystem
 import Glibc
 import NarniaStore
 
@@ -20,7 +21,7 @@ enum Formatting {
     }
 
     private static func format(_ nanoseconds: Int64, _ pattern: String, utc: Bool) -> String {
-        var t = time_t(nanoseconds / 1_000_000_000)
+        var t = time_t(Nanoseconds.seconds(nanoseconds))
         var parts = tm()
         if utc { gmtime_r(&t, &parts) } else { localtime_r(&t, &parts) }
         var buffer = [CChar](repeating: 0, count: 64)

@@ -357,7 +357,7 @@ public final class FileDescriptor: @unchecked Sendable {
 
     /// Sets the access and modification times (`futimens`); failures are ignored.
     public func setTimes(nanoseconds: Int64) {
-        let t = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        let t = Nanoseconds.timespecOf(nanoseconds)
         var times = [t, t]
         _ = futimens(raw, &times)
     }

@@ -178,11 +178,11 @@ extension stat {
     public var isRegularFile: Bool { (st_mode & S_IFMT) == S_IFREG }
     /// True for a symbolic link.
     public var isSymbolicLink: Bool { (st_mode & S_IFMT) == S_IFLNK }
-    /// The modification time in nanoseconds since the epoch.
-    public var modifiedNanoseconds: Int64 { Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec) }
+    /// The modification time in nanoseconds since the epoch (held to 1677–2262: `Nanoseconds`).
+    public var modifiedNanoseconds: Int64 { Nanoseconds.of(st_mtim) }
     /// When the file's content or status last changed (`st_ctim`): a time no program can set,
     /// which a file's modification time, set by a copy, is not.
-    public var changedNanoseconds: Int64 { Int64(st_ctim.tv_sec) * 1_000_000_000 + Int64(st_ctim.tv_nsec) }
+    public var changedNanoseconds: Int64 { Nanoseconds.of(st_ctim) }
 }
 
 extension FileSystem {

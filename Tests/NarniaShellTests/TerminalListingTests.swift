@@ -23,6 +23,13 @@ final class TerminalListingTests: XCTestCase {
         }
     }
 
+    /// A drop's time is any Int64 its dropper chose, and a file's is held to the ends (review
+    /// BK-1): no trap, and the year.
+    func testCoreutilsDatesAtTheEndsOfWhatATimeHolds() {
+        XCTAssertEqual(TerminalListing.coreutilsDate(.min, now: now), "Sep 21  1677")
+        XCTAssertEqual(TerminalListing.coreutilsDate(.max, now: now), "Apr 11  2262")
+    }
+
     func testLongListingAlignsHumanSizes() {
         let items = [
             ListedItem(name: "photos", kind: .folder, size: nil, modified: now),

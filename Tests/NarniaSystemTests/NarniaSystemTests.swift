@@ -60,4 +60,19 @@ final class NarniaSystemTests: XCTestCase {
         let fd = try FileDescriptor.open(directory + "/fifo", .readOnly, options: [.noFollow, .nonBlocking])
         XCTAssertFalse(try fd.status().isRegularFile)
     }
+
+    /// Review BK-1: a file dated 2300 (ext4 holds it) trapped the seconds-to-nanoseconds product.
+    func testNanosecondsHoldToTheEndsAndRoundDown() {
+        XCTAssertEqual(Nanoseconds.of(timespec(tv_sec: 10_413_792_000, tv_nsec: 0)), .max, "2300-01-01")
+        XCTAssertEqual(Nanoseconds.of(timespec(tv_sec: -11_676_096_000, tv_nsec: 0)), .min, "1600-01-01")
+        XCTAssertEqual(Nanoseconds.of(timespec(tv_sec: 9_223_372_036, tv_nsec: 999_999_999)), .max, "the sum overflows")
+        XCTAssertEqual(Nanoseconds.of(timespec(tv_sec: -2, tv_nsec: 500_000_000)), -1_500_000_000)
+        let t = Nanoseconds.timespecOf(-1_500_000_000)
+        XCTAssertEqual([t.tv_sec, t.tv_nsec], [-2, 500_000_000], "futimens takes 0 ... 999,999,999 nanoseconds")
+        XCTAssertEqual([Nanoseconds.seconds(-1), Nanoseconds.seconds(-1_000_000_000), Nanoseconds.seconds(999_999_999)], [-1, -1, 0])
+        XCTAssertEqual(Nanoseconds.distance(.min, .max), .max)
+        XCTAssertEqual(Nanoseconds.distance(5, -5), 10)
+        XCTAssertEqual(Nanoseconds.difference(.min, 1), .min)
+        XCTAssertEqual(Nanoseconds.difference(.max, -1), .max)
+    }
 }

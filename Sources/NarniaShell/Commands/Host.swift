@@ -90,7 +90,7 @@ enum Host {
             let width = sizes.map(\.count).max() ?? 1
             for ((name, est), size) in zip(entries, sizes) {
                 let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
-                let ns = Int64(est.st_mtim.tv_sec) * 1_000_000_000
+                let ns = est.modifiedNanoseconds
                 // The date as `ls -l` gives it in the same place: coreutils' on a terminal.
                 let date = s.out.isTerminal ? TerminalListing.coreutilsDate(ns, now: TerminalListing.now()) : Formatting.shortDate(ns)
                 s.out.line("\(type) \(String(repeating: " ", count: width - size.count))\(size) \(date) \(s.out.name(name))")

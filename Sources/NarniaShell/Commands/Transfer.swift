@@ -26,7 +26,7 @@ enum Transfer {
     /// both keep the time). Times count to 2 seconds, which FAT keeps. Size alone took another
     /// file of the same size, a document edited in place, for the copy (review AE).
     static func isCopiedBefore(size: UInt64, modified: Int64, there: (size: UInt64, modified: Int64)) -> Bool {
-        size == there.size && abs(modified - there.modified) < 2_000_000_000
+        size == there.size && Nanoseconds.distance(modified, there.modified) < 2 * Nanoseconds.perSecond
     }
 
     // MARK: import

@@ -71,8 +71,8 @@ public enum TerminalListing {
     /// months (and not in the future), else `%b %e  %Y`. Both are 12 columns wide.
     public static func coreutilsDate(_ nanoseconds: Int64, now: Int64) -> String {
         let sixMonths: Int64 = 31_556_952 / 2 * 1_000_000_000    // half a Gregorian year, as coreutils
-        let recent = nanoseconds <= now && now - nanoseconds < sixMonths
-        var t = time_t(nanoseconds / 1_000_000_000)
+        let recent = nanoseconds <= now && Nanoseconds.difference(now, nanoseconds) < sixMonths
+        var t = time_t(Nanoseconds.seconds(nanoseconds))
         var parts = tm()
         localtime_r(&t, &parts)
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
