@@ -127,14 +127,14 @@ enum SyncCommand {
                         if journal >= (there[file.key] ?? .max) {
                             s.warning("sync", "\(shown) does not read (\(why)); a sync engine's copy, not longer than the journal, which no device writes: it was not taken; delete it there")
                         } else {
-                            unreadThere.append(UnreadJournal(file: file, shown: shown, why: why))
+                            unreadThere.append(UnreadJournal(file: file, size: there[file.key] ?? 0, shown: shown, why: why))
                         }
                     } else if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
                         s.warning("sync", "\(shown) does not read (\(why)); it was not taken, and the copy here replaces it")
                         report.extendsThere.insert(file.key)
                         fetching.forkedThere.remove(file.key)
                     } else {
-                        unreadThere.append(UnreadJournal(file: file, shown: shown, why: why))
+                        unreadThere.append(UnreadJournal(file: file, size: there[file.key] ?? 0, shown: shown, why: why))
                     }
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
@@ -228,45 +228,48 @@ enum SyncCommand {
     }
 
     /// A journal there, or a sync engine's copy of one, that does not read and may hold more
-    /// than the copies here: `shown` is its name for messages, `why` what did not read.
+    /// than the copies here: `size` is its length there, `shown` its name for messages, `why`
+    /// what did not read.
     private struct UnreadJournal {
         let file: SyncFile
+        let size: Int64
         let shown: String
         let why: String
     }
 
     /// Judges the journals there that did not read and may hold more than the copies here,
     /// once the merge has read what arrived (which may retire them): the failure that ends the
-    /// sync, if any. One that is retired, or an engine's copy of a retired journal, is only
-    /// warned of: no device appends to it again, and every record of it that reads was carried
-    /// on, so failing would fail every sync for good (reviews BF-1, BH-4). A journal whose device
-    /// writes it no more (forgotten, or gone on in a later journal) fails it, saying that only
-    /// the user can replace it.
+    /// sync, if any.
+    ///
+    /// One that is retired and no longer than what its retirements read is only warned of:
+    /// every record of it that reads was carried on, and no device appends to it again, so
+    /// failing would fail every sync for good (reviews BF-1, BH-4). One that no device writes
+    /// again and that may hold records no device has read — retired, and longer than its
+    /// retirements read (a fork's records, or this device's own lost ones: review BK-2); or
+    /// a journal whose device was forgotten or went on in a later journal — fails the sync,
+    /// saying that only the user can replace it. Any other journal is replaced by its device
+    /// at its next change and sync, and an engine's copy of one once the journal is as long.
     private static func unreadFailure(_ s: Session, _ unread: [UnreadJournal]) -> CommandFailure? {
-        for journal in unread where s.vault.isRetired(journal.file) {
-            if journal.file.isCopy {
-                s.warning("sync", "\(journal.shown) does not read (\(journal.why)); a sync engine's copy of a retired journal, which no device writes: it was not taken; delete it there")
-            } else {
-                s.warning("sync", "\(journal.shown) does not read (\(journal.why)); a retired journal, which no device writes again: it was not taken, and stays there unread (the records its retirement read were carried on; any others are only in a backup that holds it whole): replace it there with such a copy, or delete it")
-            }
+        let vault = s.vault
+        func allRead(_ j: UnreadJournal) -> Bool { vault.isRetired(j.file) && !vault.isUnreadThere(j.file, size: j.size) }
+        func forGood(_ j: UnreadJournal) -> Bool { vault.isRetired(j.file) || (!j.file.isCopy && vault.isWrittenNoMore(j.file)) }
+        for j in unread where allRead(j) {
+            let what = j.file.isCopy ? "a sync engine's copy of a retired journal" : "a retired journal"
+            s.warning("sync", "\(j.shown) does not read (\(j.why)); \(what), no longer than its retirement read, which no device writes again: it was not taken; delete it there")
         }
-        let failing = unread.filter { !s.vault.isRetired($0.file) }
-        let copies = failing.filter(\.file.isCopy), journals = failing.filter { !$0.file.isCopy }
-        let writtenNoMore = journals.filter { s.vault.isWrittenNoMore($0.file) }
-        if !journals.isEmpty {
-            let named = journals.map { j in "\(j.shown) (\(j.why)\(writtenNoMore.contains { $0.file == j.file } ? "; its device writes it no more" : ""))" }
-            return CommandFailure(
-                "journals there do not read and hold more than the copies here, and were not taken: \(named.joined(separator: ", "))",
-                hint: writtenNoMore.isEmpty
-                    ? "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup"
-                    : "a journal whose device writes it no more (forgotten, or gone on in a later journal) is replaced only by you: copy it there from a backup, or delete it there and the next sync sends the copy here in its place (what it held past that is lost)")
+        let failing = unread.filter { !allRead($0) }
+        guard !failing.isEmpty else { return nil }
+        let named = failing.map { j in "\(j.shown) (\(j.why)\(forGood(j) ? "; no device writes it again" : ""))" }.joined(separator: ", ")
+        if failing.contains(where: forGood) {
+            return CommandFailure("journals there do not read and may hold records that no device here has read, and were not taken: \(named)",
+                                  hint: "no device writes such a journal again, so only you can replace it: copy it there whole from a backup; or delete it there, giving up what it holds past the copies here")
         }
-        if !copies.isEmpty {
-            return CommandFailure(
-                "sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(copies.map { "\($0.shown) (\($0.why))" }.joined(separator: ", "))",
-                hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then")
+        if failing.allSatisfy(\.file.isCopy) {
+            return CommandFailure("sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(named)",
+                                  hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then")
         }
-        return nil
+        return CommandFailure("journals there do not read and hold more than the copies here, and were not taken: \(named)",
+                              hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup")
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
