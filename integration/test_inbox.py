@@ -540,3 +540,20 @@ def test_a_shard_folder_that_is_a_link_is_said_and_nothing_is_written_through_it
     r = vault.c("verify")
     assert r.rc == 1 and "are not folders (symbolic links?)" in r.err, r.describe()
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("call", ["linkat", "unlink", "fsync"])
+def test_a_drop_finds_an_inbox_key_whenever_a_rotation_is_killed(vault, tmp_path, call):
+    """Review BK-3: `inbox-key --rotate` (and `passwd --rotate`) deleted the old inbox public
+    file before writing the new one: a drop in between, or after a kill there until the next
+    unlock, failed ("no inbox key yet: unlock it once with this version"). The new file is in
+    place before the old is retired; killed at any of these calls, a drop still goes in."""
+    source = tmp_path / "note.txt"
+    source.write_text("dropped while the key turned")
+    for when in range(1, 7):
+        vault("-c", "inbox-key --rotate",
+              wrapper=["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={when}"])
+        r = drop(vault, source)
+        assert "dropped" in r.out, r.describe()
+    r = vault.ok("ls /Inbox")
+    assert len(r.out_lines) == 6, r.describe()

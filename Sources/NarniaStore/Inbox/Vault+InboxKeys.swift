@@ -95,16 +95,21 @@ extension Vault {
     }
 
     /// A new pair: the record holding it is durable before its public file exists, so no drop
-    /// is ever sealed to a key the vault could lose.
+    /// is ever sealed to a key the vault could lose; and the old public files are retired (and
+    /// so deleted) only once the new one is in place, so that a dropper always finds one
+    /// (review BK-3: between the two, or after a kill there, `drop` failed, blaming an old
+    /// version of narnia). A kill before the retirement leaves an old public file, unused
+    /// (droppers take the newest) until the next rotation retires it.
     private func makeInboxKeyPair(retiring old: [Identifier]) throws -> InboxKeyPair {
         let (secret, publicKey) = try X25519.generateKeyPair()
         let pair = InboxKeyPair(file: .random(), secret: secret, publicKey: publicKey, created: SystemClock.nowNanoseconds())
         let value = secret.withUnsafeBytes { Hex.string($0) } + " " + Hex.string(publicKey) + " " + String(pair.created)
-        let known = knowledgeOfNextRecord
-        var ops: [Operation] = [.setSetting(key: Self.inboxKeySettingPrefix + pair.file.hex, value: value)]
-        ops += old.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }
-        try commit(ops, view: .none)
+        try commit([.setSetting(key: Self.inboxKeySettingPrefix + pair.file.hex, value: value)], view: .none)
         try writeInboxPublicFile(pair)
+        if !old.isEmpty {
+            let known = knowledgeOfNextRecord
+            try commit(old.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        }
         return pair
     }
 
