@@ -557,3 +557,22 @@ def test_a_drop_finds_an_inbox_key_whenever_a_rotation_is_killed(vault, tmp_path
         assert "dropped" in r.out, r.describe()
     r = vault.ok("ls /Inbox")
     assert len(r.out_lines) == 6, r.describe()
+
+
+def test_a_drop_made_while_a_session_is_open_is_adopted_at_its_next_sync(vault, tmp_path):
+    """Review BK-4: adoption comes "at every unlock and after each sync", but a drop made while
+    a session was open was adopted after its `sync` only when the sync received something (the
+    session had not read the store again). Files that came into the store since it was read
+    make the sync read it again."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    session = vault.popen("-b", "-", stdin=subprocess.PIPE)
+    session.stdin.write(b"pwd\n")
+    session.stdin.flush()
+    assert session.stdout.readline() == b"/\n", "the session is open"
+    source = tmp_path / "during.txt"
+    source.write_text("dropped during the session")
+    drop(vault, source)
+    out, err = session.communicate(f"sync {q(str(remote))}\nls /Inbox\n".encode(), timeout=60)
+    assert session.returncode == 0, err
+    assert out.decode().splitlines()[-2:] == ["new: /Inbox/during.txt", "during.txt"], (out, err)

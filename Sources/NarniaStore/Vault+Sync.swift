@@ -220,6 +220,12 @@ extension Vault {
         return out
     }
 
+    /// True when `files` (store files present here, `localSyncFiles`) hold one this session
+    /// neither read nor wrote: a drop made while it was open, or a file a sync engine brought.
+    public func holdsFilesNotRead(_ files: [SyncFile]) -> Bool {
+        files.contains { $0.kind != .keyFile && inventory.files[$0.id] == nil }
+    }
+
     /// A new folder inside the store for files to arrive into (a sync), or a new journal to
     /// wait in for its first record where there are no unnamed files, named with this
     /// device's tag (one an interrupted process left is removed at the next open).

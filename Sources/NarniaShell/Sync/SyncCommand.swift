@@ -155,10 +155,13 @@ enum SyncCommand {
         // what the merge left unneeded), then send what the remote lacks: objects and key
         // files, then journals, then the copies of forked journals; and delete retired files
         // every device has heard of, on both sides.
-        // Nothing arrived: the merge would change nothing, and the plan stands as it was.
+        // Nothing arrived, and nothing came into the store by other ways since it was read (a
+        // drop made meanwhile, which is adopted after the merge: review BK-4): the merge would
+        // change nothing, and the plan stands as it was.
         var sending: SyncPlan
-        if report.received > 0 {
+        if report.received > 0 || vault.holdsFilesNotRead(fetching.here.map(\.0)) {
             report.change = try merge(vault)
+            report.merged = true
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
             // A retired journal the merge read and then deleted here held nothing unread: nor
             // does its copy there, the one fetched or one of the same length (which, longer than
@@ -410,6 +413,8 @@ enum SyncCommand {
         var forks: [SyncFile] = []
         /// How the merge changed the tree.
         var change: TreeChange?
+        /// True when the store was read again (what arrived, or came in by other ways).
+        var merged = false
     }
 
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
@@ -420,7 +425,7 @@ enum SyncCommand {
         let change = try report.change ?? merge(s.vault)
         // What the merge found, when files arrived or the merge is made here (opening's own
         // warnings were said at open).
-        if report.received > 0 || report.change == nil {
+        if report.merged || report.change == nil {
             for warning in s.vault.warnings { s.warning("sync", warning) }
         }
         // Drops the sync brought in are adopted now, as at unlock: new items too.
