@@ -576,3 +576,22 @@ def test_a_drop_made_while_a_session_is_open_is_adopted_at_its_next_sync(vault, 
     out, err = session.communicate(f"sync {q(str(remote))}\nls /Inbox\n".encode(), timeout=60)
     assert session.returncode == 0, err
     assert out.decode().splitlines()[-2:] == ["new: /Inbox/during.txt", "during.txt"], (out, err)
+
+
+def test_an_age_file_whose_name_without_age_is_no_name_is_refused_naming_it(vault, host):
+    """Review BK-5: `..age` sent to the inbox recipient, whose name without `.age` is `.`, was
+    refused without its host path ("import: '.' and '..' cannot be used as names"): with
+    several sources, which one? The message names it; the original stays."""
+    age = shutil.which("age")
+    if age is None:
+        pytest.skip("age is not installed (make test installs it)")
+    [recipient] = [l.split()[1] for l in vault.ok("inbox-key").out_lines if l.startswith("age ")]
+    (host / "plain").write_bytes(b"secret")
+    for name in ("..age", "...age", "ok.txt.age"):
+        subprocess.run([age, "-r", recipient, "-o", str(host / name), str(host / "plain")], check=True)
+    r = vault.c(f"import --move {q(str(host / '..age'))} {q(str(host / '...age'))} {q(str(host / 'ok.txt.age'))}")
+    assert r.rc == 1, r.describe()
+    for name in ("..age", "...age"):
+        assert f"narnia: error: import: {host / name}: not imported: '.' and '..' cannot be used as names" in r.err_lines, r.describe()
+        assert (host / name).exists(), "the original stays"
+    assert vault.ok("ls /").out_lines == ["ok.txt"]

@@ -178,6 +178,9 @@ struct ImportRun: HostTreeVisitor {
             stoppedEarly = true
         } catch let e as AgeError {
             fail("\(path): not imported: \(e)")
+        } catch let e as NameError {
+            // The name an age file is given without `.age` (review BK-5: said without the path).
+            fail("\(path): not imported: \(e)")
         } catch let e as SystemError where e.isDiskFull {
             diskFull = true
             fail("\(path): not imported: the disk holding the vault is full")
