@@ -516,3 +516,18 @@ def test_files_dated_beyond_what_nanoseconds_hold_are_taken_with_the_nearest_dat
     base.ok(f"export /d/dated {q(str(out))}")
     assert (out / "dated" / "old.txt").stat().st_mtime_ns == old_ns, "a date before 1970 comes back whole"
     assert (out / "dated" / "future.txt").stat().st_mtime_ns == 2**63 - 1
+
+
+@pytest.mark.parametrize("clock", ["2300-01-01 00:00:00", "1677-09-21 12:00:00"])
+def test_a_clock_beyond_what_nanoseconds_hold_stops_nothing(base, tmp_path, clock):
+    """Review BL-3: with the system clock past 2262-04-11 every command stopped with a signal
+    (exit 70), drop included; within a day of 1677-09-21, so did opening. The clock is held to
+    the ends as file times are."""
+    (tmp_path / "note.txt").write_text("note")
+    wrap = {"wrapper": ["faketime", clock], "env": {**base.env, "NO_FAKE_STAT": "1"}}
+    r = base("drop", str(tmp_path / "note.txt"), passphrase=None, **wrap)
+    assert r.rc == 0, r.describe()
+    r = base.c("mkdir /then; ls -l /", **wrap)
+    assert r.rc == 0 and "then" in r.out, r.describe()
+    r = base.ok("ls /; ls /Inbox")
+    assert "then" in r.out_lines and "note.txt" in r.out_lines, r.describe()

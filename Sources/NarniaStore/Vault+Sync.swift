@@ -163,9 +163,10 @@ extension Vault {
         return RetiredFile(kind: kind, id: file.id)
     }
 
-    /// True when journal `file`, read here, is one its device appends to no more: that device
-    /// was forgotten (`devices forget`), or went on in a later journal. Its writer never
-    /// replaces a damaged longer copy of it elsewhere.
+    /// True when journal `file` (or a sync engine's copy of it), read here, is one its device
+    /// appends to no more: that device was forgotten (`devices forget`), or went on in a later
+    /// journal. Its writer never replaces a damaged longer copy of it elsewhere, nor grows it
+    /// as long as one.
     public func isWrittenNoMore(_ file: SyncFile) -> Bool {
         guard file.kind == .journal, let read = journals[file.id] else { return false }
         if state.devices[read.device]?.forgotten == true { return true }

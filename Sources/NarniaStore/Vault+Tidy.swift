@@ -224,7 +224,7 @@ extension Vault {
     /// source holds the whole file. A younger one may be a drop being written on another
     /// machine, or a transfer under way, and is left.
     func removeLeftTemporaryFiles() {
-        let limit = SystemClock.nowNanoseconds() - Self.leftStagingAge
+        let limit = Nanoseconds.difference(SystemClock.nowNanoseconds(), Self.leftStagingAge)
         inventory.temporaryFiles.removeAll { path in
             let full = layout.root + "/" + path
             // This device's own store probe, left by a sync killed while it listed: the lock is
@@ -261,6 +261,6 @@ extension Vault {
             guard let st = try? FileSystem.lstatIfExists(path + "/" + name), st.isRegularFile else { return false }
             newest = max(newest, st.modifiedNanoseconds)
         }
-        return newest < SystemClock.nowNanoseconds() - Self.leftStagingAge
+        return newest < Nanoseconds.difference(SystemClock.nowNanoseconds(), Self.leftStagingAge)
     }
 }

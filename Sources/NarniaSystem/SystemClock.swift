@@ -9,10 +9,12 @@ public enum SystemClock {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    /// Nanoseconds since the Unix epoch (`CLOCK_REALTIME`), for item dates.
+    /// Nanoseconds since the Unix epoch (`CLOCK_REALTIME`), for item dates: held to
+    /// 1677–2262 as file times are (`Nanoseconds`; review BL-3: a clock set past 2262 stopped
+    /// every command).
     public static func nowNanoseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        return Nanoseconds.of(ts)
     }
 }

@@ -361,7 +361,7 @@ struct Original {
     /// Modified so shortly before it was read that a later rewrite could leave its status
     /// unchanged: its bytes are compared with the vault's copy before it goes, as git does
     /// for an index entry as new as the index.
-    var isRacy: Bool { read.modifiedNanoseconds > readStarted - Self.racyWindow }
+    var isRacy: Bool { read.modifiedNanoseconds > Nanoseconds.difference(readStarted, Self.racyWindow) }
 
     /// Removes the original if it is unchanged and no program has it open for writing; throws
     /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its

@@ -249,13 +249,14 @@ enum SyncCommand {
     /// failing would fail every sync for good (reviews BF-1, BH-4). One that no device writes
     /// again and that may hold records no device has read — retired, and longer than its
     /// retirements read (a fork's records, or this device's own lost ones: review BK-2); or
-    /// a journal whose device was forgotten or went on in a later journal — fails the sync,
-    /// saying that only the user can replace it. Any other journal is replaced by its device
-    /// at its next change and sync, and an engine's copy of one once the journal is as long.
+    /// a journal, or an engine's copy of one, whose device was forgotten or went on in a later
+    /// journal (BL-1) — fails the sync, saying that only the user can replace it. Any other
+    /// journal is replaced by its device at its next change and sync, and an engine's copy of
+    /// one is only warned of once the journal is as long.
     private static func unreadFailure(_ s: Session, _ unread: [UnreadJournal]) -> CommandFailure? {
         let vault = s.vault
         func allRead(_ j: UnreadJournal) -> Bool { vault.isRetired(j.file) && !vault.isUnreadThere(j.file, size: j.size) }
-        func forGood(_ j: UnreadJournal) -> Bool { vault.isRetired(j.file) || (!j.file.isCopy && vault.isWrittenNoMore(j.file)) }
+        func forGood(_ j: UnreadJournal) -> Bool { vault.isRetired(j.file) || vault.isWrittenNoMore(j.file) }
         for j in unread where allRead(j) {
             let what = j.file.isCopy ? "a sync engine's copy of a retired journal" : "a retired journal"
             s.warning("sync", "\(j.shown) does not read (\(j.why)); \(what), no longer than its retirement read, which no device writes again: it was not taken; delete it there")
@@ -267,12 +268,15 @@ enum SyncCommand {
             return CommandFailure("journals there do not read and may hold records that no device here has read, and were not taken: \(named)",
                                   hint: "no device writes such a journal again, so only you can replace it: copy it there whole from a backup; or delete it there, giving up what it holds past the copies here")
         }
+        // A journal not read here may be one whose device was forgotten or went on: said too
+        // (review BL-2), since this device cannot tell.
+        let unlessForgotten = "unless its device was forgotten or went on in a later journal: then only you can replace it, with a whole copy from a backup, or by deleting it there (giving up what it holds past the copies here)"
         if failing.allSatisfy(\.file.isCopy) {
             return CommandFailure("sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(named)",
-                                  hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then")
+                                  hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then — \(unlessForgotten)")
         }
         return CommandFailure("journals there do not read and hold more than the copies here, and were not taken: \(named)",
-                              hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs; or copy the store's files there from a backup")
+                              hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs, \(unlessForgotten)")
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
