@@ -271,14 +271,17 @@ FAKE_MPV = """\
 rec="$FAKE_MPV_DIR"
 echo $$ > "$rec/pid.tmp"
 for a in "$@"; do printf '%s\\n' "$a"; done > "$rec/argv"
+env > "$rec/env"
 fd=$(for a in "$@"; do case "$a" in fd://*) echo "${a#fd://}";; esac; done)
 sha256sum < "/proc/self/fd/$fd" > "$rec/sha"
 mv "$rec/pid.tmp" "$rec/pid"
 exec sleep 300
 """
 
+# No messages (review BM-1: mpv quotes strings of the file in its warnings, escape sequences and
+# all, onto the terminal).
 HARDENING = ["--mute=yes", "--no-config", "--ytdl=no", "--load-scripts=no", "--autoload-files=no",
-             "--no-resume-playback", "--save-position-on-quit=no"]
+             "--no-resume-playback", "--save-position-on-quit=no", "--msg-level=all=no"]
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL", "SIGHUP"])
@@ -287,7 +290,7 @@ def test_mpv_gets_every_hardening_flag_and_dies_with_the_session(vault, media, t
     bindir, rec = tmp_path / "fakebin", tmp_path / "rec"
     rec.mkdir()
     fake_bin(bindir, "mpv", FAKE_MPV)
-    env = env_with(vault, bindir, FAKE_MPV_DIR=str(rec), DISPLAY=None, WAYLAND_DISPLAY=None)
+    env = env_with(vault, bindir, FAKE_MPV_DIR=str(rec), DISPLAY=None, WAYLAND_DISPLAY=None, MPV_VERBOSE="1", FFREPORT="level=32")
     proc = subprocess.Popen(vault.argv(["-c", "open clip.mp4"]), env=env, cwd=str(vault.workdir),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -298,6 +301,8 @@ def test_mpv_gets_every_hardening_flag_and_dies_with_the_session(vault, media, t
         titles = [a for a in argv if a.startswith("--force-media-title=")]
         assert titles and "clip" not in titles[0], argv
         assert "--vo=tct" in argv, "no display: the video must go to the terminal"
+        given = (rec / "env").read_text().splitlines()
+        assert not [v for v in given if v.startswith(("MPV_VERBOSE=", "FFREPORT="))], "withheld from helpers (review BM-2)"
         inputs = [a for a in argv if a.startswith("fd://")]
         assert len(inputs) == 1 and argv[-1] == inputs[0], argv
         assert not any("clip.mp4" in a for a in argv), "the item's name must not reach the player"
@@ -455,6 +460,18 @@ def test_grid_of_files_in_several_folders_draws_each_under_its_folder(vault, med
         assert plain.count("photo.png") == 2, plain
 
 
+def test_grid_leaves_no_report_file_whatever_the_environment_asks(vault, media, tmp_path):
+    """Review BM-2: with FFREPORT in the user's environment, the ffmpeg behind a video's
+    thumbnail wrote its report log into the current folder, plaintext: the video's title,
+    comment and place. No helper gets it."""
+    vault.ok(f"import {media / 'clip.mp4'}")
+    here = tmp_path / "here"
+    here.mkdir()
+    r = vault.c("grid", env=env_with(vault, FFREPORT="level=32"), cwd=here)
+    assert r.rc == 0, r.describe()
+    assert list(here.iterdir()) == [], "nothing written where narnia ran"
+
+
 def test_grid_in_colour_on_a_terminal(vault, media):
     need("chafa", "chafa")
     vault.ok("import " + " ".join(str(media / n) for n in MIXED))
@@ -587,7 +604,7 @@ def test_hide_names_in_the_grid(vault, media, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Panic from anywhere: Ctrl-\ ends everything, whatever runs
 
-CLEAR = b"\x1b[H\x1b[2J\x1b[?1049l\x1b[3J\x1b[H\x1b[2J\x1b[3J"
+CLEAR = b"\x1b[H\x1b[2J\x1b[?1049l\x1b[3J\x1b[H\x1b[2J\x1b[3J\x1b[?25h\x1b[?1l\x1b>"   # the cursor shown again last (BM-4)
 ENTER_ALTERNATE_SCREEN, LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049h", b"\x1b[?1049l"
 
 

@@ -228,7 +228,7 @@ enum Viewing {
             "--force-media-title=video", "--title=video", "--no-resume-playback", "--save-position-on-quit=no",
             "--watch-later-directory=/nonexistent", "--screenshot-directory=/nonexistent",
             "--input-conf=\(inputConfPath)", "--display-tags=", "--osd-playing-msg=", "--idle=no",
-            "--keep-open=no", "--cache-on-disk=no", "--msg-level=all=warn",
+            "--keep-open=no", "--cache-on-disk=no", "--msg-level=all=no",
         ]
         if !display { arguments.append("--vo=tct") }
         arguments.append("fd://\(contentFD)")

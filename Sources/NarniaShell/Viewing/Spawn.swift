@@ -206,14 +206,15 @@ final class Job {
         return nil
     }
 
-    /// The process's environment with `changes` applied, as `NAME=value` strings.
+    /// The process's environment with `changes` applied, as `NAME=value` strings, without the
+    /// variables no helper gets (`withheld`).
     static func environment(with changes: [String: String?]) -> [String] {
         var result: [String] = []
         var p = environ
         while let entry = p.pointee {
             let text = String(cString: entry)
             let name = String(text.prefix { $0 != "=" })
-            if changes[name] == nil { result.append(text) }
+            if changes[name] == nil && !withheld.contains(name) { result.append(text) }
             p += 1
         }
         for (name, value) in changes.sorted(by: { $0.key < $1.key }) {
@@ -221,6 +222,14 @@ final class Job {
         }
         return result
     }
+}
+
+extension Job {
+    /// Variables no helper gets, whatever the user's environment holds: they make a helper
+    /// write what it reads to a file — ffmpeg's report log, in the current folder, holds a
+    /// video's title, comment and place in clear (review BM-2) — or print it to the terminal
+    /// (mpv's verbose log), or read a configuration narnia's options do not cover.
+    static let withheld: Set<String> = ["FFREPORT", "MPV_VERBOSE", "MPV_HOME", "MPV_LEAK_REPORT"]
 }
 
 /// Calls `body` with a NULL-terminated C array of `strings`.
