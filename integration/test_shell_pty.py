@@ -15,6 +15,7 @@ terminal.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -267,6 +268,21 @@ def test_ctrl_c_at_the_prompt_clears_the_line(vault, shell):
     s.send("exit\r")
     assert s.wait() == 0
     assert vault.ok("ls").out_lines == ["made"]
+
+
+def test_a_pasted_c1_control_stays_in_the_line_and_never_reaches_the_screen_raw(vault, shell):
+    """Review BM-5: a C1 control (U+0080-U+009F) pasted at the prompt was dropped with a bell
+    and the rest of the line ran: `rm 'a\x9bb'` would name `ab`. It is kept, as pasted, and
+    shown as libedit shows what cannot be printed, never as the raw control."""
+    s = shell()
+    s.forget()
+    s.send(b"mkdir \xc2\x9bmade\r")
+    s.prompt("/")
+    echoed = s.skipped
+    assert b"\x9b" not in echoed.replace(b"\xc3\x9b", b""), echoed
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert [json.loads(l)["name"] for l in vault.ok("ls --json").out_lines] == ["\x9bmade"]
 
 
 def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_path):

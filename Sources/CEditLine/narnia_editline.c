@@ -63,6 +63,14 @@ narnia_el *narnia_el_open(const char *program, FILE *in, FILE *out, FILE *err,
     el_set(n->el, EL_PROMPT_ESC, prompt_trampoline, '\1');
     el_set(n->el, EL_ADDFN, "narnia-complete", "Complete a command, a path or a setting", complete_trampoline);
     el_set(n->el, EL_BIND, "^I", "narnia-complete", NULL);
+    /* C1 controls (U+0080-U+009F) are unbound in libedit's maps: pasted, they were dropped with
+     * a bell and the rest of the line ran, naming another file (review BM-5). Inserted, they
+     * show as libedit shows any character that cannot be printed (never raw), and the line is
+     * the one pasted. */
+    for (int c = 0x80; c <= 0x9f; c++) {
+        char key[3] = { (char)(0xc0 | (c >> 6)), (char)(0x80 | (c & 0x3f)), 0 };
+        el_set(n->el, EL_BIND, key, "ed-insert", NULL);
+    }
     /* ~/.editrc (or $EDITRC) last, so that a user's bindings win, as in every libedit program. */
     el_source(n->el, NULL);
     return n;
