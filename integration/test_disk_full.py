@@ -112,6 +112,26 @@ def test_move_keeps_the_empty_folders_whose_commit_failed(small_vault, tmp_path)
         assert name in in_vault or (src / name).is_dir(), f"{name}: removed from the host, not in the vault"
 
 
+def test_an_import_the_disk_stops_leaves_no_folder_it_did_not_begin_to_fill(small_vault, tmp_path):
+    """Review BO-1: the disk filled at a folder's first file; the import stopped as it should
+    (exit 1, every original kept), but the folder was committed, empty, and a rerun made
+    `src (2)` beside it. A run stopped early publishes no folder it put nothing in."""
+    n = small_vault
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    for i in range(20):
+        (src / "a" / f"s{i}").write_text(f"small {i}")
+    (src / "big.bin").write_bytes(os.urandom(SIZE_MIB * 2 << 20))
+    r = n.c(f"import --move {q(str(src))}")
+    assert r.rc == 1 and "the disk holding the vault is full" in r.err, r.describe()
+    in_vault = n.ok("find /").out_lines
+    assert "/src" not in in_vault or len(in_vault) > 1, f"an empty /src was left: {in_vault}"
+    assert (src / "big.bin").exists(), "the original that did not fit is kept"
+    for line in in_vault:
+        if line.startswith("/src/a/"):
+            assert not (src / "a" / line.rsplit("/", 1)[1]).exists(), "imported and moved"
+
+
 def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narnia_bin, tmp_path):
     n = Narnia(narnia_bin, tmp_path)
     n.init()

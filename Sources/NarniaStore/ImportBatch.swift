@@ -310,6 +310,33 @@ public final class ImportBatch {
         return resolved
     }
 
+    /// Unstages the new folders that hold nothing staged, innermost first, and returns them: an
+    /// import stopped early (out of space, interrupted) publishes what it took in, but no
+    /// folder it did not begin to fill (review BO-1: the disk filled at a folder's first file,
+    /// and the vault was left with that folder, empty).
+    @discardableResult
+    public func unstageEmptyFolders() -> Set<Identifier> {
+        var dropped = Set<Identifier>()
+        while true {
+            let parents = Set(staged.map { change -> Identifier in
+                switch change {
+                case .folder(let item), .file(let item), .content(of: let item, _, _, _): return item.parent
+                }
+            })
+            let empty = staged.compactMap { change -> Item? in
+                if case .folder(let item) = change, !parents.contains(item.id) { return item }
+                return nil
+            }
+            guard !empty.isEmpty else { return dropped }
+            for item in empty {
+                dropped.insert(item.id)
+                stagedFolders.remove(item.id)
+                reservedNames[item.parent]?.remove(item.name)
+            }
+            staged.removeAll { dropped.contains($0.id) }
+        }
+    }
+
     /// Drops every staged item and deletes their objects.
     public func abandon() {
         for resolve in pendingTypes.values { _ = resolve() }  // let running classifications finish

@@ -45,7 +45,7 @@ struct ImportRun: HostTreeVisitor {
     /// With `--move`, the host folders walked whose vault folders a commit made durable (to
     /// remove once emptied), and those whose vault folders wait in the batch.
     private var movedFolders = EmptiedFolders()
-    private var pendingFolders: [(identity: HostFileIdentity, path: String, top: String)] = []
+    private var pendingFolders: [(identity: HostFileIdentity, path: String, top: String, vaultFolder: Identifier?)] = []
     /// The path named on the command line whose folder is being walked.
     private var walkTop = ""
     /// With `--move`, originals removed that had other names (hard links), still open: their
@@ -196,13 +196,14 @@ struct ImportRun: HostTreeVisitor {
     /// there), into which its entries go.
     mutating func enterFolder(_ fd: FileDescriptor, path: String, name: String, in parent: Identifier) throws -> Identifier {
         let st = try fd.status()
-        if move { pendingFolders.append((HostFileIdentity(st), path, walkTop)) }
         if skipExisting, let there = existing(named: name, in: parent, matching: \.isFolder) {
+            if move { pendingFolders.append((HostFileIdentity(st), path, walkTop, nil)) }
             take(there)
             return there.id
         }
         let modified = st.modifiedNanoseconds
         let made = try batch.addFolder(named: name, in: parent, modified: modified)
+        if move { pendingFolders.append((HostFileIdentity(st), path, walkTop, made.id)) }
         take(made)
         return made.id
     }
@@ -232,8 +233,14 @@ struct ImportRun: HostTreeVisitor {
         importFile(fd, display: path, name: name, original: (folder, entry), into: place)
     }
 
-    /// Commits the batch, reports each file, then removes originals when moving.
+    /// Commits the batch, reports each file, then removes originals when moving. A run that
+    /// stopped early commits no folder it did not begin to fill, and so removes no host folder
+    /// it made none for (`ImportBatch.unstageEmptyFolders`).
     mutating func commit() {
+        if stoppedEarly {
+            let unstaged = batch.unstageEmptyFolders()
+            pendingFolders.removeAll { $0.vaultFolder.map(unstaged.contains) == true }
+        }
         do {
             try batch.commit()
         } catch {
