@@ -285,6 +285,18 @@ def test_a_pasted_c1_control_stays_in_the_line_and_never_reaches_the_screen_raw(
     assert [json.loads(l)["name"] for l in vault.ok("ls --json").out_lines] == ["\x9bmade"]
 
 
+def test_names_beyond_ascii_are_typed_whole_in_the_c_locale(vault, shell):
+    """Review BN-1: with no locale set (ssh without locale forwarding, cron, a container)
+    libedit dropped every character beyond ASCII typed or pasted, and ran the rest: `rm
+    résumé.txt` removed `rsum.txt`. Names are UTF-8 whatever the locale."""
+    s = shell(env={"LANG": None, "LC_ALL": None, "LC_CTYPE": None})
+    s.send("mkdir résumé\r")
+    s.prompt("/")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls").out_lines == ["résumé"]
+
+
 def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_path):
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:     # 1 GiB, sparse: instant to make, long to encrypt

@@ -27,14 +27,16 @@ extension Session {
     }
     private static let panicFlag = Atomic<Int32>(0)
 
-    /// Clears the screen shown, leaves the alternate screen (a pager or viewer killed while it
+    /// Sets the colours back to the terminal's own (a viewer killed mid-frame left its last
+    /// one, in which the cleared screen was painted: review BN-2), clears the screen shown,
+    /// leaves the alternate screen (a pager or viewer killed while it
     /// showed one never switched back, and the main screen would come back whole with the next
     /// program that leaves it), then clears the scrollback, the main screen, homes the cursor,
     /// and clears the scrollback again (some terminals push the cleared screen into it); last,
     /// shows the cursor and sets the cursor keys and keypad back to normal, which a viewer
     /// killed while it played had changed (mpv hides the cursor: review BM-4):
-    /// `ESC[H ESC[2J ESC[?1049l ESC[3J ESC[H ESC[2J ESC[3J ESC[?25h ESC[?1l ESC>`.
-    public static let clearScreenAndScrollback = "\u{1B}[H\u{1B}[2J\u{1B}[?1049l\u{1B}[3J\u{1B}[H\u{1B}[2J\u{1B}[3J\u{1B}[?25h\u{1B}[?1l\u{1B}>"
+    /// `ESC[0m ESC[H ESC[2J ESC[?1049l ESC[3J ESC[H ESC[2J ESC[3J ESC[?25h ESC[?1l ESC>`.
+    public static let clearScreenAndScrollback = "\u{1B}[0m\u{1B}[H\u{1B}[2J\u{1B}[?1049l\u{1B}[3J\u{1B}[H\u{1B}[2J\u{1B}[3J\u{1B}[?25h\u{1B}[?1l\u{1B}>"
 
     /// Writes `clearScreenAndScrollback` to standard output if it is a terminal, else to the
     /// controlling terminal if there is one; never into a pipe. Uses only `write(2)`.
