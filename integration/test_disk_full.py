@@ -132,6 +132,19 @@ def test_an_import_the_disk_stops_leaves_no_folder_it_did_not_begin_to_fill(smal
             assert not (src / "a" / line.rsplit("/", 1)[1]).exists(), "imported and moved"
 
 
+def test_an_import_whose_last_file_fills_the_disk_leaves_no_empty_folders(small_vault, tmp_path):
+    """Review BP-5: when the file that did not fit was the last the walk visited, nothing asked
+    whether to stop, and the folders above it were committed empty."""
+    n = small_vault
+    src = tmp_path / "src1"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "a" / "b" / "big.bin").write_bytes(os.urandom(SIZE_MIB * 2 << 20))
+    r = n.c(f"import --move {q(str(src))}")
+    assert r.rc == 1 and "the disk holding the vault is full" in r.err, r.describe()
+    assert n.ok("find /").out_lines == [], "no empty folder is left"
+    assert (src / "a" / "b" / "big.bin").exists()
+
+
 def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narnia_bin, tmp_path):
     n = Narnia(narnia_bin, tmp_path)
     n.init()

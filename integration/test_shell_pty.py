@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import termios
 from pathlib import Path
 
@@ -295,6 +296,35 @@ def test_names_beyond_ascii_are_typed_whole_in_the_c_locale(vault, shell):
     s.send("exit\r")
     assert s.wait() == 0
     assert vault.ok("ls").out_lines == ["résumé"]
+
+
+def test_a_latin1_terminal_never_runs_a_line_with_its_accents_dropped(vault, shell, tmp_path):
+    """Review BP-3: reading keys as UTF-8 in every locale (BN-1) made a Latin-1 terminal's
+    `rm résumé.txt` remove `rsum.txt` (its é, byte E9, is no UTF-8, and libedit dropped it).
+    Only the C locale's keys are read as UTF-8; a Latin-1 line is refused whole, as before."""
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    made = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(locales / "en_US.ISO-8859-1")],
+                          capture_output=True, text=True)
+    if made.returncode not in (0, 1) or not (locales / "en_US.ISO-8859-1").exists():
+        pytest.skip(f"cannot make a Latin-1 locale here (Debian package locales): {made.stderr.strip()}")
+    vault.ok("import - rsum.txt", input=b"not this one")
+    s = shell(env={"LOCPATH": str(locales), "LANG": "en_US.ISO-8859-1", "LC_ALL": "en_US.ISO-8859-1"})
+    s.send("rm r\xe9sum\xe9.txt\r".encode("latin-1"))
+    s.prompt("/")
+    s.send("exit\r")
+    s.wait()
+    assert vault.ok("ls").out_lines == ["rsum.txt"]
+
+
+def test_the_c_locale_draws_no_glyphs(vault, shell):
+    """Review BP-6: keys read as UTF-8 in the C locale (BN-1) made `ls` draw its glyphs there,
+    which need a UTF-8 locale: what the terminal can draw is still the user's locale's."""
+    vault.ok("mkdir photos")
+    s = shell(env={"LANG": None, "LC_ALL": "C", "LC_CTYPE": None})
+    assert "\U0001F4C1" not in s.run("ls")
+    s.send("exit\r")
+    assert s.wait() == 0
 
 
 def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_path):

@@ -75,7 +75,9 @@ struct MergeState {
     var devices: [Identifier: DeviceRecord] = [:]
     var retired: [RetiredFile: [Knowledge]] = [:]
     var kept = Set<Identifier>()
-    var notedTails = Set<Identifier>()
+    /// Journals whose cut tails their devices noted (`tail noted`), with where the whole
+    /// records ended each time.
+    var notedTails: [Identifier: Set<Int64>] = [:]
     /// What retirements of journals read of their copies (`JournalRead`), by journal.
     var journalReads: [Identifier: Set<JournalRead>] = [:]
     /// Format-1 stores this one was upgraded from.
@@ -176,7 +178,7 @@ struct MergeState {
             kept.formUnion(ids)
             if own { ownKept.formUnion(ids) }
         case .tailNoted(let journal, let offset, let bytes):
-            notedTails.insert(journal)
+            notedTails[journal, default: []].insert(offset)
             if own { ownNotedTails[journal] = (offset, bytes) }
         case .upgraded(let journal, let keyFile):
             upgrades.insert(Upgrade(journal: journal, keyFile: keyFile))

@@ -266,11 +266,12 @@ extension Vault {
             if file.device != device {
                 // Another device's journal: a problem only when no copy of it holds more, and
                 // not when that write is unfinished in every copy (its device cuts it off), nor
-                // once its device noted the cut and went on in a later journal (`tail noted`;
-                // review BN-3: every verify of every other device failed for good).
+                // once its device noted that very cut — its whole records ending where they end
+                // here (not a cut earlier since: review BP-1) — and went on in a later journal
+                // (`tail noted`; review BN-3: every verify of every other device failed for good).
                 if file.cutBytesOfLongest > 0 && file.longestEndsUnfinished {
                     report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there, or a copy taken while it was written)")
-                } else if file.cutBytesOfLongest > 0 && state.notedTails.contains(file.id) {
+                } else if file.cutBytesOfLongest > 0, let end = file.longestEnd, state.notedTails[file.id]?.contains(end.offset) == true {
                     report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record, which that device noted, going on in a later journal")
                 } else if file.cutBytesOfLongest > 0 {
                     report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")

@@ -28,6 +28,11 @@ struct JournalFile {
     var underCurrentMaster = true
 
     var firstSeq: UInt64 { previousSeq + 1 }
+
+    /// What the file or copy holding the most records holds.
+    var longestEnd: JournalEnd? {
+        ([end].compactMap { $0 } + copyEnds.values).filter { $0.records == records }.max { $0.offset < $1.offset }
+    }
 }
 
 extension Vault {
@@ -262,7 +267,7 @@ extension Vault {
     private func chooseAppendTarget() {
         let mine = journals.values.filter { $0.device == device }
         for file in mine {
-            guard let end = file.end, end.cutBytes > 0, !state.notedTails.contains(file.id) else { continue }
+            guard let end = file.end, end.cutBytes > 0, state.notedTails[file.id] == nil else { continue }
             if isRecordOfKilledCommit(file, end: end) {
                 if removeRecordOfKilledCommit(from: file, end: end) { continue }
                 // Kept, and said once (`tail noted`); this device goes on in a new journal.

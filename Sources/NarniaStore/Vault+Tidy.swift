@@ -47,7 +47,7 @@ extension Vault {
         // Tails of this device's journals, said once: cuts (when objects are kept), and
         // unfinished writes that could not be cut off (see `chooseAppendTarget`).
         for file in journals.values where file.device == device {
-            if let end = file.end, end.cutBytes > 0, keepOwnUnnamed || end.unfinished, !state.notedTails.contains(file.id) {
+            if let end = file.end, end.cutBytes > 0, keepOwnUnnamed || end.unfinished, state.notedTails[file.id] == nil {
                 ops.append(.tailNoted(journal: file.id, offset: end.offset, bytes: end.cutBytes))
             }
         }

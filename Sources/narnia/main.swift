@@ -11,10 +11,14 @@ import NarniaSystem
 Processes.becomeViewerGuardIfAsked()
 Hardening.apply()
 setlocale(LC_CTYPE, "")
-// Names are UTF-8 whatever the locale. libedit reads keys in the locale's encoding: in the C
-// locale (ssh without locale forwarding, cron, a container) it dropped every character beyond
-// ASCII typed or pasted, and ran the rest (`rm résumé.txt` removed rsum.txt: review BN-1).
-if String(cString: nl_langinfo(nl_item(CODESET))) != "UTF-8" { setlocale(LC_CTYPE, "C.UTF-8") }
+// libedit reads keys in the locale's encoding: in the C locale (ssh without locale forwarding,
+// cron, a container) it dropped every character beyond ASCII typed or pasted, and ran the rest
+// (`rm résumé.txt` removed rsum.txt: review BN-1). There keys are read as UTF-8, narnia's
+// names' encoding. Another encoding (Latin-1) is kept: its keys give lines that are not
+// UTF-8, which narnia refuses whole (review BP-3). What the terminal can draw (glyphs) is
+// still the user's locale's.
+TerminalStyle.localeCodeset = String(cString: nl_langinfo(nl_item(CODESET)))
+if TerminalStyle.localeCodeset == "ANSI_X3.4-1968" { setlocale(LC_CTYPE, "C.UTF-8") }
 Signals.install()
 
 // Swift decodes arguments lossily: a byte that is not UTF-8 would silently become U+FFFD and

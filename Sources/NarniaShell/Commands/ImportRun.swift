@@ -237,7 +237,8 @@ struct ImportRun: HostTreeVisitor {
     /// stopped early commits no folder it did not begin to fill, and so removes no host folder
     /// it made none for (`ImportBatch.unstageEmptyFolders`).
     mutating func commit() {
-        if stoppedEarly {
+        // Out of space at the last file visited too, when nothing asked whether to stop (BP-5).
+        if stoppedEarly || diskFull {
             let unstaged = batch.unstageEmptyFolders()
             pendingFolders.removeAll { $0.vaultFolder.map(unstaged.contains) == true }
         }

@@ -18,11 +18,16 @@ public struct TerminalStyle: Sendable, Equatable {
         self.glyphs = glyphs
     }
 
+    /// The encoding of the user's locale, as the program found it at its start (set once,
+    /// before it may change its own `LC_CTYPE` to read keys as UTF-8): glyphs need a UTF-8
+    /// locale (review BP-6). Nil: the current locale's.
+    nonisolated(unsafe) public static var localeCodeset: String?
+
     /// The style the environment asks for, read afresh each time (cheap).
     public static func current() -> TerminalStyle {
         let noColour = getenv("NO_COLOR").map { $0.pointee != 0 } ?? false
         let dumb = getenv("TERM").map { String(cString: $0) == "dumb" } ?? false
-        let codeset = nl_langinfo(nl_item(CODESET)).map { String(cString: $0) } ?? ""
+        let codeset = localeCodeset ?? nl_langinfo(nl_item(CODESET)).map { String(cString: $0) } ?? ""
         return TerminalStyle(colour: !noColour && !dumb, glyphs: codeset == "UTF-8")
     }
 
