@@ -381,11 +381,31 @@ def test_a_number_naming_nothing_at_the_prompt_under_hide_names_runs_nothing(vau
     s.send("rm -rf scratch   #2024 photos are kept\r")
     s.expect("narnia: error: #2024: names no item here")
     s.prompt("/")
+    # Review BP-4: a path from a number naming nothing, or no number at all, did not count.
+    s.send("rm -rf scratch #2024/old photos\r")
+    s.expect("narnia: error: #2024: names no item here")
+    s.prompt("/")
+    s.send("rm -rf scratch #2nd photos\r")
+    s.expect("narnia: error: #2nd: names no item here")
+    s.prompt("/")
     s.send("cd '#1'\r")
     s.prompt("/#1")
     s.send("exit\r")
     assert s.wait() == 0
     assert vault.ok("ls /").out_lines == ["photos", "scratch"]
+
+
+def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):
+    """Review BP-2: under hide-names an item really named `#2` won over the number: shown as
+    `#1`, it was what `rm #2` removed, not the item shown as `#2`."""
+    (tmp_path / "plain").write_text("second")
+    vault.ok(f"import - '#2' ; import --keep {tmp_path / 'plain'}; set hide-names on", input=b"first")
+    s = shell()
+    s.send("rm #2\r")
+    s.prompt("/")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /").out_lines == ["#2"], "the second in name order went, as the listing numbers it"
 
 
 def test_ctrl_d_exit_and_quit_end_with_status_0(vault):

@@ -120,7 +120,7 @@ extension Session {
         // comment, and `rm -rf scratch  #2024 photos` would otherwise remove photos (BI-4).
         if let number = HiddenNames.numberNamingNothing(in: commands, s: self) {
             out.flush()
-            err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, '#' and a number name an item); nothing was run")
+            err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); nothing was run")
             err.messageLine("narnia: hint: to write a comment, put a space after the '#'")
             err.flush()
             return mayFail

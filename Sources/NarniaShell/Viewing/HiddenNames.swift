@@ -72,14 +72,20 @@ enum HiddenNames {
         return terminalSafe(item.isFolder ? item.name + "/" : item.name)
     }
 
-    /// The first bare `#N` word (unquoted, no `/`) of typed commands that names no item in the
-    /// current folder, where the prompt reads it as a number (`numbersTypedBare`); nil otherwise.
+    /// Where the prompt reads an unquoted `#` and a digit as the start of a word
+    /// (`numbersTypedBare`): the first such word of typed commands whose first component names
+    /// no item in the current folder — a number past its last item, or no number at all
+    /// (`#2nd`), and no item's real name — so that the line runs nothing (review BI-4; BP-4:
+    /// `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
     static func numberNamingNothing(in commands: [[Word]], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
         let count = s.vault.children(of: here).count
         for word in commands.joined() where word.quotedScalars.first == false {
-            guard let n = number(inComponent: Substring(word.text)) else { continue }
-            if n > count && s.vault.child(named: word.text, in: here) == nil { return word.text }
+            let scalars = word.text.unicodeScalars
+            guard scalars.first == "#", let digit = scalars.dropFirst().first, ("0"..."9").contains(digit) else { continue }
+            let first = String(String.UnicodeScalarView(scalars.prefix { $0 != "/" }))
+            if let n = number(inComponent: Substring(first)), n <= count { continue }
+            if s.vault.child(named: first, in: here) == nil { return first }
         }
         return nil
     }
@@ -112,8 +118,9 @@ enum HiddenNames {
             if c.isEmpty || c == "." { continue }
             if c == ".." { folder = folder.map { VaultPath(components: Array($0.components.dropLast())) }; continue }
             guard let current = folder else { continue }
-            if let n = number(inComponent: Substring(c)), let id = s.resolve(current), s.vault.isFolder(id),
-               s.vault.child(named: c, in: id) == nil {
+            // A number names the N-th item, even where an item is really named `#N` (which the
+            // listing shows under its own number: review BP-2); past the last, a real name.
+            if let n = number(inComponent: Substring(c)), let id = s.resolve(current), s.vault.isFolder(id) {
                 let names = s.vault.children(of: id).map(\.name).sorted(by: utf8Order)
                 if n <= names.count {
                     let name = names[n - 1]
