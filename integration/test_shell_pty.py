@@ -395,6 +395,25 @@ def test_a_number_naming_nothing_at_the_prompt_under_hide_names_runs_nothing(vau
     assert vault.ok("ls /").out_lines == ["photos", "scratch"]
 
 
+def test_each_commands_numbers_are_judged_in_the_folder_it_runs_in(vault, shell):
+    """Review BQ-2: the check that stops a line whose number names nothing looked at the folder
+    the line began in: `cd sub; rm -rf scratch #3 photos` ran (the top holds 4 items, sub 2)
+    and removed sub's photos; `cd big; ls -d #7` was refused though big holds a #7."""
+    vault.ok("mkdir /a /b /sub /sub/photos /sub/scratch /big; set hide-names on")
+    vault.ok("cd /big; " + "; ".join(f"mkdir d{i}" for i in range(7)))
+    s = shell()
+    s.send("cd sub; rm -rf scratch #3 photos\r")
+    s.expect("narnia: error: #3: names no item here")
+    s.expect("the rest of the line was not run")
+    s.prompt()   # the path is masked too
+    s.send("cd /big; ls -d #7\r")
+    s.prompt()
+    assert "names no item" not in s.skipped.decode(errors="replace"), s.skipped
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /sub").out_lines == ["photos", "scratch"]
+
+
 def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):
     """Review BP-2: under hide-names an item really named `#2` won over the number: shown as
     `#1`, it was what `rm #2` removed, not the item shown as `#2`."""

@@ -922,16 +922,19 @@ def test_a_damaged_longer_remote_journal_its_device_writes_no_more_says_only_the
         assert any("which that device noted, going on in a later journal" in l for l in r.err_lines), r.describe()
 
 
-def test_a_journal_cut_earlier_than_its_device_noted_fails_verify(narnia, host, tmp_path):
+@pytest.mark.parametrize("where", ["inside-a-record", "between-records"])
+def test_a_journal_cut_earlier_than_its_device_noted_fails_verify(narnia, host, tmp_path, where):
     """Review BP-1: once another device had noted a cut of its journal (`tail noted`) and gone
     on, `verify` here took any cut of that journal for the noted one: a copy cut earlier, losing
     a record that device committed and reported done, passed with a note. Only a cut where the
-    device noted it is a note; an earlier one fails verify."""
+    device noted it is a note; an earlier one fails verify — also one between two records,
+    which reads whole (review BQ-3)."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     before = journal_sizes(other.vault)
     other.ok("mkdir /b")
     journal = next(p for p in journal_sizes(other.vault) if p not in before)
+    after_b = (other.vault / journal).stat().st_size
     other.ok("mkdir /b2")
     after_b2 = (other.vault / journal).stat().st_size
     other.ok("mkdir /lost")
@@ -939,7 +942,8 @@ def test_a_journal_cut_earlier_than_its_device_noted_fails_verify(narnia, host, 
         f.truncate((other.vault / journal).stat().st_size - 10)
     other.ok(f"mkdir /c; sync {q(str(remote))}")
     with open(remote / journal, "r+b") as f:
-        f.truncate(after_b2 - 10)   # inside the record of /b2, committed and synced
+        # Inside the record of /b2, committed and synced, or just before it.
+        f.truncate(after_b2 - 10 if where == "inside-a-record" else after_b)
     narnia.ok(f"sync {q(str(remote))}")
     r = narnia.c("verify")
     assert r.rc == 1 and "still arriving, or cut short" in r.err, r.describe()

@@ -116,18 +116,21 @@ extension Session {
             return mayFail
         }
         // At the prompt under hide-names `#2024` is a number, not a comment: one that names
-        // nothing fails the whole line before anything runs, for it was most likely meant as a
-        // comment, and `rm -rf scratch  #2024 photos` would otherwise remove photos (BI-4).
-        if let number = HiddenNames.numberNamingNothing(in: commands, s: self) {
-            out.flush()
-            err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); nothing was run")
-            err.messageLine("narnia: hint: to write a comment, put a space after the '#'")
-            err.flush()
-            return mayFail
-        }
+        // nothing stops the line before the command holding it runs, for it was most likely
+        // meant as a comment, and `rm -rf scratch  #2024 photos` would otherwise remove photos
+        // (BI-4). Each command's numbers are judged in the folder it runs in, after the `cd`s
+        // before it (review BQ-2: judged where the line began, `cd sub; rm -rf scratch #5
+        // photos` ran in sub).
         var ok = true
         for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
+            if let number = HiddenNames.numberNamingNothing(in: [typed], s: self) {
+                out.flush()
+                err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); \(index == 0 ? "nothing was run" : "the rest of the line was not run")")
+                err.messageLine("narnia: hint: to write a comment, put a space after the '#'")
+                err.flush()
+                return index == 0 && mayFail
+            }
             let (words, excused) = index == 0 ? (typed, mayFail) : Self.withoutMayFailMark(typed)
             if !run(words: words) && !excused {
                 ok = false

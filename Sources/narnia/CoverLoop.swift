@@ -26,7 +26,7 @@ final class CoverLoop {
     func run() -> Int32 {
         fputs(Wardrobe.banner + "\n", StandardStream.output)
         fflush(StandardStream.output)
-        guard let editor = LineEditor(historySize: 200, prompt: { [unowned self] in prompt() },
+        guard let editor = LineEditor(historySize: 200, program: "wardrobe", prompt: { [unowned self] in prompt() },
                                       complete: { [unowned self] in wardrobe.complete(line: $0, cursor: $1) }) else {
             fputs("wardrobe: error: cannot start the line editor\n", StandardStream.error)
             return 1

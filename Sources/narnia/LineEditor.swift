@@ -10,6 +10,8 @@ import NarniaShell
 /// libedit handle is closed when the editor is released.
 final class LineEditor {
     private let makePrompt: () -> String
+    /// The name messages begin with: `wardrobe` under the cover, which never names narnia.
+    private let program: String
     private let completeLine: (_ line: String, _ cursorByte: Int) -> Completion
     private var handle: OpaquePointer?
     private var promptStorage: [CChar] = [0]
@@ -18,9 +20,10 @@ final class LineEditor {
 
     /// Opens the editor on the standard streams; nil when libedit cannot start. `prompt` may
     /// bracket escape sequences with `\u{1}` (EL_PROMPT_ESC) so they count as no columns.
-    init?(historySize: Int32, prompt: @escaping () -> String,
+    init?(historySize: Int32, program: String = "narnia", prompt: @escaping () -> String,
           complete: @escaping (_ line: String, _ cursorByte: Int) -> Completion) {
         makePrompt = prompt
+        self.program = program
         completeLine = complete
         let client = Unmanaged.passUnretained(self).toOpaque()
         handle = narnia_el_open("narnia", StandardStream.input, StandardStream.output, StandardStream.error, client, { c in
@@ -92,7 +95,7 @@ final class LineEditor {
         }
         // Decoded lossily, a byte that is not UTF-8 would name another item: refused.
         guard var line = String(validatingCString: raw) else {
-            fputs("narnia: error: the line is not valid UTF-8; not run\n", StandardStream.error)
+            fputs("\(program): error: the line is not valid UTF-8; not run\n", StandardStream.error)
             return .again
         }
         if line.hasSuffix("\n") { line.removeLast() }
