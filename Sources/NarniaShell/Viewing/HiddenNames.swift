@@ -75,8 +75,8 @@ enum HiddenNames {
     /// Where the prompt reads an unquoted `#` and a digit as the start of a word
     /// (`numbersTypedBare`): the first such word of typed commands whose first component names
     /// no item in the current folder — a number past its last item, or no number at all
-    /// (`#2nd`), and no item's real name — so that the line runs nothing (review BI-4; BP-4:
-    /// `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
+    /// (`#2nd`), and no item's real name — so that the line stops before those commands run
+    /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
     static func numberNamingNothing(in commands: [[Word]], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
         let count = s.vault.children(of: here).count
