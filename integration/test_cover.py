@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -617,3 +618,20 @@ def test_a_closet_files_fields_never_drive_the_terminal(narnia, spawn):
     p.sendline("exit")
     p.wait()
     assert b"\x1b]0;PWNED" not in p.output and b"2024-01-01\x1b[2J" not in p.output and b"\x1b[35mM" not in p.output
+
+
+def test_a_line_that_is_not_utf8_is_refused_in_the_covers_words(vault, spawn, tmp_path):
+    """Review BQ-4: in a Latin-1 locale a line with an accent at the cover's prompt was
+    refused as `narnia: error: …`, naming the program behind the wardrobe."""
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(locales / "en_US.ISO-8859-1")], capture_output=True)
+    if not (locales / "en_US.ISO-8859-1").exists():
+        pytest.skip("cannot make a Latin-1 locale here (Debian package locales)")
+    make_closet(vault)
+    p = spawn(env={"LOCPATH": str(locales), "LANG": "en_US.ISO-8859-1", "LC_ALL": "en_US.ISO-8859-1"})
+    p.expect(PROMPT)
+    p.send("ls r\xe9sum\xe9\r".encode("latin-1"))
+    p.expect(PROMPT)
+    assert "wardrobe: error: the line is not valid UTF-8" in p.before, p.before
+    assert "narnia" not in p.transcript.lower(), p.transcript
