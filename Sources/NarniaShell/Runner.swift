@@ -124,7 +124,7 @@ extension Session {
         var ok = true
         for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
-            if let number = HiddenNames.numberNamingNothing(in: [typed], s: self) {
+            if let number = HiddenNames.numberNamingNothing(in: typed, s: self) {
                 out.flush()
                 err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); \(index == 0 ? "nothing was run" : "the rest of the line was not run")")
                 err.messageLine("narnia: hint: to write a comment, put a space after the '#'")

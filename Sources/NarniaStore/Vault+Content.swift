@@ -269,16 +269,17 @@ extension Vault {
                 // once its device noted that very cut — its whole records ending where they end
                 // here (not a cut earlier since: review BP-1) — and went on in a later journal
                 // (`tail noted`; review BN-3: every verify of every other device failed for good).
+                let named = "the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8)))"
                 if file.cutBytesOfLongest > 0 && file.longestEndsUnfinished {
-                    report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there, or a copy taken while it was written)")
+                    report.notes.append("\(named) ends in \(file.cutBytesOfLongest) bytes of a write that device never finished (a kill or crash there, or a copy taken while it was written)")
                 } else if file.cutBytesOfLongest > 0, let end = file.longestEnd, state.notedTails[file.id]?.contains(end.offset) == true {
-                    report.notes.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record, which that device noted, going on in a later journal")
+                    report.notes.append("\(named) ends in \(file.cutBytesOfLongest) bytes that are not a whole record, which that device noted, going on in a later journal")
                 } else if file.cutBytesOfLongest > 0 {
-                    report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")
+                    report.problems.append("\(named) ends in \(file.cutBytesOfLongest) bytes that are not a whole record: still arriving, or cut short")
                 } else if let end = file.longestEnd, let noted = state.notedTails[file.id]?.max(), noted > end.offset {
                     // Cut between two records before where its device noted its records ending
                     // (review BQ-3): whole, yet short of records that device committed.
-                    report.problems.append("the journal of device \(deviceName(file.device)) (\(file.id.hex.prefix(8))) ends \(noted - end.offset) bytes before where that device noted its records ending: records it committed are missing here (a copy still arriving, or cut short)")
+                    report.problems.append("\(named) ends \(noted - end.offset) bytes before where that device noted its records ending: records it committed are missing here (a copy still arriving, or cut short)")
                 }
                 continue
             }

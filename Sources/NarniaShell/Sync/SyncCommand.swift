@@ -121,8 +121,8 @@ enum SyncCommand {
                     if file.isCopy {
                         // A sync engine's copy, which no device writes: said at each sync
                         // while it is there, and a failure only when it may hold records that
-                        // the journal here lacks (review BF-1: every sync failed for good) —
-                        // not once that journal is retired, and will never grow (BH-4).
+                        // the journal here lacks (review BF-1: every sync failed for good); a
+                        // longer one is judged with the journals, after the merge (`unreadFailure`).
                         let journal = max(startSize[file.originalKey] ?? 0, there[file.originalKey] ?? 0)
                         if journal >= (there[file.key] ?? .max) {
                             s.warning("sync", "\(shown) does not read (\(why)); a sync engine's copy, not longer than the journal, which no device writes: it was not taken; delete it there")

@@ -6,7 +6,8 @@ import NarniaStore
 /// and `#N` names the N-th item of its folder (in name order, counting every item, those
 /// starting with a dot included, so the numbers do not change with `-a`).
 ///
-/// A real item called `#N` wins over the number. Numbers are resolved only where listings show
+/// A number in range names the N-th item even beside an item really called `#N` (shown under
+/// its own number: review BP-2); past the last item, `#N` is a name. Numbers are resolved only where listings show
 /// them (the setting on, output on a terminal) and in commands typed for this run
 /// (`namesByNumber`): in scripts `#2` is a name (review BG-4, BH-1: `cp -f a.txt '#2'` in a
 /// script replaced the second item).
@@ -73,14 +74,14 @@ enum HiddenNames {
     }
 
     /// Where the prompt reads an unquoted `#` and a digit as the start of a word
-    /// (`numbersTypedBare`): the first such word of typed commands whose first component names
+    /// (`numbersTypedBare`): the first such word of a typed command whose first component names
     /// no item in the current folder — a number past its last item, or no number at all
-    /// (`#2nd`), and no item's real name — so that the line stops before those commands run
+    /// (`#2nd`), and no item's real name — so that the line stops before that command runs
     /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
-    static func numberNamingNothing(in commands: [[Word]], s: Session) -> String? {
+    static func numberNamingNothing(in command: [Word], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
         let count = s.vault.children(of: here).count
-        for word in commands.joined() where word.quotedScalars.first == false {
+        for word in command where word.quotedScalars.first == false {
             let scalars = word.text.unicodeScalars
             guard scalars.first == "#", let digit = scalars.dropFirst().first, ("0"..."9").contains(digit) else { continue }
             let first = String(String.UnicodeScalarView(scalars.prefix { $0 != "/" }))
