@@ -414,6 +414,25 @@ def test_each_commands_numbers_are_judged_in_the_folder_it_runs_in(vault, shell)
     assert vault.ok("ls /sub").out_lines == ["photos", "scratch"]
 
 
+def test_the_numbers_of_a_line_are_those_in_view_when_it_was_typed(vault, shell):
+    """Review BQ-1: each command of a `;` line read numbers from its folder as the commands
+    before it left it: `rm -r #1; rm -r #2` removed the items listed as #1 and #3. Numbers are
+    read against the folders as they stood when the line was typed; one whose item an earlier
+    command took away fails, naming nothing else."""
+    vault.ok("mkdir /a /b /c /d /e /sub /sub/x /sub/y; set hide-names on")
+    s = shell()
+    s.send("rm -r #1; rm -r #2\r")
+    s.prompt("/")   # a and b went, as listed: c d e sub
+    s.send("rm -r #1; rm -r #1\r")   # the second #1 is the one the first removed
+    s.expect("#1: the item it numbered when the line was typed is no longer in its folder")
+    s.prompt("/")   # d e sub
+    s.send("mv #2 zz; cd #3; rm -r #2\r")   # e renamed; #3 is still sub, and in it #2 is y
+    s.prompt()
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /; ls /sub").out_lines == ["d", "sub", "zz", "x"]
+
+
 def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):
     """Review BP-2: under hide-names an item really named `#2` won over the number: shown as
     `#1`, it was what `rm #2` removed, not the item shown as `#2`."""

@@ -121,6 +121,9 @@ extension Session {
         // (BI-4). Each command's numbers are judged in the folder it runs in, after the `cd`s
         // before it (review BQ-2: judged where the line began, `cd sub; rm -rf scratch #5
         // photos` ran in sub).
+        // Numbers are read against the folders as they were when the line was typed (BQ-1).
+        if commands.count > 1 && HiddenNames.namesByNumber(self) { childrenWhenTyped = vault.childrenByFolder }
+        defer { childrenWhenTyped = nil }
         var ok = true
         for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }

@@ -45,6 +45,10 @@ public final class Session: @unchecked Sendable {
     /// from a batch file written beforehand (`-b`, piped): only typed commands name items by
     /// the numbers `hide-names` shows (`HiddenNames.namesByNumber`).
     public var commandsTyped = false
+    /// Under hide-names, while a typed line of several commands runs: every folder's children
+    /// as they were when it was typed, which its `#N` numbers are read against (review BQ-1:
+    /// `rm -r #1; rm -r #2` removed the items listed as #1 and #3).
+    var childrenWhenTyped: [Identifier: [String: Identifier]]?
     /// The host files this run was opened with (`--passphrase-file`, `-b FILE`), by identity,
     /// each with what it is: `import --move` takes them in but keeps them (review BG-8: the
     /// passphrase file, perhaps the only place the passphrase was written, went into the vault
@@ -178,7 +182,7 @@ public final class Session: @unchecked Sendable {
     /// nothing throws "no match"; a plain path is returned whether it exists or not.
     func expand(_ word: Word) throws -> [VaultPath] {
         guard !word.text.isEmpty else { throw CommandFailure("'': no such file or folder") }
-        let word = HiddenNames.resolving(word, in: self)
+        let word = try HiddenNames.resolving(word, in: self)
         let pattern = PathPattern(word.mapSegments { $0.precomposedNFC })
         if !pattern.hasWildcards { try checkClimbs(pattern) }
         let paths = pattern.expand(relativeTo: cwd) { childNames($0) }

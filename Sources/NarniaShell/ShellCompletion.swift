@@ -47,7 +47,8 @@ public struct ShellCompletionSource: CompletionSource {
 
     public func vaultEntries(in folder: String) -> [CompletionEntry] {
         // `#N` parts (hide-names) name items too.
-        let typed = HiddenNames.resolving(Word(text: folder, quotedScalars: Array(repeating: false, count: folder.unicodeScalars.count)), in: session)
+        let word = Word(text: folder, quotedScalars: Array(repeating: false, count: folder.unicodeScalars.count))
+        let typed = (try? HiddenNames.resolving(word, in: session)) ?? word
         let path = VaultPath.resolve(ItemName.nfc(typed.text), relativeTo: session.cwd)
         guard let id = session.resolve(path), session.vault.isFolder(id) else { return [] }
         // Under hide-names on the screen, the candidates are the items' numbers, not names.

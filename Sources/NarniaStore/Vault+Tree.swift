@@ -28,6 +28,10 @@ extension Vault {
         view.children[folder]?.keys
     }
 
+    /// Every folder's children by name as they are now: a value later changes to the vault
+    /// leave as it is (cheap to take, copied only when the vault next changes).
+    public var childrenByFolder: [Identifier: [String: Identifier]] { view.children }
+
     /// The item called `name` directly inside `folder`.
     public func child(named name: String, in folder: Identifier) -> Item? {
         guard let id = view.children[folder]?[name] else { return nil }

@@ -10,7 +10,8 @@ import NarniaStore
 /// its own number: review BP-2); past the last item, `#N` is a name. Numbers are resolved only where listings show
 /// them (the setting on, output on a terminal) and in commands typed for this run
 /// (`namesByNumber`): in scripts `#2` is a name (review BG-4, BH-1: `cp -f a.txt '#2'` in a
-/// script replaced the second item).
+/// script replaced the second item). A line of several commands reads its numbers against the
+/// folders as they stood when it was typed (`Session.childrenWhenTyped`, review BQ-1).
 enum HiddenNames {
     /// True when listings on this session's output should hide names.
     static func active(_ s: Session) -> Bool {
@@ -80,7 +81,7 @@ enum HiddenNames {
     /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
     static func numberNamingNothing(in command: [Word], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
-        let count = s.vault.children(of: here).count
+        let count = numbered(here, in: s).count
         for word in command where word.quotedScalars.first == false {
             let scalars = word.text.unicodeScalars
             guard scalars.first == "#", let digit = scalars.dropFirst().first, ("0"..."9").contains(digit) else { continue }
@@ -99,10 +100,30 @@ enum HiddenNames {
         return n
     }
 
+    /// The items of `folder` in the order its numbers count them: as it stood when the running
+    /// line was typed, where the line keeps that (`Session.childrenWhenTyped`), or as it is.
+    static func numbered(_ folder: Identifier, in s: Session) -> [(name: String, id: Identifier)] {
+        let children = s.childrenWhenTyped?[folder] ?? s.vault.childrenByFolder[folder] ?? [:]
+        return children.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
+    }
+
+    /// The name now of the item `#n` numbered in `folder` when the line was typed, or nil when
+    /// the folder held fewer; fails when a command before on the line removed or moved it.
+    private static func name(numbered n: Int, in folder: Identifier, s: Session) throws -> String? {
+        let items = numbered(folder, in: s)
+        guard n <= items.count else { return nil }
+        let numberedItem = items[n - 1]
+        guard let item = s.vault.item(numberedItem.id), item.parent == folder,
+              s.vault.child(named: item.name, in: folder)?.id == numberedItem.id else {
+            throw CommandFailure("#\(n): the item it numbered when the line was typed is no longer in its folder (a command before it on the line removed or moved it)")
+        }
+        return item.name
+    }
+
     /// `word` with each `#N` component replaced by the name it stands for (quoted, so a `*` in
     /// a real name is no wildcard). Unchanged when hide-names is off, when no component is a
     /// number, or where the folder before a number cannot be known (after a wildcard).
-    static func resolving(_ word: Word, in s: Session) -> Word {
+    static func resolving(_ word: Word, in s: Session) throws -> Word {
         guard word.text.contains("#"), namesByNumber(s) else { return word }
         // Split the word into components, each keeping its quote mask.
         var components: [(text: String, mask: [Bool])] = [("", [])]
@@ -122,9 +143,7 @@ enum HiddenNames {
             // A number names the N-th item, even where an item is really named `#N` (which the
             // listing shows under its own number: review BP-2); past the last, a real name.
             if let n = number(inComponent: Substring(c)), let id = s.resolve(current), s.vault.isFolder(id) {
-                let names = s.vault.children(of: id).map(\.name).sorted(by: utf8Order)
-                if n <= names.count {
-                    let name = names[n - 1]
+                if let name = try name(numbered: n, in: id, s: s) {
                     components[i] = (name, Array(repeating: true, count: name.unicodeScalars.count))
                     folder = current.appending(name)
                     changed = true
