@@ -433,6 +433,17 @@ def test_the_numbers_of_a_line_are_those_in_view_when_it_was_typed(vault, shell)
     assert vault.ok("ls /; ls /sub").out_lines == ["d", "sub", "zz", "x"]
 
 
+def test_tab_after_a_bare_hash_lists_the_numbers_in_order(vault, shell):
+    """Review BQ-6: under hide-names Tab right after a bare `#` rang the bell (read as a
+    comment), and the numbers were listed as text (#1 #10 #11 #2)."""
+    vault.ok("; ".join(f"mkdir /d{i:02}" for i in range(11)) + "; set hide-names on")
+    s = shell()
+    s.send("cd #\t\t")
+    s.expect(re.compile(rb"#9/\s+#10/\s+#11/"))
+    s.send("\x15exit\r")
+    assert s.wait() == 0
+
+
 def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):
     """Review BP-2: under hide-names an item really named `#2` won over the number: shown as
     `#1`, it was what `rm #2` removed, not the item shown as `#2`."""

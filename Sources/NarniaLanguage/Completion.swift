@@ -12,7 +12,7 @@ public struct Completion: Hashable, Sendable {
     /// The text to insert at the cursor after the deletion, escaped for the line.
     public var insertText: String
     /// The choices, to be listed when there are several: display names sorted in the byte order
-    /// of their UTF-8, folders ending in `/`. Empty when the completion was unique or nothing
+    /// of their UTF-8 (items' numbers `#N` by value), folders ending in `/`. Empty when the completion was unique or nothing
     /// matched.
     public var candidates: [String]
 
@@ -46,7 +46,7 @@ public struct Completion: Hashable, Sendable {
 /// their longest common prefix, in whole characters (grapheme clusters), and are returned as
 /// `candidates`. Inserted text is escaped for the quote open at the cursor (see `shellEscape`).
 public func complete(line: String, cursor: Int, source: any CompletionSource) -> Completion {
-    let context = tokenizeForCompletion(line: line, cursor: cursor)
+    let context = tokenizeForCompletion(line: line, cursor: cursor, numberedItems: source.numbersTypedBare)
     guard !context.inComment else { return .nothing }
     let request = CompletionRequest(context: context, source: source)
     let offers = request.offers()
@@ -66,7 +66,7 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         }
         var start = context.cursor
         while start > context.partialStart, utf8[start - 1] != UInt8(ascii: "/") { start -= 1 }
-        let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start).quote
+        let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
         let text = shellEscape(offer.name, in: quote, atWordStart: start == context.partialStart)
         return edit(deleting: context.cursor - start, inserting: text + terminator(offer, quote))
     }
@@ -134,6 +134,21 @@ private struct Offer {
     var name: String
     var isFolder: Bool
     var display: String { isFolder ? name + "/" : name }
+
+    /// The order candidates are listed in: the byte order of their UTF-8, but items' numbers
+    /// (`#N`, under `hide-names`) by their value, as listings count them (review BQ-6: `#10`
+    /// came before `#2`).
+    static func listingOrder(_ a: Offer, _ b: Offer) -> Bool {
+        if let x = a.itemNumber, let y = b.itemNumber, x != y { return x < y }
+        return utf8Order(a.name, b.name)
+    }
+
+    /// The N of a name `#N`, or nil.
+    private var itemNumber: Int? {
+        guard name.utf8.first == UInt8(ascii: "#"), name.utf8.count > 1, name.utf8.count < 12,
+              name.utf8.dropFirst().allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return Int(name.dropFirst())
+    }
 }
 
 /// What is being completed, worked out from the line and the source.
@@ -243,7 +258,7 @@ private struct CompletionRequest {
             }
         }
         var seen = Set<String>()
-        return offers.filter { seen.insert($0.display).inserted }.sorted { utf8Order($0.name, $1.name) }
+        return offers.filter { seen.insert($0.display).inserted }.sorted(by: Offer.listingOrder)
     }
 
     /// Host entries for the folder typed so far, `~/` standing for the home folder.

@@ -42,11 +42,18 @@ public protocol CompletionSource {
 
     /// The folder a bare `~` stands for in host paths; `nil` disables `~` expansion.
     var homeDirectory: String? { get }
+
+    /// True when an unquoted `#` before a digit begins a word (an item's number under
+    /// `hide-names`), as the line will be read when it runs; otherwise it begins a comment.
+    var numbersTypedBare: Bool { get }
 }
 
 extension CompletionSource {
     /// No values to offer, by default.
     public func settingValues(for key: String) -> [String] { [] }
+
+    /// `#` begins a comment, by default.
+    public var numbersTypedBare: Bool { false }
 
     /// `$HOME`, by default (none when it is not UTF-8: `environmentPath`).
     public var homeDirectory: String? {

@@ -114,14 +114,16 @@ public struct PartialCommandLine: Sendable, Equatable {
 /// Reads `line` up to `cursor` (a byte offset into its UTF-8, clamped to the line and moved back
 /// to the start of a character if it falls inside one) and describes the word being typed there.
 /// Never fails: an unterminated quote is exactly what a user in the middle of typing has.
-public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLine {
+/// With `numberedItems` (as `tokenize`'s), a `#` just before the cursor begins a word too: the
+/// start of a number being typed (review BQ-6: Tab after it rang the bell).
+public func tokenizeForCompletion(line: String, cursor: Int, numberedItems: Bool = false) -> PartialCommandLine {
     let utf8 = line.utf8
     var end = min(max(cursor, 0), utf8.count)
     while end > 0, end < utf8.count,
           utf8[utf8.index(utf8.startIndex, offsetBy: end)] & 0xC0 == 0x80 {
         end -= 1   // a continuation byte: back up to the start of the scalar
     }
-    var scanner = LineScanner(numberedItems: true)
+    var scanner = LineScanner(numberedItems: numberedItems, completing: true)
     scanner.scan(line, upTo: end)
     return PartialCommandLine(
         previousWords: scanner.words,
@@ -138,6 +140,11 @@ public func tokenizeForCompletion(line: String, cursor: Int) -> PartialCommandLi
 private struct LineScanner {
     /// Whether `#` before a digit begins a word (`#3`, an item where names are hidden).
     let numberedItems: Bool
+    /// True when scanning up to the cursor for completion, where a `#` ending the scan may be
+    /// the start of a number.
+    var completing = false
+    /// Where the scan stops (a byte offset).
+    var end = 0
     var commands: [[Word]] = []
     var words: [Word] = []
     var scalars = String.UnicodeScalarView()
@@ -156,6 +163,7 @@ private struct LineScanner {
     var heldNUL = false
 
     mutating func scan(_ line: String, upTo end: Int) {
+        self.end = end
         var offset = 0
         var scalars = line.unicodeScalars.makeIterator()
         var current = scalars.next()
@@ -169,9 +177,11 @@ private struct LineScanner {
     }
 
     /// Whether a `#` beginning a word begins a comment: unless `numberedItems` and a digit
-    /// follows (`#3`, an item under `hide-names`).
-    private func startsComment(before next: Unicode.Scalar?) -> Bool {
-        guard numberedItems, let next else { return true }
+    /// follows (`#3`, an item under `hide-names`), or, completing, the cursor.
+    private func startsComment(at offset: Int, before next: Unicode.Scalar?) -> Bool {
+        guard numberedItems else { return true }
+        if completing && offset + 1 == end { return false }
+        guard let next else { return true }
         return !("0"..."9").contains(next)
     }
 
@@ -210,7 +220,7 @@ private struct LineScanner {
                 endWord()
             case "\n", ";":
                 endCommand()
-            case "#" where !inWord && startsComment(before: next):
+            case "#" where !inWord && startsComment(at: offset, before: next):
                 inComment = true
             case "\\":
                 startWord(at: offset)

@@ -9,6 +9,8 @@ public struct ShellCompletionSource: CompletionSource {
 
     public init(session: Session) { self.session = session }
 
+    public var numbersTypedBare: Bool { HiddenNames.numbersTypedBare(session) }
+
     public var commandNames: [String] {
         CommandTable.all.flatMap { [$0.name] + $0.aliases }
     }

@@ -14,6 +14,7 @@ private final class FakeSource: CompletionSource {
                         "ls", "mkdir", "quit", "rm", "set", "ls"]
     let settingKeys = ["hide-names", "remove-originals", "viewer.photo"]
     let homeDirectory: String? = "/home/u"
+    var numbersTypedBare = false
 
     func flags(for command: String) -> [String] {
         switch command {
@@ -117,6 +118,22 @@ final class CompletionTests: XCTestCase {
     /// Asserts that the edited line tokenizes back to `words` for its last command.
     private func assertReadsBack(_ line: String, _ words: [String], file: StaticString = #filePath, line number: UInt = #line) {
         XCTAssertEqual(try tokenize(line).last?.map(\.text), words, file: file, line: number)
+    }
+
+    // MARK: - Items' numbers (hide-names)
+
+    /// Review BQ-6: where `#` before a digit begins a word, Tab right after a bare `#` rang the
+    /// bell (read as a comment), and numbers were listed as text (`#10` before `#2`).
+    func testNumbersCompleteAfterABareHashAndListByValue() {
+        source.add("/n", (1...11).map { "#\($0)" })
+        assertTab("cd n; ls #", "cd n; ls #", candidates: [])   // a comment where # is not bare
+        source.numbersTypedBare = true
+        assertTab("cd n; ls #", "cd n; ls #", candidates: [])   // the current folder is /
+        source.cwd = TreePath.resolve("/n", relativeTo: .root)
+        assertTab("ls #", "ls #", candidates: (1...11).map { "#\($0)" })
+        assertTab("ls #1", "ls #1", candidates: ["#1", "#10", "#11"])
+        assertTab("ls #4", "ls #4 ")
+        assertTab("ls # #", "ls # #")   // a `#` before a space still begins a comment
     }
 
     // MARK: - Commands and flags
