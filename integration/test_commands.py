@@ -627,6 +627,18 @@ def test_set_lists_one_key_value_line_each_without_a_trailing_space(vault):
     assert not [l for l in lines if l != l.rstrip()], lines
 
 
+def test_set_refuses_a_value_that_would_print_as_another(vault):
+    """Review BP-7: `set` printed a value with a line feed as two lines, the second reading as
+    another setting (`viewer.photo feh` then `hide-names off`), and a control character
+    escaped (`\\x1b`) exactly as the four characters `\\x1b` typed. Such values are refused."""
+    for value, shown in (("$'feh\\nhide-names off'", "\\x0a"), ("$'a\\x1b'", "\\x1b"), ("$'mpv\\u200b'", "\\u{200b}")):
+        r = vault.fails(f"set viewer.photo {value}", "set")
+        assert f"viewer.photo: a value may not hold {shown}" in r.err, r.describe()
+    vault.ok("set viewer.photo 'feh --title=a\\x1b'")
+    lines = vault.ok("set").out_lines
+    assert "viewer.photo feh --title=a\\x1b" in lines and lines.count("hide-names off") == 1, lines
+
+
 def test_import_stdin(vault):
     data = os.urandom(3 * MIB + 5)
     r = vault.c("mkdir /cap; cd /cap; import - captured.bin", input=data, timeout=120)

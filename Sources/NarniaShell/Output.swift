@@ -35,9 +35,10 @@ public final class Output {
         write("\n")
     }
 
-    /// Appends a diagnostic (an error, warning, note or hint): one line, so a line feed or tab
-    /// in it — from a name put in raw — is shown like any other control character (`?` on a
-    /// terminal, `\xHH` elsewhere) and cannot start a line that imitates another message.
+    /// Appends a diagnostic (an error, warning, note or hint), or any line that must stay one:
+    /// a line feed or tab in it — from a name or value put in raw — is shown like any other
+    /// control character (`?` on a terminal, `\xHH` elsewhere) and cannot start a line that
+    /// imitates another.
     public func messageLine(_ text: String) {
         write(shownText(text, onTerminal: isTerminal, allowingLineBreaks: false))
         write("\n")

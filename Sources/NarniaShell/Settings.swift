@@ -40,10 +40,11 @@ extension Maintenance {
         case 0:
             // On a terminal an unset setting says so, with its default (an empty viewer
             // command means narnia's own choice); scripts get `KEY VALUE` lines, `KEY` alone
-            // for an empty value (no trailing space).
+            // for an empty value (no trailing space). One line each, whatever a value holds
+            // (review BP-7: a line feed in one printed a line that read as another setting).
             for spec in Settings.all {
                 if let value = s.vault.settings[spec.key] {
-                    s.out.line("\(spec.key) \(value)")
+                    s.out.messageLine("\(spec.key) \(value)")
                 } else if s.out.isTerminal {
                     s.out.line("\(spec.key) \(spec.defaultValue.isEmpty ? "(not set: narnia's own choice)" : "\(spec.defaultValue) (not set: the default)")")
                 } else {
@@ -52,18 +53,23 @@ extension Maintenance {
             }
             for (key, value) in s.vault.settings.sorted(by: { $0.key < $1.key })
             where Settings.all.first(where: { $0.key == key }) == nil && Settings.viewerSetting(forKey: key) != nil {
-                s.out.line("\(key) \(value)")
+                s.out.messageLine("\(key) \(value)")
             }
         case 1:
             let typed = a.operands[0].text
             guard let spec = Settings.find(typed) else { throw unknownSetting(typed) }
-            s.out.line(s.vault.settings[spec.key] ?? spec.defaultValue)
+            s.out.messageLine(s.vault.settings[spec.key] ?? spec.defaultValue)
         case 2:
             let typed = a.operands[0].text, value = a.operands[1].text
             guard let spec = Settings.find(typed) else { throw unknownSetting(typed) }
             let key = spec.key   // a viewer's MIME type in lower case
             guard spec.values.isEmpty || spec.values.contains(value) else {
                 throw CommandFailure("\(key): '\(value)' is not one of: \(spec.values.joined(separator: ", "))")
+            }
+            // `set` prints values as they are: one holding a control character or one that
+            // shows as nothing could not be told from another (review BP-7).
+            if let bad = value.unicodeScalars.first(where: isEscapedInNames) {
+                throw CommandFailure("\(key): a value may not hold \(escapedForScripts(bad)) (no control characters, nor characters that show as nothing)")
             }
             if key == "inbox" {
                 let names = value.pathComponents
