@@ -285,6 +285,13 @@ def test_devices_lists_every_device_that_wrote(narnia, host):
     other = next(r for r in rows if r["name"] == "B")
     assert "forgot" in a.ok(f"devices forget {other['id'][:8]}").out
     assert any(json.loads(l)["forgotten"] for l in a.ok("devices --json").out_lines)
+    # Review BN-4: the device forgotten is told, once it has read of it.
+    assert "forgot this one" not in a.ok("pwd").err and "forgot this one" not in b.ok("pwd").err
+    syncthing_merge(a.vault, b.vault)
+    r = b.ok("mkdir /still-here")
+    assert "narnia: warning: another device forgot this one ('devices forget')" in r.err, r.describe()
+    syncthing_merge(a.vault, b.vault)
+    assert a.ok("ls /").out_lines == ["a", "b", "still-here"], "what it writes still counts"
 
 
 def test_a_device_name_with_a_slash_is_refused(narnia):

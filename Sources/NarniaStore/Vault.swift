@@ -349,6 +349,10 @@ public final class Vault {
             }
         }
         vault.warnings += vault.inventory.misshapenProblems
+        if vault.state.devices[vault.device]?.forgotten == true {
+            // Review BN-4: a device forgotten but still in use was never told.
+            vault.warnings.append("another device forgot this one ('devices forget'): what is removed or replaced elsewhere is deleted from the store without waiting for this device to read of it, so until it has (a sync), such items may show here as damaged; what this device writes still counts")
+        }
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         vault.warnOfManyKeyFiles()
