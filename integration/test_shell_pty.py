@@ -444,6 +444,23 @@ def test_tab_after_a_bare_hash_lists_the_numbers_in_order(vault, shell):
     assert s.wait() == 0
 
 
+def test_a_line_holding_characters_a_terminal_may_not_show_is_not_run(vault, shell):
+    """Review BN-6: libedit echoed a pasted right-to-left override, zero-width space or byte
+    order mark as it is: on the screen the line could read otherwise than what ran. Such a
+    line is refused, saying how to type the character; joiners (emoji, Persian) still pass."""
+    s = shell()
+    for char, spelled in (("\u202e", "\\u{202e}"), ("\u200b", "\\u{200b}"), ("\ufeff", "\\u{feff}")):
+        s.send(f"mkdir keep{char}txt.exe\r")
+        s.expect(f"narnia: error: the line holds {spelled}, which a terminal may show as nothing")
+        s.expect(f"narnia: hint: type it as $'{spelled}'")
+        s.prompt("/")
+    s.send("mkdir $'a\\u202eb' \U0001F469\u200d\U0001F4BB\r")
+    s.prompt("/")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /").out_lines == ["a\\u{202e}b", "\U0001F469\u200d\U0001F4BB"]
+
+
 def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):
     """Review BP-2: under hide-names an item really named `#2` won over the number: shown as
     `#1`, it was what `rm #2` removed, not the item shown as `#2`."""

@@ -33,6 +33,14 @@ final class InteractiveLoop {
         return "\u{1}\u{1B}[1;34m\u{1}narnia:\(path)\u{1}\u{1B}[0m\u{1}> "
     }
 
+    /// True for a character typed or pasted at the prompt that libedit echoes as it is but a
+    /// terminal may show as nothing, or that reorders the line on one that does bidirectional
+    /// text (review BN-6: `rm` of a pasted name could read otherwise than what ran). Controls
+    /// are echoed as `^X`, visibly: they pass.
+    static func mayShowOtherwise(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value >= 0xA0 && isEscapedInNames(scalar)
+    }
+
     /// Runs the shell until exit, Ctrl-D or a terminating signal; returns the exit status.
     func run() -> Int32 {
         guard let editor = LineEditor(historySize: Self.historySize, prompt: { [unowned self] in prompt() },
@@ -49,6 +57,13 @@ final class InteractiveLoop {
             case .line(let line):
                 guard line.utf8.count <= Session.maximumLineBytes else {
                     session.err.line("narnia: error: the line has \(line.utf8.count) bytes, more than a command line may (\(Session.maximumLineBytes)); not run")
+                    session.err.flush()
+                    continue
+                }
+                if let unseen = line.unicodeScalars.first(where: Self.mayShowOtherwise) {
+                    let spelled = escapedForScripts(unseen)
+                    session.err.messageLine("narnia: error: the line holds \(spelled), which a terminal may show as nothing or in another order than it is read; not run")
+                    session.err.messageLine("narnia: hint: type it as $'\(spelled)', or let Tab complete the name that holds it")
                     session.err.flush()
                     continue
                 }
