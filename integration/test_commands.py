@@ -1179,6 +1179,9 @@ def test_help(vault):
         "usage: export [-f|--force] [--skip-existing] [-v|-q] PATH... [HOSTDEST]",
         "       mget [-f|--force] [--skip-existing] [-v|-q] PATH..."]
     vault.fails("help no-such-command", "help")
+    # Review CA-1: it said grid thumbnails were never written to disk, which they are, encrypted.
+    text = " ".join(vault.ok("help grid").out.split())
+    assert "kept, encrypted, in the vault" in text and "never written" not in text, text
     r = vault.c("help ls cd")
     assert r.rc == 1 and "help: too many arguments" in r.err and "usage: help [COMMAND]" in r.err, r.describe()
 
@@ -1228,6 +1231,14 @@ def test_version_and_help(narnia):
                 "init", "enter", "--version"):
         assert opt in r.out, f"--help should mention {opt}" + r.describe()
     assert not (narnia.home / ".local/share/lining").exists(), "--help/--version must not create a store"
+
+
+def test_version_and_help_fail_when_their_output_cannot_be_written(narnia_bin):
+    """Review CA-7: `--version > /dev/full` exited 0, as if the version had been printed."""
+    for flag in ("--version", "--help"):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([str(narnia_bin), flag], stdout=full, stderr=subprocess.PIPE, timeout=30)
+        assert r.returncode == 1 and b"narnia: error: standard output: the disk is full" in r.stderr, (flag, r)
 
 
 def test_export_never_replaces_inside_folders(sample, host):

@@ -474,6 +474,21 @@ def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vaul
     assert vault.ok("ls /").out_lines == ["#2"], "the second in name order went, as the listing numbers it"
 
 
+def test_a_run_of_c_on_a_terminal_says_it_never_asks(vault):
+    """Review CA-4: `narnia -c passwd` and `narnia -c '!'` on a terminal said there was no
+    terminal; a -c run never asks, which is what they say now."""
+    for command, said in (("passwd", "passwd: asks for the new passphrase only in the interactive shell"),
+                          ("!", "!: '!' alone starts a shell only in the interactive shell")):
+        s = Shell(vault, args=("-c", command))
+        try:
+            s.expect("Passphrase: ")
+            s.send(DEFAULT_PASSPHRASE + "\r")
+            s.expect(f"narnia: error: {said}")
+            assert s.wait() == 1
+        finally:
+            s.close()
+
+
 def test_ctrl_d_exit_and_quit_end_with_status_0(vault):
     for keys in ("\x04", "exit\r", "quit\r"):
         s = Shell(vault)

@@ -115,8 +115,15 @@ public enum CommandTable {
 
     /// The command name or alias closest to a mistyped `word` (`exprot` → `export`): at most
     /// one edit (a letter added, dropped, changed, or two swapped) for short words, two for
-    /// words of five letters or more; nil when none is that close, or two are.
+    /// words of five letters or more, or a command with the space before its argument left
+    /// out (`cd ..`); nil when none is that close, or two are.
     static func nearest(to word: String) -> String? {
+        // A command run into its argument (`cd..`, `ls-l`, `cd/photos`): the space it lacks
+        // (review CA-9).
+        if let split = word.firstIndex(where: { $0 == "." || $0 == "-" || $0 == "/" }), split > word.startIndex,
+           find(String(word[..<split])) != nil {
+            return "\(word[..<split]) \(word[split...])"
+        }
         let typed = Array(word.lowercased())
         let limit = typed.count >= 5 ? 2 : 1
         let names = all.flatMap { [$0.name] + $0.aliases }.filter { $0.count > 1 }

@@ -40,8 +40,18 @@ do {
 for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
     if let argument = CommandLine.unsafeArgv[index] { memset(argument, 0, strlen(argument)) }
 }
-if options.showHelp { print(Options.usage); exit(0) }
-if options.showVersion { print("narnia \(Launcher.version)"); exit(0) }
+/// Prints `text` and exits 0, or 1 when it could not be written (review CA-7: `--version >
+/// /dev/full` exited 0); a reader gone (`| head`) is no failure, as for every run.
+func printAndExit(_ text: String) -> Never {
+    fputs(text + "\n", StandardStream.output)
+    if fflush(StandardStream.output) != 0, errno != EPIPE {
+        Launcher.say("narnia: error: standard output: \(SystemError.reason(for: errno))")
+        exit(1)
+    }
+    exit(0)
+}
+if options.showHelp { printAndExit(Options.usage) }
+if options.showVersion { printAndExit("narnia \(Launcher.version)") }
 if FileSystem.currentDirectoryIsUndecodable {
     Launcher.fail("the current folder's path is not valid UTF-8 (read as text, it would name another folder)",
                   hint: "run narnia from a folder whose path is UTF-8", status: 2)

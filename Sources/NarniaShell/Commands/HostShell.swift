@@ -27,7 +27,8 @@ enum HostShell {
         let arguments: [String]
         if command.allSatisfy({ $0 == " " || $0 == "\t" }) {
             guard s.interactive, isatty(0) == 1 else {
-                throw CommandFailure("'!' alone starts a shell, which needs a terminal", hint: "give a command: !COMMAND")
+                throw CommandFailure(s.interactive ? "'!' alone starts a shell, which needs a terminal" : "'!' alone starts a shell only in the interactive shell",
+                                     hint: "give a command: !COMMAND")
             }
             let shell = try environmentPath("SHELL") ?? "/bin/sh"
             arguments = [shell]

@@ -59,7 +59,10 @@ enum Maintenance {
                 throw CommandFailure("the two passphrases differ; nothing was changed")
             }
         } else {
-            throw CommandFailure("no terminal to ask for the new passphrase", hint: "use passwd --new-passphrase-file FILE")
+            // A -c or -b run never asks, on a terminal or not (review CA-4: it said there was none).
+            throw s.interactive
+                ? CommandFailure("no terminal to ask for the new passphrase", hint: "use passwd --new-passphrase-file FILE")
+                : CommandFailure("asks for the new passphrase only in the interactive shell", hint: "in -c and -b runs use passwd --new-passphrase-file FILE")
         }
         if a.has("--rotate") {
             try s.vault.rotateMasterKey(passphrase: passphrase, parameters: s.kdfParametersForNewPassphrase)
@@ -77,7 +80,9 @@ enum Maintenance {
         let lines: [String]
         guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "help") }
         if let name = a.operands.first?.text {
-            guard let spec = CommandTable.find(name) else { throw CommandFailure("no command '\(name)'", hint: "type 'help' for the list") }
+            guard let spec = CommandTable.find(name) else {
+                throw CommandFailure("no command '\(name)'", hint: CommandTable.nearest(to: name).map { "did you mean '\($0)'? ('help' lists the commands)" } ?? "type 'help' for the list")
+            }
             lines = HelpText.page(spec, width: width)
         } else {
             lines = HelpText.overview(CommandTable.all, width: width)
