@@ -6,6 +6,7 @@ output, and the exit codes 0/1/2/3."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -190,6 +191,19 @@ def test_usage_errors_exit_2(vault, args):
     assert r.out == "", "nothing on stdout for a usage error" + r.describe()
     assert r.err.strip(), "a usage error says what is wrong on stderr" + r.describe()
     assert vault.store().snapshot() == before
+
+
+def test_a_tilde_after_the_equals_sign_or_in_narnia_vault_is_home(narnia):
+    """Review CA-2: no shell expands `~` after `--vault=`: `--vault=~/vault` made a vault in a
+    folder named `~` under the current folder (whose obvious clean-up, `rm -rf ~`, takes the
+    home folder), and `--passphrase-file=~/pw` was not found."""
+    pw = narnia.passphrase_file(DEFAULT_PASSPHRASE)
+    shutil.copy(pw, narnia.home / "pw")
+    r = narnia("--vault=~/v1", "--passphrase-file=~/pw", "init", passphrase=None, with_vault=False)
+    assert r.rc == 0 and (narnia.home / "v1").is_dir(), r.describe()
+    r = narnia("-c", "mkdir /x", with_vault=False, env=dict(narnia.env, NARNIA_VAULT="~/v1"))
+    assert r.rc == 0 and narnia("--vault", narnia.home / "v1", "-c", "ls /", with_vault=False).out_lines == ["x"]
+    assert not (narnia.workdir / "~").exists()
 
 
 def test_exit_codes_summary(vault):

@@ -39,9 +39,17 @@ struct Launcher {
 
     private static func storeDirectory(_ options: Options) -> String {
         if let v = options.vault { return FileSystem.absolute(v) }
-        if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(v) }
+        if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(expandingTilde(v)) }
         let data = environment("XDG_DATA_HOME") ?? ((environment("HOME") ?? ".") + "/.local/share")
         return FileSystem.absolute(data + "/lining")
+    }
+
+    /// `path` with a leading `~` or `~/` replaced by `$HOME`, as a shell does after a space but
+    /// not after `--vault=`, nor in an environment file (`NARNIA_VAULT=~/vault`); as it is
+    /// otherwise, or when HOME is unset.
+    static func expandingTilde(_ path: String) -> String {
+        guard path == "~" || path.hasPrefix("~/"), let home = environment("HOME") else { return path }
+        return home + path.dropFirst()
     }
 
     /// An environment variable's value when set and not empty; one that is not UTF-8 is a

@@ -45,7 +45,9 @@ struct Options {
                 flag = String(arg[..<eq])
                 inline = String(arg[arg.index(after: eq)...])
             }
-            func v() throws -> String { try inline ?? value(flag) }
+            // After `=` no shell expands `~`: it is expanded here, as it would be after a space
+            // (review CA-2: `--vault=~/vault` made a vault in a folder named `~`).
+            func v() throws -> String { try inline.map(Launcher.expandingTilde) ?? value(flag) }
             // A flag that takes no value refuses one (`--keep-going=no` turned it on: review AJ).
             if let inline, ["--keep-going", "--verbose", "--version", "--help"].contains(flag) {
                 throw UsageError(description: "\(flag) takes no value, not '\(inline)'")
