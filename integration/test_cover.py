@@ -260,6 +260,24 @@ def test_garments_can_be_added_listed_moved_opened_and_removed(narnia, spawn):
     assert "back-panel" not in closet_path(narnia).read_text()
 
 
+def test_tab_slash_name_names_a_garment_from_inside_another_tab(narnia, spawn):
+    """Review CA-3: the man page says TAB/NAME names a garment from anywhere, but inside a tab
+    `open Shoes/boots` said there is nothing inside a garment, and `add Shoes/loafers` asked
+    for a tab and a name, as typed."""
+    make_closet(narnia)
+    p = spawn()
+    p.expect(PROMPT)
+    assert "added boots to Shoes" in p.command("add -c red -s winter Shoes/boots")
+    assert p.command("cd Tops", prompt="wardrobe:Tops> ") == ""
+    assert "colour:  red" in p.command("open Shoes/boots", prompt="wardrobe:Tops> ")
+    assert "added loafers to Shoes" in p.command("add -c blue Shoes/loafers", prompt="wardrobe:Tops> ")
+    assert "renamed loafers to trainers" in p.command("mv Shoes/loafers Shoes/trainers", prompt="wardrobe:Tops> ")
+    p.sendline("exit")
+    assert p.wait() == 0
+    saved = json.loads(closet_path(narnia).read_text())
+    assert sorted(g["name"] for g in saved["tabs"]["Shoes"]) == ["boots", "trainers"]
+
+
 def test_back_panel_is_last_in_outerwear(narnia, spawn):
     make_closet(narnia, {"Outerwear": ["zip-up fleece", "anorak", "wool coat"]})
     p = spawn()

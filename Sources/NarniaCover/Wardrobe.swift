@@ -129,6 +129,15 @@ public final class Wardrobe {
 
     var cwdPath: TreePath { TreePath(components: cwd.map { [$0.name] } ?? []) }
 
+    /// The components of a typed path, from the top: relative to the current tab, except that
+    /// `TAB/NAME` names NAME in TAB from anywhere, as the man page says (a garment holds nothing,
+    /// so nothing else could be meant; review CA-3: in Tops, `open Shoes/boots` failed).
+    func components(of text: String) -> [String] {
+        let first = text.prefix { $0 != "/" }
+        let fromTop = cwd != nil && first.count < text.count && Tab(typed: String(first)) != nil
+        return TreePath.resolve(text, relativeTo: fromTop ? .root : cwdPath).components
+    }
+
     /// Resolves a typed `TAB`, `GARMENT`, `TAB/GARMENT`, `..` or `/`. At the top, a bare
     /// garment name is found in whichever tab holds it, if only one does; in a tab, a bare tab
     /// name is that tab.
@@ -139,7 +148,7 @@ public final class Wardrobe {
            closet.garment(named: text, in: here)?.name != text {
             return .tab(tab)
         }
-        let parts = TreePath.resolve(text, relativeTo: cwdPath).components
+        let parts = components(of: text)
         switch parts.count {
         case 0:
             return .top
@@ -259,7 +268,7 @@ public final class Wardrobe {
         var tab = w.cwd
         var name = a.operandTexts.first
         if let text = name, text.utf8.contains(UInt8(ascii: "/")) {
-            let parts = TreePath.resolve(text, relativeTo: w.cwdPath).components
+            let parts = w.components(of: text)
             guard parts.count == 2, let t = Tab(typed: parts[0]) else {
                 throw CommandFailure("'\(text)': give a tab and a name, as in Tops/'blue shirt'")
             }
@@ -335,7 +344,7 @@ public final class Wardrobe {
             place = try w.place(text)
         } catch {
             // `back-panel` typed where there is none (in Tops, say): someone about to type a key.
-            let last = TreePath.resolve(text, relativeTo: w.cwdPath).components.last
+            let last = w.components(of: text).last
             guard last?.lowercased() == Closet.backPanel else { throw error }
             if let door = w.backPanel { door(false) } else { w.line(Wardrobe.doorStaysShut) }
             return
@@ -382,7 +391,7 @@ public final class Wardrobe {
         if case .top? = destPlace { throw CommandFailure("garments go in a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
         guard sources.count == 1 else { throw CommandFailure("\(destText): not a tab", hint: "tabs: \(Tab.allCases.map(\.name).joined(separator: ", "))") }
         let (fromTab, g) = sources[0]
-        let parts = TreePath.resolve(destText, relativeTo: w.cwdPath).components
+        let parts = w.components(of: destText)
         let toTab: Tab, newName: String
         switch parts.count {
         case 1 where w.cwd == nil:

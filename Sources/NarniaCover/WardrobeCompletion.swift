@@ -32,8 +32,8 @@ public struct WardrobeCompletionSource: CompletionSource {
 
     /// `folder` is the typed path up to its last `/`: `""` (here), `Tops/`, `../`, `/`.
     public func vaultEntries(in folder: String) -> [CompletionEntry] {
-        let path = TreePath.resolve(folder, relativeTo: wardrobe.cwdPath)
-        switch path.components.count {
+        let components = wardrobe.components(of: folder)
+        switch components.count {
         case 0:
             // The tabs, and the garments a bare name finds at the top: those only one tab holds.
             let tabs = Tab.allCases.map { CompletionEntry(name: $0.name, isFolder: true) }
@@ -41,7 +41,7 @@ public struct WardrobeCompletionSource: CompletionSource {
             let unique = Set(names.filter { wardrobe.closet.tabs(holding: $0).count == 1 })
             return tabs + unique.sorted().map { CompletionEntry(name: $0, isFolder: false) }
         case 1:
-            guard let tab = Tab(typed: path.components[0]) else { return [] }
+            guard let tab = Tab(typed: components[0]) else { return [] }
             return wardrobe.closet.listing(of: tab).map { CompletionEntry(name: $0, isFolder: false) }
         default:
             return []
