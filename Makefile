@@ -64,13 +64,21 @@ bench: bench-deps release
 	swift build -c release --product narnia-bench $(SWIFT_FLAGS)
 	NARNIA_BIN=$(CURDIR)/$(RELEASE) NARNIA_BENCH_BIN=$(CURDIR)/.build/release/narnia-bench bash bench/run.sh
 
-install: release
+# Installs what `make release` built. As root (`sudo make install`) it builds only when nothing
+# is built yet: SwiftPM is not run as root in your `.build`, and sudo's PATH may not hold swift
+# (review CA-5). It ends saying where zsh and fish may not look for the completions.
+install: $(if $(filter 0,$(shell id -u)),$(RELEASE),release)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
 	install -m 755 $(RELEASE) $(DESTDIR)$(BINDIR)/narnia
 	install -m 644 man/narnia.1 $(DESTDIR)$(MANDIR)/narnia.1
 	install -m 644 completions/narnia.bash $(DESTDIR)$(BASHDIR)/narnia
 	install -m 644 completions/_narnia $(DESTDIR)$(ZSHDIR)/_narnia
 	install -m 644 completions/narnia.fish $(DESTDIR)$(FISHDIR)/narnia.fish
+	@echo "zsh: unless $(ZSHDIR) is on your fpath, add 'fpath+=($(ZSHDIR))' before compinit in ~/.zshrc"
+	@echo "fish: unless $(FISHDIR) is searched (XDG_DATA_DIRS holds $(PREFIX)/share), copy narnia.fish to ~/.config/fish/completions"
+
+$(RELEASE):
+	$(MAKE) release
 
 clean:
 	rm -rf .build
