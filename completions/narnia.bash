@@ -10,6 +10,12 @@ _narnia()
     COMPREPLY=()
     # One candidate a line, so that names with spaces stay whole.
     local IFS=$'\n'
+    # `--vault=DIR`: bash splits the word at the `=` (COMP_WORDBREAKS), the option before it.
+    if [[ $cur == = ]]; then
+        cur=
+    elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
 
     # The argument of an option.
     case $prev in
@@ -50,8 +56,8 @@ _narnia()
             return
         fi
         case $word in
-            --vault) vault=1; ((i++)) ;;
-            --passphrase-file | --passphrase-fd) source=1; ((i++)) ;;
+            --vault) vault=1; [[ ${COMP_WORDS[i + 1]} == = ]] && ((i++)); ((i++)) ;;
+            --passphrase-file | --passphrase-fd) source=1; [[ ${COMP_WORDS[i + 1]} == = ]] && ((i++)); ((i++)) ;;
             -c | -b) mode=1; ((i++)) ;;
             --keep-going) keep=1 ;;
             -v | --verbose) verbose=1 ;;

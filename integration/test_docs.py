@@ -237,6 +237,14 @@ def test_bash_vault_completes_directories_only(host_tree):
     assert sorted(bash_complete(["narnia", "--vault", ""], host_tree)) == ["other", "sub dir"]
 
 
+def test_bash_completes_the_equals_forms(host_tree):
+    """Review CA-6: `--vault=DIR` and `--passphrase-file=FILE` got no completion in bash."""
+    assert sorted(bash_complete(["narnia", "--vault", "=", ""], host_tree)) == ["other", "sub dir"]
+    assert bash_complete(["narnia", "--vault", "=", "ot"], host_tree) == ["other"]
+    assert "file.txt" in bash_complete(["narnia", "--passphrase-file", "=", "fi"], host_tree)
+    assert bash_complete(["narnia", "--vault", "=", "other", "e"], host_tree) == ["enter"]
+
+
 def test_bash_batch_file_completes_files_and_stdin(host_tree):
     offered = bash_complete(["narnia", "-b", ""], host_tree)
     assert "file.txt" in offered and "-" in offered
@@ -294,7 +302,8 @@ def zsh_tab(line, expect, cwd, timeout=8.0):
 
 
 def test_zsh_tab_completes_long_option(host_tree):
-    assert "narnia --vault " in zsh_tab("narnia --va", "narnia --vault ", host_tree)
+    # An option whose value may follow its `=` completes with the `=`, as git's do.
+    assert "narnia --vault=" in zsh_tab("narnia --va", "narnia --vault=", host_tree)
 
 
 def test_zsh_tab_completes_subcommand(host_tree):
@@ -304,6 +313,12 @@ def test_zsh_tab_completes_subcommand(host_tree):
 
 def test_zsh_tab_drop_completes_host_files(host_tree):
     assert "file.txt" in zsh_tab("narnia drop fi", "file\\.txt", host_tree)
+
+
+def test_zsh_tab_completes_the_equals_forms(host_tree):
+    """Review CA-6: `--vault=DIR` and `--passphrase-file=FILE` got no completion in zsh."""
+    assert "narnia --vault=other/" in zsh_tab("narnia --vault=ot", "narnia --vault=other/", host_tree)
+    assert "--passphrase-file=file.txt" in zsh_tab("narnia --passphrase-file=fi", "file\\.txt", host_tree)
 
 
 def test_zsh_tab_vault_lists_directories_only(host_tree):
