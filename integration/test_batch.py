@@ -206,6 +206,23 @@ def test_a_tilde_after_the_equals_sign_or_in_narnia_vault_is_home(narnia):
     assert not (narnia.workdir / "~").exists()
 
 
+def test_options_that_would_do_nothing_are_usage_errors(vault):
+    """Review CA-8: `--keep-going` and `-v` with init, or a passphrase source with the Wardrobe
+    on a terminal, were taken and ignored without a word."""
+    for args, said in ((["--keep-going", "init"], "--keep-going goes with -c, -b or commands piped in"),
+                       (["-v", "init"], "--verbose goes with -c, -b or commands piped in")):
+        r = vault(*args)
+        assert r.rc == 2 and said in r.err, r.describe()
+    t = Terminal(vault.argv([]), vault.env, vault.workdir)
+    try:
+        assert t.wait(timeout=30) == 2
+        assert b"--passphrase-file goes with init, enter, -c, -b or commands piped in" in t.output
+    finally:
+        t.close()
+    r = vault("--keep-going", "-v", input="pwd\n")
+    assert r.rc == 0 and r.out_lines == ["narnia> pwd", "/"], r.describe()
+
+
 def test_exit_codes_summary(vault):
     assert vault.c("pwd").rc == 0
     assert vault.c("ls /nope").rc == 1

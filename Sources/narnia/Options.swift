@@ -23,6 +23,24 @@ struct Options {
         let description: String
     }
 
+    /// Refuses options that would do nothing in the mode chosen (review CA-8: `narnia
+    /// --passphrase-file F` on a terminal opened the Wardrobe, the file unread, without a word).
+    /// `stdinIsTerminal` tells the Wardrobe and `enter` from commands piped in.
+    func checkUse(stdinIsTerminal: Bool) throws {
+        let runsCommands: Bool
+        switch mode {
+        case .commands, .batchFile: runsCommands = true
+        case .cover, .enter: runsCommands = !stdinIsTerminal
+        case .initialize, .drop: runsCommands = false
+        }
+        for (given, flag) in [(keepGoing, "--keep-going"), (verbose, "--verbose")] where given && !runsCommands {
+            throw UsageError(description: "\(flag) goes with -c, -b or commands piped in, not here")
+        }
+        if mode == .cover && stdinIsTerminal && (passphraseFile != nil || passphraseFD != nil) {
+            throw UsageError(description: "\(passphraseFile != nil ? "--passphrase-file" : "--passphrase-fd") goes with init, enter, -c, -b or commands piped in, not with the wardrobe")
+        }
+    }
+
     /// Parses `arguments` (without the program name).
     static func parse(_ arguments: [String]) throws -> Options {
         var o = Options()
