@@ -223,6 +223,14 @@ def test_options_that_would_do_nothing_are_usage_errors(vault):
     assert r.rc == 0 and r.out_lines == ["narnia> pwd", "/"], r.describe()
 
 
+def test_a_vault_command_given_to_narnia_itself_says_how_to_run_it(vault):
+    """Review CA-10: `narnia ls` said only "see narnia --help"."""
+    r = vault("ls", "/")
+    assert r.rc == 2 and "narnia: hint: vault commands run inside the vault: narnia -c 'ls ...'" in r.err_lines, r.describe()
+    r = vault("frobnicate")
+    assert r.rc == 2 and "narnia: hint: see narnia --help" in r.err_lines, r.describe()
+
+
 def test_exit_codes_summary(vault):
     assert vault.c("pwd").rc == 0
     assert vault.c("ls /nope").rc == 1

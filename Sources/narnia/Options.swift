@@ -1,3 +1,5 @@
+import NarniaShell
+
 /// The command line (INTERFACE.md, Invocation details; man narnia, SYNOPSIS), parsed.
 struct Options {
     enum Mode: Equatable {
@@ -21,6 +23,8 @@ struct Options {
 
     struct UsageError: Error, CustomStringConvertible {
         let description: String
+        /// What to do instead, where there is better to say than "see narnia --help".
+        var hint: String? = nil
     }
 
     /// Refuses options that would do nothing in the mode chosen (review CA-8: `narnia
@@ -95,7 +99,9 @@ struct Options {
                 i = arguments.count
                 continue
             default:
-                throw UsageError(description: arg.hasPrefix("-") ? "unknown option \(arg)" : "unknown command \(arg)")
+                // A vault command given to narnia itself (`narnia ls`): how to run it (review CA-10).
+                let hint = CommandTable.find(arg) != nil && !arg.hasPrefix("-") ? "vault commands run inside the vault: narnia -c '\(arg) ...'" : nil
+                throw UsageError(description: arg.hasPrefix("-") ? "unknown option \(arg)" : "unknown command \(arg)", hint: hint)
             }
             i += 1
         }

@@ -32,7 +32,7 @@ let options: Options
 do {
     options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
-    Launcher.fail("\(error)", hint: "see narnia --help", status: 2)
+    Launcher.fail("\(error)", hint: (error as? Options.UsageError)?.hint ?? "see narnia --help", status: 2)
 }
 // The arguments, read, are wiped where the kernel shows them to every user of the machine
 // (`/proc/PID/cmdline`, `ps`): a `-c` script and the names given to `drop` stay only in this
