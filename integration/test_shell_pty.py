@@ -433,6 +433,37 @@ def test_the_numbers_of_a_line_are_those_in_view_when_it_was_typed(vault, shell)
     assert vault.ok("ls /; ls /sub").out_lines == ["d", "sub", "zz", "x"]
 
 
+def run_on_a_terminal(vault, text):
+    """`narnia -c TEXT` on a terminal; returns its exit status and what it showed."""
+    s = Shell(vault, args=("-c", text))
+    try:
+        s.expect("Passphrase: ")
+        s.send(DEFAULT_PASSPHRASE + "\r")
+        status = s.wait(timeout=30)
+        return status, clean(s.output)
+    finally:
+        s.close()
+
+
+def test_a_c_text_of_several_lines_reads_numbers_as_typed_and_keeps_them(vault):
+    """Review CC-2: each line of a `-c` text read numbers after the lines before it ran
+    (`rm -r '#1'` then `rm -r '#2'` removed #1 and #3). CC-3: `set hide-names off; rm #2`
+    then removed the item really named `#2`. CC-4: messages (`stat`'s path, `rm -i`'s
+    question) numbered an item as after the earlier removal. CC-1: a folder the line made (or
+    a sync merged) had no numbers when it was typed."""
+    vault.ok("mkdir /a /b /c /d /e /f; set hide-names on")
+    status, _ = run_on_a_terminal(vault, "rm -r '#1'\nrm -r '#2'")
+    assert status == 0 and vault.ok("ls /").out_lines == ["c", "d", "e", "f"]
+    vault.ok("mkdir '/#2'")   # listed as #1
+    status, _ = run_on_a_terminal(vault, "set hide-names off; rm -r '#2'")
+    assert status == 0 and vault.ok("ls /").out_lines == ["#2", "d", "e", "f"], "the item listed as #2 went"
+    vault.ok("set hide-names on")
+    status, shown = run_on_a_terminal(vault, "rm -r '#1'; stat '#3'")
+    assert status == 0 and "path: /#3" in shown and vault.ok("ls /").out_lines == ["d", "e", "f"], shown
+    status, shown = run_on_a_terminal(vault, "mkdir new; cd new; mkdir x; ls '#1'")
+    assert status == 1 and "had no numbers when the line was typed" in shown, shown
+
+
 def test_tab_after_a_bare_hash_lists_the_numbers_in_order(vault, shell):
     """Review BQ-6: under hide-names Tab right after a bare `#` rang the bell (read as a
     comment), and the numbers were listed as text (#1 #10 #11 #2)."""

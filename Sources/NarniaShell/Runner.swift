@@ -115,18 +115,21 @@ extension Session {
             err.flush()
             return mayFail
         }
-        // At the prompt under hide-names `#2024` is a number, not a comment: one that names
-        // nothing stops the line before the command holding it runs, for it was most likely
-        // meant as a comment, and `rm -rf scratch  #2024 photos` would otherwise remove photos
-        // (BI-4). Each command's numbers are judged in the folder it runs in, after the `cd`s
-        // before it (review BQ-2: judged where the line began, `cd sub; rm -rf scratch #5
-        // photos` ran in sub).
-        // Numbers are read against the folders as they were when the line was typed (BQ-1).
-        if commands.count > 1 && HiddenNames.namesByNumber(self) { childrenWhenTyped = vault.childrenByFolder }
-        defer { childrenWhenTyped = nil }
+        return commands.count > 1 ? readingNumbersAsTyped { run(commands, mayFail: mayFail, keepGoing: keepGoing) }
+                                  : run(commands, mayFail: mayFail, keepGoing: keepGoing)
+    }
+
+    /// Runs the commands of one line (see `runBatchLine`), their numbers read as typed (BQ-1).
+    private func run(_ commands: [[Word]], mayFail: Bool, keepGoing: Bool) -> Bool {
         var ok = true
         for (index, typed) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
+            // At the prompt under hide-names `#2024` is a number, not a comment: one that names
+            // nothing stops the line before the command holding it runs, for it was most likely
+            // meant as a comment, and `rm -rf scratch  #2024 photos` would otherwise remove
+            // photos (BI-4). Each command's numbers are judged in the folder it runs in, after
+            // the `cd`s before it (review BQ-2: judged where the line began, `cd sub; rm -rf
+            // scratch #5 photos` ran in sub).
             if let number = HiddenNames.numberNamingNothing(in: typed, s: self) {
                 out.flush()
                 err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); \(index == 0 ? "nothing was run" : "the rest of the line was not run")")

@@ -45,10 +45,19 @@ public final class Session: @unchecked Sendable {
     /// from a batch file written beforehand (`-b`, piped): only typed commands name items by
     /// the numbers `hide-names` shows (`HiddenNames.namesByNumber`).
     public var commandsTyped = false
-    /// Under hide-names, while a typed line of several commands runs: every folder's children
-    /// as they were when it was typed, which its `#N` numbers are read against (review BQ-1:
+    /// Under hide-names, while a typed line of several commands (or a `-c` text) runs: the
+    /// numbers items had when it was typed, which its `#N` are read against (review BQ-1:
     /// `rm -r #1; rm -r #2` removed the items listed as #1 and #3).
-    var childrenWhenTyped: [Identifier: [String: Identifier]]?
+    var numbersAsTyped: NumbersAsTyped?
+
+    /// Runs `body` with `#N` read against the vault as it is now, for every command it runs
+    /// (a `-c` text of several lines: review CC-2), where names are read by number.
+    public func readingNumbersAsTyped<T>(_ body: () -> T) -> T {
+        guard numbersAsTyped == nil, HiddenNames.namesByNumber(self) else { return body() }
+        numbersAsTyped = NumbersAsTyped(vault)
+        defer { numbersAsTyped = nil }
+        return body()
+    }
     /// The host files this run was opened with (`--passphrase-file`, `-b FILE`), by identity,
     /// each with what it is: `import --move` takes them in but keeps them (review BG-8: the
     /// passphrase file, perhaps the only place the passphrase was written, went into the vault

@@ -418,8 +418,11 @@ struct Launcher {
             }
             return InteractiveLoop(session: session).run()
         case .text(let text):
-            return BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose)
-                .run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            // One -c text was typed at once: its numbers are read as they were then (CC-2).
+            return session.readingNumbersAsTyped {
+                BatchRunner(session: session, keepGoing: options.keepGoing, echo: options.verbose)
+                    .run(lines: text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            }
         case .file(let fd):
             return BatchRunner(session: session, keepGoing: options.keepGoing, file: fd.path, echo: options.verbose)
                 .run(reader: LineReader(fd: fd.raw), keep: fd)

@@ -10,8 +10,8 @@ import NarniaStore
 /// its own number: review BP-2); past the last item, `#N` is a name. Numbers are resolved only where listings show
 /// them (the setting on, output on a terminal) and in commands typed for this run
 /// (`namesByNumber`): in scripts `#2` is a name (review BG-4, BH-1: `cp -f a.txt '#2'` in a
-/// script replaced the second item). A line of several commands reads its numbers against the
-/// folders as they stood when it was typed (`Session.childrenWhenTyped`, review BQ-1).
+/// script replaced the second item). A line of several commands, and a `-c` text, reads its
+/// numbers against the folders as they stood when it was typed (`NumbersAsTyped`, review BQ-1).
 enum HiddenNames {
     /// True when listings on this session's output should hide names.
     static func active(_ s: Session) -> Bool {
@@ -44,9 +44,16 @@ enum HiddenNames {
         }
     }
 
-    /// The number of `item` in its folder (1-based), as `#N` shows it. A listing asks this for
-    /// every item of a folder, so each folder's numbering is computed once per vault change.
-    static func number(of item: Item, in vault: Vault) -> Int {
+    /// The number of `item` in its folder (1-based), as `#N` shows it: while a typed line runs,
+    /// the number it had when the line was typed (review CC-4: `rm #1; rm -i #3` asked about
+    /// `#2`), else as the folder is now.
+    static func number(of item: Item, in s: Session) -> Int {
+        s.numbersAsTyped?.number(of: item.id, in: item.parent) ?? number(of: item, in: s.vault)
+    }
+
+    /// The number of `item` in its folder as it is now. A listing asks this for every item of
+    /// a folder, so each folder's numbering is computed once per vault change.
+    private static func number(of item: Item, in vault: Vault) -> Int {
         if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
             return cached.numbers[item.name] ?? 1
         }
@@ -63,14 +70,14 @@ enum HiddenNames {
     nonisolated(unsafe) private static var numbering: [Identifier: (vault: Vault, generation: Int, numbers: [String: Int])] = [:]
 
     /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
-    static func label(of item: Item, in vault: Vault) -> String {
-        "\(glyph(item.kind)) #\(number(of: item, in: vault))\(item.isFolder ? "/" : "")"
+    static func label(of item: Item, in s: Session) -> String {
+        "\(glyph(item.kind)) #\(number(of: item, in: s))\(item.isFolder ? "/" : "")"
     }
 
     /// How a listing on this session shows `item`: its terminal-safe name, or the masked label
     /// when names are hidden. Folders get a `/` either way.
     static func displayName(of item: Item, in s: Session) -> String {
-        if active(s) { return label(of: item, in: s.vault) }
+        if active(s) { return label(of: item, in: s) }
         return terminalSafe(item.isFolder ? item.name + "/" : item.name)
     }
 
@@ -81,7 +88,7 @@ enum HiddenNames {
     /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
     static func numberNamingNothing(in command: [Word], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
-        let count = numbered(here, in: s).count
+        let count = (try? numbered(here, in: s))?.count ?? 0
         for word in command where word.quotedScalars.first == false {
             let scalars = word.text.unicodeScalars
             guard scalars.first == "#", let digit = scalars.dropFirst().first, ("0"..."9").contains(digit) else { continue }
@@ -101,16 +108,23 @@ enum HiddenNames {
     }
 
     /// The items of `folder` in the order its numbers count them: as it stood when the running
-    /// line was typed, where the line keeps that (`Session.childrenWhenTyped`), or as it is.
-    static func numbered(_ folder: Identifier, in s: Session) -> [(name: String, id: Identifier)] {
-        let children = s.childrenWhenTyped?[folder] ?? s.vault.childrenByFolder[folder] ?? [:]
+    /// line was typed (`Session.numbersAsTyped`), or as it is. A folder the line's commands
+    /// made, or merged with another device's (review CC-1), had no numbers then: that fails.
+    static func numbered(_ folder: Identifier, in s: Session) throws -> [(name: String, id: Identifier)] {
+        if let typed = s.numbersAsTyped {
+            guard let items = typed.items(in: folder) else {
+                throw CommandFailure("this folder's items had no numbers when the line was typed (a command before on the line made it, or merged it with another)")
+            }
+            return items
+        }
+        let children = s.vault.childrenByFolder[folder] ?? [:]
         return children.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
     }
 
     /// The name now of the item `#n` numbered in `folder` when the line was typed, or nil when
     /// the folder held fewer; fails when a command before on the line removed or moved it.
     private static func name(numbered n: Int, in folder: Identifier, s: Session) throws -> String? {
-        let items = numbered(folder, in: s)
+        let items = try numbered(folder, in: s)
         guard n <= items.count else { return nil }
         let numberedItem = items[n - 1]
         guard let item = s.vault.item(numberedItem.id), item.parent == folder,
@@ -124,7 +138,9 @@ enum HiddenNames {
     /// a real name is no wildcard). Unchanged when hide-names is off, when no component is a
     /// number, or where the folder before a number cannot be known (after a wildcard).
     static func resolving(_ word: Word, in s: Session) throws -> Word {
-        guard word.text.contains("#"), namesByNumber(s) else { return word }
+        // A line typed with numbers keeps them though a command on it turns hide-names off
+        // (review CC-3).
+        guard word.text.contains("#"), s.numbersAsTyped != nil || namesByNumber(s) else { return word }
         // Split the word into components, each keeping its quote mask.
         var components: [(text: String, mask: [Bool])] = [("", [])]
         for (scalar, quoted) in zip(word.text.unicodeScalars, word.quotedScalars) {
@@ -169,7 +185,7 @@ extension HiddenNames {
     /// The `#N` that replaces `item`'s name in a listing on this session, or nil when names
     /// are shown (the listing adds its own kind glyph and folder `/`).
     static func maskedName(of item: Item, in s: Session) -> String? {
-        active(s) ? "#\(number(of: item, in: s.vault))" : nil
+        active(s) ? "#\(number(of: item, in: s))" : nil
     }
 
     /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
@@ -180,7 +196,7 @@ extension HiddenNames {
         var known = true
         for name in path.components {
             if known, let item = s.vault.child(named: name, in: folder) {
-                shown.append("#\(number(of: item, in: s.vault))")
+                shown.append("#\(number(of: item, in: s))")
                 folder = item.id
             } else {
                 known = false
@@ -206,4 +222,31 @@ extension Session {
 
     /// A path in a message (standard error).
     func inMessage(_ path: VaultPath) -> String { shown(path, on: err) }
+}
+
+/// The numbers items had when a typed line (several commands, or a `-c` text) began: every
+/// folder's children as they stood then, numbered per folder as listings number them.
+final class NumbersAsTyped {
+    private let children: [Identifier: [String: Identifier]]
+    private var numbered: [Identifier: [(name: String, id: Identifier)]] = [:]
+    private var numbers: [Identifier: [Identifier: Int]] = [:]
+
+    init(_ vault: Vault) { children = vault.childrenByFolder }
+
+    /// The items of `folder` in number order, or nil when it was no folder then.
+    func items(in folder: Identifier) -> [(name: String, id: Identifier)]? {
+        if let items = numbered[folder] { return items }
+        guard let names = children[folder] else { return nil }
+        let items = names.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
+        numbered[folder] = items
+        return items
+    }
+
+    /// The number `id` had in `folder`, or nil when it was not there.
+    func number(of id: Identifier, in folder: Identifier) -> Int? {
+        if numbers[folder] == nil, let items = items(in: folder) {
+            numbers[folder] = Dictionary(uniqueKeysWithValues: items.enumerated().map { ($1.id, $0 + 1) })
+        }
+        return numbers[folder]?[id]
+    }
 }
