@@ -480,16 +480,19 @@ def test_a_line_holding_characters_a_terminal_may_not_show_is_not_run(vault, she
     order mark as it is: on the screen the line could read otherwise than what ran. Such a
     line is refused, saying how to type the character; joiners (emoji, Persian) still pass."""
     s = shell()
-    for char, spelled in (("\u202e", "\\u{202e}"), ("\u200b", "\\u{200b}"), ("\ufeff", "\\u{feff}")):
+    for char, spelled in (("\u202e", "\\u{202e}"), ("\u200b", "\\u{200b}"), ("\ufeff", "\\u{feff}"),
+                          ("\u206a", "\\u{206a}"), ("\ufe0f", "\\u{fe0f}")):   # review CC-7
         s.send(f"mkdir keep{char}txt.exe\r")
         s.expect(f"narnia: error: the line holds {spelled}, which a terminal may show as nothing")
         s.expect(f"narnia: hint: type it as $'{spelled}'")
         s.prompt("/")
-    s.send("mkdir $'a\\u202eb' \U0001F469\u200d\U0001F4BB\r")
+    scotland = "\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F"   # review CC-8
+    s.send(f"mkdir $'a\\u202eb' \U0001F469\u200d\U0001F4BB {scotland}\r")
     s.prompt("/")
     s.send("exit\r")
     assert s.wait() == 0
-    assert vault.ok("ls /").out_lines == ["a\\u{202e}b", "\U0001F469\u200d\U0001F4BB"]
+    assert vault.ok("ls /").out_lines == ["a\\u{202e}b", "\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F",
+                                          "\U0001F469\u200d\U0001F4BB"]
 
 
 def test_a_number_names_the_item_it_numbers_even_beside_one_really_named_so(vault, shell, tmp_path):

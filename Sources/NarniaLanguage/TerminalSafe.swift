@@ -14,43 +14,86 @@ public func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
 }
 
 /// True for the characters a name may hold that show as nothing, so that two names differing
-/// only by them look alike (review AQ): the soft hyphen, the combining grapheme joiner, the
-/// Hangul fillers, the Mongolian vowel separator, the zero-width space, the line and paragraph
-/// separators, the word joiner and invisible operators, the byte order mark, and the tag
-/// characters. The zero-width joiner and non-joiner are not among them: emoji sequences and
-/// Persian and Indic words hold them. Escaped in names only: text shown (`cat`) keeps them.
+/// only by them look alike (review AQ): Unicode's default-ignorable characters (the soft
+/// hyphen, the combining grapheme joiner, the Hangul fillers, the zero-width space, the word
+/// joiner and invisible operators, the byte order mark, the deprecated format characters, ...:
+/// review CC-7) and the line and paragraph separators — but not those that are visible where
+/// they stand (`isContextuallyVisible`). Escaped in names only: text shown (`cat`) keeps them.
 public func isInvisibleInName(_ scalar: Unicode.Scalar) -> Bool {
+    if scalar.value == 0x2028 || scalar.value == 0x2029 { return true }
+    return scalar.properties.isDefaultIgnorableCodePoint && !isContextuallyVisible(scalar)
+}
+
+/// The invisible characters that are part of what a screen shows where they stand, and
+/// escaped elsewhere (`nameScalars`): the zero-width joiner and non-joiner (emoji sequences,
+/// Persian and Indic words), the variation selectors (an emoji's presentation, an ideograph's
+/// variant, a Mongolian letter's form) and the tag characters (the flags of England, Scotland
+/// and Wales: review CC-8).
+func isContextuallyVisible(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {
-    case 0x00AD, 0x034F, 0x115F, 0x1160, 0x180E, 0x200B, 0x2028, 0x2029, 0x2060...0x2064, 0x3164, 0xFEFF, 0xFFA0, 0xE0000...0xE007F: true
+    case 0x200C, 0x200D, 0xFE00...0xFE0F, 0xE0100...0xE01EF, 0x180B...0x180D, 0x180F, 0xE0020...0xE007F: true
     default: false
     }
 }
 
 /// The characters a name is printed with escaped wherever they stand: `isUnsafeOnTerminal`'s
-/// and `isInvisibleInName`'s (a joiner, by where it stands: `nameScalars`).
+/// and `isInvisibleInName`'s (the others `isContextuallyVisible` names, by where they stand:
+/// `nameScalars`).
 public func isEscapedInNames(_ scalar: Unicode.Scalar) -> Bool { isUnsafeOnTerminal(scalar) || isInvisibleInName(scalar) }
-
-/// True for the zero-width joiner and non-joiner (U+200D, U+200C).
-func isJoiner(_ scalar: Unicode.Scalar) -> Bool { scalar.value == 0x200C || scalar.value == 0x200D }
 
 /// True when `text` holds a character that `nameScalars` may print escaped.
 func mayHoldEscapedInNames(_ text: String) -> Bool {
-    text.unicodeScalars.contains { isEscapedInNames($0) || isJoiner($0) }
+    text.unicodeScalars.contains { isEscapedInNames($0) || isContextuallyVisible($0) }
 }
 
 /// The characters of a name, each with whether it is printed escaped: those
-/// `isEscapedInNames` names, and a zero-width joiner or non-joiner that joins nothing a screen
-/// shows — at the name's start or end, or beside an ASCII character, another joiner or an
-/// escaped character — so that `ab\u{200C}c` cannot pass for `abc`. Between two other
-/// characters (an emoji sequence, a Persian or Indic word) a joiner is kept.
+/// `isEscapedInNames` names, and those `isContextuallyVisible` names where a screen shows
+/// nothing of them — a joiner at the name's start or end, or beside an ASCII character,
+/// another joiner or an escaped character (so that `ab\u{200C}c` cannot pass for `abc`); a
+/// variation selector after anything but a character shown that is not ASCII (a keycap's
+/// digit, `#` or `*` before U+20E3 excepted); tag characters outside a flag's tag sequence
+/// (U+1F3F4, tags, U+E007F). Between two other characters (an emoji sequence, a Persian or
+/// Indic word) a joiner is kept.
 public func nameScalars(_ text: String) -> [(scalar: Unicode.Scalar, escaped: Bool)] {
     let scalars = Array(text.unicodeScalars)
-    func joins(_ i: Int) -> Bool {
-        scalars.indices.contains(i) && scalars[i].value >= 0x80 && !isJoiner(scalars[i]) && !isEscapedInNames(scalars[i])
+    func shown(_ i: Int) -> Bool {
+        scalars.indices.contains(i) && scalars[i].value >= 0x80 && !isContextuallyVisible(scalars[i]) && !isEscapedInNames(scalars[i])
     }
+    // What a joiner follows: the character before, past its emoji variation selector (👁️‍🗨️).
+    func shownBefore(_ i: Int) -> Bool {
+        var k = i - 1
+        if k >= 0, (0xFE00...0xFE0F).contains(scalars[k].value) { k -= 1 }
+        return shown(k)
+    }
+    let flagTags = flagTagSequences(scalars)
     return scalars.indices.map { i in
-        (scalars[i], isEscapedInNames(scalars[i]) || (isJoiner(scalars[i]) && !(joins(i - 1) && joins(i + 1))))
+        let scalar = scalars[i]
+        guard !isEscapedInNames(scalar) else { return (scalar, true) }
+        switch scalar.value {
+        case 0x200C, 0x200D:
+            return (scalar, !(shownBefore(i) && shown(i + 1)))
+        case 0xE0020...0xE007F:
+            return (scalar, !flagTags.contains(i))
+        case 0xFE00...0xFE0F, 0xE0100...0xE01EF, 0x180B...0x180D, 0x180F:
+            let keycap = i > 0 && "0123456789#*".unicodeScalars.contains(scalars[i - 1])
+                && i + 1 < scalars.count && scalars[i + 1].value == 0x20E3
+            return (scalar, !(shown(i - 1) || keycap))
+        default:
+            return (scalar, false)
+        }
     }
+}
+
+/// The positions of the tag characters that make flags: U+1F3F4, then tags U+E0020–U+E007E,
+/// ended by U+E007F.
+private func flagTagSequences(_ scalars: [Unicode.Scalar]) -> Set<Int> {
+    var found = Set<Int>()
+    for (i, scalar) in scalars.enumerated() where scalar.value == 0x1F3F4 {
+        var j = i + 1
+        while j < scalars.count, (0xE0020...0xE007E).contains(scalars[j].value) { j += 1 }
+        if j > i + 1, j < scalars.count, scalars[j].value == 0xE007F { found.formUnion((i + 1)...j) }
+    }
+    return found
 }
 
 /// `text` made safe to print on a terminal, as `ls -q` does: every character `nameScalars`
@@ -113,7 +156,7 @@ public func shownName(_ text: String, onTerminal: Bool) -> String {
 public func shownText(_ text: String, onTerminal: Bool, allowingLineBreaks: Bool) -> String {
     guard mayHoldUnsafe(text, orBackslash: false, allowingLineBreaks: allowingLineBreaks),
           text.unicodeScalars.contains(where: {
-              (isUnsafeOnTerminal($0) && !(allowingLineBreaks && ($0 == "\n" || $0 == "\t"))) || isInvisibleInName($0) || isJoiner($0)
+              (isUnsafeOnTerminal($0) && !(allowingLineBreaks && ($0 == "\n" || $0 == "\t"))) || isInvisibleInName($0) || isContextuallyVisible($0)
           }) else {
         return text
     }

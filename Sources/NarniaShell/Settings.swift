@@ -68,7 +68,7 @@ extension Maintenance {
             }
             // `set` prints values as they are: one holding a control character or one that
             // shows as nothing could not be told from another (review BP-7).
-            if let bad = value.unicodeScalars.first(where: isEscapedInNames) {
+            if let bad = nameScalars(value).first(where: \.escaped)?.scalar {
                 throw CommandFailure("\(key): a value may not hold \(escapedForScripts(bad)) (no control characters, nor characters that show as nothing)")
             }
             if key == "inbox" {

@@ -33,12 +33,13 @@ final class InteractiveLoop {
         return "\u{1}\u{1B}[1;34m\u{1}narnia:\(path)\u{1}\u{1B}[0m\u{1}> "
     }
 
-    /// True for a character typed or pasted at the prompt that libedit echoes as it is but a
-    /// terminal may show as nothing, or that reorders the line on one that does bidirectional
-    /// text (review BN-6: `rm` of a pasted name could read otherwise than what ran). Controls
-    /// are echoed as `^X`, visibly: they pass.
-    static func mayShowOtherwise(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value >= 0xA0 && isEscapedInNames(scalar)
+    /// The first character typed or pasted at the prompt that libedit echoes as it is but a
+    /// terminal may show as nothing where it stands, or that reorders the line on one that does
+    /// bidirectional text (review BN-6: `rm` of a pasted name could read otherwise than what
+    /// ran): one a name shows escaped (`nameScalars`). Controls are echoed as `^X`, visibly:
+    /// they pass.
+    static func firstShownOtherwise(in line: String) -> Unicode.Scalar? {
+        nameScalars(line).first { $0.escaped && $0.scalar.value >= 0xA0 }?.scalar
     }
 
     /// Runs the shell until exit, Ctrl-D or a terminating signal; returns the exit status.
@@ -60,7 +61,7 @@ final class InteractiveLoop {
                     session.err.flush()
                     continue
                 }
-                if let unseen = line.unicodeScalars.first(where: Self.mayShowOtherwise) {
+                if let unseen = Self.firstShownOtherwise(in: line) {
                     let spelled = escapedForScripts(unseen)
                     session.err.messageLine("narnia: error: the line holds \(spelled), which a terminal may show as nothing or in another order than it is read; not run")
                     session.err.messageLine("narnia: hint: type it as $'\(spelled)', or let Tab complete the name that holds it")

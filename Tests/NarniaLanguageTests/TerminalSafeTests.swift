@@ -35,6 +35,23 @@ final class TerminalSafeTests: XCTestCase {
         }
     }
 
+    /// Review CC-7: default-ignorable characters beyond the first list (deprecated format
+    /// characters, shorthand format controls, a variation selector after ASCII) showed as
+    /// nothing, so `report.pdf\u{206A}` listed as `report.pdf`. CC-8: a flag's tag sequence,
+    /// an emoji's or ideograph's variation selector and a keycap stay as they are.
+    func testEveryCharacterThatShowsAsNothingIsShownWhereItStands() {
+        for name in ["report.pdf\u{206A}", "a\u{17B4}b", "a\u{180B}", "x\u{FE0F}y", "\u{FE0F}", "a\u{1BCA0}",
+                     "a\u{1D173}", "\u{E0100}a", "a\u{E0067}\u{E007F}", "\u{1F3F4}\u{E0067}", "a\u{FFF0}"] {
+            XCTAssertTrue(terminalSafe(name).contains("?"), "\(scriptSafe(name)) shows what it holds")
+        }
+        XCTAssertEqual(scriptSafe("report.pdf\u{206A}"), "report.pdf\\u{206a}")
+        let scotland = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}"
+        for name in [scotland + " Scotland", "❤\u{FE0F}.jpg", "1\u{FE0F}\u{20E3} one", "#\u{FE0F}\u{20E3}", "葛\u{E0100}城", "ᠠ\u{180B}"] {
+            XCTAssertEqual(terminalSafe(name), name)
+            XCTAssertEqual(scriptSafe(name), name)
+        }
+    }
+
     /// A host path or typed word put into a message raw shows as a name does (review BC-1):
     /// an invisible character or a joiner that joins nothing, though nothing else in the line
     /// could drive the terminal; a joiner in an emoji stays.
