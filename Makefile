@@ -65,9 +65,12 @@ bench: bench-deps release
 	NARNIA_BIN=$(CURDIR)/$(RELEASE) NARNIA_BENCH_BIN=$(CURDIR)/.build/release/narnia-bench bash bench/run.sh
 
 # Installs what `make release` built. As root (`sudo make install`) it builds only when nothing
-# is built yet: SwiftPM is not run as root in your `.build`, and sudo's PATH may not hold swift
-# (review CA-5). It ends saying where zsh and fish may not look for the completions.
+# is built yet, and refuses a build older than the sources (review CC-11): SwiftPM is not run as
+# root in your `.build`, and sudo's PATH may not hold swift (review CA-5). It ends saying where
+# zsh and fish may not look for the completions.
 install: $(if $(filter 0,$(shell id -u)),$(RELEASE),release)
+	@if [ -n "$$(find Package.swift Sources -newer $(RELEASE) -print -quit)" ]; then \
+		echo "make install: $(RELEASE) is older than the sources: run 'make release' as yourself first" >&2; exit 1; fi
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
 	install -m 755 $(RELEASE) $(DESTDIR)$(BINDIR)/narnia
 	install -m 644 man/narnia.1 $(DESTDIR)$(MANDIR)/narnia.1

@@ -204,13 +204,18 @@ def test_a_tilde_after_the_equals_sign_or_in_narnia_vault_is_home(narnia):
     r = narnia("-c", "mkdir /x", with_vault=False, env=dict(narnia.env, NARNIA_VAULT="~/v1"))
     assert r.rc == 0 and narnia("--vault", narnia.home / "v1", "-c", "ls /", with_vault=False).out_lines == ["x"]
     assert not (narnia.workdir / "~").exists()
+    # Review CC-10: with HOME unset it still made a folder named `~`.
+    env = {k: v for k, v in narnia.env.items() if k != "HOME"}
+    r = narnia("--vault=~/v2", "init", with_vault=False, env=env)
+    assert r.rc == 2 and "HOME is not set" in r.err and not (narnia.workdir / "~").exists(), r.describe()
 
 
 def test_options_that_would_do_nothing_are_usage_errors(vault):
     """Review CA-8: `--keep-going` and `-v` with init, or a passphrase source with the Wardrobe
     on a terminal, were taken and ignored without a word."""
     for args, said in ((["--keep-going", "init"], "--keep-going goes with -c, -b or commands piped in"),
-                       (["-v", "init"], "--verbose goes with -c, -b or commands piped in")):
+                       (["-v", "init"], "-v (--verbose) goes with -c, -b or commands piped in"),
+                       (["-v", "drop", "x"], "narnia: hint: drop takes its own -v after the word drop")):   # CC-12
         r = vault(*args)
         assert r.rc == 2 and said in r.err, r.describe()
     t = Terminal(vault.argv([]), vault.env, vault.workdir)

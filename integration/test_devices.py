@@ -290,6 +290,7 @@ def test_devices_lists_every_device_that_wrote(narnia, host):
     syncthing_merge(a.vault, b.vault)
     r = b.ok("mkdir /still-here")
     assert "narnia: warning: another device forgot this one ('devices forget')" in r.err, r.describe()
+    assert "give this copy a device of its own" in r.err, "it says how to be waited for again (CC-9)"
     syncthing_merge(a.vault, b.vault)
     assert a.ok("ls /").out_lines == ["a", "b", "still-here"], "what it writes still counts"
 

@@ -291,7 +291,7 @@ def test_a_mistyped_command_gets_a_suggestion(vault):
     r = vault.c("exprot /a")
     assert r.rc == 1 and "narnia: hint: did you mean 'export'? ('help' lists the commands)" in r.err_lines, r.describe()
     # Review CA-9: a command run into its argument, and `help` of a typo, got no suggestion.
-    for typed, meant in (("cd..", "cd .."), ("ls-l", "ls -l"), ("help exprot", "export")):
+    for typed, meant in (("cd..", "cd .."), ("ls-l", "ls -l"), ("help exprot", "help export"), ("help ls-l", "help ls")):
         r = vault.c(typed)
         assert r.rc == 1 and f"narnia: hint: did you mean '{meant}'? ('help' lists the commands)" in r.err_lines, r.describe()
 

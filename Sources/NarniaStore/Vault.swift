@@ -351,7 +351,8 @@ public final class Vault {
         vault.warnings += vault.inventory.misshapenProblems
         if vault.state.devices[vault.device]?.forgotten == true {
             // Review BN-4: a device forgotten but still in use was never told.
-            vault.warnings.append("another device forgot this one ('devices forget'): what is removed or replaced elsewhere is deleted from the store without waiting for this device to read of it, so until it has (a sync), such items may show here as damaged; what this device writes still counts")
+            // It stays forgotten (review CC-9): the warning says how to be waited for again.
+            vault.warnings.append("another device forgot this one ('devices forget'): what is removed or replaced elsewhere is deleted from the store without waiting for this device to read of it, so such items may show here as damaged until a sync brings their removal; what this device writes still counts. To be waited for again, give this copy a device of its own: copy the store to a new folder with cp -a and use the copy")
         }
         try vault.resealOwnRecordsIfNeeded()
         try vault.tidy()

@@ -46,9 +46,13 @@ struct Launcher {
 
     /// `path` with a leading `~` or `~/` replaced by `$HOME`, as a shell does after a space but
     /// not after `--vault=`, nor in an environment file (`NARNIA_VAULT=~/vault`); as it is
-    /// otherwise, or when HOME is unset.
+    /// otherwise. With HOME unset such a path is a usage error (review CC-10: it made a folder
+    /// named `~`).
     static func expandingTilde(_ path: String) -> String {
-        guard path == "~" || path.hasPrefix("~/"), let home = environment("HOME") else { return path }
+        guard path == "~" || path.hasPrefix("~/") else { return path }
+        guard let home = environment("HOME") else {
+            fail("\(path): HOME is not set, so '~' stands for no folder", hint: "give the path in full", status: 2)
+        }
         return home + path.dropFirst()
     }
 

@@ -37,8 +37,10 @@ struct Options {
         case .cover, .enter: runsCommands = !stdinIsTerminal
         case .initialize, .drop: runsCommands = false
         }
-        for (given, flag) in [(keepGoing, "--keep-going"), (verbose, "--verbose")] where given && !runsCommands {
-            throw UsageError(description: "\(flag) goes with -c, -b or commands piped in, not here")
+        for (given, flag) in [(keepGoing, "--keep-going"), (verbose, "-v (--verbose)")] where given && !runsCommands {
+            let dropsOwn = flag.hasPrefix("-v") && { if case .drop = mode { return true } else { return false } }()
+            throw UsageError(description: "\(flag) goes with -c, -b or commands piped in, not here",
+                             hint: dropsOwn ? "drop takes its own -v after the word drop: narnia drop -v FILE..." : nil)
         }
         if mode == .cover && stdinIsTerminal && (passphraseFile != nil || passphraseFD != nil) {
             throw UsageError(description: "\(passphraseFile != nil ? "--passphrase-file" : "--passphrase-fd") goes with init, enter, -c, -b or commands piped in, not with the wardrobe")

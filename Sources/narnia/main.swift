@@ -53,7 +53,7 @@ func printAndExit(_ text: String) -> Never {
 if options.showHelp { printAndExit(Options.usage) }
 if options.showVersion { printAndExit("narnia \(Launcher.version)") }
 do { try options.checkUse(stdinIsTerminal: isatty(0) == 1) } catch {
-    Launcher.fail("\(error)", hint: "see narnia --help", status: 2)
+    Launcher.fail("\(error)", hint: (error as? Options.UsageError)?.hint ?? "see narnia --help", status: 2)
 }
 if FileSystem.currentDirectoryIsUndecodable {
     Launcher.fail("the current folder's path is not valid UTF-8 (read as text, it would name another folder)",

@@ -81,7 +81,9 @@ enum Maintenance {
         guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "help") }
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else {
-                throw CommandFailure("no command '\(name)'", hint: CommandTable.nearest(to: name).map { "did you mean '\($0)'? ('help' lists the commands)" } ?? "type 'help' for the list")
+                // `help ls-l` means `help ls` (review CC-13): only the command of a suggestion.
+                let command = CommandTable.nearest(to: name).map { String($0.prefix { $0 != " " }) }
+                throw CommandFailure("no command '\(name)'", hint: command.map { "did you mean 'help \($0)'? ('help' lists the commands)" } ?? "type 'help' for the list")
             }
             lines = HelpText.page(spec, width: width)
         } else {
