@@ -464,6 +464,17 @@ def test_a_c_text_of_several_lines_reads_numbers_as_typed_and_keeps_them(vault):
     assert status == 1 and "had no numbers when the line was typed" in shown, shown
 
 
+def test_mkdir_reads_numbers_and_notes_show_no_names_under_hide_names(vault):
+    """Review CC-5: `mkdir -p #1/new` made a folder really named `#1`. CC-6: the note that the
+    current folder moved printed its real names."""
+    vault.ok("mkdir /alpha /beta; set hide-names on")
+    status, shown = run_on_a_terminal(vault, "mkdir -p '#1/new'; cd '#1'; mv /alpha /zzz")
+    assert status == 0, shown
+    assert "narnia: note: mv: the current folder moved to /#1" in shown, shown   # its number as typed
+    assert "alpha" not in shown.replace("mv /alpha", "") and "zzz" not in shown.replace("/zzz\r", ""), shown
+    assert vault.ok("ls /; ls /zzz").out_lines == ["beta", "zzz", "new"]
+
+
 def test_tab_after_a_bare_hash_lists_the_numbers_in_order(vault, shell):
     """Review BQ-6: under hide-names Tab right after a bare `#` rang the bell (read as a
     comment), and the numbers were listed as text (#1 #10 #11 #2)."""

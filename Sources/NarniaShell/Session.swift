@@ -157,16 +157,18 @@ public final class Session: @unchecked Sendable {
     /// command's name (a note said `cd:` after an `rm`: review AJ).
     func settleCurrentFolder(after command: String) {
         guard resolve(cwd) != cwdID || !vault.isFolder(cwdID) else { return }
-        let before = cwd
+        // Under hide-names the path it had names nothing now, so it has no number to show
+        // (review CC-6: the note printed both paths' real names).
+        let before = err.isTerminal && ViewingPreferences(self).hideNames ? "" : " " + inMessage(cwd)
         if cwdID != .root, vault.isFolder(cwdID) {
             cwd = vaultPath(of: cwdID)
-            note(command, "the current folder \(before) moved to \(cwd)")
+            note(command, "the current folder\(before) moved to \(inMessage(cwd))")
             return
         }
         var path = cwd
         while !path.isRoot, resolve(path).map({ !vault.isFolder($0) }) ?? true { path = path.parent }
         cwd = path
-        note(command, "the current folder \(before) no longer exists; now in \(path)")
+        note(command, "the current folder\(before) no longer exists; now in \(inMessage(path))")
     }
 
     // MARK: Vault paths

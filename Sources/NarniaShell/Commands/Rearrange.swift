@@ -12,8 +12,9 @@ enum Rearrange {
     }
 
     /// One operand of `mkdir`: the folders that exist, then the rest made in one journal record.
-    private static func makeFolder(_ s: Session, _ word: Word, parents: Bool) throws {
-        guard !word.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
+    private static func makeFolder(_ s: Session, _ typed: Word, parents: Bool) throws {
+        guard !typed.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
+        let word = try HiddenNames.resolving(typed, in: s)   // `mkdir -p #1/new` (review CC-5)
         if !parents { try s.checkClimbs(PathPattern(word)) }
         let path = VaultPath.resolve(ItemName.nfc(word.text), relativeTo: s.cwd)
         for name in path.components { _ = try validName(name) }

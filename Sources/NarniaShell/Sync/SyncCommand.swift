@@ -439,7 +439,7 @@ enum SyncCommand {
         say("\(failure == nil ? "synced" : "partly synced") with \(on.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
         let added = (change.added + adopted).sorted(by: utf8Order)
         let shown = s.interactive ? Array(added.prefix(20)) : added
-        for path in shown { say("new: \(on.name(path))") }
+        for path in shown { say("new: \(s.shown(VaultPath.resolve(path, relativeTo: .root), on: on))") }   // #N under hide-names (CC-6)
         if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
         if change.removed > 0 { say(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
         if let failure { throw failure }
