@@ -349,6 +349,26 @@ def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_pa
     assert r.out_lines == ["small.txt", "verified 1 items, all intact"]
 
 
+@pytest.mark.parametrize("move", [False, True])
+def test_a_file_rewritten_while_it_is_imported_is_not_imported(vault, shell, tmp_path, move):
+    """Review CB-1: a file rewritten in place while `import` read it went into the vault as a
+    mix of its two versions, a copy that never existed, with exit 0 and `verify` clean (with
+    `--move` the original was kept, but the mixed copy committed too)."""
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:     # 1 GiB, sparse: instant to make, long to encrypt
+        f.truncate(1 << 30)
+    s = shell(cwd=tmp_path)
+    s.start_import(f"import {'--move ' if move else ''}big.bin\r", rb"import .*\d+(\.\d)?M/1\.0G")
+    with open(big, "r+b") as f:   # rewritten in place, the same size: only its times tell
+        f.write(b"new version")
+    s.expect("big.bin: changed while it was read; not imported (its copy would mix two versions)")
+    s.prompt("/")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls -a /").out == "" and big.exists()
+    assert "verified 0 items, all intact" in vault.ok("verify").out
+
+
 def test_import_from_a_terminal_ends_at_one_ctrl_d_and_takes_nothing_at_ctrl_c(vault):
     """`narnia -c 'import - NAME'` reading the terminal: one Ctrl-D at the start of a line took
     two, and Ctrl-C did nothing until the input ended, then committed what was typed

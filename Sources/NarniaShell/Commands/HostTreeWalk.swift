@@ -180,6 +180,25 @@ extension HostTreeVisitor {
         return st
     }
 
+    /// A source of `fd`'s bytes to its end (a short read meets it: asking again would cost
+    /// another read(2)) that fails there when the file changed while it was read — grew,
+    /// shrank or was rewritten since `read`, its status when readied: its copy would mix two
+    /// versions, one that never existed (review CB-1). `notDone` says what was not done.
+    func readingToEnd(_ fd: FileDescriptor, unchangedSince read: stat, shown: String, notDone: String) -> (UnsafeMutableRawPointer, Int) throws -> Int {
+        var atEnd = false
+        return { buffer, count in
+            if atEnd { return 0 }
+            let n = try fd.readFully(into: buffer, count: count)
+            if n < count {
+                atEnd = true
+                guard Original.same(read, try fd.status()) else {
+                    throw CommandFailure("\(shown): changed while it was read; \(notDone) (its copy would mix two versions): try again once it is written")
+                }
+            }
+            return n
+        }
+    }
+
     /// A folder's entries in the order they are taken: by name in UTF-8 byte order, their
     /// vault names (NFC) first, so that of two spellings of one name (NFC and NFD twins) the
     /// one already spelled as the vault spells it keeps it, and the other is numbered (review

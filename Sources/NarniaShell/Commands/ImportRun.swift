@@ -153,15 +153,12 @@ struct ImportRun: HostTreeVisitor {
                 return
             }
             progress?.begin(item: name)
-            // A short `readFully` has met the end: asking again would cost another read(2). A
-            // file that grows after that is imported as read (and, moved, kept as changed).
-            var atEnd = false
+            // A file that grows after its end was read is imported as read (and, moved, kept as
+            // changed); one that changed before is not imported (`readingToEnd`).
+            let bytes = readingToEnd(fd, unchangedSince: st, shown: path, notDone: "not imported")
             let item = try batch.addFile(named: name, in: folder, modified: modified, sizeHint: size, source: { buffer, count in
                 if let age { return try age.payload.read(into: buffer, max: count) }
-                if atEnd { return 0 }
-                let n = try fd.readFully(into: buffer, count: count)
-                atEnd = n < count
-                return n
+                return try bytes(buffer, count)
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             take(item)
             // Only `--move` compares the file after the read with the file before, and keeps
@@ -469,7 +466,9 @@ struct Original {
     /// The same file, with the same size and times. The change time counts only while the
     /// number of links is the same: removing another link to the file (two hard links imported
     /// together) changes it, not the content.
-    private static func same(_ a: stat, _ b: stat) -> Bool {
+    /// True when two statuses of a file show it unchanged: the same file, size and times (its
+    /// change time too, unless a link was added or removed).
+    static func same(_ a: stat, _ b: stat) -> Bool {
         a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size
             && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
             && (a.st_nlink != b.st_nlink || (a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec))

@@ -169,7 +169,8 @@ struct DropRun: HostTreeVisitor {
         do {
             let st = try readyToRead(fd, shown: err.name(path))
             let modified = st.modifiedNanoseconds
-            let size = try dropper.drop(path: relative, modified: modified, source: { try fd.readFully(into: $0, count: $1) },
+            let size = try dropper.drop(path: relative, modified: modified,
+                                        source: readingToEnd(fd, unchangedSince: st, shown: err.name(path), notDone: "not dropped"),
                                         observer: observer)
             report.done(bytes: size, "dropped \(report.outName(path))")
         } catch is Cancelled {
