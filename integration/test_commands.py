@@ -528,6 +528,30 @@ def test_import_move_never_takes_in_the_vaults_own_store(narnia, host):
     assert narnia.ok("verify").rc == 0
 
 
+def test_import_move_never_takes_in_a_shard_of_the_store_seen_through_a_bind_mount(narnia, host):
+    """Review CB-2: only the store's top folder was recognised: `import --move` of a bind mount
+    of one of its shard folders took the vault's encrypted objects in and removed them."""
+    narnia.init()
+    (host / "big.bin").write_bytes(os.urandom(2 << 20))
+    narnia.ok(f"import {q(str(host / 'big.bin'))}")
+    shard = next(p for p in narnia.vault.iterdir() if p.is_dir() and any(p.iterdir()))
+    mount = host / "view" / "shard"
+    mount.mkdir(parents=True)
+    r = subprocess.run(["mount", "--bind", str(shard), str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {r.stderr.strip()}")
+    try:
+        before = sorted(p.name for p in shard.iterdir())
+        r = narnia.c(f"import --move {q(str(mount))}")
+        assert r.rc == 1 and f"{mount}: not imported: it is the vault's own store, or inside it" in r.err, r.describe()
+        r = narnia.c(f"import --move {q(str(host / 'view'))}")
+        assert f"narnia: warning: import: {mount}: the vault's own store skipped" in r.err_lines, r.describe()
+        assert sorted(p.name for p in shard.iterdir()) == before
+        assert narnia.ok("verify").rc == 0
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
 def test_export_refuses_the_vaults_own_store(vault, host):
     """`export /s.txt STORE` wrote plaintext into a store kept in a synced folder, and `export -f
     /s.txt STORE/KEYFILE` replaced the key file, the only way in, exit 0 (a review)."""

@@ -19,13 +19,25 @@ struct HostFileIdentity: Hashable {
         self.init(st)
     }
 
+    /// The identities of the store folder `directory` and of the folders directly in it (its
+    /// shards): a view of one of those (a bind mount) is the store too (review CB-2: `import
+    /// --move` of a shard's bind mount took the vault's objects away).
+    static func storeFolders(of directory: String) -> Set<HostFileIdentity> {
+        guard let top = HostFileIdentity(of: directory) else { return [] }
+        let inside = ((try? FileSystem.listDirectory(directory)) ?? []).compactMap { name -> HostFileIdentity? in
+            guard let st = try? FileSystem.lstatIfExists(directory + "/" + name), st.isDirectory else { return nil }
+            return HostFileIdentity(st)
+        }
+        return Set(inside).union([top])
+    }
+
     /// Whether `path` is the store folder `store` or lies inside it: each folder of its real
     /// path is compared with the store by identity, so no spelling, link or bind mount hides
     /// it; a folder holding the file `marker` (the store's key file) counts as the store too,
     /// for a copy of it.
-    static func isInStore(_ path: String, store: HostFileIdentity, marker: String?) -> Bool {
+    static func isInStore(_ path: String, store: Set<HostFileIdentity>, marker: String?) -> Bool {
         folderOnRealPath(of: path, includingItself: true) { folder in
-            if HostFileIdentity(of: folder) == store { return true }
+            if let identity = HostFileIdentity(of: folder), store.contains(identity) { return true }
             guard let marker else { return false }
             return (try? FileSystem.lstatIfExists(folder + "/" + marker)) ?? nil != nil
         } != nil
@@ -55,9 +67,10 @@ protocol HostTreeVisitor {
     associatedtype Place
     /// The command's verb, for messages (`import`, `drop`).
     var verb: String { get }
-    /// The vault's own store folder. The walk never enters it: taking in the store's own files
-    /// (and, with `--move`, removing them as originals) would destroy the vault.
-    var storeFolder: HostFileIdentity? { get }
+    /// The vault's own store folder and its shards (`HostFileIdentity.storeFolders`). The walk
+    /// never enters them: taking in the store's own files (and, with `--move`, removing them as
+    /// originals) would destroy the vault.
+    var storeFolders: Set<HostFileIdentity> { get }
     /// The name of the vault's key file, when known: a folder holding a file of that name is
     /// the store seen another way (an overlay or network mount gives it another device number)
     /// or a copy of it, and is not entered either.
@@ -94,7 +107,7 @@ extension HostTreeVisitor {
             let entries: [(name: String, type: UInt8)]
             do {
                 fd = try entry.map { try above.open($0, .readOnly, options: [.directory, .noFollow], displayPath: path) } ?? above
-                if let store = storeFolder, HostFileIdentity(try fd.status()) == store {
+                if storeFolders.contains(HostFileIdentity(try fd.status())) {
                     warn("\(path): the vault's own store skipped")
                     continue
                 }
@@ -164,8 +177,7 @@ extension HostTreeVisitor {
     /// Whether `path` (a path named on the command line) is the vault's store folder or lies
     /// inside it (`HostFileIdentity.isInStore`). `import` and `drop` refuse such a path.
     func liesInStore(_ path: String) -> Bool {
-        guard let store = storeFolder else { return false }
-        return HostFileIdentity.isInStore(path, store: store, marker: storeMarker)
+        HostFileIdentity.isInStore(path, store: storeFolders, marker: storeMarker)
     }
 
     /// Readies an opened host file for reading to its end and returns its status. It must be

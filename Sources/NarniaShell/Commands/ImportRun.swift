@@ -34,7 +34,7 @@ struct ImportRun: HostTreeVisitor {
     let skipExisting: Bool
     let report: TransferReport
     let progress: ProgressMeter?
-    let storeFolder: HostFileIdentity?
+    let storeFolders: Set<HostFileIdentity>
     let storeMarker: String?
     private let batch: ImportBatch
     /// Staged files, by item id: their host path for the report, and their original (where it
@@ -70,7 +70,7 @@ struct ImportRun: HostTreeVisitor {
         self.skipExisting = skipExisting
         self.report = report
         self.progress = progress
-        storeFolder = HostFileIdentity(of: session.vault.directory)
+        storeFolders = HostFileIdentity.storeFolders(of: session.vault.directory)
         storeMarker = session.vault.keyFileName
         batch = ImportBatch.begin(in: session.vault)
     }

@@ -149,7 +149,7 @@ enum Transfer {
         guard FileSystem.isDirectory(base) else { throw CommandFailure("\(s.err.name(base)): no such folder") }
         // Not into the store (`HostFolder.inStore`), here or in a folder below.
         let store = HostFileIdentity(of: s.vault.directory).map { (folder: $0, marker: s.vault.keyFileName) }
-        if let store, HostFileIdentity.isInStore(base, store: store.folder, marker: store.marker) {
+        if let store, HostFileIdentity.isInStore(base, store: [store.folder], marker: store.marker) {
             throw HostFolder.inStore(s.err.name(base))
         }
         let host = HostFolder(top: try FileDescriptor.open(base, .readOnly, options: .directory), display: base, store: store)

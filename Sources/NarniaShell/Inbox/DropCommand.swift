@@ -97,7 +97,7 @@ public struct DropCommand {
 struct DropRun: HostTreeVisitor {
     let verb = "drop"
     let dropper: InboxDropper
-    let storeFolder: HostFileIdentity?
+    let storeFolders: Set<HostFileIdentity>
     /// `drop` knows no key file (it only adds files; nothing of the host is removed).
     let storeMarker: String? = nil
     let report: TransferReport
@@ -106,7 +106,7 @@ struct DropRun: HostTreeVisitor {
 
     init(dropper: InboxDropper, report: TransferReport, err: Output) {
         self.dropper = dropper
-        storeFolder = HostFileIdentity(of: dropper.store)
+        storeFolders = HostFileIdentity.storeFolders(of: dropper.store)
         self.report = report
         self.err = err
     }

@@ -339,7 +339,8 @@ enum SyncCommand {
     /// `section` gives a configured remote's settings (`RcloneRemote.localFolders`).
     private static func checkFolderRemote(_ s: Session, _ remote: String, _ reached: RcloneRemote.Folder,
                                           section: (String) -> [String: String]?, mountsFollowed: Int = 0) throws {
-        guard let store = HostFileIdentity(of: s.vault.directory) else { return }
+        let store = HostFileIdentity.storeFolders(of: s.vault.directory)   // its shards too (CB-2)
+        guard !store.isEmpty else { return }
         let folder = reached.path
         // As rclone reads it, made absolute with `.` and `..` resolved as text (Go's
         // `filepath.Clean`: `nonexistent/..` is here, review AK), as a tree path is; a folder
@@ -353,7 +354,7 @@ enum SyncCommand {
         }
         // Below a folder (`exact` false), the remote lies in the store when the folder does,
         // and holds it only if rclone's names for it happened to spell the store's path.
-        if reached.exact, let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: around, marker: nil) {
+        if reached.exact, let around = HostFileIdentity(of: cleaned), HostFileIdentity.isInStore(s.vault.directory, store: [around], marker: nil) {
             throw CommandFailure("\(s.err.name(remote)): holds the vault's own store; its files would be put among the folder's; nothing was sent",
                                  hint: "sync with a folder of its own, outside the store")
         }
