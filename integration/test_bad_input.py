@@ -531,3 +531,17 @@ def test_a_clock_beyond_what_nanoseconds_hold_stops_nothing(base, tmp_path, cloc
     assert r.rc == 0 and "then" in r.out, r.describe()
     r = base.ok("ls /; ls /Inbox")
     assert "then" in r.out_lines and "note.txt" in r.out_lines, r.describe()
+
+
+def test_closed_standard_descriptors_neither_hang_nor_end_the_run(vault):
+    """Review CB-3: with standard input closed, the signal watcher's pipe took its number and
+    `import -` waited on it for ever; with standard output and error closed, the first
+    warning went into that pipe and ended the run 2 s later with status 128."""
+    argv = vault.argv(["-c", "import - empty.txt"])
+    r = subprocess.run(argv, preexec_fn=lambda: os.close(0), capture_output=False, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=vault.env, cwd=str(vault.workdir), timeout=30)
+    assert r.returncode == 0, r
+    argv = vault.argv(["-c", "mkdir /a; ls /"])
+    r = subprocess.run(argv, preexec_fn=lambda: (os.close(1), os.close(2)), env=vault.env, cwd=str(vault.workdir), timeout=30)
+    assert r.returncode == 0, r
+    assert vault.ok("ls /").out_lines == ["a", "empty.txt"]

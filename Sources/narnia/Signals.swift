@@ -148,7 +148,9 @@ enum Signals {
         var byte: UInt8 = 0
         while true {
             let n = read(wakeRead.load(ordering: .relaxed), &byte, 1)
-            if n == 1 { break }
+            // Only the bytes the handlers write mean anything (review CB-3).
+            if n == 1 && (byte == terminationByte || byte == panicByte) { break }
+            if n == 1 { continue }
             if n < 0 && errno == EINTR { continue }
             return
         }
