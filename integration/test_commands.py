@@ -402,6 +402,27 @@ def test_a_host_path_named_twice_is_imported_once(vault, host):
         assert r.out_lines[-3:] == [f"{folder}/d", f"{folder}/d/sub", f"{folder}/d/sub/x"], r.describe()
 
 
+def test_a_host_file_named_through_a_bind_mount_too_is_imported_once(vault, host):
+    """Review CB-5: a file named by its path and through a bind mount of its folder was
+    imported twice (`f` and `f (2)`), and --move then warned it could not remove the second."""
+    (host / "src").mkdir()
+    (host / "src" / "f").write_text("f")
+    mount = host / "view"
+    mount.mkdir()
+    r = subprocess.run(["mount", "--bind", str(host / "src"), str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {r.stderr.strip()}")
+    try:
+        r = vault.c(f"import --move {q(str(host / 'src' / 'f'))} {q(str(mount / 'f'))} {q(str(host / 'src'))} {q(str(mount))}")
+        assert r.rc == 0 and [l for l in r.err_lines if "warning: import" in l] == [
+            f"narnia: warning: import: {mount / 'f'}: named before; imported once",
+            f"narnia: warning: import: {mount}: named before; imported once",
+            f"narnia: warning: import: {host / 'src' / 'f'}: inside {host / 'src'}, also named; imported with it, once"], r.describe()
+        assert vault.ok("find /").out_lines == ["/src", "/src/f"]
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
 def test_host_names_beginning_with_a_combining_mark_are_names_of_their_own(vault, host):
     """Review BG-12: host paths were split by Character, which joins a `/` and the combining
     mark after it: `import --move` left the folders it emptied without a word, a path ending

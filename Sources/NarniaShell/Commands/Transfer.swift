@@ -47,10 +47,8 @@ enum Transfer {
                 guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
                 guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
                 // Named twice (`import b b`, `import d/x d/*`): one copy, as cp warns (review
-                // BG-6: two copies, and --move then warned that the original was missing). By
-                // real path, byte for byte (Swift's `==` takes NFC and NFD twins for one): two
-                // names of one file (hard links) are two files, as in a folder walked (BJ-2).
-                guard named.insert(Array((FileSystem.realPath(path) ?? path).utf8)).inserted else {
+                // BG-6: two copies, and --move then warned that the original was missing).
+                guard named.insert(sourceKey(path, st)).inserted else {
                     s.warning("import", "\(s.err.name(path)): named before; imported once")
                     continue
                 }
@@ -81,6 +79,18 @@ enum Transfer {
         report.finish()
         if run.interrupted { throw Cancelled() }
         if run.failed || badSource { throw Reported() }
+    }
+
+    /// What a source named to `import` is, however its path is written (links, `..`, a bind
+    /// mount: review CB-5): a folder by its identity; a file by its folder's identity and its
+    /// name there, byte for byte (Swift's `==` takes NFC and NFD twins for one), so that two
+    /// names of one file (hard links) are two files, as in a folder walked (BJ-2).
+    private static func sourceKey(_ path: String, _ st: stat) -> [UInt8] {
+        func key(_ identity: HostFileIdentity) -> [UInt8] { Array("\(identity.device):\(identity.inode)/".utf8) }
+        if st.isDirectory { return key(HostFileIdentity(st)) }
+        let real = FileSystem.realPath(path) ?? path
+        guard let folder = HostFileIdentity(of: FileSystem.parentDirectory(of: real)) else { return Array(real.utf8) }
+        return key(folder) + (real.utf8.split(separator: UInt8(ascii: "/")).last.map(Array.init) ?? [])
     }
 
     /// The folder above `path` (its real path, walked up) whose identity is among `named`, the
