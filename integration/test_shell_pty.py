@@ -482,6 +482,10 @@ def test_a_c_text_of_several_lines_reads_numbers_as_typed_and_keeps_them(vault):
     assert status == 0 and "path: /#3" in shown and vault.ok("ls /").out_lines == ["d", "e", "f"], shown
     status, shown = run_on_a_terminal(vault, "mkdir new; cd new; mkdir x; ls '#1'")
     assert status == 1 and "had no numbers when the line was typed" in shown, shown
+    # An item that came during the line is numbered after those listed: no two show one number.
+    status, shown = run_on_a_terminal(vault, "mkdir /aa; ls -1 /")
+    labels = re.findall(r"#\d+", shown)
+    assert status == 0 and sorted(labels) == ["#1", "#2", "#3", "#4", "#5"], shown
 
 
 def test_mkdir_reads_numbers_and_notes_show_no_names_under_hide_names(vault):

@@ -12,8 +12,8 @@ public struct Completion: Hashable, Sendable {
     /// The text to insert at the cursor after the deletion, escaped for the line.
     public var insertText: String
     /// The choices, to be listed when there are several: display names sorted in the byte order
-    /// of their UTF-8 (items' numbers `#N` by value), folders ending in `/`. Empty when the completion was unique or nothing
-    /// matched.
+    /// of their UTF-8 (items' numbers `#N` by value), folders ending in `/`. Empty when the
+    /// completion was unique or nothing matched.
     public var candidates: [String]
 
     /// An edit and its candidates, field by field.

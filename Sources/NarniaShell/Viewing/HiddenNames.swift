@@ -48,7 +48,12 @@ enum HiddenNames {
     /// the number it had when the line was typed (review CC-4: `rm #1; rm -i #3` asked about
     /// `#2`), else as the folder is now.
     static func number(of item: Item, in s: Session) -> Int {
-        s.numbersAsTyped?.number(of: item.id, in: item.parent) ?? number(of: item, in: s.vault)
+        guard let typed = s.numbersAsTyped, let items = typed.items(in: item.parent) else { return number(of: item, in: s.vault) }
+        if let n = typed.number(of: item.id, in: item.parent) { return n }
+        // One that came since: after those the folder had, so that no two show one number.
+        let known = Set(items.map(\.id))
+        let newer = s.vault.children(of: item.parent).filter { !known.contains($0.id) }.map(\.name).sorted(by: utf8Order)
+        return items.count + (newer.firstIndex(of: item.name) ?? 0) + 1
     }
 
     /// The number of `item` in its folder as it is now. A listing asks this for every item of
