@@ -44,21 +44,13 @@ enum HiddenNames {
         }
     }
 
-    /// The number of `item` in its folder (1-based), as `#N` shows it: while a typed line runs,
-    /// the number it had when the line was typed (review CC-4: `rm #1; rm -i #3` asked about
-    /// `#2`), else as the folder is now.
-    static func number(of item: Item, in s: Session) -> Int {
-        guard let typed = s.numbersAsTyped, let items = typed.items(in: item.parent) else { return number(of: item, in: s.vault) }
-        if let n = typed.number(of: item.id, in: item.parent) { return n }
-        // One that came since: after those the folder had, so that no two show one number.
-        let known = Set(items.map(\.id))
-        let newer = s.vault.children(of: item.parent).filter { !known.contains($0.id) }.map(\.name).sorted(by: utf8Order)
-        return items.count + (newer.firstIndex(of: item.name) ?? 0) + 1
-    }
-
-    /// The number of `item` in its folder as it is now. A listing asks this for every item of
+    /// The number of `item` in its folder (1-based), as `#N` shows it: as the folder is now,
+    /// in listings and messages alike, even while a line typed earlier still reads its own
+    /// numbers as typed — what is shown is what the next line reads (review CD-2: listings with
+    /// the typed numbers showed stale and doubled ones). A listing asks this for every item of
     /// a folder, so each folder's numbering is computed once per vault change.
-    private static func number(of item: Item, in vault: Vault) -> Int {
+    static func number(of item: Item, in s: Session) -> Int {
+        let vault = s.vault
         if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
             return cached.numbers[item.name] ?? 1
         }
@@ -234,7 +226,6 @@ extension Session {
 final class NumbersAsTyped {
     private let children: [Identifier: [String: Identifier]]
     private var numbered: [Identifier: [(name: String, id: Identifier)]] = [:]
-    private var numbers: [Identifier: [Identifier: Int]] = [:]
 
     init(_ vault: Vault) { children = vault.childrenByFolder }
 
@@ -245,13 +236,5 @@ final class NumbersAsTyped {
         let items = names.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
         numbered[folder] = items
         return items
-    }
-
-    /// The number `id` had in `folder`, or nil when it was not there.
-    func number(of id: Identifier, in folder: Identifier) -> Int? {
-        if numbers[folder] == nil, let items = items(in: folder) {
-            numbers[folder] = Dictionary(uniqueKeysWithValues: items.enumerated().map { ($1.id, $0 + 1) })
-        }
-        return numbers[folder]?[id]
     }
 }
