@@ -50,10 +50,9 @@ func mayHoldEscapedInNames(_ text: String) -> Bool {
 /// `isEscapedInNames` names, and those `isContextuallyVisible` names where a screen shows
 /// nothing of them — a joiner at the name's start or end, or beside an ASCII character,
 /// another joiner or an escaped character (so that `ab\u{200C}c` cannot pass for `abc`); a
-/// variation selector after anything but a character shown that is not ASCII (a keycap's
-/// digit, `#` or `*` before U+20E3 excepted); tag characters outside a flag's tag sequence
-/// (U+1F3F4, tags, U+E007F). Between two other characters (an emoji sequence, a Persian or
-/// Indic word) a joiner is kept.
+/// variation selector after a character it does not select a form of (`selects`); tag
+/// characters outside one of the three flags made of them (`flagTagSequences`). Between two
+/// other characters (an emoji sequence, a Persian or Indic word) a joiner is kept.
 public func nameScalars(_ text: String) -> [(scalar: Unicode.Scalar, escaped: Bool)] {
     let scalars = Array(text.unicodeScalars)
     func shown(_ i: Int) -> Bool {
@@ -75,23 +74,46 @@ public func nameScalars(_ text: String) -> [(scalar: Unicode.Scalar, escaped: Bo
         case 0xE0020...0xE007F:
             return (scalar, !flagTags.contains(i))
         case 0xFE00...0xFE0F, 0xE0100...0xE01EF, 0x180B...0x180D, 0x180F:
-            let keycap = i > 0 && "0123456789#*".unicodeScalars.contains(scalars[i - 1])
-                && i + 1 < scalars.count && scalars[i + 1].value == 0x20E3
-            return (scalar, !(shown(i - 1) || keycap))
+            return (scalar, !(i > 0 && selects(scalar, after: scalars[i - 1], before: i + 1 < scalars.count ? scalars[i + 1] : nil)))
         default:
             return (scalar, false)
         }
     }
 }
 
-/// The positions of the tag characters that make flags: U+1F3F4, then tags U+E0020–U+E007E,
-/// ended by U+E007F.
+/// True when the variation selector `selector` changes how `base` shows (review CD-1: after
+/// any letter it showed as nothing, so `résumé\u{FE0F}.pdf` passed for `résumé.pdf`): an
+/// emoji's presentation selector after an emoji that is not ASCII, or after a keycap's digit,
+/// `#` or `*` before U+20E3; an ideographic one after an ideograph; a Mongolian one after a
+/// Mongolian letter.
+private func selects(_ selector: Unicode.Scalar, after base: Unicode.Scalar, before next: Unicode.Scalar?) -> Bool {
+    switch selector.value {
+    case 0xFE0E, 0xFE0F:
+        if base.isASCII { return "0123456789#*".unicodeScalars.contains(base) && next?.value == 0x20E3 }
+        return base.properties.isEmoji
+    case 0xE0100...0xE01EF:
+        return base.properties.isUnifiedIdeograph
+    case 0x180B...0x180D, 0x180F:
+        return (0x1820...0x18AA).contains(base.value)
+    default:
+        return false
+    }
+}
+
+/// The positions of the tag characters that make the flags Unicode recommends: U+1F3F4, then
+/// the tags of `gbeng`, `gbsct` or `gbwls`, ended by U+E007F (review CD-1: any run of tags
+/// there showed as nothing).
 private func flagTagSequences(_ scalars: [Unicode.Scalar]) -> Set<Int> {
+    let flags: Set<String> = ["gbeng", "gbsct", "gbwls"]
     var found = Set<Int>()
     for (i, scalar) in scalars.enumerated() where scalar.value == 0x1F3F4 {
         var j = i + 1
-        while j < scalars.count, (0xE0020...0xE007E).contains(scalars[j].value) { j += 1 }
-        if j > i + 1, j < scalars.count, scalars[j].value == 0xE007F { found.formUnion((i + 1)...j) }
+        var letters = ""
+        while j < scalars.count, (0xE0020...0xE007E).contains(scalars[j].value) {
+            letters.unicodeScalars.append(Unicode.Scalar(scalars[j].value - 0xE0000)!)
+            j += 1
+        }
+        if flags.contains(letters), j < scalars.count, scalars[j].value == 0xE007F { found.formUnion((i + 1)...j) }
     }
     return found
 }

@@ -41,7 +41,10 @@ final class TerminalSafeTests: XCTestCase {
     /// an emoji's or ideograph's variation selector and a keycap stay as they are.
     func testEveryCharacterThatShowsAsNothingIsShownWhereItStands() {
         for name in ["report.pdf\u{206A}", "a\u{17B4}b", "a\u{180B}", "x\u{FE0F}y", "\u{FE0F}", "a\u{1BCA0}",
-                     "a\u{1D173}", "\u{E0100}a", "a\u{E0067}\u{E007F}", "\u{1F3F4}\u{E0067}", "a\u{FFF0}"] {
+                     "a\u{1D173}", "\u{E0100}a", "a\u{E0067}\u{E007F}", "\u{1F3F4}\u{E0067}", "a\u{FFF0}",
+                     // Review CD-1: after any character not ASCII a selector passed.
+                     "résumé\u{FE0F}.pdf", "é\u{180B}", "é\u{E0100}", "照片\u{FE00}.jpg",
+                     "\u{1F3F4}\u{E0078}\u{E0079}\u{E007F} x"] {
             XCTAssertTrue(terminalSafe(name).contains("?"), "\(scriptSafe(name)) shows what it holds")
         }
         XCTAssertEqual(scriptSafe("report.pdf\u{206A}"), "report.pdf\\u{206a}")
