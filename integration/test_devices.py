@@ -714,3 +714,18 @@ def test_a_failed_append_that_could_not_be_cut_back_is_cut_before_the_next(narni
     r = narnia.c("ls /; verify")
     assert r.rc == 0 and r.out_lines == ["t", *committed, "verified 603 items, all intact" if committed else "verified 601 items, all intact"], r.describe()
     assert not any("warning" in l for l in r.err_lines), r.describe()
+
+
+def test_a_current_folder_a_sync_merges_with_another_devices_is_still_the_current_one(narnia, host, tmp_path):
+    """Review CC-6, CD: a sync that merged the current folder with another device's folder of
+    its name said "the current folder /F no longer exists; now in /F"."""
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    b.ok(f"mkdir /F; cd /F; import - from-b; sync {q(str(remote))}", input=b"b")
+    a.ok("mkdir /F; cd /F; import - from-a", input=b"a")
+    r = a.ok(f"cd /F; sync {q(str(remote))}; pwd; ls")
+    assert not [l for l in r.err_lines if "current folder" in l], r.describe()
+    assert r.out_lines[-3:] == ["/F", "from-a", "from-b"], r.describe()

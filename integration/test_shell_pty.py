@@ -349,19 +349,24 @@ def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_pa
     assert r.out_lines == ["small.txt", "verified 1 items, all intact"]
 
 
-@pytest.mark.parametrize("move", [False, True])
-def test_a_file_rewritten_while_it_is_imported_is_not_imported(vault, shell, tmp_path, move):
+@pytest.mark.parametrize("move,change", [(False, "rewrite"), (True, "rewrite"), (False, "chmod")])
+def test_a_file_rewritten_while_it_is_imported_is_not_imported(vault, shell, tmp_path, move, change):
     """Review CB-1: a file rewritten in place while `import` read it went into the vault as a
     mix of its two versions, a copy that never existed, with exit 0 and `verify` clean (with
-    `--move` the original was kept, but the mixed copy committed too)."""
+    `--move` the original was kept, but the mixed copy committed too). CD-3: a change only its
+    change time shows is said as such."""
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:     # 1 GiB, sparse: instant to make, long to encrypt
         f.truncate(1 << 30)
     s = shell(cwd=tmp_path)
     s.start_import(f"import {'--move ' if move else ''}big.bin\r", rb"import .*\d+(\.\d)?M/1\.0G")
-    with open(big, "r+b") as f:   # rewritten in place, the same size: only its times tell
-        f.write(b"new version")
-    s.expect("big.bin: changed while it was read; not imported (its copy would mix two versions)")
+    if change == "chmod":
+        os.chmod(big, 0o640)
+        s.expect("big.bin: its status changed while it was read (a new mode or link, or a rewrite that kept its times)")
+    else:
+        with open(big, "r+b") as f:   # rewritten in place, the same size: only its times tell
+            f.write(b"new version")
+        s.expect("big.bin: changed while it was read; not imported (its copy would mix two versions)")
     s.prompt("/")
     s.send("exit\r")
     assert s.wait() == 0

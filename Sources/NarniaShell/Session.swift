@@ -157,6 +157,12 @@ public final class Session: @unchecked Sendable {
     /// command's name (a note said `cd:` after an `rm`: review AJ).
     func settleCurrentFolder(after command: String) {
         guard resolve(cwd) != cwdID || !vault.isFolder(cwdID) else { return }
+        // Merged with another device's folder of its name (a sync): still the folder there
+        // (review CD: the note said it no longer existed).
+        if !vault.isFolder(cwdID), let here = resolve(cwd), vault.folder(here, standsFor: cwdID) {
+            cwdID = here
+            return
+        }
         // Under hide-names the path it had names nothing now, so it has no number to show
         // (review CC-6: the note printed both paths' real names).
         let before = err.isTerminal && ViewingPreferences(self).hideNames ? "" : " " + inMessage(cwd)

@@ -32,6 +32,12 @@ extension Vault {
     /// leave as it is (cheap to take, copied only when the vault next changes).
     public var childrenByFolder: [Identifier: [String: Identifier]] { view.children }
 
+    /// True when the folder shown as `shown` stands for `id` too: a folder of one name that
+    /// several devices made, merged (docs/FORMAT.md, "Merging").
+    public func folder(_ shown: Identifier, standsFor id: Identifier) -> Bool {
+        view.members(of: shown).contains(id)
+    }
+
     /// The item called `name` directly inside `folder`.
     public func child(named name: String, in folder: Identifier) -> Item? {
         guard let id = view.children[folder]?[name] else { return nil }

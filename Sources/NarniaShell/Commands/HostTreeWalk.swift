@@ -203,8 +203,14 @@ extension HostTreeVisitor {
             let n = try fd.readFully(into: buffer, count: count)
             if n < count {
                 atEnd = true
-                guard Original.same(read, try fd.status()) else {
-                    throw CommandFailure("\(shown): changed while it was read; \(notDone) (its copy would mix two versions): try again once it is written")
+                let now = try fd.status()
+                guard Original.same(read, now) else {
+                    // Only its change time tells: a new mode or link, or a rewrite that put its
+                    // times back (`rsync --inplace -t`), which no status tells apart (CD-3).
+                    let rewritten = now.st_size != read.st_size || now.st_mtim.tv_sec != read.st_mtim.tv_sec || now.st_mtim.tv_nsec != read.st_mtim.tv_nsec
+                    throw CommandFailure(rewritten
+                        ? "\(shown): changed while it was read; \(notDone) (its copy would mix two versions): try again once it is written"
+                        : "\(shown): its status changed while it was read (a new mode or link, or a rewrite that kept its times); \(notDone), as its copy might mix two versions: try again")
                 }
             }
             return n
