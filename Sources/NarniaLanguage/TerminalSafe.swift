@@ -81,16 +81,20 @@ public func nameScalars(_ text: String) -> [(scalar: Unicode.Scalar, escaped: Bo
     }
 }
 
-/// True when the variation selector `selector` changes how `base` shows (review CD-1: after
-/// any letter it showed as nothing, so `résumé\u{FE0F}.pdf` passed for `résumé.pdf`): an
-/// emoji's presentation selector after an emoji that is not ASCII, or after a keycap's digit,
-/// `#` or `*` before U+20E3; an ideographic one after an ideograph; a Mongolian one after a
-/// Mongolian letter.
+/// True when the variation selector `selector` may change how `base` shows (review CD-1:
+/// after any letter it showed as nothing, so `résumé\u{FE0F}.pdf` passed for `résumé.pdf`):
+/// an emoji's presentation selector after an emoji shown as text by default (CE-1: after 😀,
+/// an emoji already, it showed as nothing), or after a keycap's digit, `#` or `*` before
+/// U+20E3; a standardized one after an ideograph, a mathematical symbol or a Myanmar letter
+/// (CE-2); an ideographic one after an ideograph; a Mongolian one after a Mongolian letter.
 private func selects(_ selector: Unicode.Scalar, after base: Unicode.Scalar, before next: Unicode.Scalar?) -> Bool {
     switch selector.value {
     case 0xFE0E, 0xFE0F:
         if base.isASCII { return "0123456789#*".unicodeScalars.contains(base) && next?.value == 0x20E3 }
-        return base.properties.isEmoji
+        return base.properties.isEmoji && !base.properties.isEmojiPresentation
+    case 0xFE00...0xFE0D:
+        return base.properties.isUnifiedIdeograph || base.properties.generalCategory == .mathSymbol
+            || (0x1000...0x109F).contains(base.value)
     case 0xE0100...0xE01EF:
         return base.properties.isUnifiedIdeograph
     case 0x180B...0x180D, 0x180F:

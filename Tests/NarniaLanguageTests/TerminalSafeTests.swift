@@ -43,13 +43,16 @@ final class TerminalSafeTests: XCTestCase {
         for name in ["report.pdf\u{206A}", "a\u{17B4}b", "a\u{180B}", "x\u{FE0F}y", "\u{FE0F}", "a\u{1BCA0}",
                      "a\u{1D173}", "\u{E0100}a", "a\u{E0067}\u{E007F}", "\u{1F3F4}\u{E0067}", "a\u{FFF0}",
                      // Review CD-1: after any character not ASCII a selector passed.
-                     "résumé\u{FE0F}.pdf", "é\u{180B}", "é\u{E0100}", "照片\u{FE00}.jpg",
-                     "\u{1F3F4}\u{E0078}\u{E0079}\u{E007F} x"] {
+                     "résumé\u{FE0F}.pdf", "é\u{180B}", "é\u{E0100}", "ab\u{FE00}.jpg",
+                     "\u{1F3F4}\u{E0078}\u{E0079}\u{E007F} x",
+                     // Review CE-1: after an emoji shown as one already, a selector changes nothing.
+                     "😀\u{FE0F}.txt", "😀\u{FE0E}.txt", "👍🏽\u{FE0F}", "🇫🇷\u{FE0F}"] {
             XCTAssertTrue(terminalSafe(name).contains("?"), "\(scriptSafe(name)) shows what it holds")
         }
         XCTAssertEqual(scriptSafe("report.pdf\u{206A}"), "report.pdf\\u{206a}")
         let scotland = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}"
-        for name in [scotland + " Scotland", "❤\u{FE0F}.jpg", "1\u{FE0F}\u{20E3} one", "#\u{FE0F}\u{20E3}", "葛\u{E0100}城", "ᠠ\u{180B}"] {
+        for name in [scotland + " Scotland", "❤\u{FE0F}.jpg", "1\u{FE0F}\u{20E3} one", "#\u{FE0F}\u{20E3}", "葛\u{E0100}城", "ᠠ\u{180B}",
+                     "☺\u{FE0E}", "🏳\u{FE0F}\u{200D}🌈", "辻\u{FE00}.txt", "≩\u{FE00}", "က\u{FE00}"] {   // CE-2
             XCTAssertEqual(terminalSafe(name), name)
             XCTAssertEqual(scriptSafe(name), name)
         }
