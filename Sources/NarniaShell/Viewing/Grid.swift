@@ -88,7 +88,7 @@ enum Grid {
     /// The caption under a thumbnail: the name (a play glyph before a video's, `/` after a
     /// folder's), or the masked `#N` label.
     static func label(for item: Item, in s: Session) -> String {
-        if HiddenNames.active(s) { return HiddenNames.label(of: item, in: s) }
+        if HiddenNames.active(s) { return HiddenNames.label(of: item, in: s.vault) }
         let name = terminalSafe(item.name)
         switch item.kind {
         case .video: return "▶ " + name

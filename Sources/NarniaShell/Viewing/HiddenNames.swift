@@ -49,8 +49,7 @@ enum HiddenNames {
     /// numbers as typed — what is shown is what the next line reads (review CD-2: listings with
     /// the typed numbers showed stale and doubled ones). A listing asks this for every item of
     /// a folder, so each folder's numbering is computed once per vault change.
-    static func number(of item: Item, in s: Session) -> Int {
-        let vault = s.vault
+    static func number(of item: Item, in vault: Vault) -> Int {
         if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
             return cached.numbers[item.name] ?? 1
         }
@@ -67,14 +66,14 @@ enum HiddenNames {
     nonisolated(unsafe) private static var numbering: [Identifier: (vault: Vault, generation: Int, numbers: [String: Int])] = [:]
 
     /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
-    static func label(of item: Item, in s: Session) -> String {
-        "\(glyph(item.kind)) #\(number(of: item, in: s))\(item.isFolder ? "/" : "")"
+    static func label(of item: Item, in vault: Vault) -> String {
+        "\(glyph(item.kind)) #\(number(of: item, in: vault))\(item.isFolder ? "/" : "")"
     }
 
     /// How a listing on this session shows `item`: its terminal-safe name, or the masked label
     /// when names are hidden. Folders get a `/` either way.
     static func displayName(of item: Item, in s: Session) -> String {
-        if active(s) { return label(of: item, in: s) }
+        if active(s) { return label(of: item, in: s.vault) }
         return terminalSafe(item.isFolder ? item.name + "/" : item.name)
     }
 
@@ -85,7 +84,9 @@ enum HiddenNames {
     /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
     static func numberNamingNothing(in command: [Word], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
-        let count = (try? numbered(here, in: s))?.count ?? 0
+        // As `numbered` counts them, without sorting them (no numbers: a folder the line made).
+        let children = s.numbersAsTyped.map { $0.children[here] } ?? s.vault.childrenByFolder[here]
+        let count = children?.count ?? 0
         for word in command where word.quotedScalars.first == false {
             let scalars = word.text.unicodeScalars
             guard scalars.first == "#", let digit = scalars.dropFirst().first, ("0"..."9").contains(digit) else { continue }
@@ -114,8 +115,12 @@ enum HiddenNames {
             }
             return items
         }
-        let children = s.vault.childrenByFolder[folder] ?? [:]
-        return children.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
+        return inNumberOrder(s.vault.childrenByFolder[folder] ?? [:])
+    }
+
+    /// A folder's children (by name) in the order numbers count them: by name.
+    static func inNumberOrder(_ children: [String: Identifier]) -> [(name: String, id: Identifier)] {
+        children.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
     }
 
     /// The name now of the item `#n` numbered in `folder` when the line was typed, or nil when
@@ -182,7 +187,7 @@ extension HiddenNames {
     /// The `#N` that replaces `item`'s name in a listing on this session, or nil when names
     /// are shown (the listing adds its own kind glyph and folder `/`).
     static func maskedName(of item: Item, in s: Session) -> String? {
-        active(s) ? "#\(number(of: item, in: s))" : nil
+        active(s) ? "#\(number(of: item, in: s.vault))" : nil
     }
 
     /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
@@ -193,7 +198,7 @@ extension HiddenNames {
         var known = true
         for name in path.components {
             if known, let item = s.vault.child(named: name, in: folder) {
-                shown.append("#\(number(of: item, in: s))")
+                shown.append("#\(number(of: item, in: s.vault))")
                 folder = item.id
             } else {
                 known = false
@@ -224,7 +229,8 @@ extension Session {
 /// The numbers items had when a typed line (several commands, or a `-c` text) began: every
 /// folder's children as they stood then, numbered per folder as listings number them.
 final class NumbersAsTyped {
-    private let children: [Identifier: [String: Identifier]]
+    /// Every folder's children by name, when the line was typed.
+    let children: [Identifier: [String: Identifier]]
     private var numbered: [Identifier: [(name: String, id: Identifier)]] = [:]
 
     init(_ vault: Vault) { children = vault.childrenByFolder }
@@ -233,7 +239,7 @@ final class NumbersAsTyped {
     func items(in folder: Identifier) -> [(name: String, id: Identifier)]? {
         if let items = numbered[folder] { return items }
         guard let names = children[folder] else { return nil }
-        let items = names.map { (name: $0.key, id: $0.value) }.sorted { utf8Order($0.name, $1.name) }
+        let items = HiddenNames.inNumberOrder(names)
         numbered[folder] = items
         return items
     }
