@@ -1,4 +1,5 @@
 import Glibc
+import NarniaLanguage
 import NarniaStore
 import NarniaSystem
 
@@ -9,9 +10,16 @@ import NarniaSystem
 /// Ctrl-C killed the program writing it (`pg_dump db | narnia -c 'import - db.sql'`): the end
 /// seen is a cut, which was committed and reported as imported (review BG-1). A terminal's
 /// Ctrl-D ends the input at once (it was asked for again after a short read, so it took two).
+/// A standard input that was closed when narnia started is refused, as `cat <&-` refuses it:
+/// it reads as `/dev/null` now, and went in as an empty item.
 final class StandardInputSource {
     private let input = FileDescriptor.borrowing(0, name: "standard input")
     private var atEnd = false
+
+    /// - Throws: `CommandFailure` when standard input was closed at start.
+    init() throws {
+        guard !StandardDescriptors.inputWasClosed else { throw CommandFailure("standard input is closed") }
+    }
 
     /// Up to `count` bytes, fewer only at the end of the input.
     /// - Throws: `Cancelled` once SIGINT has come; `SystemError` when a read fails.

@@ -112,7 +112,7 @@ enum Transfer {
         }
         let name: String
         do { name = try ItemName.validated(a.operands[1].text) } catch let e as NameError { throw CommandFailure("\(nameInMessage(a.operands[1].text)): \(e.description)") }
-        let input = StandardInputSource()
+        let input = try StandardInputSource()
         let batch = ImportBatch.begin(in: s.vault)
         do {
             _ = try batch.addFile(named: name, in: folder, source: { try input.read(into: $0, count: $1) },

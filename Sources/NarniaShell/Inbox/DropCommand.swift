@@ -150,7 +150,7 @@ struct DropRun: HostTreeVisitor {
     mutating func dropStandardInput(named name: String) {
         do {
             let valid = try ItemName.validated(name)
-            let input = StandardInputSource()
+            let input = try StandardInputSource()
             let size = try dropper.drop(path: valid, modified: SystemClock.nowNanoseconds(),
                                         source: { try input.read(into: $0, count: $1) }, observer: observer)
             report.done(bytes: size, "dropped - as \(report.outName(valid))")
