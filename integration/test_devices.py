@@ -295,6 +295,27 @@ def test_devices_lists_every_device_that_wrote(narnia, host):
     assert a.ok("ls /").out_lines == ["a", "b", "still-here"], "what it writes still counts"
 
 
+def test_a_last_write_stamped_ahead_of_the_clock_is_marked(narnia, host):
+    """A device whose clock ran days ahead stamps its changes so, and every device that read
+    them stamps after them from then on (the hybrid clock): `devices` showed those dates as
+    when each last wrote, unmarked (stop 49's note, BN-5)."""
+    narnia.init()
+    a = device(narnia, host / "A")
+    b = device(narnia, host / "B")
+    a.ok("mkdir /a")
+    ahead = {"wrapper": ["faketime", "-f", "+3d"], "env": {**b.env, "NO_FAKE_STAT": "1"}}
+    r = b.c("mkdir /b", **ahead)
+    assert r.rc == 0, r.describe()
+    mark = "(stamped ahead of this machine's clock)"
+    assert mark not in a.ok("devices").out, "A has not read B's changes yet"
+    syncthing_merge(a.vault, b.vault)
+    a.ok("mkdir /after")
+    lines = a.ok("devices").out_lines
+    marked = [l for l in lines if mark in l]
+    assert len(marked) == 2 and any("(this device)" in l for l in marked), lines   # B, and A since it read B
+    assert mark not in b.ok("devices", **ahead).out, "on B's own clock the dates are not ahead"
+
+
 def test_a_device_name_with_a_slash_is_refused(narnia):
     """A `/` in a device name went into the names of its conflict copies, which no path could
     reach (review AX4)."""

@@ -1,5 +1,6 @@
 import NarniaLanguage
 import NarniaStore
+import NarniaSystem
 
 /// `devices`: the devices that write this store, renaming this one, forgetting one.
 enum Devices {
@@ -25,8 +26,14 @@ enum Devices {
         }
     }
 
+    /// How far past this machine's clock a last write may be stamped before it is marked: a
+    /// day, beyond any time zone or ordinary drift.
+    static let aheadMargin = 86_400 * Nanoseconds.perSecond
+
     /// One line per device: short id, name, when it last wrote, the space its pending
-    /// acknowledgements hold, and marks.
+    /// acknowledgements hold, and marks. A last write stamped after this machine's clock is
+    /// marked: a device's clock ran ahead, and every device that read its changes stamps after
+    /// them since (docs/FORMAT.md, "The clock"), so the date is no time anything happened.
     private static func list(_ s: Session, json: Bool) {
         let devices = s.vault.devices
         if json {
@@ -38,12 +45,14 @@ enum Devices {
         let names = devices.map { s.out.name($0.name) }
         let width = names.map { displayWidth($0) }.max() ?? 0
         let human = s.out.isTerminal
+        let now = SystemClock.nowNanoseconds()
         for (d, name) in zip(devices, names) {
             let pad = String(repeating: " ", count: width - displayWidth(name))
             let when = d.lastWrote > 0 ? Formatting.shortDate(d.lastWrote) : "-"
             var line = "\(d.shortID)  \(name)\(pad)  \(when)  holds \(Formatting.size(UInt64(d.heldBytes), human: human))"
             if d.isThisDevice { line += d.lastWrote > 0 ? "  (this device)" : "  (this device; not written yet)" }
             if d.isForgotten { line += "  (forgotten)" }
+            if d.lastWrote > now &+ aheadMargin { line += "  (stamped ahead of this machine's clock)" }
             s.out.line(line)
         }
     }
