@@ -317,7 +317,9 @@ public final class FileDescriptor: @unchecked Sendable {
     /// Renames `name` to `newName` within this directory only if `newName` names nothing:
     /// `renameat2` with `RENAME_NOREPLACE`, or where the file system cannot promise that (FUSE),
     /// a hard link then the removal of the old name. Fails with `EEXIST` when `newName` exists,
-    /// and with the link's error (`EPERM`, `ENOSYS`, …) where neither can be done.
+    /// and with the link's error (`EPERM`, `ENOSYS`, …) where neither can be done. The fallback
+    /// is two steps, and removes whatever `name` names by the second: only for a name no other
+    /// program writes (a temporary of narnia's own), never a user's file (review CI-1).
     public func renameWithoutReplacing(_ name: String, to newName: String) throws {
         do {
             _ = try retryingInterrupts("rename", pathOfEntry(newName)) { narnia_rename_no_replace(raw, name, newName) }
