@@ -867,7 +867,7 @@ class Scenario:
         after = scan(d.path)
         # The engine never makes a journal shorter than a copy already held: no record this
         # device has read can be missing, and saying so would be a false alarm.
-        if any("which this device has read here, are missing" in l for l in res.err_lines):
+        if any("which this device has read here, " in l and " missing from this copy" in l for l in res.err_lines):
             self.fail(f"{what}: records it read are said to be missing, though no journal shrank" + res.describe())
         if res.rc == 3:
             self.fail(f"{what}: the passphrase {passphrase!r} was refused; FORMAT.md \"Key files\" "

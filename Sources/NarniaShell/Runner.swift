@@ -25,6 +25,7 @@ extension Session {
         Session.interruptRequested = 0
         runningCommand = (spec.name, first.text)
         defer {
+            for warning in vault.takeWarningsSinceOpen() { self.warning(spec.name, warning) }
             runningCommand = nil
             settleCurrentFolder(after: spec.name)
             out.flush()

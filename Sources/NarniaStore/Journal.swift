@@ -469,6 +469,57 @@ final class JournalWriter {
         lastRecordStart = endOffset
         endOffset += Int64(record.count)
         recordCount += 1
+        if case .named = naming, !isUnderItsName() {
+            let copy: String
+            do { copy = try saveAsCopy() } catch { throw ReplacedAndNotSaved(cause: error) }
+            throw Replaced(copy: copy)
+        }
     }
 
+    /// The journal's name no longer names the file appended to: another program replaced it
+    /// (a sync engine carrying another copy of it, a restore) or removed it, and what was
+    /// appended went to a file no one else sees. Everything it holds, the record just written
+    /// too, was saved whole as a copy of the journal (`copy`, its path), which every open
+    /// reads as one (review CF-6: the records were lost when the session ended, each change
+    /// reported done). This writer must not be appended to again.
+    struct Replaced: Error {
+        let copy: String
+    }
+
+    /// As `Replaced`, but the copy could not be written: the record just written, and those
+    /// the replacement lacks, are in no file the store holds.
+    struct ReplacedAndNotSaved: Error {
+        let cause: any Error
+    }
+
+    /// True when `path` still names the file this writer appends to (or when that cannot be
+    /// told: a failed look is no evidence of a replacement).
+    private func isUnderItsName() -> Bool {
+        guard let mine = try? fd.status() else { return true }
+        guard let there = try? FileSystem.lstatIfExists(path) else { return mine.st_nlink > 0 }
+        return there.st_dev == mine.st_dev && there.st_ino == mine.st_ino
+    }
+
+    /// Writes everything this writer's file holds, whole and durable, beside the journal's
+    /// name as a copy of it (a name with `conflict` after the identifier, as sync engines give
+    /// their copies), and returns its path.
+    private func saveAsCopy() throws -> String {
+        let folder = try FileDescriptor.open(FileSystem.parentDirectory(of: path), .readOnly, options: .directory)
+        let name = (path.lastPathComponent ?? id.hex) + ".conflict-replaced-" + Identifier.random().hex.prefix(12)
+        try WholeFile.write(named: name, in: folder, path: folder.pathOfEntry(name)) { copy in
+            let chunk = 1 << 20
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset: Int64 = 0
+            while offset < endOffset {
+                let count = Int(min(Int64(chunk), endOffset - offset))
+                guard try fd.preadFully(into: buffer, count: count, offset: offset) == count else {
+                    throw StoreFileError.notRegular(path)
+                }
+                try copy.writeAll(buffer, count: count)
+                offset += Int64(count)
+            }
+        }
+        return folder.pathOfEntry(name)
+    }
 }

@@ -40,8 +40,14 @@ extension Vault {
         var w = ByteWriter(capacity: 256 + 200 * ops.count)
         RecordCoding.encode(header, ops, keys: keys, into: &w)
         defer { w.wipe() }
+        var savedCopy: String?
         do {
             try writer.append(w.bytes)
+        } catch let replaced as JournalWriter.Replaced {
+            savedCopy = replaced.copy
+        } catch let lost as JournalWriter.ReplacedAndNotSaved {
+            journal = nil
+            throw VaultError.refused("this device's journal \(writer.id.hex.prefix(8)) was replaced by another copy of it while this session was open, and what this session wrote to it could not be saved (\(lost.cause)): this change was not made, and changes made since the journal was replaced may be lost; open the vault again")
         } catch {
             if writer.recordCount == 0 { abandonNewJournal(writer) }
             throw error
@@ -74,8 +80,25 @@ extension Vault {
         case .rebuild: rebuildView()
         }
         markCommitted(Self.objectsGivenAsContent(by: ops))
+        if let savedCopy { goOnAfterReplacedJournal(writer, savedAs: savedCopy) }
         if !retiring.isEmpty { deleteRetiredFiles(retiring) }
         if !startsSnapshot && journal?.recordCount ?? 0 > 1 { compactIfWorthIt() }
+    }
+
+    /// This device's journal was replaced under the session (`JournalWriter.Replaced`): what
+    /// it held is saved as a copy, read with the journal at every open, which goes on in a
+    /// snapshot then (`tidy`); this session goes on in a new journal, and says so.
+    private func goOnAfterReplacedJournal(_ writer: JournalWriter, savedAs copy: String) {
+        journal = nil
+        let root = layout.root.hasSuffix("/") ? layout.root : layout.root + "/"
+        if copy.hasPrefix(root) { inventory.files[writer.id]?.add(String(copy.dropFirst(root.count)), isCopy: true) }
+        warningsSinceOpen.append("this device's journal \(writer.id.hex.prefix(8)) was replaced by another copy of it while this session was open (a sync engine carried one from another device, or a backup was put back): everything this session wrote to it is kept, as \(copy), and it goes on in a new journal; do not delete that file")
+    }
+
+    /// The warnings since open not yet taken, oldest first; each is taken once.
+    public func takeWarningsSinceOpen() -> [String] {
+        defer { warningsSinceOpen = [] }
+        return warningsSinceOpen
     }
 
     /// The content objects a record's operations name.

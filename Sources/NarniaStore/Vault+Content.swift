@@ -313,7 +313,7 @@ extension Vault {
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }
         report.problems += othersRecordsMissing
         if view.held > 0 {
-            report.problems.append("\(view.held) items wait for folders whose records have not arrived")
+            report.problems.append(view.held == 1 ? "1 item waits for a folder whose records have not arrived" : "\(view.held) items wait for folders whose records have not arrived")
         }
         if view.skippedMoves > 0 {
             report.notes.append("\(view.skippedMoves) moves made on different devices at once would have put a folder inside itself; the latest of each was skipped")
@@ -322,7 +322,9 @@ extension Vault {
         // no longer kept for them: not worth a note.
         let keptUnnamed = state.kept.filter { !state.referencedObjects.contains($0) && inventory.files[$0] != nil }
         if !keptUnnamed.isEmpty {
-            report.notes.append("\(keptUnnamed.count) objects are kept because records that may name them were lost")
+            // Kept by whichever device lost them (`keep` is merged across devices).
+            report.notes.append(keptUnnamed.count == 1 ? "1 object is kept because records that may name it were lost (by the device that wrote it)"
+                                : "\(keptUnnamed.count) objects are kept because records that may name them were lost (by the devices that wrote them)")
         }
         // Files named after a retired file are backups of something no longer needed: not worth
         // a word (and made copies, they would go with it).

@@ -230,7 +230,9 @@ extension Vault {
         othersRecordsMissing = read.seen.filter { $0.key != device && knowledge[$0.key] < $0.value }
             .sorted { $0.key < $1.key }
             .map { other, seq in
-                "records \(knowledge[other] + 1)–\(seq) of device \(deviceName(other)), which this device has read here, are missing from this copy of the store (its journal was cut or removed, or its newer journal has not arrived); the vault is shown without them"
+                let first = knowledge[other] + 1
+                let records = first == seq ? "record \(seq)" : "records \(first)–\(seq)"
+                return "\(records) of device \(deviceName(other)), which this device has read here, \(first == seq ? "is" : "are") missing from this copy of the store (its journal was cut or removed, or its newer journal has not arrived); the vault is shown without \(first == seq ? "it" : "them")"
             }
         warnings += othersRecordsMissing
     }

@@ -28,6 +28,8 @@ extension Vault {
     /// its records are whole. At open (not while a sync runs), also the receiving folders of
     /// this device's interrupted syncs and the staging folders of new journals left behind.
     func tidy(atOpen: Bool = true) throws {
+        // Asked before this device's own records below hide it (each says it has read them all).
+        let ownNumbersHaveGap = isKnownDevice && knowledge[device] < lastSeq
         let unnamed = ownUnnamedObjects
         // Asked once, and only if an unnamed object needs it: it makes a probe file.
         lazy var marksHold = fileSystemKeepsCommitMark()
@@ -97,9 +99,19 @@ extension Vault {
             journalsWithUnreadRecordsFound.insert(id)
             warnings.append("this device's journal \(id.hex.prefix(8)) holds records that its retirement did not read: written by another copy of this store writing as this device (a backup restored and used while the original went on, or a copy of its disk), or missing from this copy when it retired the journal; they are kept, and this device goes on after them. If another copy of this store is in use, stop using one of them, or give this one a device of its own (copy the store to a new folder with cp -a and use the copy)")
         }
-        if isKnownDevice && (!newOwnForks.isEmpty || !unread.isEmpty) {
+        // A journal of this device that only a sync engine's copy holds whole (review CF-3),
+        // and a gap in this device's record numbers — records that every copy lost, which
+        // another device had read (review CF-1, CF-2: every open warned and every `verify`
+        // failed, for good, and no device could acknowledge this device's later retirements,
+        // so nothing it retired was deleted again): a snapshot stands for every number up to
+        // its own, and carries the records on.
+        let heldByCopies = isKnownDevice ? ownJournalsHeldWholeOnlyByCopies : []
+        for id in heldByCopies {
+            warnings.append("a sync engine's copy of this device's journal \(id.hex.prefix(8)) holds records the journal lacks (it was replaced by an older copy of it): they are read, and this device carries them on in a new journal; the copy goes with the journal once every device has read that")
+        }
+        if isKnownDevice && (!newOwnForks.isEmpty || !unread.isEmpty || !heldByCopies.isEmpty || ownNumbersHaveGap) {
             do { try compact() } catch {
-                warnings.append("this device could not go on after the other copy's records in a new journal (\(error)); both versions stay and are read, and the next open that can write tries again")
+                warnings.append("this device could not carry its records on in a new journal (\(error)); every version stays and is read, and the next open that can write tries again")
             }
         }
         deleteRetiredFiles()
@@ -113,6 +125,19 @@ extension Vault {
         }
         if atOpen { removeTemporaryFolders() }
         finishKilledMarking { marksHold }
+    }
+
+    /// This device's journals, not retired, of which a sync engine's copy (or one a session
+    /// saved: `JournalWriter.Replaced`) holds records that the file under the journal's name
+    /// lacks, or that has no file under its name: deleting that copy, as users of sync
+    /// engines do with conflict copies, would lose them. (A file under the name that does not
+    /// open as the journal is left for the user, whom `verify` tells.)
+    var ownJournalsHeldWholeOnlyByCopies: [Identifier] {
+        journals.values.filter { file in
+            guard file.device == device, !state.isRetired(RetiredFile(kind: .journal, id: file.id)) else { return false }
+            guard let held = file.end?.records ?? (inventory.files[file.id]?.main == nil ? 0 : nil) else { return false }
+            return held < file.records
+        }.map(\.id).sorted()
     }
 
     /// Marks committed this device's objects that its records name but that are still

@@ -19,6 +19,9 @@ public final class Vault {
     /// What opening found that the user should know (a journal cut short, records of this
     /// device missing, …), one sentence each.
     public internal(set) var warnings: [String] = []
+    /// What went wrong after open, in a command that succeeded, for the shell to say after it
+    /// (`takeWarningsSinceOpen`).
+    var warningsSinceOpen: [String] = []
 
     let layout: StoreLayout
     let lockHandle: FileDescriptor
