@@ -947,3 +947,26 @@ def test_a_journal_cut_earlier_than_its_device_noted_fails_verify(narnia, host, 
     narnia.ok(f"sync {q(str(remote))}")
     r = narnia.c("verify")
     assert r.rc == 1 and "still arriving, or cut short" in r.err, r.describe()
+
+
+@pytest.mark.parametrize("which", ["key-file", "inbox-key-file"])
+def test_a_longer_key_file_on_the_remote_never_replaces_the_whole_one_here(narnia, host, tmp_path, which):
+    """Review CG-1: a remote holding a longer file under the key file's name (any bytes, of a
+    length a key file with more master keys has) made `sync` take it over the key file here:
+    exit 0, and the vault no longer opened, on every device that synced. A key file is written
+    once, whole, and never changes: the one here stays, the sync says so and replaces the one
+    there. The same for the inbox's public key file (a longer one broke `drop` for good)."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    length = 98 if which == "key-file" else 72
+    name = next(p.name for p in narnia.vault.iterdir() if p.is_file() and len(p.name) == 32 and p.stat().st_size == length)
+    here = (narnia.vault / name).read_bytes()
+    os.chmod(remote / name, 0o600)
+    with open(remote / name, "ab") as f:
+        f.write(os.urandom(33 if which == "key-file" else 26))   # 131 = 67 + 2 x 32; 98, a key file's
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert f"narnia: warning: sync: {remote / name} is not the key file here (another length: damaged or altered there; a key file is written once and never changes): it was not taken, and the copy here replaces it" in r.err_lines, r.describe()
+    assert (narnia.vault / name).read_bytes() == here and (remote / name).read_bytes() == here
+    r = narnia.ok(f"ls /; sync {q(str(remote))}; inbox-key")
+    assert r.out_lines[0] == "a" and "not the key file here" not in r.err, r.describe()
+    other = other_device(narnia, remote, tmp_path / "other")
+    assert other.ok("ls /").out_lines == ["a"]

@@ -122,6 +122,15 @@ extension Vault {
         file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
+    /// True when a key file of `length` bytes is whole as far as its length tells (as
+    /// `liveKeyFile` judges), or is an inbox public key file's length: both are written once,
+    /// whole, under fresh names, so another version of one is damage or forgery, never newer.
+    public func isWholeKeyFile(length: Int64) -> Bool {
+        if length == Int64(InboxPublicKeyFile.length) { return true }
+        guard let count = KeyFile.masterCount(ofLength: Int(length)) else { return false }
+        return count >= max(1, masters.all.count)
+    }
+
     /// True when the file is retired: it must not be copied to a side that lacks it. A retired
     /// journal that holds records no retirement of it read is not: those records go where
     /// this store goes.
@@ -299,8 +308,12 @@ extension Vault {
         if let here {
             let local = Int64(here.st_size)
             switch file.kind {
-            case .object, .keyFile:
+            case .object:
                 if local >= size { return .hereIsLonger }
+            case .keyFile:
+                // The plan fetches none over a whole one (`SyncPlan.verdict`); should one come
+                // all the same, the one here stays (review CG-1).
+                if local >= size || isWholeKeyFile(length: local) { return .hereIsLonger }
             case .journal:
                 // Here one of the same length or shorter, its unfinished appends finished there;
                 // or the received one, longer, torn at a record held here whole (review BE-6).

@@ -190,6 +190,9 @@ enum SyncCommand {
             file.kind == .journal && !fetching.forkedThere.contains(file.key) && isHere(file.path)
                 && (report.extendsThere.contains(file.key) || startSize[file.key] == there[file.key])
         }
+        for file in sending.keyFilesAlteredThere {
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) is not the key file here (another length: damaged or altered there; a key file is written once and never changes): it was not taken, and the copy here replaces it")
+        }
         if !sending.sendFirst.isEmpty {
             watch("sending")
             let outcome = try rclone.copy(sending.sendFirst.map(\.path), from: vault.directory, to: remote, listIn: folder)

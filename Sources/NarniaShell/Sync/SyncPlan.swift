@@ -22,6 +22,10 @@ struct SyncPlan {
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
     var forkedThere: Set<StorePath> = []
+    /// Key files there of another length than the whole one here, which replaces them: key
+    /// files are written once, whole, and never change, so such a copy is damage or forgery
+    /// (review CG-1: a longer one was taken over the one here, and the vault no longer opened).
+    var keyFilesAlteredThere: [SyncFile] = []
     /// This store's files with their sizes when the plan was made.
     var here: [(SyncFile, Int64)] = []
     /// Bytes to move each way.
@@ -56,7 +60,9 @@ struct SyncPlan {
             switch verdict(file, here: size, there: remote, vault: vault) {
             case .same: if file.kind == .journal { plan.sameLengthJournals.append((file, size)) }
             case .fetch: plan.fetch(file, remote)
-            case .send: plan.send(file, size)
+            case .send:
+                if file.kind == .keyFile && vault.isWholeKeyFile(length: size) { plan.keyFilesAlteredThere.append(file) }
+                plan.send(file, size)
             case .compare: plan.fetch(file, remote)
             }
         }
@@ -79,12 +85,15 @@ struct SyncPlan {
     static func verdict(_ file: SyncFile, here: Int64, there: Int64, vault: Vault) -> Verdict {
         if here == there { return .same }
         switch file.kind {
-        case .object, .keyFile:
+        case .object:
             if let expected = vault.expectedLength(of: file) {
                 if here == expected { return .send }
                 if there == expected { return .fetch }
             }
             return here > there ? .send : .fetch
+        case .keyFile:
+            // Whole here, it is the file: only one cut short here is completed from there.
+            return vault.isWholeKeyFile(length: here) || here > there ? .send : .fetch
         case .journal:
             return .compare
         }
