@@ -606,6 +606,33 @@ def test_export_never_replaces_a_fifo_or_a_socket_even_with_force(vault, host):
         assert stat.S_ISFIFO(os.lstat(host / "fifo").st_mode) and stat.S_ISSOCK(os.lstat(host / "sock").st_mode)
 
 
+def test_export_never_replaces_a_link_to_a_special_file_a_process_file_or_a_folder(vault, host):
+    """Review CI-5: `export -f ITEM /dev/stdout`, as root, replaced the system's link to
+    /proc/self/fd/1 with a file holding the item's plaintext; `--force` replaced any link,
+    whatever it led to: a FIFO, or a folder (which, unlinked, stands for the folder). A link to
+    a regular file is still replaced with --force, the file it leads to untouched."""
+    (host / "photos").write_text("photo\n")
+    vault.ok(f"import --keep {q(str(host / 'photos'))}")
+    out = host / "out"
+    out.mkdir()
+    os.mkfifo(host / "fifo")
+    (host / "album").mkdir()
+    (host / "kept.txt").write_text("kept\n")
+    links = {"stdout": ("/proc/self/fd/1", "a link to a process's open file (in /proc) is in the way"),
+             "fifo-link": (str(host / "fifo"), "a link to a special file (FIFO, socket or device) is in the way"),
+             "photos": (str(host / "album"), "a link to a folder is in the way")}
+    for name, (target, said) in links.items():
+        os.symlink(target, out / name)
+        r = vault.c(f"export -f /photos {q(str(out / name))}" if name != "photos" else f"export -f /photos {q(str(out))}")
+        assert r.rc == 1 and f"{out / name}: {said}" in r.err and "--force replaces" not in r.err, r.describe()
+        assert os.readlink(out / name) == target
+    assert not list((host / "album").iterdir())
+    os.symlink(host / "kept.txt", out / "file-link")
+    vault.ok(f"export -f /photos {q(str(out / 'file-link'))}")
+    assert (out / "file-link").read_text() == "photo\n" and not (out / "file-link").is_symlink()
+    assert (host / "kept.txt").read_text() == "kept\n"
+
+
 def test_export_refuses_a_folder_below_its_destination_that_is_the_store_or_a_copy(vault, host):
     """`export / DIR` with the store at DIR/vault exported the vault's root as the folder
     `vault`, that is into the store, in plaintext, exit 0; the same into a copy of the store

@@ -372,4 +372,19 @@ public final class FileDescriptor: @unchecked Sendable {
         if errno == ENOENT { return nil }
         throw SystemError.current("stat", pathOfEntry(name))
     }
+
+    /// The status of what the entry `name` leads to, links followed; nil when nothing does
+    /// (no such entry, or a dangling link, a loop, a target out of reach).
+    public func statusOfTarget(_ name: String) -> stat? {
+        var st = stat()
+        return fstatat(raw, name, &st, 0) == 0 ? st : nil
+    }
+
+    /// What the symbolic link `name` holds (`readlinkat`), or nil when it is none or unreadable.
+    public func linkTarget(_ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlinkat(raw, name, &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

@@ -138,9 +138,25 @@ final class HostFolder {
             throw CommandFailure("\(shown): a folder is in the way", hint: "nothing was exported; a folder is never replaced, even with --force: move it aside, or export elsewhere")
         }
         // A program's FIFO or socket, or a device, replaced by a file breaks what uses it
-        // (review BG-9: `export -f /v /dev/null`, as root, replaced the device).
+        // (review BG-9: `export -f /v /dev/null`, as root, replaced the device). So does a link
+        // to one, or to a process's open file (review CI-5: `export -f /v /dev/stdout`, as root,
+        // replaced the system's link to /proc/self/fd/1 with the item's plaintext); and a link
+        // to a folder stands for the folder.
+        let special = "nothing was exported; export writes regular files and never replaces another kind, even with --force: to write into it, redirect narnia -c 'cat PATH'"
         if !st.isRegularFile && !st.isSymbolicLink {
-            throw CommandFailure("\(shown): a special file (FIFO, socket or device) is in the way", hint: "nothing was exported; export writes regular files and never replaces another kind, even with --force: to write into it, redirect narnia -c 'cat PATH'")
+            throw CommandFailure("\(shown): a special file (FIFO, socket or device) is in the way", hint: special)
+        }
+        if st.isSymbolicLink {
+            let name = components.last!
+            if dir.linkTarget(name)?.hasPrefix("/proc/") == true {
+                throw CommandFailure("\(shown): a link to a process's open file (in /proc) is in the way", hint: special)
+            }
+            if let target = dir.statusOfTarget(name), !target.isRegularFile {
+                if target.isDirectory {
+                    throw CommandFailure("\(shown): a link to a folder is in the way", hint: "nothing was exported; a folder, or a link to one, is never replaced, even with --force: export into it by naming it with a / at the end, or export elsewhere")
+                }
+                throw CommandFailure("\(shown): a link to a special file (FIFO, socket or device) is in the way", hint: special)
+            }
         }
         if !force {
             throw CommandFailure("\(shown): already exists", hint: skipping
