@@ -695,3 +695,27 @@ def test_on_fuse_a_torn_record_is_kept_not_cut(narnia_bin, tmp_path, fuse_mount)
     assert r.rc == 0 and r.out_lines == ["after", "first.txt", "verified 2 items, all intact"], r.describe()
     assert not any("warning" in l for l in r.err_lines), "said once" + r.describe()
     assert journal.stat().st_size > size_before, r.describe()
+
+
+def test_passwd_rotate_cut_short_after_its_key_file_says_the_new_passphrase_is_in_force(vault, tmp_path):
+    """Review CH-3: `passwd --rotate` on a full disk wrote the new key file, then failed to
+    write the snapshot under the new master key: "the disk holding the vault is full … run the
+    command again", exit 1, though only the new passphrase opened the vault from then on; and
+    while the disk stayed full, every open with the new one failed too (resealing at open),
+    naming a store folder. The failure says which passphrase is in force, and an open that
+    cannot reseal opens all the same, saying so. (ENOSPC injected into every `linkat` after the
+    key file's: the new journal's name.)"""
+    vault.ok("mkdir /a; mkdir /b")
+    new = vault.passphrase_file("a new passphrase")
+    full = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:error=ENOSPC:when=2+"]
+    r = subprocess.run(full + vault.argv(["-c", f"passwd --rotate --new-passphrase-file {q(str(new))}"]),
+                       capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
+    assert r.returncode == 1 and "the passphrase was changed, and the new one opens the vault now (the old one no longer does)" in r.stderr, r.stderr
+    assert vault.c("pwd").rc == 3, "the old passphrase no longer opens it"
+    full[-1] = "inject=linkat:error=ENOSPC"
+    r = subprocess.run(full + vault.argv(["-c", "ls /"], passphrase="a new passphrase"),
+                       capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["a", "b"], r.stderr
+    assert "this device's records could not be written anew under the vault's new master key" in r.stderr, r.stderr
+    r = vault.ok("ls /; verify", passphrase="a new passphrase")
+    assert r.out_lines == ["a", "b", "verified 2 items, all intact"] and "written anew" not in r.err, r.describe()

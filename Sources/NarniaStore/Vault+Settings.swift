@@ -133,8 +133,15 @@ extension Vault {
         if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
         dateRetiredKeyFilesBack()
-        try compact()
-        _ = try rotateInboxKey()
+        // From here only the new passphrase opens the vault: a failure must say so, or the
+        // user keeps the old one, believing nothing changed (review CH-3: a full disk said
+        // "run the command again", which the old passphrase could no longer do).
+        do {
+            try compact()
+            _ = try rotateInboxKey()
+        } catch {
+            throw VaultError.refused("the passphrase was changed, and the new one opens the vault now (the old one no longer does), but writing this device's records under the new master key failed (\(error)); the next open with the new passphrase tries again")
+        }
     }
 
     /// After a rotation made elsewhere (or one cut short here), this device's journals are
@@ -143,11 +150,17 @@ extension Vault {
     /// Journals it retired already (they stay until every device has read the snapshot) need
     /// nothing more: compacting at every open until then would only rewrite the vault's
     /// metadata each time.
-    func resealOwnRecordsIfNeeded() throws {
+    ///
+    /// Should that fail (a full disk), the vault opens all the same, saying so: every record
+    /// still reads, and the next open tries again (review CH-3: with the disk full, the new
+    /// passphrase opened nothing, naming a store folder).
+    func resealOwnRecordsIfNeeded() {
         guard journals.values.contains(where: { file in
             file.device == device && !file.underCurrentMaster && state.retired[RetiredFile(kind: .journal, id: file.id)] == nil
         }) else { return }
-        try compact()
+        do { try compact() } catch {
+            warnings.append("this device's records could not be written anew under the vault's new master key (\(error)); they still read, and the next open tries again")
+        }
     }
 
     /// After rotations on two devices at once, opened with one passphrase: one key file, under

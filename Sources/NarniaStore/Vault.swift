@@ -357,7 +357,7 @@ public final class Vault {
             // It stays forgotten (review CC-9): the warning says how to be waited for again.
             vault.warnings.append("another device forgot this one ('devices forget'): what is removed or replaced elsewhere is deleted from the store without waiting for this device to read of it, so such items may show here as damaged until a sync brings their removal; what this device writes still counts. To be waited for again, give this copy a device of its own: copy the store to a new folder with cp -a and use the copy")
         }
-        try vault.resealOwnRecordsIfNeeded()
+        vault.resealOwnRecordsIfNeeded()
         try vault.tidy()
         vault.warnOfManyKeyFiles()
         vault.dateRetiredKeyFilesBack()
