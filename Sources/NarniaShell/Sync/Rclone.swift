@@ -49,8 +49,8 @@ struct Rclone {
     /// rclone settings from the environment that would change which store files are listed,
     /// copied, replaced or deleted, or what a run prints or exits with (filters,
     /// `--dirs-only`, `--ignore-existing`, `--dry-run`, `--max-delete`, `--backup-dir`,
-    /// following links, name encodings, `--progress`…): `sync` must see and send every store
-    /// file as it is. Backend settings (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and
+    /// following links, name encodings, `--progress`, log levels and formats…): `sync` must see
+    /// and send every store file as it is, and read what rclone says. Backend settings (`RCLONE_CONFIG`, `RCLONE_S3_…`), bandwidth and
     /// transfer counts pass.
     static func ignoredSettings(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         environment.keys.filter { name in
@@ -68,6 +68,11 @@ struct Rclone {
         "LOCAL_UNICODE_NORMALIZATION", "LOCAL_ENCODING", "LOCAL_LINKS", "LOCAL_COPY_LINKS", "LOCAL_SKIP_LINKS",
         "DIRS_ONLY", "HASH_FILTER", "MAX_DELETE", "MAX_DELETE_SIZE", "BACKUP_DIR", "SUFFIX", "SUFFIX_KEEP_EXTENSION",
         "COMPARE_DEST", "COPY_DEST", "ERROR_ON_NO_TRANSFER", "PROGRESS", "P", "STAT", "RETRIES", "DISCARD",
+        // What rclone logs, and how: `sync` reads its notices (a link it did not follow, review
+        // CG-6: hidden, a linked shard folder went unseen, and a longer journal there was
+        // replaced by an older one) and its errors (the reason a run failed).
+        "LOG_LEVEL", "QUIET", "Q", "VERBOSE", "V", "LOG_FILE", "USE_JSON_LOG", "LOG_FORMAT", "LOG_SYSTEMD", "SYSLOG",
+        "STATS_LOG_LEVEL", "STATS_ONE_LINE",
     ]
 
     /// `path` under `remote`: `name:` and `name:folder/` take it as it is. A `/` after a bare
