@@ -19,9 +19,24 @@ public func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
 /// joiner and invisible operators, the byte order mark, the deprecated format characters, ...:
 /// review CC-7) and the line and paragraph separators — but not those that are visible where
 /// they stand (`isContextuallyVisible`). Escaped in names only: text shown (`cat`) keeps them.
+///
+/// So are the format characters Unicode does not list as ignorable but that a terminal draws
+/// as nothing (the interlinear annotation marks U+FFF9–FFFB, the Egyptian hieroglyph format
+/// controls: review CI-4), all but the prepended concatenation marks (the Arabic number sign,
+/// the end of ayah…), which show where they stand.
 public func isInvisibleInName(_ scalar: Unicode.Scalar) -> Bool {
     if scalar.value == 0x2028 || scalar.value == 0x2029 { return true }
-    return scalar.properties.isDefaultIgnorableCodePoint && !isContextuallyVisible(scalar)
+    if scalar.properties.isDefaultIgnorableCodePoint { return !isContextuallyVisible(scalar) }
+    return scalar.properties.generalCategory == .format && !isPrependedConcatenationMark(scalar)
+}
+
+/// Unicode's Prepended_Concatenation_Mark characters (PropList.txt): format characters drawn
+/// as a sign that spans the digits after them.
+private func isPrependedConcatenationMark(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x0600...0x0605, 0x06DD, 0x070F, 0x0890...0x0891, 0x08E2, 0x110BD, 0x110CD: true
+    default: false
+    }
 }
 
 /// The invisible characters that are part of what a screen shows where they stand, and

@@ -46,13 +46,16 @@ final class TerminalSafeTests: XCTestCase {
                      "résumé\u{FE0F}.pdf", "é\u{180B}", "é\u{E0100}", "ab\u{FE00}.jpg",
                      "\u{1F3F4}\u{E0078}\u{E0079}\u{E007F} x",
                      // Review CE-1: after an emoji shown as one already, a selector changes nothing.
-                     "😀\u{FE0F}.txt", "😀\u{FE0E}.txt", "👍🏽\u{FE0F}", "🇫🇷\u{FE0F}"] {
+                     "😀\u{FE0F}.txt", "😀\u{FE0E}.txt", "👍🏽\u{FE0F}", "🇫🇷\u{FE0F}",
+                     // Review CI-4: format characters Unicode does not call ignorable.
+                     "report\u{FFF9}.pdf", "report\u{FFFB}.pdf", "report\u{13430}.pdf", "report\u{13439}.pdf"] {
             XCTAssertTrue(terminalSafe(name).contains("?"), "\(scriptSafe(name)) shows what it holds")
         }
         XCTAssertEqual(scriptSafe("report.pdf\u{206A}"), "report.pdf\\u{206a}")
         let scotland = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}"
         for name in [scotland + " Scotland", "❤\u{FE0F}.jpg", "1\u{FE0F}\u{20E3} one", "#\u{FE0F}\u{20E3}", "葛\u{E0100}城", "ᠠ\u{180B}",
-                     "☺\u{FE0E}", "🏳\u{FE0F}\u{200D}🌈", "辻\u{FE00}.txt", "≩\u{FE00}", "က\u{FE00}"] {   // CE-2
+                     "☺\u{FE0E}", "🏳\u{FE0F}\u{200D}🌈", "辻\u{FE00}.txt", "≩\u{FE00}", "က\u{FE00}",   // CE-2
+                     "\u{0600}١٢", "\u{06DD}١"] {   // prepended concatenation marks show where they stand
             XCTAssertEqual(terminalSafe(name), name)
             XCTAssertEqual(scriptSafe(name), name)
         }
