@@ -203,7 +203,20 @@ final class HostFolder {
         let exists = try there(pending.components, in: dir)
         if let temporary = pending.temporary {
             if !replace && exists { throw SystemError(code: EEXIST, operation: "link", path: shown) }
-            try dir.rename(temporary, to: name)
+            if replace {
+                try dir.rename(temporary, to: name)
+            } else {
+                // Not over a file that appeared since the look above (review CI-2: a plain
+                // rename replaced it): the temporary is narnia's own, so the emulation by link
+                // then unlink is sound; where neither works, the rename after the look.
+                do {
+                    try dir.renameWithoutReplacing(temporary, to: name)
+                } catch let e as SystemError where e.code == EEXIST {
+                    throw SystemError(code: EEXIST, operation: "link", path: shown)
+                } catch let e as SystemError where [EPERM, ENOSYS, EOPNOTSUPP].contains(e.code) {
+                    try dir.rename(temporary, to: name)
+                }
+            }
         } else if replace && exists {
             let temporary = Self.temporaryName()
             try pending.file.link(as: temporary, in: dir, displayPath: shown)
