@@ -224,6 +224,22 @@ def test_saving_the_closet_never_writes_through_a_link(narnia, spawn, tmp_path):
     assert [q.name for q in closet_path(narnia).parent.iterdir() if q.name.startswith("closet.json.new")] == ["closet.json.new"]
 
 
+def test_an_unreadable_closet_set_aside_never_replaces_one_set_aside_before(narnia, spawn):
+    """Review CI-3: a second unreadable closet.json was renamed over the first one set aside,
+    which the warning had said was kept."""
+    path = closet_path(narnia)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for n, text in enumerate(["my first damaged closet\n", "a second one\n"], start=1):
+        path.write_text(text)
+        p = spawn()
+        p.expect(PROMPT)
+        aside = path.with_name("closet.json.unreadable" + ("" if n == 1 else f"-{n}"))
+        assert f"the old file is kept as {aside}" in p.transcript, p.transcript
+        p.close()
+        assert aside.read_text() == text
+    assert path.with_name("closet.json.unreadable").read_text() == "my first damaged closet\n"
+
+
 def test_garments_can_be_added_listed_moved_opened_and_removed(narnia, spawn):
     make_closet(narnia)
     p = spawn()

@@ -35,10 +35,24 @@ public struct ClosetFile: Sendable {
         }
     }
 
-    /// Sets an unreadable file aside as `closet.json.unreadable`, so that saving does not lose it.
+    /// Sets an unreadable file aside as `closet.json.unreadable` (`.unreadable-2`, … when one
+    /// is there already: review CI-3, a second one replaced the first, which the warning had
+    /// said was kept), so that saving does not lose it.
     public func setAside() -> String? {
-        let aside = path + ".unreadable"
-        return rename(path, aside) == 0 ? aside : nil
+        for n in 1...1000 {
+            let aside = path + (n == 1 ? ".unreadable" : ".unreadable-\(n)")
+            // A hard link never replaces a file; where there are none (FAT), a rename to a name
+            // seen free.
+            if link(path, aside) == 0 {
+                unlink(path)
+                return aside
+            }
+            if errno == EEXIST { continue }
+            var st = stat()
+            if lstat(aside, &st) == 0 { continue }
+            return rename(path, aside) == 0 ? aside : nil
+        }
+        return nil
     }
 
     /// Writes the closet: a temporary file beside `closet.json`, synced, then renamed over it.
