@@ -30,6 +30,7 @@ extension Session {
             settleCurrentFolder(after: spec.name)
             out.flush()
         }
+        let generationBefore = vault.generation
         do {
             if spec.asksForHelp(Array(words.dropFirst())) {
                 try Maintenance.help(self, ParsedArguments(command: "help", operands: [Word(quoted: spec.name)]))
@@ -50,8 +51,12 @@ extension Session {
             err.line("narnia: \(located)\(asTyped(spec.name)): interrupted")
             err.flush()
         } catch let e as SystemError where e.isDiskFull && (e.path.map(isInStore) ?? true) {
-            // A store file's name says nothing to the user (review AE).
-            error(spec.name, "the disk holding the vault is full", hint: "free space on it, then run the command again")
+            // A store file's name says nothing to the user (review AE). A command of several
+            // operands saves each on its own: what it did before the disk filled stays done,
+            // and running it again would fail on that (review CH-2).
+            error(spec.name, "the disk holding the vault is full",
+                  hint: vault.generation == generationBefore ? "free space on it, then run the command again"
+                      : "part of the command was done before the disk filled, and is kept: free space on it, look at what is there, then do the rest")
         } catch {
             self.error(spec.name, describe(error))
         }

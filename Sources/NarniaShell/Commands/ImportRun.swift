@@ -59,7 +59,7 @@ struct ImportRun: HostTreeVisitor {
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
     /// Set when the run stopped with work left (interrupted, or out of space).
-    private var stoppedEarly = false
+    private(set) var stoppedEarly = false
     /// True when Ctrl-C stopped the run before everything was imported (not when it came
     /// after the last file was staged: that file is committed and reported, not "interrupted").
     var interrupted: Bool { stoppedEarly && Session.interruptRequested != 0 }
@@ -242,9 +242,11 @@ struct ImportRun: HostTreeVisitor {
         do {
             try batch.commit()
         } catch {
-            let files = pendingOriginals.count
+            let files = pendingOriginals.map { err.name($0.1) }
+            let named = files.count > 5 ? files.prefix(5).joined(separator: ", ") + " and \(files.count - 5) more" : files.joined(separator: ", ")
             let why = (error as? SystemError)?.isDiskFull == true ? "the disk holding the vault is full" : describe(error)
-            fail("\(files) file\(files == 1 ? "" : "s") not imported: could not commit them: \(why)")
+            // Named, as imported ones are (review CH-1: "3 files not imported", which?).
+            fail("\(files.count) file\(files.count == 1 ? "" : "s") not imported (\(named)): could not commit them: \(why)")
             if (error as? SystemError)?.isDiskFull == true { diskFull = true }
             batch.abandon()
             pendingOriginals.removeAll()

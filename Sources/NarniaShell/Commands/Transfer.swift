@@ -77,6 +77,13 @@ enum Transfer {
         run.finishMove()
         run.progress?.finish()
         report.finish()
+        // The files never tried are said too, and how to finish (review CH-1: only the file
+        // that met the full disk was named, and a plain rerun imported the rest a second time).
+        if run.diskFull {
+            s.error("import", run.stoppedEarly ? "the disk holding the vault is full: the import stopped there, and the files after it were not imported either"
+                                              : "the disk holding the vault is full",
+                    hint: "free space on it, then run the import again with --skip-existing: it imports only what the vault lacks")
+        }
         if run.interrupted { throw Cancelled() }
         if run.failed || badSource { throw Reported() }
     }
