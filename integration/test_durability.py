@@ -412,7 +412,7 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     # Held 5 s each: CI runs on a loaded machine missed a 1.5 s window, and once (on FUSE, two
     # test runs at once) a 3 s one (the original was gone by the time the program looked it
     # up, after the lease was seen).
-    p = import_move_held(vault, original, "renameat2,linkat,unlinkat,unlink" if arrives.startswith("before") else "unlinkat,unlink")
+    p = import_move_held(vault, original, "renameat,renameat2,linkat,unlinkat,unlink" if arrives.startswith("before") else "unlinkat,unlink")
     if arrives.startswith("before"):
         fd = os.open(original, os.O_WRONLY)   # waits for the lease
     else:

@@ -285,8 +285,11 @@ extension Vault {
             }
             guard let end = file.end, end.cutBytes > 0 else { continue }
             // An unfinished write kept (`chooseAppendTarget`); one whose record another device
-            // had read is a cut, below, with this device's records missing (review BA-3).
-            if end.unfinished && !newlyFoundCuts.contains(file.id) && !ownRecordsMayBeLost {
+            // had read is a cut, below, with this device's records missing (review BA-3), and
+            // so is one in a journal a snapshot has retired since (which, when records were
+            // missing, stands for them: `tidy`), since it can no longer tell.
+            if end.unfinished && !newlyFoundCuts.contains(file.id) && !ownRecordsMayBeLost
+                && !state.isRetired(RetiredFile(kind: .journal, id: file.id)) {
                 report.notes.append("this device's journal (\(file.id.hex.prefix(8))) ends in \(end.cutBytes) bytes of a write that a kill or crash stopped before it finished, kept (they could not be cut off)")
                 continue
             }

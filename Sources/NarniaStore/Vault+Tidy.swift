@@ -129,14 +129,15 @@ extension Vault {
 
     /// This device's journals, not retired, of which a sync engine's copy (or one a session
     /// saved: `JournalWriter.Replaced`) holds records that the file under the journal's name
-    /// lacks, or that has no file under its name: deleting that copy, as users of sync
-    /// engines do with conflict copies, would lose them. (A file under the name that does not
-    /// open as the journal is left for the user, whom `verify` tells.)
+    /// lacks: deleting that copy, as users of sync engines do with conflict copies, would
+    /// lose them. Not a journal with no file under its name that reads: the version under its
+    /// name may be elsewhere, and a snapshot now would retire it unread (a fork of one length,
+    /// which a remote's copy is judged by: review AA's test); nor one whose file under the
+    /// name does not open (`verify` names it, for the user).
     var ownJournalsHeldWholeOnlyByCopies: [Identifier] {
         journals.values.filter { file in
-            guard file.device == device, !state.isRetired(RetiredFile(kind: .journal, id: file.id)) else { return false }
-            guard let held = file.end?.records ?? (inventory.files[file.id]?.main == nil ? 0 : nil) else { return false }
-            return held < file.records
+            guard file.device == device, let held = file.end?.records, held < file.records else { return false }
+            return !state.isRetired(RetiredFile(kind: .journal, id: file.id))
         }.map(\.id).sorted()
     }
 
