@@ -859,3 +859,28 @@ def test_a_gap_in_this_devices_record_numbers_is_carried_past(narnia, host):
         a.ok("pwd")
     b.ok("pwd")
     assert not (a.vault / big[0]).exists() and not (b.vault / big[0]).exists(), "a removal after the gap is deleted"
+
+
+def test_a_session_sees_other_devices_changes_arrive_between_lines(narnia, host):
+    """Review CF-4: a session (the shell, `-b`, piped commands) showed the vault as it was when
+    opened for its whole life: an item another device removed was still listed, its content
+    "not yet on this device", and a new one never showed. Between lines it now reads the
+    journals again when another device's changed in the store, and says what changed."""
+    narnia.init()
+    (host / "old.txt").write_text("old\n")
+    (host / "new.txt").write_text("new\n")
+    narnia.ok(f"import {q(str(host / 'old.txt'))}")
+    b = device_not_yet_written(narnia, host / "B")
+    session = b.popen("-b", "-", stdin=subprocess.PIPE)
+    session.stdin.write(b"ls /\n")
+    session.stdin.flush()
+    assert session.stdout.readline() == b"old.txt\n"
+    narnia.ok(f"import {q(str(host / 'new.txt'))}; rm /old.txt")
+    shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # what a sync engine carries
+    out, err = session.communicate(b"ls /\nmkdir /made\nls /\n", timeout=60)
+    assert session.returncode == 0, err.decode()
+    assert out.decode().splitlines() == ["new.txt", "made", "new.txt"]
+    assert "narnia: note: other devices' changes arrived: 1 new item, 1 item removed" in err.decode().splitlines(), err.decode()
+    assert sorted(narnia.ok("ls /").out_lines) == ["new.txt"]
+    shutil.copytree(b.vault, narnia.vault, dirs_exist_ok=True)
+    assert sorted(narnia.ok("ls /").out_lines) == ["made", "new.txt"]

@@ -49,6 +49,9 @@ public final class Session: @unchecked Sendable {
     /// numbers items had when it was typed, which its `#N` are read against (review BQ-1:
     /// `rm -r #1; rm -r #2` removed the items listed as #1 and #3).
     var numbersAsTyped: NumbersAsTyped?
+    /// The store's folders, watched while a session reads lines (`watchStore`), so that other
+    /// devices' changes a sync engine brings are read between lines (`readChangesArrived`).
+    var storeWatch: DirectoryWatch?
 
     /// Runs `body` with `#N` read against the vault as it is now, for every command it runs
     /// (a `-c` text of several lines: review CC-2), where names are read by number.

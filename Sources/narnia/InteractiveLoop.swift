@@ -54,6 +54,7 @@ final class InteractiveLoop {
         while true {
             if let status = Signals.terminationStatus() { return status }
             if session.exitRequested { return 0 }
+            session.readChangesArrived()
             switch editor.read() {
             case .line(let line):
                 guard line.utf8.count <= Session.maximumLineBytes else {

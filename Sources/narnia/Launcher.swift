@@ -413,6 +413,8 @@ struct Launcher {
         // What the session's commands left running (a `!` command's background job, what a
         // viewer started) ends with it, however it ends.
         defer { ChildProcesses.killAll() }
+        // A session that reads lines sees other devices' changes arrive between them (CF-4).
+        if case .text = commands {} else { session.watchStore() }
         switch commands {
         case .interactive:
             Session.askYesNo = { question in
