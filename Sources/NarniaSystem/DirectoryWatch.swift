@@ -1,8 +1,9 @@
 import Glibc
 
 /// What changed among the entries of some folders since last asked, as inotify reports it:
-/// names made, moved in or out, removed, or written. Never waits; folders made in a watched
-/// one are watched once `watch` is asked for them.
+/// names made, moved in or out, removed, or closed after writing (not each write: a session's
+/// own appends would fill the queue). Never waits; folders made in a watched one are watched
+/// once `watch` is asked for them.
 public final class DirectoryWatch {
     /// A name in a watched folder that changed.
     public struct Change: Sendable {
@@ -14,7 +15,7 @@ public final class DirectoryWatch {
 
     private let fd: Int32
     private var folders: [Int32: String] = [:]
-    private static let events = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY)
+    private static let events = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE)
         | UInt32(IN_ONLYDIR) | UInt32(IN_DONT_FOLLOW)
 
     /// A watch of `folders`; nil where inotify is not to be had (no watches left, say).
