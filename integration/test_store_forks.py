@@ -970,3 +970,32 @@ def test_a_longer_key_file_on_the_remote_never_replaces_the_whole_one_here(narni
     assert r.out_lines[0] == "a" and "not the key file here" not in r.err, r.describe()
     other = other_device(narnia, remote, tmp_path / "other")
     assert other.ok("ls /").out_lines == ["a"]
+
+
+def test_an_object_damaged_on_the_remote_is_not_taken_and_is_said(narnia, host, tmp_path):
+    """Review CG-3: an object altered on the remote (one bit, same length) was fetched and put
+    in place without a check: "new: /photo.jpg", exit 0, and the item was unreadable on that
+    device for good. It is authenticated on arrival: not kept, named with its items, the sync
+    fails saying how to repair it; deleted there, the device holding it whole sends it again."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    photo = host / "photo.jpg"
+    photo.write_bytes(os.urandom(300_000))
+    before = set(p for p in remote.glob("??/*"))
+    narnia.ok(f"import --keep {q(str(photo))}; sync {q(str(remote))}")
+    obj = next(p for p in remote.glob("??/*") if p not in before and p.stat().st_size > 290_000)
+    damaged = bytearray(obj.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x10
+    os.chmod(obj, 0o600)
+    obj.write_bytes(damaged)
+    for _ in range(2):
+        r = other.c(f"sync {q(str(remote))}")
+        assert r.rc == 1 and f"narnia: error: sync: files there are damaged (they arrived whole in length but do not authenticate) and were not taken: {obj} (/photo.jpg)" in r.err_lines, r.describe()
+        assert "narnia: hint: delete them there: a device that holds them whole ('verify' there says so) sends them again at its next sync" in r.err_lines, r.describe()
+        assert not (other.vault / obj.relative_to(remote)).exists()
+        r = other.c("verify")
+        assert r.rc == 1 and "/photo.jpg: not yet on this device" in r.err, r.describe()
+    obj.unlink()
+    narnia.ok(f"sync {q(str(remote))}")
+    other.ok(f"sync {q(str(remote))}")
+    assert other.ok("cat /photo.jpg").outb == photo.read_bytes()

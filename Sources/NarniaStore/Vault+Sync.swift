@@ -339,6 +339,29 @@ extension Vault {
         return .taken
     }
 
+    /// The objects among `received` (files a sync just put in place) that do not authenticate
+    /// for an item that uses them, each with those items' paths, checked as `verify` does; they
+    /// are taken out of the store again (they arrived whole in length but altered: bit rot, a
+    /// faulty remote). Objects no item here uses yet are not checked. Before, such a file was
+    /// taken, `sync` said "new: …" and passed, and the item was unreadable here for good
+    /// (review CG-3).
+    public func dropDamagedAmongReceived(_ received: [SyncFile]) throws -> [(file: SyncFile, items: [String])] {
+        let objects = Set(received.filter { $0.kind == .object }.map(\.id))
+        guard !objects.isEmpty else { return [] }
+        let users = view.items.values.filter { !$0.isFolder && $0.content.map { objects.contains($0.objectID) } == true }
+        guard !users.isEmpty else { return [] }
+        let report = try verify(only: Set(users.map(\.id)))
+        damageFound -= report.damaged.count
+        var damaged: [Identifier: [String]] = [:]
+        for failure in report.damaged { if let object = failure.item.content?.objectID { damaged[object, default: []].append(failure.path) } }
+        return received.compactMap { file in
+            guard file.kind == .object, let paths = damaged[file.id] else { return nil }
+            try? FileSystem.unlink(layout.root + "/" + file.path, missingOK: true)
+            inventory.files[file.id] = nil
+            return (file, paths.sorted())
+        }
+    }
+
     /// Why the journal version at `path` (of journal `id`) must not be put among the store's
     /// journals: a record in it that does not authenticate, other than a cut at its end
     /// (`MetadataError.damaged`'s words), or a first record that opens under none of the keys

@@ -87,6 +87,7 @@ enum SyncCommand {
         func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
         var takenJournals: [SyncFile] = []
+        var takenFiles: [SyncFile] = []
         // One name for the copies of forked journals, here and there.
         let copySuffix = conflictSuffix(vault)
 
@@ -108,7 +109,7 @@ enum SyncCommand {
                 switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
                 case .taken, .keptAsCopy:
                     report.received += 1
-                    if file.kind == .journal { takenJournals.append(file) }
+                    if file.kind == .journal { takenJournals.append(file) } else { takenFiles.append(file) }
                 case .forked:
                     report.received += 1
                     report.forks.append(file)
@@ -162,6 +163,10 @@ enum SyncCommand {
         if report.received > 0 || vault.holdsFilesNotRead(fetching.here.map(\.0)) {
             report.change = try merge(vault)
             report.merged = true
+            for (file, items) in try vault.dropDamagedAmongReceived(takenFiles) {
+                report.received -= 1
+                report.damagedThere.append("\(s.err.name(Rclone.join(remote, file.path))) (\(items.map { s.shown(VaultPath.resolve($0, relativeTo: .root), on: s.err) }.joined(separator: ", ")))")
+            }
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
             // A retired journal the merge read and then deleted here held nothing unread: nor
             // does its copy there, the one fetched or one of the same length (which, longer than
@@ -230,7 +235,15 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        try finish(s, remote, report, unreadFailure(s, unreadThere))
+        try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+    }
+
+    /// Objects that arrived altered (`Vault.dropDamagedAmongReceived`): not kept here, and
+    /// said, since the copy there stays as it is until someone replaces it.
+    private static func damagedFailure(_ damaged: [String]) -> CommandFailure? {
+        guard !damaged.isEmpty else { return nil }
+        return CommandFailure("files there are damaged (they arrived whole in length but do not authenticate) and were not taken: \(damaged.joined(separator: "; "))",
+                              hint: "delete them there: a device that holds them whole ('verify' there says so) sends them again at its next sync")
     }
 
     /// A journal there, or a sync engine's copy of one, that does not read and may hold more
@@ -423,6 +436,8 @@ enum SyncCommand {
         var change: TreeChange?
         /// True when the store was read again (what arrived, or came in by other ways).
         var merged = false
+        /// Objects that arrived altered, as said: their paths there and the items they hold.
+        var damagedThere: [String] = []
     }
 
     /// Merges what arrived, says what changed, and fails with `failure` when a transfer did
