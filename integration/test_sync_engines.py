@@ -1270,12 +1270,14 @@ def test_the_store_through_an_rclone_mount_that_caches_listings_is_refused(vault
     assert vault.ok("ls /").out_lines == ["kept"]
 
 
-@pytest.mark.parametrize("spelling", ["webdav-server-here", "bindfs"])
+@pytest.mark.parametrize("spelling", ["webdav-server-here", "bindfs", "crypt-over-a-server-here"])
 def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling):
     """Review AK: the folder-remote check compares folder identities, so the store reached
     another way — served on this machine (`rclone serve webdav`), or another mount of it
     (bindfs) — was taken for a remote: a listing that shows the probe file the sync puts at the
-    store's top tells it now."""
+    store's top tells it now. Review CG-7: through crypt, whose listing hides the probe (its name
+    does not decrypt), the store was synced into itself, exit 0: a file written through the
+    remote that lands at the store's top tells it."""
     vault.ok("mkdir /kept")
     before = sorted(str(p.relative_to(vault.vault)) for p in vault.vault.rglob("*"))
     if spelling == "bindfs":
@@ -1290,8 +1292,16 @@ def test_the_store_reached_by_another_path_is_refused(vault, tmp_path, spelling)
         # folder here (one it can, a local, alias or union one, it refuses before listing).
         server = RcloneServer("webdav", vault.vault.parent, tmp_path)
         mounted, remote = None, f":webdav,url='http://127.0.0.1:{server.port}':{vault.vault.name}"
+    env = dict(vault.env)
+    if spelling == "crypt-over-a-server-here":
+        password = subprocess.run(["rclone", "obscure", "a password"], capture_output=True, text=True, check=True).stdout.strip()
+        config = tmp_path / "rclone.conf"
+        config.write_text(f"[w]\ntype = webdav\nurl = http://127.0.0.1:{server.port}/\nvendor = other\n\n"
+                          f"[c]\ntype = crypt\nremote = w:{vault.vault.name}\npassword = {password}\n")
+        env["RCLONE_CONFIG"] = str(config)
+        remote = "c:"
     try:
-        r = vault.c(f"sync {q(remote)}")
+        r = vault.c(f"sync {q(remote)}", env=env)
     finally:
         if mounted is not None:
             mounted.close()

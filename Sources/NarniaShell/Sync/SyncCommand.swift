@@ -41,7 +41,8 @@ enum SyncCommand {
         let listing = Result { try rclone.list(remote) }
         if let probe { vault.removeStoreProbe(probe) }
         let (there, misspelled, links) = try listing.get()
-        if let probe, there[StorePath(probe)] != nil {
+        let probeSeen = probe.map { there[StorePath($0)] != nil } ?? false
+        if try probeSeen || (localFolders.isEmpty && writesIntoStore(rclone, remote, vault)) {
             throw CommandFailure("\(s.err.name(remote)) is the vault's own store, reached by another path; nothing was sent", hint: "sync with a folder or remote outside the store")
         }
         if vault.holdsOnlyAnotherVault(there.keys.lazy.map(\.text)) {
@@ -236,6 +237,23 @@ enum SyncCommand {
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
         try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+    }
+
+    /// True when a file written through `remote` lands at the store's top here: a remote that
+    /// changes names on the way (crypt) hides the store probe from its listing, and one over a
+    /// server on this machine reaches the store (review CG-7: `sync` wrote an encrypted second
+    /// copy of the store into the store, exit 0). The file is removed through the remote. A
+    /// remote that takes no file is no store here.
+    private static func writesIntoStore(_ rclone: Rclone, _ remote: String, _ vault: Vault) throws -> Bool {
+        let before = Set(try FileSystem.listDirectory(vault.directory))
+        let probe = Rclone.join(remote, ".narnia-remote-probe-" + String(Identifier.random().hex.prefix(12)))
+        guard try rclone.run(["touch"], paths: [probe]).status == 0 else { return false }
+        // New names at the top that are no store file nor a temporary file of narnia's.
+        let landed = try FileSystem.listDirectory(vault.directory).contains { name in
+            !before.contains(name) && (name.hasPrefix(".narnia-remote-probe-") || (vault.syncFile(name) == nil && !name.hasPrefix(".narnia-")))
+        }
+        _ = try? rclone.run(["deletefile"], paths: [probe])
+        return landed
     }
 
     /// Objects that arrived altered (`Vault.dropDamagedAmongReceived`): not kept here, and
