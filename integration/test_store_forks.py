@@ -999,3 +999,17 @@ def test_an_object_damaged_on_the_remote_is_not_taken_and_is_said(narnia, host, 
     narnia.ok(f"sync {q(str(remote))}")
     other.ok(f"sync {q(str(remote))}")
     assert other.ok("cat /photo.jpg").outb == photo.read_bytes()
+
+
+def test_this_devices_own_journal_grown_by_garbage_there_is_replaced_at_once(narnia, host, tmp_path):
+    """Review CG-5: bytes appended to this device's own journal on the remote failed the sync
+    with a hint to wait for "the device that writes such a journal" — this one, which only a
+    change longer than the garbage repaired. All that copy holds that reads is the journal
+    here: the sync replaces it at once, saying so."""
+    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    journal = max(sizes, key=lambda p: sizes[p])
+    with open(remote / journal, "ab") as f:
+        f.write(os.urandom(200))
+    r = narnia.ok(f"sync {q(str(remote))}")
+    assert any(l.startswith(f"narnia: warning: sync: {remote / journal} does not read (journal ") and l.endswith("it was not taken, and the copy here replaces it") for l in r.err_lines), r.describe()
+    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), r.describe()

@@ -362,6 +362,19 @@ extension Vault {
         }
     }
 
+    /// True when the version at `received` of this device's newest journal is the journal here,
+    /// byte for byte, followed by bytes that hold no record that reads (garbage appended
+    /// there): all it holds that reads is here, so the copy here replaces it at once (review
+    /// CG-5: the sync failed until this device happened to write more than the garbage).
+    public func isOwnJournalFollowedByGarbage(_ received: String, as file: SyncFile) -> Bool {
+        guard isNewestOwnJournal(file), let end = journals[file.id]?.end, end.cutBytes == 0,
+              let fd = try? JournalReader.openStoreFile(received) else { return false }
+        var records: UInt64 = 0
+        _ = try? JournalReader.read(fd, id: file.id, keyChain: journalKeyChain, name: "journal \(file.id.hex.prefix(8))") { _, _, _ in records += 1 }
+        guard records == end.records else { return false }
+        return (try? Self.isPrefix(layout.root + "/" + file.path, of: received, length: end.offset)) == true
+    }
+
     /// Why the journal version at `path` (of journal `id`) must not be put among the store's
     /// journals: a record in it that does not authenticate, other than a cut at its end
     /// (`MetadataError.damaged`'s words), or a first record that opens under none of the keys

@@ -131,7 +131,7 @@ enum SyncCommand {
                         } else {
                             unreadThere.append(UnreadJournal(file: file, size: there[file.key] ?? 0, shown: shown, why: why))
                         }
-                    } else if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) {
+                    } else if (startSize[file.key] ?? 0) >= (there[file.key] ?? .max) || vault.isOwnJournalFollowedByGarbage(folder + "/" + file.path, as: file) {
                         s.warning("sync", "\(shown) does not read (\(why)); it was not taken, and the copy here replaces it")
                         report.extendsThere.insert(file.key)
                         fetching.forkedThere.remove(file.key)
@@ -308,6 +308,11 @@ enum SyncCommand {
         if failing.allSatisfy(\.file.isCopy) {
             return CommandFailure("sync engines' copies of journals there do not read and are longer than the journals here, and were not taken: \(named)",
                                   hint: "no device writes such a copy; once the journal is as long (its device has synced), it is only warned of: delete it there then — \(unlessForgotten)")
+        }
+        // This device's own newest journal: it is the writer the hint speaks of (review CG-5).
+        if failing.allSatisfy({ !$0.file.isCopy && vault.isNewestOwnJournal($0.file) }) {
+            return CommandFailure("this device's journal there does not read and holds more than the copy here, and was not taken: \(named)",
+                                  hint: "this device writes that journal: change anything in the vault (mkdir, say) and sync again, and the copy here replaces it there")
         }
         return CommandFailure("journals there do not read and hold more than the copies here, and were not taken: \(named)",
                               hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs, \(unlessForgotten)")
