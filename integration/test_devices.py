@@ -250,6 +250,8 @@ def test_an_item_whose_content_has_not_arrived_is_listed_not_here(narnia, host):
     assert re.search(r"big\.bin \(not on this device\)$", r.out, re.M), r.describe()
     entry = json.loads(b.ok("ls --json /").out_lines[0])
     assert entry["name"] == "big.bin" and entry["here"] is False
+    assert "here: no (not on this device yet)" in b.ok("stat /big.bin").out_lines   # review CF-5
+    assert not any(l.startswith("here:") for l in a.ok("stat /big.bin").out_lines)
     for cmd in ("cat /big.bin", f"export /big.bin {q(str(host / 'out.bin'))}"):
         r = b.c(cmd)
         assert r.rc == 1 and any("/big.bin: not yet on this device" in l for l in r.errors), r.describe()

@@ -248,6 +248,8 @@ enum Browse {
                 s.out.line("mime: \(c.mime)")
                 s.out.line("size: \(c.size)")
                 s.out.line("stored: \(s.vault.storedSize(of: item))")
+                // As `ls -l` and `stat --json` say it (review CF-5).
+                if !s.vault.isHere(item) { s.out.line("here: no (not on this device yet)") }
             } else {
                 s.out.line("items: \(s.vault.children(of: id).count)")
             }
