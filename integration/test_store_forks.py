@@ -1013,3 +1013,16 @@ def test_this_devices_own_journal_grown_by_garbage_there_is_replaced_at_once(nar
     r = narnia.ok(f"sync {q(str(remote))}")
     assert any(l.startswith(f"narnia: warning: sync: {remote / journal} does not read (journal ") and l.endswith("it was not taken, and the copy here replaces it") for l in r.err_lines), r.describe()
     assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes(), r.describe()
+
+
+def test_files_from_the_remote_named_like_objects_that_no_record_names_are_noted(narnia, host, tmp_path):
+    """Review CG-4: files on the remote named like objects that belong to no one (junk, or a
+    hostile remote's) were taken into the store, kept for good and said nowhere: `verify`
+    notes them now, with their size."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    (remote / "ab").mkdir(exist_ok=True)
+    for digit in "12":
+        (remote / "ab" / ("ab" + digit * 30)).write_bytes(os.urandom(1000))
+    narnia.ok(f"sync {q(str(remote))}")
+    r = narnia.ok("verify")
+    assert "narnia: note: verify: 2 files in the store named like objects are named by no record here (2000 bytes): another device's whose records have not arrived yet, or put there by hand or by a remote; kept" in r.err_lines, r.describe()

@@ -329,6 +329,21 @@ extension Vault {
             report.notes.append(keptUnnamed.count == 1 ? "1 object is kept because records that may name it were lost (by the device that wrote it)"
                                 : "\(keptUnnamed.count) objects are kept because records that may name them were lost (by the devices that wrote them)")
         }
+        // Files named like objects that no record here names and no device's tag marks as its
+        // own leftovers: another device's whose records have not arrived, or put there by
+        // hand or by a remote (review CG-4: taken in by `sync` and kept, said nowhere).
+        let strangers = inventory.files.filter { id, entry in
+            journals[id] == nil && !entry.legacy && !state.referencedObjects.contains(id) && !state.kept.contains(id)
+                && state.retired[RetiredFile(kind: .object, id: id)] == nil
+        }.map(\.key)
+        let unnamedByAnyone = tags.withKeyOpen { strangers.filter { !tags.isOwnObject($0) && !tags.isJournal($0) } }
+        if !unnamedByAnyone.isEmpty {
+            let bytes = unnamedByAnyone.reduce(Int64(0)) { total, id in
+                total + (inventory.files[id]?.main.flatMap { try? FileSystem.lstatIfExists(layout.root + "/" + $0) }.map { Int64($0.st_size) } ?? 0)
+            }
+            let one = unnamedByAnyone.count == 1
+            report.notes.append("\(unnamedByAnyone.count) file\(one ? "" : "s") in the store named like \(one ? "an object is" : "objects are") named by no record here (\(bytes) bytes): another device's whose records have not arrived yet, or put there by hand or by a remote; kept")
+        }
         // Files named after a retired file are backups of something no longer needed: not worth
         // a word (and made copies, they would go with it).
         let names = inventory.unrecognised.filter { file in
