@@ -105,7 +105,7 @@ extension Vault {
         // failed, for good, and no device could acknowledge this device's later retirements,
         // so nothing it retired was deleted again): a snapshot stands for every number up to
         // its own, and carries the records on.
-        let heldByCopies = isKnownDevice ? ownJournalsHeldWholeOnlyByCopies : []
+        let heldByCopies = isKnownDevice && newOwnForks.isEmpty ? ownJournalsHeldWholeOnlyByCopies : []   // a fork is said as one
         for id in heldByCopies {
             warnings.append("a sync engine's copy of this device's journal \(id.hex.prefix(8)) holds records the journal lacks (it was replaced by an older copy of it): they are read, and this device carries them on in a new journal; the copy goes with the journal once every device has read that")
         }

@@ -303,7 +303,7 @@ final class MergeTests: XCTestCase {
         do {
             let vc = try open(c)
             XCTAssertEqual(tree(vc), [], "b's file waits for its folder; nothing fails")
-            XCTAssertTrue(try vc.verify().problems.contains { $0.contains("1 items wait for folders") })
+            XCTAssertTrue(try vc.verify().problems.contains { $0.contains("1 item waits for a folder") })
         }
         try deliver(a, c)
         XCTAssertEqual(tree(try open(c)), ["/f folder 0", "/f/in-f.bin other 1"])
@@ -441,12 +441,12 @@ final class MergeTests: XCTestCase {
         do {
             let v = try open(dir)
             XCTAssertTrue(v.warnings.contains { $0.contains("in two versions") }, "\(v.warnings)")
-            XCTAssertTrue(v.warnings.contains { $0.contains("could not go on") && $0.contains("tries again") }, "\(v.warnings)")
+            XCTAssertTrue(v.warnings.contains { $0.contains("could not carry its records on") && $0.contains("tries again") }, "\(v.warnings)")
             XCTAssertEqual(Set(v.items.values.map(\.name)), ["base", "one", "two"])
         }
         SystemCallFaults.reset()
         let v = try open(dir)
-        XCTAssertFalse(v.warnings.contains { $0.contains("could not go on") }, "\(v.warnings)")
+        XCTAssertFalse(v.warnings.contains { $0.contains("could not carry its records on") }, "\(v.warnings)")
         XCTAssertEqual(Set(v.items.values.map(\.name)), ["base", "one", "two"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "the snapshot retired the forked journal")
     }
