@@ -156,6 +156,7 @@ def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narni
     for i in range(4):
         (src / f"f{i}.bin").write_bytes(os.urandom(5 << 20))
     n.ok(f"import {q(str(src))}")
+    n.ok("mkdir -p /src/zz/deeper/dir; cp /src/f1.bin /src/zz/deeper/dir/")   # never reached
     mount = tmp_path / "small-out"
     mount.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True, text=True)
@@ -166,6 +167,7 @@ def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narni
         assert r.rc == 1, r.describe()
         assert len(r.errors) == 1 and "the disk is full; the files after it were not exported either" in r.errors[0], r.describe()
         left = sorted(p.name for p in (mount / "src").iterdir())
+        # Review CH-5: no empty folders of the items never reached are left.
         assert left == ["f0.bin"] and (mount / "src" / "f0.bin").read_bytes() == (src / "f0.bin").read_bytes(), left
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)

@@ -228,6 +228,16 @@ final class HostFolder {
         remember(pending.components, try pending.file.status())
     }
 
+    /// Removes the folders this export made that hold nothing, deepest first: an export a full
+    /// disk stopped leaves no empty folders of the items it never reached (review CH-5). A
+    /// folder that holds anything stays (`rmdir` refuses it), as does anything else made.
+    func removeEmptyFoldersMade() {
+        for components in made.values.sorted(by: { $0.count > $1.count }) {
+            guard let parent = try? folder(Array(components.dropLast()), create: false) else { continue }
+            try? parent.removeDirectory(components.last!)
+        }
+    }
+
     /// Notes a file or folder this export made at `components`.
     private func remember(_ components: [String], _ st: stat) {
         made[HostFileIdentity(st)] = components

@@ -262,6 +262,7 @@ enum Transfer {
             report.finish()
         }
         var failed = !refused.isEmpty
+        var stoppedByFullDisk = false
         // Files are reported once they are in place and on disk, a batch at a time: one
         // `syncfs` covers many small files, and a power cut leaves only whole ones.
         var pending: [(item: Item, file: PendingFile)] = []
@@ -308,6 +309,7 @@ enum Transfer {
                 // Every file after it would fail the same way: stop, as import does.
                 s.error("export", "\(s.shown(item.id, on: s.err)): not exported: the disk is full; the files after it were not exported either")
                 failed = true
+                stoppedByFullDisk = true
                 break
             } catch {
                 s.error("export", "\(s.shown(item.id, on: s.err)): \(describe(error))")
@@ -315,6 +317,7 @@ enum Transfer {
             }
         }
         placePending()
+        if stoppedByFullDisk { host.removeEmptyFoldersMade() }
         if failed { throw Reported() }
     }
 
