@@ -627,6 +627,15 @@ def test_export_never_replaces_a_link_to_a_special_file_a_process_file_or_a_fold
         assert r.rc == 1 and f"{out / name}: {said}" in r.err and "--force replaces" not in r.err, r.describe()
         assert os.readlink(out / name) == target
     assert not list((host / "album").iterdir())
+    # Review CJ-3: written relative, or through /dev/stdout, with standard output a file.
+    os.symlink(os.path.relpath("/proc/self/fd/1", out), out / "relative")
+    os.symlink("/dev/stdout", out / "through-dev")
+    for name in ("relative", "through-dev"):
+        with open(host / "stdout.txt", "w") as stdout:
+            r = subprocess.run(vault.argv(["-c", f"export -f /photos {q(str(out / name))}"]), stdout=stdout,
+                               stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
+        assert r.returncode == 1 and f"{out / name}: a link to a process's open file (in /proc) is in the way" in r.stderr, r.stderr
+        assert (out / name).is_symlink()
     os.symlink(host / "kept.txt", out / "file-link")
     vault.ok(f"export -f /photos {q(str(out / 'file-link'))}")
     assert (out / "file-link").read_text() == "photo\n" and not (out / "file-link").is_symlink()

@@ -1026,3 +1026,20 @@ def test_files_from_the_remote_named_like_objects_that_no_record_names_are_noted
     narnia.ok(f"sync {q(str(remote))}")
     r = narnia.ok("verify")
     assert "narnia: note: verify: 2 files in the store named like objects are named by no record here (2000 bytes): another device's whose records have not arrived yet, or put there by hand or by a remote; kept" in r.err_lines, r.describe()
+
+
+def test_a_fork_of_one_length_on_the_remote_of_a_journal_retired_here_is_read_before_it_goes(narnia, host, tmp_path):
+    """A retired journal's copy there was judged by its length alone: another version of the
+    same length (a copy of this store restored and used beside the original, each syncing),
+    which no retirement read, was deleted there unread once this device had compacted
+    (`passwd --rotate` here): original.bin, which only it named, was lost on every device. Its
+    last bytes are compared first now; another version is fetched and read, and carried on."""
+    remote = restored_beside_the_original(narnia, host, tmp_path)
+    new = "a rotated passphrase"
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    r = narnia.ok(f"sync {q(str(remote))}; ls /", passphrase=new)
+    assert listed(r) == ["first.bin", "original.bin", "restored.bin"], r.describe()
+    narnia.ok(f"sync {q(str(remote))}", passphrase=new)
+    other = other_device(narnia, remote, tmp_path / "other")
+    r = other.ok("ls /; verify", passphrase=new)
+    assert listed(r) == ["first.bin", "original.bin", "restored.bin"], r.describe()

@@ -17,13 +17,20 @@ extension Session {
     /// a line's numbers are read as typed.
     public func readChangesArrived() {
         guard let watch = storeWatch, numbersAsTyped == nil else { return }
+        sayWarningsSinceOpen(after: vault.saveJournalIfReplaced)
         let (changes, overflowed) = watch.takeChanges()
-        var matters = overflowed
-        for change in changes where vault.changeMatters(name: change.name, in: change.folder, isNewFolder: change.isNewFolder) {
-            if change.isNewFolder { watch.watch(change.folder + "/" + change.name) }
-            matters = true
+        var names = Set<String>()
+        for change in changes {
+            if change.isNewFolder && vault.isShardFolder(change.name, in: change.folder) {
+                // Watched from now on; what arrived in it before is looked at once.
+                let folder = change.folder + "/" + change.name
+                watch.watch(folder)
+                names.formUnion((try? FileSystem.listDirectory(folder)) ?? [])
+            } else {
+                names.insert(change.name)
+            }
         }
-        guard matters else { return }
+        guard overflowed || vault.changesMatter(names) else { return }
         let change: TreeChange
         do {
             change = try vault.reload()
@@ -43,9 +50,19 @@ extension Session {
         var said: [String] = []
         if !change.added.isEmpty { said.append(change.added.count == 1 ? "1 new item" : "\(change.added.count) new items") }
         if change.removed > 0 { said.append(change.removed == 1 ? "1 item removed" : "\(change.removed) items removed") }
-        if !said.isEmpty || !vault.warnings.isEmpty {
-            err.messageLine("narnia: note: other devices' changes arrived" + (said.isEmpty ? "" : ": " + said.joined(separator: ", ")))
-        }
+        // Only what changed the tree is news (CJ-5: the copy this session saved of its own
+        // replaced journal was said as other devices' changes).
+        if !said.isEmpty { err.messageLine("narnia: note: other devices' changes arrived: " + said.joined(separator: ", ")) }
+        err.flush()
+    }
+
+    /// Runs `body` (which may note warnings on the vault), then says the warnings it noted.
+    public func sayWarningsSinceOpen(after body: () -> Void = {}) {
+        body()
+        let warnings = vault.takeWarningsSinceOpen()
+        guard !warnings.isEmpty else { return }
+        out.flush()
+        for warning in warnings { err.messageLine("narnia: warning: \(warning)") }
         err.flush()
     }
 }

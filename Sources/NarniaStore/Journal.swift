@@ -492,6 +492,14 @@ final class JournalWriter {
         let cause: any Error
     }
 
+    /// The path of the copy saved (`saveAsCopy`) when the journal's name no longer leads to
+    /// this writer's file, as `append` finds after writing; nil while it does. Asked when no
+    /// append comes to find it (between lines, at a session's end: review CJ-2).
+    func savedIfReplaced() throws -> String? {
+        guard case .named = naming, !isUnderItsName() else { return nil }
+        return try saveAsCopy()
+    }
+
     /// True when `path` still names the file this writer appends to (or when that cannot be
     /// told: a failed look is no evidence of a replacement).
     private func isUnderItsName() -> Bool {

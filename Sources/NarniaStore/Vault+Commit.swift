@@ -88,11 +88,26 @@ extension Vault {
     /// This device's journal was replaced under the session (`JournalWriter.Replaced`): what
     /// it held is saved as a copy, read with the journal at every open, which goes on in a
     /// snapshot then (`tidy`); this session goes on in a new journal, and says so.
-    private func goOnAfterReplacedJournal(_ writer: JournalWriter, savedAs copy: String) {
+    func goOnAfterReplacedJournal(_ writer: JournalWriter, savedAs copy: String) {
         journal = nil
         let root = layout.root.hasSuffix("/") ? layout.root : layout.root + "/"
         if copy.hasPrefix(root) { inventory.files[writer.id]?.add(String(copy.dropFirst(root.count)), isCopy: true) }
         warningsSinceOpen.append("this device's journal \(writer.id.hex.prefix(8)) was replaced by another copy of it while this session was open (a sync engine carried one from another device, or a backup was put back): everything this session wrote to it is kept, as \(copy), and it goes on in a new journal; do not delete that file")
+    }
+
+    /// Looks whether this device's journal was replaced under the session since its last
+    /// append, and if so saves it and goes on as `commit` does (`goOnAfterReplacedJournal`):
+    /// asked between lines and when a session ends, since a journal replaced after the last
+    /// write was found by no append, and what the session had written was lost when it ended
+    /// (review CJ-2).
+    public func saveJournalIfReplaced() {
+        guard let writer = journal else { return }
+        do {
+            if let copy = try writer.savedIfReplaced() { goOnAfterReplacedJournal(writer, savedAs: copy) }
+        } catch {
+            journal = nil
+            warningsSinceOpen.append("this device's journal \(writer.id.hex.prefix(8)) was replaced by another copy of it while this session was open, and what this session wrote to it could not be saved (\(error)): changes this session made may be lost")
+        }
     }
 
     /// The warnings since open not yet taken, oldest first; each is taken once.

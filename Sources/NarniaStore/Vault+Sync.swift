@@ -209,7 +209,12 @@ extension Vault {
 
     /// `count` bytes of a store file here from `offset` (fewer where it ends).
     public func bytes(of file: SyncFile, offset: Int64, count: Int) throws -> [UInt8] {
-        let fd = try FileDescriptor.open(layout.root + "/" + file.path, .readOnly, options: .noFollow)
+        try bytes(atStorePath: file.path, offset: offset, count: count)
+    }
+
+    /// As `bytes(of:offset:count:)`, of the store file at `path` (relative to the store).
+    public func bytes(atStorePath path: String, offset: Int64, count: Int) throws -> [UInt8] {
+        let fd = try FileDescriptor.open(layout.root + "/" + path, .readOnly, options: .noFollow)
         var bytes = [UInt8](repeating: 0, count: count)
         let read = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0.baseAddress!, count: count, offset: offset) }
         return Array(bytes.prefix(read))
@@ -339,27 +344,44 @@ extension Vault {
         return .taken
     }
 
-    /// The objects among `received` (files a sync just put in place) that do not authenticate
-    /// for an item that uses them, each with those items' paths, checked as `verify` does; they
-    /// are taken out of the store again (they arrived whole in length but altered: bit rot, a
-    /// faulty remote). Objects no item here uses yet are not checked. Before, such a file was
-    /// taken, `sync` said "new: …" and passed, and the item was unreadable here for good
-    /// (review CG-3).
-    public func dropDamagedAmongReceived(_ received: [SyncFile]) throws -> [(file: SyncFile, items: [String])] {
-        let objects = Set(received.filter { $0.kind == .object }.map(\.id))
+    /// The objects among `received` (files a sync just put in place), and those of the items
+    /// `appeared` (new here by its merge, their objects maybe taken by an earlier sync, cut
+    /// before it sent their journals, or brought by a sync engine: review CJ-1), that do not
+    /// authenticate for an item that uses them, checked as `verify` does: each as its path in
+    /// the store, with the paths of every item it holds (a pack holds several: CJ-4). They
+    /// are taken out of the store again: whole in length but altered (bit rot, a faulty
+    /// remote). Before, such a file was taken, `sync` said "new: …" and passed, and the item
+    /// was unreadable here for good (review CG-3). This device's own objects are not checked.
+    public func dropDamagedAmongArrived(_ received: [SyncFile], appeared: [Identifier]) throws -> [(path: String, items: [String])] {
+        var objects = Set(received.filter { $0.kind == .object }.map(\.id))
+        for id in appeared { if let object = view.items[id]?.content?.objectID, inventory.files[object]?.main != nil { objects.insert(object) } }
+        objects = tags.withKeyOpen { objects.filter { !tags.isOwnObject($0) } }
         guard !objects.isEmpty else { return [] }
         let users = view.items.values.filter { !$0.isFolder && $0.content.map { objects.contains($0.objectID) } == true }
         guard !users.isEmpty else { return [] }
         let report = try verify(only: Set(users.map(\.id)))
         damageFound -= report.damaged.count
-        var damaged: [Identifier: [String]] = [:]
-        for failure in report.damaged { if let object = failure.item.content?.objectID { damaged[object, default: []].append(failure.path) } }
-        return received.compactMap { file in
-            guard file.kind == .object, let paths = damaged[file.id] else { return nil }
-            try? FileSystem.unlink(layout.root + "/" + file.path, missingOK: true)
-            inventory.files[file.id] = nil
-            return (file, paths.sorted())
+        let damaged = Set(report.damaged.compactMap { $0.item.content?.objectID })
+        return damaged.sorted().compactMap { object in
+            guard let path = inventory.files[object]?.main else { return nil }
+            try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
+            inventory.files[object] = nil
+            let items = users.filter { $0.content?.objectID == object }.compactMap { self.path(of: $0.id) }
+            return (path, items.sorted())
         }
+    }
+
+    /// True when the version at `received` (fetched into the store's receiving folder) of the
+    /// retired journal `file` is one a retirement read: of a length one read, with its hash.
+    /// Such a copy there holds nothing unread and may go; any other may be a version of that
+    /// journal no device has read (a fork of one length), and is read first.
+    public func isAsRetirementRead(_ received: String, as file: SyncFile) -> Bool {
+        let root = layout.root + "/"
+        guard received.hasPrefix(root), let reads = state.journalReads[file.id],
+              let st = try? FileSystem.lstatIfExists(received), st.isRegularFile else { return false }
+        let size = Int64(st.st_size)
+        let digest = try? self.digest(ofCopy: String(received.dropFirst(root.count)), length: size)
+        return reads.contains { $0.length == size && $0.digest == digest }
     }
 
     /// True when the version at `received` of this device's newest journal is the journal here,
@@ -525,8 +547,9 @@ extension Vault {
         generation += 1
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
         let after = view.items
-        return TreeChange(added: after.keys.filter { before[$0] == nil }.compactMap { path(of: $0) },
-                          removed: before.keys.filter { after[$0] == nil }.count)
+        let appeared = after.keys.filter { before[$0] == nil }
+        return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: before.keys.filter { after[$0] == nil }.count,
+                          addedItems: appeared)
     }
 }
 
@@ -536,9 +559,12 @@ public struct TreeChange: Sendable {
     public let added: [String]
     /// How many items went.
     public let removed: Int
+    /// The items that appeared.
+    public let addedItems: [Identifier]
 
-    public init(added: [String], removed: Int) {
+    public init(added: [String], removed: Int, addedItems: [Identifier] = []) {
         self.added = added
         self.removed = removed
+        self.addedItems = addedItems
     }
 }

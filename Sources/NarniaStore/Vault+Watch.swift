@@ -8,14 +8,25 @@ extension Vault {
         return [layout.root] + shards.sorted().map { layout.root + "/" + $0 }
     }
 
-    /// True when `name`, changed in `folder` (a watched one), may change what the vault holds:
-    /// a journal of another device, or a copy of any journal (a sync engine's), in a shard
-    /// folder; a shard folder made at the top, which must be watched too.
-    public func changeMatters(name: String, in folder: String, isNewFolder: Bool) -> Bool {
-        if folder == layout.root { return isNewFolder && StoreName.isShardName(name) }
-        guard let (id, isCopy) = StoreName.identifier(in: name, digits: 32) else { return false }
-        if isCopy { return true }
-        if let file = journals[id] { return file.device != device }
-        return tags.withKeyOpen { tags.isJournal(id) }
+    /// True when one of `names`, changed in the shard folders, may change what the vault
+    /// holds: a journal of another device, or a copy of any journal (a sync engine's). Each
+    /// name once, and the key opened once (a session's own import changes many objects).
+    public func changesMatter(_ names: Set<String>) -> Bool {
+        var unknown: [Identifier] = []
+        for name in names {
+            guard let (id, isCopy) = StoreName.identifier(in: name, digits: 32) else { continue }
+            if isCopy { return true }
+            if let file = journals[id] {
+                if file.device != device { return true }
+            } else if inventory.files[id] == nil {
+                unknown.append(id)
+            }
+        }
+        return !unknown.isEmpty && tags.withKeyOpen { unknown.contains { tags.isJournal($0) } }
+    }
+
+    /// True for the name of a shard folder at the store's top, in `folder`.
+    public func isShardFolder(_ name: String, in folder: String) -> Bool {
+        folder == layout.root && StoreName.isShardName(name)
     }
 }

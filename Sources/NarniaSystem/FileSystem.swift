@@ -46,6 +46,14 @@ public enum FileSystem {
         return cwd == "/" ? "/" + path : cwd + "/" + path
     }
 
+    /// What the symbolic link at `path` holds (`readlink`), or nil when it is none or unreadable.
+    public static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// `realpath(3)`: `path` absolute, every link, `.` and `..` resolved; nil when it fails.
     public static func realPath(_ path: String) -> String? {
         guard let real = realpath(path, nil) else { return nil }

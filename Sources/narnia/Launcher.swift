@@ -413,6 +413,9 @@ struct Launcher {
         // What the session's commands left running (a `!` command's background job, what a
         // viewer started) ends with it, however it ends.
         defer { ChildProcesses.killAll() }
+        // A journal replaced after the last append is found and saved before the session ends
+        // (review CJ-2: what it had written was lost).
+        defer { session.sayWarningsSinceOpen(after: session.vault.saveJournalIfReplaced) }
         // A session that reads lines sees other devices' changes arrive between them (CF-4).
         if case .text = commands {} else { session.watchStore() }
         switch commands {

@@ -148,7 +148,7 @@ final class HostFolder {
         }
         if st.isSymbolicLink {
             let name = components.last!
-            if dir.linkTarget(name)?.hasPrefix("/proc/") == true {
+            if Self.linkLeadsIntoProc(dir, name) {
                 throw CommandFailure("\(shown): a link to a process's open file (in /proc) is in the way", hint: special)
             }
             if let target = dir.statusOfTarget(name), !target.isRegularFile {
@@ -226,6 +226,26 @@ final class HostFolder {
         }
         pending.placed = true
         remember(pending.components, try pending.file.status())
+    }
+
+    /// True when the symbolic link `name` in `dir` leads, link after link, into /proc (a
+    /// process's open file, as /dev/stdout does), however its text is written (review CJ-3: a
+    /// relative link, or one through /dev/stdout, was replaced). Each link's folder is taken
+    /// as the system resolves it.
+    private static func linkLeadsIntoProc(_ dir: FileDescriptor, _ name: String) -> Bool {
+        guard var base = FileSystem.realPath("/proc/self/fd/\(dir.raw)"), var target = dir.linkTarget(name) else { return false }
+        for _ in 0..<40 {
+            let absolute = target.hasPrefix("/") ? target : base + "/" + target
+            guard let folder = FileSystem.realPath(FileSystem.parentDirectory(of: absolute)) else { return false }
+            if folder == "/proc" || folder.hasPrefix("/proc/") { return true }
+            let next = (folder == "/" ? "" : folder) + "/" + (absolute.lastPathComponent ?? "")
+            if next == "/proc" { return true }
+            guard let st = try? FileSystem.lstatIfExists(next), st.isSymbolicLink,
+                  let text = FileSystem.linkTarget(next) else { return false }
+            base = folder
+            target = text
+        }
+        return false
     }
 
     /// Removes the folders this export made that hold nothing, deepest first: an export a full

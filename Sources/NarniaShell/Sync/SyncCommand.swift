@@ -73,6 +73,8 @@ enum SyncCommand {
         warnUnread(s, remote, links, "that are symbolic links, which rclone does not follow") { _ in "put the file there in place of the link" }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
+        var retiredThereConfirmed: [StorePath: Bool] = [:]
+        try confirmRetiredThere(&fetching, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: true)
         let folder = try vault.makeReceivingFolder()
         defer { vault.removeReceivingFolder(folder) }
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
@@ -89,6 +91,8 @@ enum SyncCommand {
         // Journals put in place from the remote (some retired, fetched to be read first).
         var takenJournals: [SyncFile] = []
         var takenFiles: [SyncFile] = []
+        // Retired journals fetched and found as a retirement read them (`retiredToCheck`).
+        var readAsRetiredThere: [SyncFile] = []
         // One name for the copies of forked journals, here and there.
         let copySuffix = conflictSuffix(vault)
 
@@ -107,7 +111,17 @@ enum SyncCommand {
             var missing = 0
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
-                switch try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix) {
+                // A retired journal no version of which is here: the one a retirement read goes
+                // there; another is taken in and read first.
+                if fetching.retiredToCheck.contains(file.key) && vault.isAsRetirementRead(folder + "/" + file.path, as: file) {
+                    readAsRetiredThere.append(file)
+                    continue
+                }
+                let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix)
+                // The version there was fetched and is read here (or is a prefix of the one
+                // here): once retired, it goes there without another look (`confirmRetiredThere`).
+                if file.kind == .journal && [.taken, .keptAsCopy, .forked, .hereIsLonger].contains(outcome) { retiredThereConfirmed[file.key] = true }
+                switch outcome {
                 case .taken, .keptAsCopy:
                     report.received += 1
                     if file.kind == .journal { takenJournals.append(file) } else { takenFiles.append(file) }
@@ -164,15 +178,18 @@ enum SyncCommand {
         if report.received > 0 || vault.holdsFilesNotRead(fetching.here.map(\.0)) {
             report.change = try merge(vault)
             report.merged = true
-            for (file, items) in try vault.dropDamagedAmongReceived(takenFiles) {
-                report.received -= 1
-                report.damagedThere.append("\(s.err.name(Rclone.join(remote, file.path))) (\(items.map { s.shown(VaultPath.resolve($0, relativeTo: .root), on: s.err) }.joined(separator: ", ")))")
+            for (path, items) in try vault.dropDamagedAmongArrived(takenFiles, appeared: report.change?.addedItems ?? []) {
+                if takenFiles.contains(where: { $0.path == path }) { report.received -= 1 }
+                report.damagedThere.append("\(s.err.name(Rclone.join(remote, path))) (\(items.map { s.shown(VaultPath.resolve($0, relativeTo: .root), on: s.err) }.joined(separator: ", ")))")
             }
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+            try confirmRetiredThere(&sending, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: false)
             // A retired journal the merge read and then deleted here held nothing unread: nor
             // does its copy there, the one fetched or one of the same length (which, longer than
             // any retirement of it read by a cut tail, the plan would fetch again and again).
-            let readThen = takenJournals + fetching.here.map(\.0).filter { $0.kind == .journal && startSize[$0.key] == there[$0.key] }
+            let readThen = takenJournals + fetching.here.map(\.0).filter {
+                $0.kind == .journal && startSize[$0.key] == there[$0.key] && retiredThereConfirmed[$0.key] != false
+            }
             for file in readThen where vault.isRetired(file) && !sending.deleteThere.contains(file) && !isHere(file.path) {
                 sending.deleteThere.append(file)
             }
@@ -183,6 +200,7 @@ enum SyncCommand {
             report.change = TreeChange(added: [], removed: 0)
             sending = fetching
         }
+        for file in readAsRetiredThere where !sending.deleteThere.contains(file) { sending.deleteThere.append(file) }
         // Journals to send: new ones; those the remote has a shorter copy of that the one here
         // extends (compared in step 1); and those that were the same on both sides and have
         // grown here since (the merge appended to this device's own) — not one it deleted,
@@ -364,6 +382,39 @@ enum SyncCommand {
             guard there != here else { continue }
             plan.fetch(file, size)
             if !(there.first == 0 && there.dropFirst() == here.dropFirst()) { plan.forkedThere.insert(file.key) }
+        }
+    }
+
+    /// Decides the retired journals of `plan.retiredToConfirm`: the last bytes of the copy
+    /// there (up to 32: a record's tag) the same as the bytes here at that place, it is this
+    /// one or a prefix of it, and goes there; otherwise it is another version (a fork of one
+    /// length, or shorter), fetched and read first (`fetchingOthers`, the plan that fetches)
+    /// or left there. Two versions that differ differ in every record from the first that
+    /// does, their last included (each record's nonce is random). `known` keeps each verdict
+    /// for the sync, so that the plan made after the merge asks rclone nothing again.
+    static func confirmRetiredThere(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault,
+                                    known: inout [StorePath: Bool], fetchingOthers: Bool) throws {
+        for (file, size, here) in plan.retiredToConfirm {
+            let same: Bool
+            if let verdict = known[file.key] {
+                same = verdict
+            } else {
+                let count = Int(min(size, 32))
+                let offset = size - Int64(count)
+                same = try count == 0 || rclone.bytes(of: Rclone.join(remote, file.path), offset: offset, count: count)
+                    == vault.bytes(atStorePath: here, offset: offset, count: count)
+                known[file.key] = same
+            }
+            if same {
+                plan.deleteThere.append(file)
+            } else if fetchingOthers {
+                plan.fetch(file, size)
+            }
+        }
+        plan.retiredToConfirm = []
+        // Those of which no version is here, fetched and read earlier in this sync, go.
+        for file in plan.fetch where plan.retiredToCheck.contains(file.key) && known[file.key] == true {
+            plan.deleteThere.append(file)
         }
     }
 

@@ -22,6 +22,16 @@ struct SyncPlan {
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
     var forkedThere: Set<StorePath> = []
+    /// Retired journals due for deletion there whose copy there is no longer than the one
+    /// here, with their length there: deleted there only once its last bytes match those here
+    /// at the same place (`SyncCommand.confirmRetiredThere`). A version of one length, or
+    /// shorter, that forks from this one (another copy of this store writing as this device)
+    /// was deleted unread: a retirement's reading is judged by length alone there.
+    var retiredToConfirm: [(file: SyncFile, size: Int64, here: String)] = []
+    /// Retired journals there due for deletion of which no version is here: fetched, and
+    /// deleted there only when what arrived is a version a retirement read (its length and
+    /// hash: `Vault.isAsRetirementRead`); any other is taken in and read first.
+    var retiredToCheck = Set<StorePath>()
     /// Key files there of another length than the whole one here, which replaces them: key
     /// files are written once, whole, and never change, so such a copy is damage or forgery
     /// (review CG-1: a longer one was taken over the one here, and the vault no longer opened).
@@ -50,7 +60,9 @@ struct SyncPlan {
             }
             if vault.mayDelete(file) {
                 plan.deleteHere.append(file)
-                if there[file.key] != nil { plan.deleteThere.append(file) }
+                if let remote = there[file.key] {
+                    if file.kind == .journal && remote <= size { plan.retiredToConfirm.append((file, remote, file.path)) } else { plan.deleteThere.append(file) }
+                }
                 continue
             }
             guard let remote = there[file.key] else {
@@ -66,10 +78,25 @@ struct SyncPlan {
             case .compare: plan.fetch(file, remote)
             }
         }
+        // Versions here of each journal, under its name or a copy's, for `retiredToConfirm`.
+        var versionsHere: [Identifier: [(path: String, size: Int64)]] = [:]
+        for (file, size) in here where file.kind == .journal { versionsHere[file.id, default: []].append((file.path, size)) }
         for (path, size) in there where hereByPath[path] == nil {
             guard let file = vault.syncFile(path.text) else { continue }
             if vault.isUnreadThere(file, size: size) { plan.fetch(file, size); continue }
-            if vault.mayDelete(file) { plan.deleteThere.append(file); continue }
+            if vault.mayDelete(file) {
+                // Checked against a version here of that journal as long at least (a fork of it
+                // here under a copy's name: review AA's test); with none here, as it was read.
+                if file.kind == .journal, let version = versionsHere[file.id]?.first(where: { $0.size >= size }) {
+                    plan.retiredToConfirm.append((file, size, version.path))
+                } else if file.kind == .journal && versionsHere[file.id] == nil {
+                    plan.fetch(file, size)
+                    plan.retiredToCheck.insert(file.key)
+                } else {
+                    plan.deleteThere.append(file)
+                }
+                continue
+            }
             if !vault.isRetired(file) { plan.fetch(file, size) }
         }
         // The last key file is never deleted (docs/FORMAT.md, "Key files"): on the remote, a
