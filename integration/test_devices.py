@@ -757,6 +757,25 @@ def test_a_current_folder_a_sync_merges_with_another_devices_is_still_the_curren
     assert r.out_lines[-3:] == ["/F", "from-a", "from-b"], r.describe()
 
 
+def a_session_whose_journal_is_put_back(narnia: Narnia, before: str | None, typed: bytes) -> tuple[subprocess.Popen, Path]:
+    """A `-b -` session on a new store whose journal is saved once it holds /one; `before` runs
+    first, then the session reads `typed` (which lists /one and /two), then a sync engine puts
+    the saved journal back in its place (a rename over it). Returns the session and the journal."""
+    narnia.init()
+    journal, _ = own_journal(narnia, "mkdir /one")
+    older = journal.read_bytes()
+    if before:
+        narnia.ok(before)
+    session = narnia.popen("-b", "-", stdin=subprocess.PIPE)
+    session.stdin.write(typed)
+    session.stdin.flush()
+    assert session.stdout.readline() == b"one\n" and session.stdout.readline() == b"two\n"
+    replacement = journal.with_name(journal.name + ".engine-tmp")
+    replacement.write_bytes(older)
+    os.replace(replacement, journal)
+    return session, journal
+
+
 def test_changes_after_this_devices_journal_was_replaced_under_the_session_are_kept(narnia, host):
     """Review CF-6: a sync engine put an older copy of this device's journal in its place
     (rename over it) while a session was open: the session went on appending to the file no
@@ -765,17 +784,7 @@ def test_changes_after_this_devices_journal_was_replaced_under_the_session_are_k
     file, saves everything the file holds as a copy of the journal, says so, and goes on in a
     new journal; the copy's records are carried on in a snapshot, after which (no other device
     waiting) the copy goes with the old journal."""
-    narnia.init()
-    journal, _ = own_journal(narnia, "mkdir /one")
-    older = journal.read_bytes()
-    narnia.ok("mkdir /two")
-    session = narnia.popen("-b", "-", stdin=subprocess.PIPE)
-    session.stdin.write(b"ls /\n")
-    session.stdin.flush()
-    assert session.stdout.readline() == b"one\n" and session.stdout.readline() == b"two\n"
-    replacement = journal.with_name(journal.name + ".engine-tmp")
-    replacement.write_bytes(older)
-    os.replace(replacement, journal)
+    session, journal = a_session_whose_journal_is_put_back(narnia, "mkdir /two", b"ls /\n")
     out, err = session.communicate(b"mkdir /three\nmkdir /four\nls /\n", timeout=60)
     assert session.returncode == 0, err.decode()
     assert out.decode().splitlines() == ["four", "one", "three", "two"]
@@ -790,6 +799,16 @@ def test_changes_after_this_devices_journal_was_replaced_under_the_session_are_k
     assert not list(narnia.vault.glob("*/*conflict*")) and not journal.exists(), "carried on, and gone with the journal"
 
 
+def beside_another_device_with_a_saved_journal(narnia: Narnia, host: Path, command: str) -> tuple[Narnia, Path, bytes]:
+    """A new store and another device B, merged; then `command` here. Returns B, this device's
+    journal that `command` grew, and its bytes then (to put back later, as a restore would)."""
+    narnia.init()
+    b = device(narnia, host / "B")
+    syncthing_merge(narnia.vault, b.vault)
+    journal, _ = own_journal(narnia, command)
+    return b, journal, journal.read_bytes()
+
+
 def test_a_journal_a_sync_engine_copy_alone_holds_whole_is_carried_on(narnia, host):
     """Review CF-3: an older copy of this device's journal came back under its name and the
     engine kept the newer as its conflict copy: the device went on in a new journal, and the
@@ -797,12 +816,8 @@ def test_a_journal_a_sync_engine_copy_alone_holds_whole_is_carried_on(narnia, ho
     users do with conflict files) brought a removed item back and lost an import on every
     device. The device carries them on in a snapshot at its next open, and the copy goes with
     the journal once the other device has read that."""
-    narnia.init()
     a = narnia
-    b = device(narnia, host / "B")
-    syncthing_merge(a.vault, b.vault)
-    journal, _ = own_journal(a, "mkdir /kept")
-    older = journal.read_bytes()
+    b, journal, older = beside_another_device_with_a_saved_journal(narnia, host, "mkdir /kept")
     a.ok("mkdir /imported; rm -r /kept")
     syncthing_merge(a.vault, b.vault)
     copy = journal.with_name(journal.name + ".sync-conflict-20261206-041248-LQ3BOCD")
@@ -828,12 +843,8 @@ def test_a_gap_in_this_devices_record_numbers_is_carried_past(narnia, host):
     and no device could acknowledge this device's later retirements, so nothing it removed was
     deleted on any device again. The first open says so and goes on in a snapshot past the
     gap; afterwards `verify` notes the kept objects, and removals are deleted again."""
-    narnia.init()
     a = narnia
-    b = device(narnia, host / "B")
-    syncthing_merge(a.vault, b.vault)
-    journal, _ = own_journal(a, "mkdir /one")
-    older = journal.read_bytes()
+    b, journal, older = beside_another_device_with_a_saved_journal(narnia, host, "mkdir /one")
     (host / "lost.txt").write_text("lost")
     a.ok(f"import {q(str(host / 'lost.txt'))}")
     syncthing_merge(a.vault, b.vault)
@@ -890,16 +901,7 @@ def test_a_session_sees_other_devices_changes_arrive_between_lines(narnia, host)
 def test_a_journal_replaced_after_the_sessions_last_write_is_saved_when_it_ends(narnia, host):
     """Review CJ-2: replaced after the session's last write, the journal was found by no
     append, and what the session had written (reported done) was lost when it ended."""
-    narnia.init()
-    journal, _ = own_journal(narnia, "mkdir /one")
-    older = journal.read_bytes()
-    session = narnia.popen("-b", "-", stdin=subprocess.PIPE)
-    session.stdin.write(b"mkdir /two\nls /\n")
-    session.stdin.flush()
-    assert session.stdout.readline() == b"one\n" and session.stdout.readline() == b"two\n"
-    replacement = journal.with_name(journal.name + ".engine-tmp")
-    replacement.write_bytes(older)
-    os.replace(replacement, journal)
+    session, _ = a_session_whose_journal_is_put_back(narnia, None, b"mkdir /two\nls /\n")
     out, err = session.communicate(b"", timeout=60)
     assert session.returncode == 0 and "was replaced by another copy of it while this session was open" in err.decode(), err.decode()
     assert narnia.ok("ls /").out_lines == ["one", "two"]
