@@ -371,6 +371,11 @@ extension Vault {
         }
     }
 
+    /// True when a retirement of journal `file` read a version of it `length` bytes long.
+    public func wasRead(_ file: SyncFile, atLength length: Int64) -> Bool {
+        state.journalReads[file.id]?.contains { $0.length == length } ?? false
+    }
+
     /// True when the version at `received` (fetched into the store's receiving folder) of the
     /// retired journal `file` is one a retirement read: of a length one read, with its hash.
     /// Such a copy there holds nothing unread and may go; any other may be a version of that

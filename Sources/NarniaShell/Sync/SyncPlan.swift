@@ -28,9 +28,9 @@ struct SyncPlan {
     /// shorter, that forks from this one (another copy of this store writing as this device)
     /// was deleted unread: a retirement's reading is judged by length alone there.
     var retiredToConfirm: [(file: SyncFile, size: Int64, here: String)] = []
-    /// Retired journals there due for deletion of which no version is here: fetched, and
-    /// deleted there only when what arrived is a version a retirement read (its length and
-    /// hash: `Vault.isAsRetirementRead`); any other is taken in and read first.
+    /// Retired journals there due for deletion of which no version is here, of a length a
+    /// retirement read: fetched, and deleted there only when what arrived is the version read
+    /// (its hash: `Vault.isAsRetirementRead`); any other is taken in and read first.
     var retiredToCheck = Set<StorePath>()
     /// Key files there of another length than the whole one here, which replaces them: key
     /// files are written once, whole, and never change, so such a copy is damage or forgery
@@ -89,7 +89,10 @@ struct SyncPlan {
                 // here under a copy's name: review AA's test); with none here, as it was read.
                 if file.kind == .journal, let version = versionsHere[file.id]?.first(where: { $0.size >= size }) {
                     plan.retiredToConfirm.append((file, size, version.path))
-                } else if file.kind == .journal && versionsHere[file.id] == nil {
+                } else if file.kind == .journal && versionsHere[file.id] == nil && vault.wasRead(file, atLength: size) {
+                    // Of a length a retirement read: that version, or a fork of one length.
+                    // (A shorter one is taken for an older copy, as before: review CK-1, read
+                    // in, it was taken for another copy of the store writing as this device.)
                     plan.fetch(file, size)
                     plan.retiredToCheck.insert(file.key)
                 } else {
