@@ -1423,7 +1423,7 @@ def test_a_relative_vault_path_stays_put_when_lcd_moves(narnia, host, tmp_path):
     data = os.urandom(100_000)
     photo.write_bytes(data)
     r = narnia.c(f"lcd {q(str(there))}; import --move {q(str(photo))}; verify", cwd=here, vault="store")
-    assert r.rc == 0 and "verified 1 items, all intact" in r.out, r.describe()
+    assert r.rc == 0 and "verified 1 item, all intact" in r.out, r.describe()
     assert narnia.ok("cat /photo.bin", cwd=here, vault="store").outb == data
     assert narnia.ok("ls /", cwd=there, vault="store").out == ""
 

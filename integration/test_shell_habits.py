@@ -196,7 +196,7 @@ def test_du_find_tree_stat_and_verify_flags(vault, host):
     assert vault.ok("tree -L 1 /").out_lines == ["/", "└── Trip/"]
     stat = json.loads(vault.ok("stat --json /Trip/Day1/note.txt").out)
     assert stat["path"] == "/Trip/Day1/note.txt" and stat["size"] == 3000 and stat["stored"] >= 3000
-    assert vault.ok("verify /Trip/Day1/note.txt").out == "verified 1 items, all intact\n"
+    assert vault.ok("verify /Trip/Day1/note.txt").out == "verified 1 item, all intact\n"
     assert vault.ok("verify /Trip").out == "verified 4 items, all intact\n"
 
 

@@ -346,7 +346,7 @@ def test_ctrl_c_during_a_long_import_leaves_no_partial_item(vault, shell, tmp_pa
     s.send("\x04")
     assert s.wait() == 0
     r = vault.ok("ls; verify")
-    assert r.out_lines == ["small.txt", "verified 1 items, all intact"]
+    assert r.out_lines == ["small.txt", "verified 1 item, all intact"]
 
 
 @pytest.mark.parametrize("move,change", [(False, "rewrite"), (True, "rewrite"), (False, "chmod")])

@@ -34,7 +34,7 @@ enum Maintenance {
         for note in report.notes { s.note("verify", note) }
         if let note = report.undecodableNote(spelling: s.err.undecodableName) { s.note("verify", note) }
         guard report.isWhole else { throw Reported() }
-        s.out.line("verified \(report.checked) items, all intact")
+        s.out.line("verified \(report.checked) item\(report.checked == 1 ? "" : "s"), all intact")
     }
 
     /// `passwd [--rotate] [--new-passphrase-file FILE]`. On a terminal, without the file, it
