@@ -628,8 +628,11 @@ def test_after_an_adoption_an_open_looks_at_one_object_not_all(vault, host, tmp_
     log = tmp_path / "strace.log"
     argv = ["strace", "-f", "-o", str(log), "-e", "trace=newfstatat,statx,lstat,stat"] + vault.argv(["-c", "pwd"])
     assert subprocess.run(argv, capture_output=True, env=vault.env, cwd=vault.workdir).returncode == 0
-    objects = [line for line in log.read_text().splitlines() if re.search(re.escape(str(vault.vault)) + r"/[0-9a-f]{2}/", line)]
-    assert len(objects) <= 1, "\n".join(objects)
+    shard_file = re.compile(re.escape(str(vault.vault)) + r"/[0-9a-f]{2}/[0-9a-f]{32}")
+    looked_at = {m.group(0) for line in log.read_text().splitlines() for m in [shard_file.search(line)] if m}
+    # One object, and this device's journal, which a session looks at when it ends (that its
+    # name still leads to the file it appends to: review CJ-2); not the four objects.
+    assert len(looked_at) <= 2, "\n".join(sorted(looked_at))
 
 
 @pytest.mark.parametrize("failing", ["unlink-of-the-temporary-name", "fsync-of-the-folder"])
