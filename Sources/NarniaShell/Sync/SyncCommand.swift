@@ -274,7 +274,7 @@ enum SyncCommand {
         return landed
     }
 
-    /// Objects that arrived altered (`Vault.dropDamagedAmongReceived`): not kept here, and
+    /// Objects that arrived altered (`Vault.dropDamagedAmongArrived`): not kept here, and
     /// said, since the copy there stays as it is until someone replaces it.
     private static func damagedFailure(_ damaged: [String]) -> CommandFailure? {
         guard !damaged.isEmpty else { return nil }
