@@ -469,11 +469,9 @@ final class JournalWriter {
         lastRecordStart = endOffset
         endOffset += Int64(record.count)
         recordCount += 1
-        if case .named = naming, !isUnderItsName() {
-            let copy: String
-            do { copy = try saveAsCopy() } catch { throw ReplacedAndNotSaved(cause: error) }
-            throw Replaced(copy: copy)
-        }
+        let copy: String?
+        do { copy = try savedIfReplaced() } catch { throw ReplacedAndNotSaved(cause: error) }
+        if let copy { throw Replaced(copy: copy) }
     }
 
     /// The journal's name no longer names the file appended to: another program replaced it

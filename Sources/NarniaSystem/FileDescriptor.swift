@@ -379,12 +379,4 @@ public final class FileDescriptor: @unchecked Sendable {
         var st = stat()
         return fstatat(raw, name, &st, 0) == 0 ? st : nil
     }
-
-    /// What the symbolic link `name` holds (`readlinkat`), or nil when it is none or unreadable.
-    public func linkTarget(_ name: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlinkat(raw, name, &buffer, buffer.count - 1)
-        guard n >= 0 else { return nil }
-        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
 }

@@ -233,17 +233,15 @@ final class HostFolder {
     /// relative link, or one through /dev/stdout, was replaced). Each link's folder is taken
     /// as the system resolves it.
     private static func linkLeadsIntoProc(_ dir: FileDescriptor, _ name: String) -> Bool {
-        guard var base = FileSystem.realPath("/proc/self/fd/\(dir.raw)"), var target = dir.linkTarget(name) else { return false }
+        guard let folder = FileSystem.realPath("/proc/self/fd/\(dir.raw)") else { return false }
+        var link = (folder == "/" ? "" : folder) + "/" + name
         for _ in 0..<40 {
-            let absolute = target.hasPrefix("/") ? target : base + "/" + target
-            guard let folder = FileSystem.realPath(FileSystem.parentDirectory(of: absolute)) else { return false }
-            if folder == "/proc" || folder.hasPrefix("/proc/") { return true }
-            let next = (folder == "/" ? "" : folder) + "/" + (absolute.lastPathComponent ?? "")
-            if next == "/proc" { return true }
-            guard let st = try? FileSystem.lstatIfExists(next), st.isSymbolicLink,
-                  let text = FileSystem.linkTarget(next) else { return false }
-            base = folder
-            target = text
+            guard let text = FileSystem.linkTarget(link) else { return false }   // no link: the end
+            let absolute = text.hasPrefix("/") ? text : FileSystem.parentDirectory(of: link) + "/" + text
+            guard let parent = FileSystem.realPath(FileSystem.parentDirectory(of: absolute)) else { return false }
+            if parent == "/proc" || parent.hasPrefix("/proc/") { return true }
+            link = (parent == "/" ? "" : parent) + "/" + (absolute.lastPathComponent ?? "")
+            if link == "/proc" { return true }
         }
         return false
     }
