@@ -228,16 +228,18 @@ extension Vault {
         try verify(only: nil, observer: observer)
     }
 
-    /// As `verify(observer:)`, authenticating only the files among `items` (nil: every file);
-    /// the metadata's problems are reported all the same.
-    public func verify(only items: Set<Identifier>?, observer: TransferObserver = .none) throws -> VerifyReport {
+    /// Reads and authenticates the content of the files among `items` (nil: every file), as
+    /// `verify` does, without looking at the metadata: those damaged, and those not (wholly)
+    /// on this device.
+    func authenticateContent(only items: Set<Identifier>?, observer: TransferObserver = .none) throws
+        -> (damaged: [VerifyFailure], missing: [VerifyFailure]) {
         let size = ContentFormat.chunkSize + AEAD.tagLength
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         defer {
             wipe(UnsafeMutableRawBufferPointer(start: buffer, count: size))
             buffer.deallocate()
         }
-        var report = VerifyReport(checked: items?.count ?? view.items.count)
+        var damaged: [VerifyFailure] = [], missing: [VerifyFailure] = []
         var done: UInt64 = 0
         for item in view.items.values where !item.isFolder && (items?.contains(item.id) ?? true) {
             let content = item.content!
@@ -252,13 +254,21 @@ extension Vault {
             } catch let error as ContentError {
                 let failure = VerifyFailure(item: item, path: path(of: item.id), reason: error.description)
                 switch error {
-                case .missing, .incomplete, .lost: report.missing.append(failure)
-                default: report.damaged.append(failure)
+                case .missing, .incomplete, .lost: missing.append(failure)
+                default: damaged.append(failure)
                 }
             } catch let error as StoreFileError {
-                report.damaged.append(VerifyFailure(item: item, path: path(of: item.id), reason: error.description))
+                damaged.append(VerifyFailure(item: item, path: path(of: item.id), reason: error.description))
             }
         }
+        return (damaged, missing)
+    }
+
+    /// As `verify(observer:)`, authenticating only the files among `items` (nil: every file);
+    /// the metadata's problems are reported all the same.
+    public func verify(only items: Set<Identifier>?, observer: TransferObserver = .none) throws -> VerifyReport {
+        var report = VerifyReport(checked: items?.count ?? view.items.count)
+        (report.damaged, report.missing) = try authenticateContent(only: items, observer: observer)
         damageFound += report.damaged.count
         report.damaged.sort { $0.path < $1.path }
         report.missing.sort { $0.path < $1.path }

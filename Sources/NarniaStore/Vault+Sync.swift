@@ -347,7 +347,7 @@ extension Vault {
     /// The objects among `received` (files a sync just put in place), and those of the items
     /// `appeared` (new here by its merge, their objects maybe taken by an earlier sync, cut
     /// before it sent their journals, or brought by a sync engine: review CJ-1), that do not
-    /// authenticate for an item that uses them, checked as `verify` does: each as its path in
+    /// authenticate for an item that uses them (`authenticateContent`): each as its path in
     /// the store, with the paths of every item it holds (a pack holds several: CJ-4). They
     /// are taken out of the store again: whole in length but altered (bit rot, a faulty
     /// remote). Before, such a file was taken, `sync` said "new: …" and passed, and the item
@@ -359,9 +359,7 @@ extension Vault {
         guard !objects.isEmpty else { return [] }
         let users = view.items.values.filter { !$0.isFolder && $0.content.map { objects.contains($0.objectID) } == true }
         guard !users.isEmpty else { return [] }
-        let report = try verify(only: Set(users.map(\.id)))
-        damageFound -= report.damaged.count
-        let damaged = Set(report.damaged.compactMap { $0.item.content?.objectID })
+        let damaged = Set(try authenticateContent(only: Set(users.map(\.id))).damaged.compactMap { $0.item.content?.objectID })
         return damaged.sorted().compactMap { object in
             guard let path = inventory.files[object]?.main else { return nil }
             try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
