@@ -17,18 +17,14 @@ extension Session {
     /// a line's numbers are read as typed.
     public func readChangesArrived() {
         guard let watch = storeWatch, numbersAsTyped == nil else { return }
-        sayWarningsSinceOpen(after: vault.saveJournalIfReplaced)
-        let (changes, overflowed) = watch.takeChanges()
-        var names = Set<String>()
-        for change in changes {
-            if change.isNewFolder && vault.isShardFolder(change.name, in: change.folder) {
-                // Watched from now on; what arrived in it before is looked at once.
-                let folder = change.folder + "/" + change.name
-                watch.watch(folder)
-                names.formUnion((try? FileSystem.listDirectory(folder)) ?? [])
-            } else {
-                names.insert(change.name)
-            }
+        var (names, overflowed) = changedNames(watch)
+        // This device's journal replaced (renamed over, or removed) since the last line: saved
+        // before anything else, and the copy saved is among the changes.
+        if overflowed || vault.isOpenJournal(amongNames: names) {
+            sayWarningsSinceOpen(after: vault.saveJournalIfReplaced)
+            let more = changedNames(watch)
+            names.formUnion(more.names)
+            overflowed = overflowed || more.overflowed
         }
         guard overflowed || vault.changesMatter(names) else { return }
         let change: TreeChange
@@ -54,6 +50,23 @@ extension Session {
         // replaced journal was said as other devices' changes).
         if !said.isEmpty { err.messageLine("narnia: note: other devices' changes arrived: " + said.joined(separator: ", ")) }
         err.flush()
+    }
+
+    /// The names changed in the store's folders since last asked; a shard folder made since is
+    /// watched from now on, and what arrived in it before is among the names.
+    private func changedNames(_ watch: DirectoryWatch) -> (names: Set<String>, overflowed: Bool) {
+        let (changes, overflowed) = watch.takeChanges()
+        var names = Set<String>()
+        for change in changes {
+            if change.isNewFolder && vault.isShardFolder(change.name, in: change.folder) {
+                let folder = change.folder + "/" + change.name
+                watch.watch(folder)
+                names.formUnion((try? FileSystem.listDirectory(folder)) ?? [])
+            } else {
+                names.insert(change.name)
+            }
+        }
+        return (names, overflowed)
     }
 
     /// Runs `body` (which may note warnings on the vault), then says the warnings it noted.

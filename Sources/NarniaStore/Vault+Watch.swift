@@ -25,6 +25,12 @@ extension Vault {
         return !unknown.isEmpty && tags.withKeyOpen { unknown.contains { tags.isJournal($0) } }
     }
 
+    /// True when `names` hold that of the journal this session appends to (a change to it is
+    /// another program's: the session's own appends are no change a watch reports).
+    public func isOpenJournal(amongNames names: Set<String>) -> Bool {
+        journal.map { names.contains($0.id.hex) } ?? false
+    }
+
     /// True for the name of a shard folder at the store's top, in `folder`.
     public func isShardFolder(_ name: String, in folder: String) -> Bool {
         folder == layout.root && StoreName.isShardName(name)
