@@ -214,3 +214,27 @@ def test_a_command_of_several_operands_half_done_by_a_full_disk_says_so(vault):
     assert r.returncode == 1 and "narnia: error: mv: the disk holding the vault is full" in r.stderr, r.stderr
     assert "narnia: hint: part of the command was done before the disk filled, and is kept: free space on it, look at what is there, then do the rest" in r.stderr, r.stderr
     assert vault.ok("ls /; ls /dest").out_lines == ["b", "dest", "a"]
+
+
+def test_a_sync_to_a_remote_that_fills_counts_the_files_that_arrived(narnia_bin, tmp_path):
+    """Review CH-6: the key files went whole before the remote filled; "sent 0 files" said otherwise."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.init()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(3 << 20))
+    n.ok(f"import {q(str(big))}")
+    mount = tmp_path / "small-remote"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        r = n.c(f"sync {q(str(mount / 'r'))}")
+        assert r.rc == 1, r.describe()
+        whole = [p for p in (mount / "r").rglob("*") if p.is_file()
+                 and (n.vault / p.relative_to(mount / "r")).is_file()
+                 and p.stat().st_size == (n.vault / p.relative_to(mount / "r")).stat().st_size]
+        assert len(whole) >= 2, whole   # the key files, at least
+        assert f"partly synced with {mount / 'r'}: sent {len(whole)} files" in r.err, r.describe()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)

@@ -221,7 +221,10 @@ enum SyncCommand {
             watch("sending")
             let outcome = try rclone.copy(sending.sendFirst.map(\.path), from: vault.directory, to: remote, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
-            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            guard outcome.status == 0 else {
+                report.sent += arrivedWhole(sending.sendFirst, of: sending, in: remote, rclone)
+                return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome))
+            }
             report.sent += sending.sendFirst.count
         }
         // A journal replaces the remote's copy only whole: rclone writes some remotes in place,
@@ -255,6 +258,14 @@ enum SyncCommand {
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
         try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+    }
+
+    /// How many of `files` a failed send left there whole (at their length here), by a new
+    /// listing: some went before the failure, and the summary counts them (review CH-6).
+    private static func arrivedWhole(_ files: [SyncFile], of plan: SyncPlan, in remote: String, _ rclone: Rclone) -> Int {
+        guard let there = try? rclone.list(remote).files else { return 0 }
+        let sizeHere = Dictionary(plan.here.map { ($0.0.key, $0.1) }, uniquingKeysWith: { a, _ in a })
+        return files.filter { file in there[file.key].map { $0 == sizeHere[file.key] } ?? false }.count
     }
 
     /// True when a file written through `remote` lands at the store's top here: a remote that
