@@ -156,6 +156,14 @@ public enum FileSystem {
         return undecodable
     }
 
+    /// The bytes an unprivileged writer may still put on the file system holding `path`
+    /// (`statvfs(3)`'s `f_bavail`), or nil when it cannot be asked.
+    public static func availableBytes(on path: String) -> UInt64? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return UInt64(st.f_bavail) &* UInt64(st.f_frsize)
+    }
+
     /// `lstat(2)`, or nil when the path does not exist.
     public static func lstatIfExists(_ path: String) throws -> stat? {
         var st = stat()

@@ -56,6 +56,9 @@ struct ImportRun: HostTreeVisitor {
     /// for their earlier copy (`existing`).
     private var namesTaken: [Identifier: Set<String>] = [:]
     private(set) var failed = false
+    /// The content a batch holds before it commits: `Transfer.batchBytes`, or less on a
+    /// nearly full disk (`Transfer.batchBytes(available:)`), set again after each commit.
+    private var batchBytes: UInt64
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
     /// Set when the run stopped with work left (interrupted, or out of space).
@@ -73,6 +76,7 @@ struct ImportRun: HostTreeVisitor {
         storeFolders = HostFileIdentity.storeFolders(of: session.vault.directory)
         storeMarker = session.vault.keyFileName
         batch = ImportBatch.begin(in: session.vault)
+        batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
     }
 
     /// True when the run must stop (interrupted, or out of space) with work left.
@@ -169,7 +173,7 @@ struct ImportRun: HostTreeVisitor {
             if move, let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
             // many are (descriptors are limited).
-            if batch.stagedBytes >= Transfer.batchBytes || batch.count >= Transfer.batchItems
+            if batch.stagedBytes >= batchBytes || batch.count >= Transfer.batchItems
                 || retainedFolders.count >= Transfer.retainedFolders { commit() }
         } catch is Cancelled {
             stoppedEarly = true
@@ -283,6 +287,7 @@ struct ImportRun: HostTreeVisitor {
         session.out.flush()
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
+        batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
     }
 
     /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.

@@ -9,6 +9,14 @@ enum Transfer {
     /// A batch is committed once it holds this much content or this many items.
     static let batchBytes: UInt64 = 64 << 20
     static let batchItems = 2000
+    /// The content an import batch holds before it commits on a disk with `available` bytes
+    /// free: `batchBytes`, or half what is free when that is less. A batch is committed whole
+    /// or not at all (its small files share one pack), so on a nearly full disk smaller
+    /// batches let an import get as far as the space allows, and with `--move` free the
+    /// originals' space as it goes, rather than fail whole, run after run (review CH-4).
+    static func batchBytes(available: UInt64?) -> UInt64 {
+        min(batchBytes, (available ?? .max) / 2)
+    }
     /// With `--move`, the most originals' folders an import keeps open before it commits: a
     /// quarter of the descriptor limit, at most 256.
     static let retainedFolders: Int = {
