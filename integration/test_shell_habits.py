@@ -255,9 +255,18 @@ def test_sftp_aliases_and_host_commands(vault, host):
     assert vault.ok("?").out == vault.ok("help").out
     r = vault.ok(f"lcd {q(str(host))}; !ls got; !echo 'one  two'")
     assert r.out_lines == ["a.bin", "one  two"], r.describe()
-    # At the start of a line, the whole rest of the line is the host command.
-    r = vault.ok("!echo one; echo two")
-    assert r.out_lines == ["one", "two"], r.describe()
+    # A host command runs to the next `;` outside quotes, its text as typed (redirections,
+    # quotes) given to /bin/sh, wherever it stands on the line.
+    r = vault.ok("!echo one; pwd; !echo 'a;b' \"c;d\" e\\;f > out.txt; !cat out.txt")
+    assert r.out_lines == ["one", "/", "a;b c;d e;f"], r.describe()
+    # Review CN-1: at the start of a line it took the whole rest of the line, so the `rm -r`
+    # after it removed the host's folder of that name, not the vault's.
+    (host / "photos").mkdir()
+    (host / "photos" / "keep.jpg").write_bytes(b"host")
+    vault.ok("mkdir /photos")
+    r = vault.ok("!true; rm -r photos", cwd=host)
+    assert (host / "photos" / "keep.jpg").read_bytes() == b"host", r.describe()
+    assert "photos" not in vault.ok("ls /").out_lines, r.describe()
     r = vault.c("!exit 3")
     assert r.rc == 1 and any("exited with status 3" in l for l in r.errors), r.describe()
     # The host command inherits nothing of the vault: only descriptors 0-2.

@@ -59,6 +59,13 @@ public enum TokenizeError: Error, Equatable, Sendable, CustomStringConvertible {
 ///
 /// - Throws: `TokenizeError` for an unterminated quote, a trailing backslash or a NUL.
 public func tokenize(_ line: String, numberedItems: Bool = false) throws(TokenizeError) -> [[Word]] {
+    try tokenizeCommands(line, numberedItems: numberedItems).map(\.words)
+}
+
+/// As `tokenize`, with each command's text as typed: from its first word's first character to
+/// its last word's last (quotes and backslashes kept; not the `;` or a comment after it). A
+/// host command (`!COMMAND`) is given to `/bin/sh` so.
+public func tokenizeCommands(_ line: String, numberedItems: Bool = false) throws(TokenizeError) -> [(words: [Word], source: String)] {
     var scanner = LineScanner(numberedItems: numberedItems)
     scanner.scan(line, upTo: line.utf8.count)
     if scanner.quote != .none {
@@ -71,7 +78,8 @@ public func tokenize(_ line: String, numberedItems: Bool = false) throws(Tokeniz
         throw .nulCharacter
     }
     scanner.endCommand()
-    return scanner.commands
+    let bytes = Array(line.utf8)
+    return zip(scanner.commands, scanner.sources).map { ($0, String(decoding: bytes[$1], as: UTF8.self)) }
 }
 
 /// What Tab completion needs to know about the command line left of the cursor.
@@ -146,6 +154,11 @@ private struct LineScanner {
     /// Where the scan stops (a byte offset).
     var end = 0
     var commands: [[Word]] = []
+    /// Where each of `commands` lies in the line, as byte offsets (`tokenizeCommands`).
+    var sources: [Range<Int>] = []
+    /// Where the command under way began, and where its last character so far ends.
+    var commandStart: Int?
+    var commandEnd = 0
     var words: [Word] = []
     var scalars = String.UnicodeScalarView()
     var mask: [Bool] = []
@@ -170,7 +183,7 @@ private struct LineScanner {
         while let scalar = current {
             if offset >= end { break }
             let next = scalars.next()
-            step(scalar, at: offset, next: next)
+            if step(scalar, at: offset, next: next) { commandEnd = offset + UTF8.width(scalar) }
             offset += UTF8.width(scalar)
             current = next
         }
@@ -185,11 +198,19 @@ private struct LineScanner {
         return !("0"..."9").contains(next)
     }
 
-    private mutating func step(_ scalar: Unicode.Scalar, at offset: Int, next: Unicode.Scalar?) {
+    /// Reads one character; returns whether it belongs to a word (then the command's text
+    /// runs at least to it): a quote's, an escaped one, or one a word holds.
+    private mutating func step(_ scalar: Unicode.Scalar, at offset: Int, next: Unicode.Scalar?) -> Bool {
         if inComment {
             if scalar == "\n" { inComment = false; endCommand() }
-            return
+            return false
         }
+        let quoted = quote != .none || pendingEscape
+        read(scalar, at: offset, next: next)
+        return quoted || inWord
+    }
+
+    private mutating func read(_ scalar: Unicode.Scalar, at offset: Int, next: Unicode.Scalar?) {
         switch quote {
         case .single:
             if scalar == "'" { quote = .none } else { append(scalar, quoted: true) }
@@ -281,6 +302,7 @@ private struct LineScanner {
 
     private mutating func startWord(at offset: Int) {
         if !inWord { inWord = true; wordStart = offset }
+        if commandStart == nil { commandStart = offset }
     }
 
     private mutating func append(_ scalar: Unicode.Scalar, quoted: Bool) {
@@ -299,8 +321,12 @@ private struct LineScanner {
 
     mutating func endCommand() {
         endWord()
-        if !words.isEmpty { commands.append(words) }
+        if !words.isEmpty {
+            commands.append(words)
+            sources.append((commandStart ?? commandEnd)..<commandEnd)
+        }
         words = []
+        commandStart = nil
     }
 }
 

@@ -7,12 +7,13 @@ extension Session {
     public static let maximumLineBytes = 1 << 20
 
     /// Runs one command (already split into words). Prints its errors; returns success.
-    public func run(words: [Word]) -> Bool {
+    /// `!COMMAND` gives the host's shell `source`, the command's text as typed after its `!`
+    /// (`tokenizeCommands`), or else its words, each quoted.
+    public func run(words: [Word], source: Substring? = nil) -> Bool {
         guard let first = words.first else { return true }
-        // `!COMMAND` after a `;`: the words go to the host's shell (a line that starts with
-        // `!` gives it the whole rest of the line instead, see `runBatchLine`).
-        if first.text.hasPrefix("!") && first.quotedScalars.first != true {
-            return runOnHost(([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " "))
+        if Self.isHostCommand(words) {
+            return runOnHost(source.map { String($0.drop { $0 != "!" }.dropFirst()) }
+                             ?? ([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " "))
         }
         guard let spec = CommandTable.find(first.text) else {
             if let near = CommandTable.nearest(to: first.text) {
@@ -103,13 +104,9 @@ extension Session {
             mayFail = true
             text = text.dropFirst()
         }
-        // `!COMMAND`: the rest of the line goes to the host's shell as it is (';' included).
-        if text.hasPrefix("!") {
-            return runOnHost(String(text.dropFirst())) || mayFail
-        }
-        let commands: [[Word]]
+        let commands: [(words: [Word], source: String)]
         do {
-            commands = try tokenize(String(text), numberedItems: HiddenNames.numbersTypedBare(self))
+            commands = try tokenizeCommands(String(text), numberedItems: HiddenNames.numbersTypedBare(self))
         } catch {
             out.flush()
             err.line("narnia: error: \(located)\(describe(error))")
@@ -126,30 +123,40 @@ extension Session {
     }
 
     /// Runs the commands of one line (see `runBatchLine`), their numbers read as typed (BQ-1).
-    private func run(_ commands: [[Word]], mayFail: Bool, keepGoing: Bool) -> Bool {
+    private func run(_ commands: [(words: [Word], source: String)], mayFail: Bool, keepGoing: Bool) -> Bool {
         var ok = true
-        for (index, typed) in commands.enumerated() {
+        for (index, (typed, source)) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
+            let (words, excused) = index == 0 ? (typed, mayFail) : Self.withoutMayFailMark(typed)
+            // `!COMMAND` runs to the next `;` outside quotes, its text given to the host's
+            // shell as typed (review CN-1: a line beginning with `!` gave it the whole rest of
+            // the line, so `!ls; rm -r photos` removed the host's photos, not the vault's).
+            let host = Self.isHostCommand(words)
             // At the prompt under hide-names `#2024` is a number, not a comment: one that names
             // nothing stops the line before the command holding it runs, for it was most likely
             // meant as a comment, and `rm -rf scratch  #2024 photos` would otherwise remove
             // photos (BI-4). Each command's numbers are judged in the folder it runs in, after
             // the `cd`s before it (review BQ-2: judged where the line began, `cd sub; rm -rf
             // scratch #5 photos` ran in sub).
-            if let number = HiddenNames.numberNamingNothing(in: typed, s: self) {
+            if !host, let number = HiddenNames.numberNamingNothing(in: typed, s: self) {
                 out.flush()
                 err.line("narnia: error: \(located)\(number): names no item here (with hide-names on, a word beginning with '#' and a digit names an item); \(index == 0 ? "nothing was run" : "the rest of the line was not run")")
                 err.messageLine("narnia: hint: to write a comment, put a space after the '#'")
                 err.flush()
                 return index == 0 && mayFail
             }
-            let (words, excused) = index == 0 ? (typed, mayFail) : Self.withoutMayFailMark(typed)
-            if !run(words: words) && !excused {
+            if !run(words: words, source: host ? Substring(source) : nil) && !excused {
                 ok = false
                 if !keepGoing { break }
             }
         }
         return ok
+    }
+
+    /// True for `!COMMAND` (a `!` not quoted).
+    static func isHostCommand(_ words: [Word]) -> Bool {
+        guard let first = words.first else { return false }
+        return first.text.hasPrefix("!") && first.quotedScalars.first != true
     }
 
     /// A command after a `;` with its own `-` mark taken off its first word, and whether it had

@@ -35,6 +35,14 @@ final class TokenizerTests: XCTestCase {
         XCTAssertEqual(texts("ls a;"), [["ls", "a"]])
     }
 
+    func testEachCommandKeepsItsTextAsTyped() throws {
+        // What a host command (`!COMMAND`) gives /bin/sh: quotes and escapes as typed, up to
+        // the `;` that ends it, without the blanks around it or a comment after it.
+        let commands = try tokenizeCommands("  !echo 'a;b' \"c d\" x\\;y > o ;ls  /\nmv $'\\t' é # c; d")
+        XCTAssertEqual(commands.map(\.source), ["!echo 'a;b' \"c d\" x\\;y > o", "ls  /", "mv $'\\t' é"])
+        XCTAssertEqual(commands.map(\.words.count), [6, 2, 3])
+    }
+
     func testNewlineSeparatesCommands() {
         XCTAssertEqual(texts("ls\npwd\n\n"), [["ls"], ["pwd"]])
     }
