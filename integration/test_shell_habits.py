@@ -528,3 +528,20 @@ def test_mget_takes_every_operand_as_a_vault_path(vault, host):
     out.mkdir()
     vault.ok(f"lcd {q(str(host))}; put a.txt b.txt; lcd out; mget a.txt b.txt")
     assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"]
+
+
+def test_rm_rmdir_mv_cp_say_that_one_bad_operand_left_every_operand_alone(vault, host):
+    """Review CN-2: these do all their operands or none (as git rm and git mv), but said only
+    "no such file or folder" of the bad one, which reads, as from coreutils, as if the others
+    were done; a script's `rm -r` of the folder they had not left followed."""
+    make_files(host, ["one.jpg", "two.jpg"])
+    vault.ok(f"mkdir /old /new /empty /full; lcd {q(str(host))}; cd /old; import one.jpg two.jpg; cp /old/one.jpg /full/")
+    for command, error in [("mv /old/one.jpg /old/two.jpg /old/three.jpg /new", "mv: /old/three.jpg: no such file or folder; nothing was moved"),
+                           ("cp /old/one.jpg /typo /new", "cp: /typo: no such file or folder; nothing was copied"),
+                           ("rm /old/one.jpg /old/tow.jpg", "rm: /old/tow.jpg: no such file or folder; nothing was removed"),
+                           ("rmdir /empty /full", "rmdir: /full: folder is not empty; nothing was removed")]:
+        r = vault.c(command)
+        assert r.rc == 1 and r.err_lines[0] == f"narnia: error: {error}", r.describe()
+    assert vault.ok("find /").out_lines == ["/empty", "/full", "/full/one.jpg", "/new", "/old", "/old/one.jpg", "/old/two.jpg"]
+    # One operand: nothing to add.
+    assert vault.c("rm /gone").err_lines[0] == "narnia: error: rm: /gone: no such file or folder"

@@ -47,16 +47,18 @@ enum Rearrange {
         let force = a.has("-f"), recursive = a.has("-r")
         guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "rm")) }
         var targets: [(VaultPath, Identifier)] = []
-        for word in a.operands {
-            try refuseDotOrDotDot(word)
-            let matches: [(VaultPath, Identifier)]
-            do { matches = try s.existing(word) } catch { if force { continue }; throw error }
-            for (path, id) in matches {
-                if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
-                if s.vault.isFolder(id) && !recursive {
-                    throw CommandFailure("\(s.inMessage(path)): is a folder", hint: "use rm -r to remove a folder and everything in it")
+        try doingAllOrNone(a.operands.count, "removed") {
+            for word in a.operands {
+                try refuseDotOrDotDot(word)
+                let matches: [(VaultPath, Identifier)]
+                do { matches = try s.existing(word) } catch { if force { continue }; throw error }
+                for (path, id) in matches {
+                    if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
+                    if s.vault.isFolder(id) && !recursive {
+                        throw CommandFailure("\(s.inMessage(path)): is a folder", hint: "use rm -r to remove a folder and everything in it")
+                    }
+                    targets.append((path, id))
                 }
-                targets.append((path, id))
             }
         }
         if a.has("-i") {
@@ -88,13 +90,15 @@ enum Rearrange {
     static func rmdir(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: CommandTable.usage(of: "rmdir")) }
         var targets: [Identifier] = []
-        for word in a.operands {
-            try refuseDotOrDotDot(word)
-            for (path, id) in try s.existing(word) {
-                if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
-                guard s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(path)): not a folder") }
-                guard s.vault.children(of: id).isEmpty else { throw CommandFailure("\(s.inMessage(path)): folder is not empty") }
-                targets.append(id)
+        try doingAllOrNone(a.operands.count, "removed") {
+            for word in a.operands {
+                try refuseDotOrDotDot(word)
+                for (path, id) in try s.existing(word) {
+                    if path.isRoot { throw CommandFailure("refusing to remove the root folder") }
+                    guard s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(path)): not a folder") }
+                    guard s.vault.children(of: id).isEmpty else { throw CommandFailure("\(s.inMessage(path)): folder is not empty") }
+                    targets.append(id)
+                }
             }
         }
         for id in targets { try s.vault.remove(id) }
@@ -189,16 +193,31 @@ enum Rearrange {
         do { return try ItemName.validated(name) } catch let e as NameError { throw CommandFailure("\(name): \(e.description)") }
     }
 
+    /// Runs the checks of `rm`, `rmdir`, `mv` or `cp`, which do all their operands or none,
+    /// as `git rm` and `git mv` do: with several, a failure says that nothing was `done`
+    /// (review CN-2: "no such file or folder" of one read, as from coreutils, as if the others
+    /// were done, and a script's `rm -r` of the folder they had not left followed).
+    private static func doingAllOrNone<T>(_ operands: Int, _ done: String, _ checks: () throws -> T) throws -> T {
+        do {
+            return try checks()
+        } catch let failure as CommandFailure where operands > 1 && !failure.message.hasSuffix("; nothing was \(done)") {
+            throw CommandFailure(failure.message + "; nothing was \(done)", hint: failure.hint)
+        }
+    }
+
     static func mv(_ s: Session, _ a: ParsedArguments) throws {
-        for p in try plan(s, a, verb: "mv") {
+        for p in try doingAllOrNone(a.operands.count - 1, "moved", { try plan(s, a, verb: "mv") }) {
             try s.vault.move(p.source, to: p.folder, name: p.name, replacing: p.replacing)
         }
     }
 
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
-        let plans = try plan(s, a, verb: "cp")
-        for p in plans where s.vault.isFolder(p.source) && !a.has("-r") && !a.has("-a") {
-            throw CommandFailure("\(s.inMessage(p.sourcePath)): is a folder", hint: "use cp -r to copy a folder")
+        let plans = try doingAllOrNone(a.operands.count - 1, "copied") {
+            let plans = try plan(s, a, verb: "cp")
+            for p in plans where s.vault.isFolder(p.source) && !a.has("-r") && !a.has("-a") {
+                throw CommandFailure("\(s.inMessage(p.sourcePath)): is a folder", hint: "use cp -r to copy a folder")
+            }
+            return plans
         }
         for p in plans {
             try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))
