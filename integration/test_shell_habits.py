@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -545,3 +547,34 @@ def test_rm_rmdir_mv_cp_say_that_one_bad_operand_left_every_operand_alone(vault,
     assert vault.ok("find /").out_lines == ["/empty", "/full", "/full/one.jpg", "/new", "/old", "/old/one.jpg", "/old/two.jpg"]
     # One operand: nothing to add.
     assert vault.c("rm /gone").err_lines[0] == "narnia: error: rm: /gone: no such file or folder"
+
+
+def test_ctrl_c_between_the_sources_of_cp_says_how_many_went_and_cp_n_does_the_rest(vault, host):
+    """Review CN-3: Ctrl-C part way through a `cp` of several sources said "interrupted" alone,
+    and the same command again met the first copy as "already exists"."""
+    count = 60
+    for i in range(count):
+        (host / f"f{i:02}.bin").write_bytes(os.urandom(1 << 20))
+    vault.ok(f"import {q(str(host))}; mkdir /dest")
+
+    def store_files() -> int:
+        return sum(1 for p in vault.vault.rglob("*") if p.is_file())
+
+    before = store_files()
+    proc = vault.popen("-c", "cp /host/* /dest", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    # A second new object: the first copy is done.
+    while store_files() < before + 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip(f"all {count} copies were made before the signal arrived")
+    assert proc.returncode == 130, (proc.returncode, err)
+    said = re.search(rf"narnia: note: cp: copied (\d+) of {count} before the interrupt; the rest were not: "
+                     r"cp -n with the same operands does the rest", err.decode())
+    assert said, err.decode()
+    assert len(vault.ok("ls /dest").out_lines) == int(said.group(1)) > 0
+    vault.ok("cp -n /host/* /dest")
+    assert vault.ok("ls /dest").out_lines == [f"f{i:02}.bin" for i in range(count)]
+    vault.ok("verify")

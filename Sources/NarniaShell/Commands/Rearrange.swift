@@ -206,8 +206,24 @@ enum Rearrange {
     }
 
     static func mv(_ s: Session, _ a: ParsedArguments) throws {
-        for p in try doingAllOrNone(a.operands.count - 1, "moved", { try plan(s, a, verb: "mv") }) {
+        let plans = try doingAllOrNone(a.operands.count - 1, "moved") { try plan(s, a, verb: "mv") }
+        try carryOut(plans, s, "mv", "moved") { p in
             try s.vault.move(p.source, to: p.folder, name: p.name, replacing: p.replacing)
+        }
+    }
+
+    /// Moves or copies the sources one after another. When Ctrl-C stops it part way, says how
+    /// many went, and how to finish (review CN-3: "interrupted" alone, and running the command
+    /// again met the first that went as "already exists").
+    private static func carryOut(_ plans: [Plan], _ s: Session, _ verb: String, _ done: String, _ each: (Plan) throws -> Void) throws {
+        for (index, p) in plans.enumerated() {
+            do {
+                if index > 0 && Session.interruptRequested != 0 { throw Cancelled() }
+                try each(p)
+            } catch is Cancelled where index > 0 {
+                s.note(verb, "\(done) \(index) of \(plans.count) before the interrupt; the rest were not: \(verb) -n with the same operands does the rest")
+                throw Cancelled()
+            }
         }
     }
 
@@ -219,7 +235,7 @@ enum Rearrange {
             }
             return plans
         }
-        for p in plans {
+        try carryOut(plans, s, "cp", "copied") { p in
             try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))
         }
     }
