@@ -210,6 +210,9 @@ def test_cd_and_pwd(sample):
     r = sample.ok("cd /docs; cd /photos; cd -; cd -; pwd")
     assert r.out == "/photos\n", "cd - twice swaps back" + r.describe()
     sample.fails("cd /photos/a.png", "cd")
+    # Review CN-4: `cd -` to a folder removed since said "not a folder".
+    r = sample.c("mkdir /gone; cd /gone; cd /; rm -r /gone; cd -")
+    assert r.rc == 1 and r.err_lines[-1] == "narnia: error: cd: /gone: no such folder", r.describe()
 
 
 def test_tree(sample):

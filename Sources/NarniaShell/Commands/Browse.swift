@@ -145,7 +145,9 @@ enum Browse {
         } else {
             target = .root
         }
-        guard let id = s.resolve(target), s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(target)): not a folder") }
+        // `cd -` to a folder removed since (review CN-4: "not a folder").
+        guard let id = s.resolve(target) else { throw CommandFailure("\(s.inMessage(target)): no such folder") }
+        guard s.vault.isFolder(id) else { throw CommandFailure("\(s.inMessage(target)): not a folder") }
         s.previousCwd = s.cwd
         s.cwd = target
     }
