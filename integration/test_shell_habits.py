@@ -578,3 +578,17 @@ def test_ctrl_c_between_the_sources_of_cp_says_how_many_went_and_cp_n_does_the_r
     vault.ok("cp -n /host/* /dest")
     assert vault.ok("ls /dest").out_lines == [f"f{i:02}.bin" for i in range(count)]
     vault.ok("verify")
+
+
+def test_export_meets_a_host_file_whose_name_is_the_same_in_another_unicode_form(vault, host):
+    """Review CN-5: a decomposed (NFD) host name is imported as the NFC name every vault name
+    is; an export back into that folder wrote a second `café` beside the first."""
+    nfd = "cafe\u0301"
+    (host / "d").mkdir()
+    (host / "d" / nfd).write_bytes(b"x")
+    vault.ok(f"lcd {q(str(host))}; import d")
+    r = vault.ok(f"lcd {q(str(host))}; export --skip-existing /d .")
+    assert r.out_lines == ["skipped /d/caf\u00e9 -> d/caf\u00e9 (already there)"], r.describe()
+    r = vault.c(f"lcd {q(str(host))}; export /d .")
+    assert r.rc == 1 and r.err_lines[0] == f"narnia: error: export: d/caf\u00e9: d/{nfd} is there, the same name in another Unicode form (decomposed)", r.describe()
+    assert os.listdir(host / "d") == [nfd]

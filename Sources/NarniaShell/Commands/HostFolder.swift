@@ -22,6 +22,9 @@ final class HostFolder {
     /// The exact names (bytes) in the folders at these components, read when first needed: an
     /// entry that was there before the export counts only if it bears the very name asked for.
     private var listings: [[String]: Set<[UInt8]>] = [:]
+    /// The names in the folders at these components that are not in NFC, by their NFC form,
+    /// read when first needed (`otherForm`).
+    private var otherForms: [[String]: [String: String]] = [:]
     /// The folders looked into for temporary files left (`leftTemporaryFiles`).
     private var lookedForLeftFiles = Set<[String]>()
     /// The host paths of temporary files (`temporaryName`) found in the folders files are
@@ -88,10 +91,34 @@ final class HostFolder {
     /// (`--skip-existing`: a file exported before, `Transfer.isCopiedBefore`), not following
     /// links. A file there under another spelling (`Photo.jpg` for `photo.jpg` on FAT) is not.
     func holdsFile(_ components: [String], size: UInt64, modified: Int64) throws -> Bool {
-        guard let dir = try folder(Array(components.dropLast()), create: false),
-              let st = try dir.statusOfEntry(components.last!) else { return false }
-        guard (try? checkSameName(components, found: st, in: dir)) != nil else { return false }
+        guard let dir = try folder(Array(components.dropLast()), create: false) else { return false }
+        let st: stat
+        if let found = try dir.statusOfEntry(components.last!) {
+            guard (try? checkSameName(components, found: found, in: dir)) != nil else { return false }
+            st = found
+        } else if let other = try otherForm(of: components, in: dir), let found = try dir.statusOfEntry(other) {
+            st = found   // exported before under that spelling, or imported from it
+        } else {
+            return false
+        }
         return st.isRegularFile && Transfer.isCopiedBefore(size: size, modified: modified, there: (UInt64(st.st_size), st.modifiedNanoseconds))
+    }
+
+    /// The name in `dir` (the folder of `components`) that is the last of `components` in
+    /// another Unicode form, if any: a decomposed (NFD) `café`, as macOS and some programs
+    /// write names, for the NFC one every vault name is (review CN-5: an export back into the
+    /// folder an item was imported from wrote a second `café` beside the first).
+    private func otherForm(of components: [String], in dir: FileDescriptor) throws -> String? {
+        let parent = Array(components.dropLast())
+        if otherForms[parent] == nil {
+            var forms: [String: String] = [:]
+            for entry in try dir.typedEntries().entries {
+                let nfc = ItemName.nfc(entry.name)
+                if !nfc.utf8.elementsEqual(entry.name.utf8) { forms[nfc] = entry.name }
+            }
+            otherForms[parent] = forms
+        }
+        return otherForms[parent]![ItemName.nfc(components.last!)]
     }
 
     /// Checks that `found`, the entry that the last of `components` finds in `dir`, is the one
@@ -131,8 +158,14 @@ final class HostFolder {
     func checkWritable(_ components: [String], force: Bool, skipping: Bool) throws {
         guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
         lookForLeftFiles(in: dir, at: Array(components.dropLast()))
-        guard let st = try dir.statusOfEntry(components.last!) else { return }
         let shown = path(components)
+        guard let st = try dir.statusOfEntry(components.last!) else {
+            if let other = try otherForm(of: components, in: dir) {
+                throw CommandFailure("\(shown): \(path(Array(components.dropLast()) + [other])) is there, the same name in another Unicode form (decomposed)",
+                                     hint: "nothing was exported; a second file of that name would look the same: rename or move that one aside, or export elsewhere")
+            }
+            return
+        }
         try checkSameName(components, found: st, in: dir)
         if st.isDirectory {
             throw CommandFailure("\(shown): a folder is in the way", hint: "nothing was exported; a folder is never replaced, even with --force: move it aside, or export elsewhere")
