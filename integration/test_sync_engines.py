@@ -977,6 +977,26 @@ def test_a_listing_cut_short_by_a_folder_that_went_sends_nothing(narnia_bin, hos
     assert sorted(a.ok("ls /").out_lines) == ["a.bin", "b.bin"]
 
 
+def test_a_journal_sent_to_a_folder_remote_replaces_the_copy_there_at_once(narnia_bin, host, tmp_path):
+    """Review CL-4 (high): a journal went there under a temporary name, then `rclone moveto`,
+    which deletes the copy there before it renames: a session open on that store saw the
+    journal's items go, and a sync cut between the two left the remote without the journal,
+    its items gone there with `verify` passing. Here an rclone in PATH does what rclone's
+    moveto does up to that cut: it deletes the destination, then dies."""
+    a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "rclone").write_text('#!/bin/sh\ncase "$1" in moveto) for last; do :; done; rm -f "$last"; kill -9 $$;; esac\n'
+                                 'exec /usr/bin/rclone "$@"\n')
+    (fake / "rclone").chmod(0o755)
+    a.ok("mkdir /after")
+    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    assert r.rc == 0, r.describe()
+    assert not [p for p in remote_files(remote) if ".narnia-sending-" in p]
+    c = make_device(narnia_bin, tmp_path, "C", remote)
+    assert sorted(c.ok("ls /").out_lines) == ["a.bin", "after", "b.bin"]
+
+
 def test_a_failure_names_rclones_error_not_a_notice_after_it(narnia_bin, host, tmp_path):
     """Review AF: a failed sync quoted rclone's last line, which can be a notice that is no
     reason for it ("Config file … not found"). Its last error is quoted."""

@@ -233,7 +233,7 @@ enum SyncCommand {
         for file in sending.sendJournals + grown {
             watch("sending journals")
             var outcome = try rclone.copy(file: vault.directory + "/" + file.path, to: Rclone.join(remote, file.path + sendingSuffix))
-            if outcome.status == 0 && !outcome.cancelled {
+            if outcome.status == 0 && !outcome.cancelled, try !renamedInPlace(localFolders, file.path + sendingSuffix, as: file.path) {
                 outcome = try rclone.move(Rclone.join(remote, file.path + sendingSuffix), to: Rclone.join(remote, file.path))
             }
             if outcome.cancelled { throw Cancelled() }
@@ -258,6 +258,19 @@ enum SyncCommand {
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
         try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+    }
+
+    /// Puts a journal sent under a temporary name in place with `rename(2)`, which replaces the
+    /// copy there at once, when the remote is one folder here that holds every file sent under
+    /// its own name. `rclone moveto` deletes the copy there first: a session open on that store
+    /// saw the journal's items go and come back, and a sync cut between the two left the remote
+    /// without the journal, its items gone there with `verify` passing (review CL-4). Returns
+    /// false where rclone must rename it.
+    private static func renamedInPlace(_ folders: [RcloneRemote.Folder], _ temporary: String, as path: String) throws -> Bool {
+        guard folders.count == 1, let folder = folders.first, folder.exact, folder.namesKept, folder.receivesAll,
+              (try FileSystem.lstatIfExists(folder.path + "/" + temporary)) != nil else { return false }
+        try FileSystem.rename(folder.path + "/" + temporary, folder.path + "/" + path)
+        return true
     }
 
     /// How many of `files` a failed send left there whole (at their length here), by a new
