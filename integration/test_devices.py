@@ -898,6 +898,33 @@ def test_a_session_sees_other_devices_changes_arrive_between_lines(narnia, host)
     assert sorted(narnia.ok("ls /").out_lines) == ["made", "new.txt"]
 
 
+def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narnia, host):
+    """Review CL-1: the shell read other devices' changes when it drew the prompt, where a user
+    sits while a sync engine delivers: the next line ran on the tree as it was (`rm -r` of a
+    folder another device had just filled left it there), the note after its output. CL-3:
+    the prompt went on showing a current folder removed there."""
+    from test_shell_pty import PROMPT, Shell, names
+    narnia.init()
+    narnia.ok("mkdir /trip /keep")
+    b = device_not_yet_written(narnia, host / "B")
+    shell = Shell(b)
+    try:
+        shell.login()
+        shell.run("cd /trip")
+        narnia.ok("rm -r /trip; mkdir /new")
+        shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # what a sync engine carries
+        time.sleep(0.2)
+        out = shell.run("ls /")
+        note = "narnia: note: other devices' changes arrived: 1 new item, 1 item removed"
+        assert out.splitlines()[:2] == [note, "narnia: note: the current folder /trip no longer exists; now in /"], out
+        assert names("\n".join(out.splitlines()[2:])) == ["keep/", "new/"], out
+        assert PROMPT.findall(shell.output)[-1] == b"/", shell.output[-200:]
+        shell.send("exit\r")
+        shell.wait()
+    finally:
+        shell.close()
+
+
 def test_a_journal_replaced_after_the_sessions_last_write_is_saved_when_it_ends(narnia, host):
     """Review CJ-2: replaced after the session's last write, the journal was found by no
     append, and what the session had written (reported done) was lost when it ended."""

@@ -158,8 +158,12 @@ public final class Session: @unchecked Sendable {
     /// After `command`: when the current folder was moved, follows it; when it was removed,
     /// moves to the nearest folder above it that still exists. Says so either way, in the
     /// command's name (a note said `cd:` after an `rm`: review AJ).
-    func settleCurrentFolder(after command: String) {
+    func settleCurrentFolder(after command: String?) {
         guard resolve(cwd) != cwdID || !vault.isFolder(cwdID) else { return }
+        // After other devices' changes arrived, between lines, no command is to blame.
+        let note: (String) -> Void = { message in
+            if let command { self.note(command, message) } else { self.err.messageLine("narnia: note: \(message)"); self.err.flush() }
+        }
         // Merged with another device's folder of its name (a sync): still the folder there
         // (review CD: the note said it no longer existed).
         if !vault.isFolder(cwdID), let here = resolve(cwd), vault.folder(here, standsFor: cwdID) {
@@ -171,13 +175,13 @@ public final class Session: @unchecked Sendable {
         let before = err.isTerminal && ViewingPreferences(self).hideNames ? "" : " " + inMessage(cwd)
         if cwdID != .root, vault.isFolder(cwdID) {
             cwd = vaultPath(of: cwdID)
-            note(command, "the current folder\(before) moved to \(inMessage(cwd))")
+            note("the current folder\(before) moved to \(inMessage(cwd))")
             return
         }
         var path = cwd
         while !path.isRoot, resolve(path).map({ !vault.isFolder($0) }) ?? true { path = path.parent }
         cwd = path
-        note(command, "the current folder\(before) no longer exists; now in \(inMessage(path))")
+        note("the current folder\(before) no longer exists; now in \(inMessage(path))")
     }
 
     // MARK: Vault paths

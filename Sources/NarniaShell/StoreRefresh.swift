@@ -50,6 +50,8 @@ extension Session {
         // replaced journal was said as other devices' changes).
         if !said.isEmpty { err.messageLine("narnia: note: other devices' changes arrived: " + said.joined(separator: ", ")) }
         err.flush()
+        // The current folder removed or moved there (review CL-3: the prompt went on showing it).
+        settleCurrentFolder(after: nil)
     }
 
     /// The names changed in the store's folders since last asked; a shard folder made since is

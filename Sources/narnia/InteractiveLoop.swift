@@ -69,6 +69,9 @@ final class InteractiveLoop {
                     session.err.flush()
                     continue
                 }
+                // What arrived while the line was typed, before it runs (review CL-1: the
+                // line ran on the tree shown at the prompt, and the note came after its output).
+                session.readChangesArrived()
                 _ = session.runBatchLine(line, keepGoing: true)
                 session.out.flush()
             case .again: continue
