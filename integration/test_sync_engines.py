@@ -997,6 +997,45 @@ def test_a_journal_sent_to_a_folder_remote_replaces_the_copy_there_at_once(narni
     assert sorted(c.ok("ls /").out_lines) == ["a.bin", "after", "b.bin"]
 
 
+def test_leftovers_of_a_killed_import_taken_by_a_sync_straight_from_the_store_go_everywhere(narnia_bin, host, tmp_path):
+    """Review CL-2: objects an import killed -9 left (uncommitted, one half written), which
+    another device's `sync` straight from that store took before it was opened again, went
+    back and forth at every sync for ever: each open of the first deleted them without a
+    trace, and each sync of the other sent them back. Now the open retires them too."""
+    a = Device("A", Narnia(narnia_bin, tmp_path / "a"))
+    a.n.init()
+    a.ok("mkdir /one")
+    b = make_device(narnia_bin, tmp_path, "B", a.vault)
+    b.sync(str(a.vault))
+    (host / "big.bin").write_bytes(os.urandom(96 << 20))
+    before = {p for p in a.vault.rglob("*") if p.is_file()}
+    run = Background(a, f"import {q(str(host / 'big.bin'))}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.proc.poll() is None:
+        new = [p for p in a.vault.rglob("*") if p.is_file() and p not in before and p.stat().st_size > (1 << 20)]
+        if new:
+            break
+        time.sleep(0.005)
+    if run.proc.poll() is not None:
+        pytest.skip("the import ended before it could be killed")
+    os.kill(run.proc.pid, signal.SIGKILL)
+    run.wait()
+    leftovers = sorted(str(p.relative_to(a.vault)) for p in a.vault.rglob("*") if p.is_file() and p not in before
+                       and p.stat().st_mode & 0o777 == 0o600 and len(p.name) == 32)
+    assert leftovers, "the import left no object"
+    b.sync(str(a.vault))
+    assert all((b.vault / p).exists() for p in leftovers), "the other device took the leftovers"
+    for turn in range(3):
+        a.ok("pwd")
+        r = b.sync(str(a.vault), f" (turn {turn})")
+        assert "sent 0 files" in r.out, r.describe()
+    a.ok("pwd")
+    for store in (a.vault, b.vault):
+        assert not [p for p in leftovers if (store / p).exists()], f"{store} keeps leftovers {leftovers}"
+    a.verify()
+    b.verify()
+
+
 def test_a_failure_names_rclones_error_not_a_notice_after_it(narnia_bin, host, tmp_path):
     """Review AF: a failed sync quoted rclone's last line, which can be a notice that is no
     reason for it ("Config file … not found"). Its last error is quoted."""

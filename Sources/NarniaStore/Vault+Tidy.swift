@@ -46,6 +46,7 @@ extension Vault {
         // tag arrive that its records name only later: none is deleted as a leftover.
         let keepOwnUnnamed = ownRecordsMayBeLost || ownRecordsForked
         var ops: [Operation] = []
+        var leftovers: [Identifier] = []
         // Tails of this device's journals, said once: cuts (when objects are kept), and
         // unfinished writes that could not be cut off (see `chooseAppendTarget`).
         for file in journals.values where file.device == device {
@@ -74,8 +75,14 @@ extension Vault {
                 warnings.append("\(split.unsure.count) objects this device wrote are named by no record: left by a write cut short, or named by records this copy no longer holds; this file system keeps no file modes, which would tell which, so they are kept")
                 ops.append(.keep(split.unsure))
             }
+            // Leftovers of a write cut short, deleted below: retired too, so that a copy another
+            // device took meanwhile (a sync straight from this store) goes there as well and is
+            // never sent back (review CL-2: they went back and forth at every sync, for ever).
+            leftovers = split.neverNamed
         }
         let known = knowledgeOfNextRecord
+        ops += leftovers.filter { state.retired[RetiredFile(kind: .object, id: $0)] == nil }
+            .map { .retire(RetiredFile(kind: .object, id: $0), known) }
         ops += state.unneededObjects.sorted().map { .retire(RetiredFile(kind: .object, id: $0), known) }
         ops += upgradeRetirements
         let recorded = state.devices[device]?.lastKnowledge ?? Knowledge()
@@ -117,7 +124,7 @@ extension Vault {
         deleteRetiredFiles()
         if isKnownDevice && !keepOwnUnnamed {
             // Only what no record ever named: leftovers of a batch that never committed.
-            for id in splitByCommitMark(ownUnnamedObjects, marksHold: marksHold).neverNamed {
+            for id in leftovers {
                 for path in inventory.files.removeValue(forKey: id)?.all ?? [] {
                     try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 }
