@@ -56,7 +56,9 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
-        for (id, entry) in journalFiles {
+        journalsSetAsideAtRotation = journalsUnknownAtRotation(journalFiles)
+        warnings += warningsForJournalsUnknownAtRotation()
+        for (id, entry) in journalFiles where journalsSetAsideAtRotation[id] == nil {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
             var versions = JournalVersions()

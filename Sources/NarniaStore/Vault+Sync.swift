@@ -526,7 +526,7 @@ extension Vault {
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-                     bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
+                     bytesAtLastCompaction, unreadableCopies, journalsSetAsideAtRotation, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
         do {
             keys = try KeyTable()
             state = MergeState(keys: keys, device: device)
@@ -542,7 +542,7 @@ extension Vault {
         } catch {
             (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-             bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
+             bytesAtLastCompaction, unreadableCopies, journalsSetAsideAtRotation, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
             warnings = savedWarnings
             throw error
         }

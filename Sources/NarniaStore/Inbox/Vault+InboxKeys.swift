@@ -132,9 +132,17 @@ extension Vault {
                       let file = InboxPublicKeyFile.parse(id: id, bytes: bytes) else { continue }
                 let expected = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: id, body: file.body) }
                 let pair = pairs.first { $0.file == id }
-                guard file.authenticator != expected || (pair != nil && pair!.publicKey != file.publicKey) else { continue }
                 let which = path == entry.main ? "the inbox public key file \(id.hex.prefix(8))" : "a copy of the inbox public key file \(id.hex.prefix(8)) (\(path))"
-                warnings.append("\(which) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later — or a second vault was made in this folder ('init' on two copies of a synced folder); it was deleted. Files dropped with it cannot be adopted here; check the fingerprint 'inbox-key' shows where you drop from")
+                if file.authenticator == expected && pair == nil && journalKeyChain.count > 1 {
+                    // Its authenticator is made with the names subkey, which every key file
+                    // holds, old ones too (review CM-1: after a rotation, an old key file's
+                    // holder planted one, and drops were sealed to them).
+                    warnings.append("\(which) is named by no inbox key pair of this vault: someone who holds an old key file of it (from before 'passwd --rotate') and can write the store added it, to read files dropped later — or a device of yours rotated the inbox key and its record has not arrived yet (that device writes the file again); it was deleted. Check the fingerprint 'inbox-key' shows where you drop from")
+                } else if file.authenticator != expected || (pair != nil && pair!.publicKey != file.publicKey) {
+                    warnings.append("\(which) was not made by this vault: someone who can write the store replaced or added it, to read files dropped later — or a second vault was made in this folder ('init' on two copies of a synced folder); it was deleted. Files dropped with it cannot be adopted here; check the fingerprint 'inbox-key' shows where you drop from")
+                } else {
+                    continue
+                }
                 try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 if path == entry.main { inventory.inboxKeys[id]?.main = nil }
                 inventory.inboxKeys[id]?.copies.removeAll { $0 == path }
