@@ -837,7 +837,12 @@ def test_interrupted_journal_send_loses_nothing_the_remote_had(narnia, tmp_path)
     lost = sorted(set(before) - set(tree(after.out)))
     assert not lost, (f"items the remote held after an earlier finished sync are gone from it "
                       f"({len(lost)} of {len(before)}, e.g. {lost[:3]}){ctx}")
+    # Review CM-5: the temporary name tells the remote nothing of the device that sends it.
+    device = next(l.split()[0] for l in a.ok("devices").out_lines if l.endswith("(this device)"))
+    cut = [p for p in remote_files(remote) if ".narnia-sending-" in p]
+    assert all(device not in p.rsplit(".narnia-sending-", 1)[1] for p in cut), (device, cut)
     a.sync(str(remote), " (rerun)")
+    assert not [p for p in remote_files(remote) if ".narnia-sending-" in p], "the cut transfer is left there"
     assert_same_listings([a, r_dev], " (after the rerun)")
     r_dev.verify(" (after the rerun)")
 
@@ -1201,7 +1206,8 @@ def test_a_remote_holding_another_vault_is_refused(narnia_bin, host, tmp_path):
 
 
 def test_a_cut_transfer_of_a_conflict_copy_is_no_copy(narnia_bin, tmp_path):
-    """Review AM: a journal transfer under way is named `NAME.narnia-sending-DEVICE`; when NAME
+    """Review AM: a journal transfer under way was named `NAME.narnia-sending-DEVICE` (now a tag
+    only its device recognises; the old form is still known as its own); when NAME
     was a Syncthing conflict copy's, the `conflict` in it made the cut temporary read as a copy:
     fetched by every device, sent back, never deleted, and each sync reported a transfer."""
     a = Device("A", Narnia(narnia_bin, tmp_path / "a"))

@@ -54,6 +54,21 @@ extension Vault {
         return makeTemporaryFile(prefix: Self.storeProbePrefix, permissions: 0o600, suffix: tag.hex)?.name
     }
 
+    /// A tag for the temporary name of a journal `sync` sends (`NAME.narnia-sending-TAG`):
+    /// fresh at each call, and recognised by this device only (`isOwnSendingTag`), so that a
+    /// remote learns neither which device sends it nor that two transfers are one device's
+    /// (review CM-5: the suffix was the device identifier's first digits, which the default
+    /// device name ends with).
+    public func newSendingTag() -> String {
+        tags.withKeyOpen { tags.newSyncTemporary() }.hex
+    }
+
+    /// True for a tag `newSendingTag` gave this device.
+    public func isOwnSendingTag(_ tag: Substring) -> Bool {
+        guard let id = Identifier(hex: tag) else { return false }
+        return tags.withKeyOpen { tags.isOwnSyncTemporary(id) }
+    }
+
     /// True for the name of a probe this device made (`makeStoreProbe`).
     func isOwnStoreProbe(_ name: String) -> Bool {
         guard name.hasPrefix(Self.storeProbePrefix),

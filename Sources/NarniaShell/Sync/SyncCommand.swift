@@ -248,7 +248,7 @@ enum SyncCommand {
         }
         for file in sending.deleteHere { vault.deleteRetired(file) }
         // This device's temporary copies an interrupted sync left there go too.
-        let leftovers = there.keys.map(\.text).filter { $0.hasSuffix(sendingSuffix) }
+        let leftovers = there.keys.map(\.text).filter { isOwnTemporary($0, vault) }
         if !sending.deleteThere.isEmpty || !leftovers.isEmpty {
             let outcome = try rclone.delete(sending.deleteThere.map(\.path) + leftovers, in: remote, listIn: folder)
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
@@ -563,9 +563,20 @@ enum SyncCommand {
     }
 
     /// The suffix of a journal being sent, before it is renamed into place: not a store name
-    /// (so every reader ignores it), and this device's own (so only it deletes its leftovers).
+    /// (so every reader ignores it), and this device's own (so only it deletes its leftovers),
+    /// in a way only it can tell (`Vault.newSendingTag`).
     static func temporarySuffix(_ vault: Vault) -> String {
-        ".narnia-sending-" + String(vault.device.hex.prefix(8))
+        sendingMark + vault.newSendingTag()
+    }
+
+    private static let sendingMark = ".narnia-sending-"
+
+    /// True for a journal's temporary name that this device gave it (`temporarySuffix`), or
+    /// that an earlier version of it did, ending in its identifier's first 8 hex digits.
+    static func isOwnTemporary(_ path: String, _ vault: Vault) -> Bool {
+        guard let mark = path.range(of: sendingMark, options: .backwards) else { return false }
+        let tag = path[mark.upperBound...]
+        return tag == vault.device.hex.prefix(8) || vault.isOwnSendingTag(tag)
     }
 
     /// The name a forked journal's copy gets: Syncthing's form, so that every reader knows it.
