@@ -120,8 +120,8 @@ CASES = [
     # (review AX1); to a file: "not a folder".
     ("export-several-to-missing", "export /docs/notes.txt /photos/a.png HOST/nodir", "export", "nodir", r"nodir: no such folder$"),
     ("export-several-to-file", "export /docs/notes.txt /photos/a.png HOST/existing.txt", "export", "existing.txt", r"existing.txt: not a folder$"),
-    ("mv-several-to-missing", "mv /docs/notes.txt /photos/a.png /nodir", "mv", "/nodir", r"/nodir: no such folder$"),
-    ("cp-several-to-missing", "cp /docs/notes.txt /photos/a.png /nodir", "cp", "/nodir", r"/nodir: no such folder$"),
+    ("mv-several-to-missing", "mv /docs/notes.txt /photos/a.png /nodir", "mv", "/nodir", r"/nodir: no such folder; nothing was moved$"),
+    ("cp-several-to-missing", "cp /docs/notes.txt /photos/a.png /nodir", "cp", "/nodir", r"/nodir: no such folder; nothing was copied$"),
     # Operands beyond those a command takes: one wording (review AX7).
     ("cd-too-many", "cd /docs /photos", "cd", "", r"^narnia: error: cd: too many arguments$"),
     ("pwd-too-many", "pwd x", "pwd", "", r"^narnia: error: pwd: too many arguments$"),
@@ -135,7 +135,7 @@ CASES = [
     ("export-to-empty", "export /docs/notes.txt ''", "export", "''", r"^narnia: error: export: '': "),
     ("mv-to-empty", "mv /docs/notes.txt ''", "mv", "''", r"^narnia: error: mv: '': a name cannot be empty$"),
     ("import-stdin-empty-name-shown", "import - ''", "import", "''", r"^narnia: error: import: '': a name cannot be empty$"),
-    ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder$"),
+    ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder; nothing was copied$"),
 ]
 
 
