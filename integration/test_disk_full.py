@@ -10,14 +10,30 @@ Mounting needs root (as on CI and the development machines); elsewhere these tes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from harness import Narnia, q, tree_files
 
 SIZE_MIB = 12
+
+
+@contextlib.contextmanager
+def small_tmpfs(mount: Path, size: str):
+    """A tmpfs of `size` (`8m`) mounted at `mount` (made) for the block; skips where mounting
+    is not allowed."""
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 @pytest.fixture
@@ -157,20 +173,13 @@ def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narni
         (src / f"f{i}.bin").write_bytes(os.urandom(5 << 20))
     n.ok(f"import {q(str(src))}")
     n.ok("mkdir -p /src/zz/deeper/dir; cp /src/f1.bin /src/zz/deeper/dir/")   # never reached
-    mount = tmp_path / "small-out"
-    mount.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small-out", "8m") as mount:
         r = n.c(f"export /src {q(str(mount))}")
         assert r.rc == 1, r.describe()
         assert len(r.errors) == 1 and "the disk is full; the files after it were not exported either" in r.errors[0], r.describe()
         left = sorted(p.name for p in (mount / "src").iterdir())
         # Review CH-5: no empty folders of the items never reached are left.
         assert left == ["f0.bin"] and (mount / "src" / "f0.bin").read_bytes() == (src / "f0.bin").read_bytes(), left
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def test_a_copy_that_does_not_fit_says_the_disk_is_full_not_a_store_file(small_vault, tmp_path):
@@ -223,12 +232,7 @@ def test_a_sync_to_a_remote_that_fills_counts_the_files_that_arrived(narnia_bin,
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(3 << 20))
     n.ok(f"import {q(str(big))}")
-    mount = tmp_path / "small-remote"
-    mount.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small-remote", "2m") as mount:
         r = n.c(f"sync {q(str(mount / 'r'))}")
         assert r.rc == 1, r.describe()
         whole = [p for p in (mount / "r").rglob("*") if p.is_file()
@@ -236,8 +240,6 @@ def test_a_sync_to_a_remote_that_fills_counts_the_files_that_arrived(narnia_bin,
                  and p.stat().st_size == (n.vault / p.relative_to(mount / "r")).stat().st_size]
         assert len(whole) >= 2, whole   # the key files, at least
         assert f"partly synced with {mount / 'r'}: sent {len(whole)} files" in r.err, r.describe()
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def test_an_import_on_a_nearly_full_disk_gets_as_far_as_the_space_allows(small_vault, tmp_path):

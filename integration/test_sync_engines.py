@@ -958,6 +958,16 @@ def two_devices_on_a_local_remote(narnia_bin: Path, host: Path, tmp_path: Path) 
     return a, b, remote
 
 
+def with_rclone_wrapped(device: Device, tmp_path: Path, case: str) -> dict:
+    """The environment of `device` with an `rclone` first in PATH that runs the shell `case`
+    clause `case` (on its arguments "$@") before the real rclone."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "rclone").write_text(f'#!/bin/sh\ncase "$*" in {case} esac\nexec /usr/bin/rclone "$@"\n')
+    (fake / "rclone").chmod(0o755)
+    return {**device.n.env, "PATH": f"{fake}:{device.n.env['PATH']}"}
+
+
 def remote_files(remote: Path) -> dict[str, bytes]:
     return {str(p.relative_to(remote)): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
 
@@ -969,13 +979,9 @@ def test_a_listing_cut_short_by_a_folder_that_went_sends_nothing(narnia_bin, hos
     there, B's longer one too, were replaced by the copies here. Now the sync fails, sending
     nothing. Here an rclone in PATH says so of every recursive listing."""
     a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "rclone").write_text('#!/bin/sh\ncase "$*" in *"lsjson -R"*) echo "ERROR : d7: directory not found" >&2; exit 3;; esac\n'
-                                 'exec /usr/bin/rclone "$@"\n')
-    (fake / "rclone").chmod(0o755)
+    env = with_rclone_wrapped(a, tmp_path, '*"lsjson -R"*) echo "ERROR : d7: directory not found" >&2; exit 3;;')
     before = remote_files(remote)
-    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    r = a.c(f"sync {q(str(remote))}", env=env)
     assert r.rc == 1 and f"rclone could not list {remote} (exit status 3): a folder in it went while it was listed" in r.err, r.describe()
     assert remote_files(remote) == before, "files were sent on a listing that was not the remote's"
     a.sync(str(remote))
@@ -989,13 +995,9 @@ def test_a_journal_sent_to_a_folder_remote_replaces_the_copy_there_at_once(narni
     its items gone there with `verify` passing. Here an rclone in PATH does what rclone's
     moveto does up to that cut: it deletes the destination, then dies."""
     a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "rclone").write_text('#!/bin/sh\ncase "$1" in moveto) for last; do :; done; rm -f "$last"; kill -9 $$;; esac\n'
-                                 'exec /usr/bin/rclone "$@"\n')
-    (fake / "rclone").chmod(0o755)
+    env = with_rclone_wrapped(a, tmp_path, 'moveto*) for last; do :; done; rm -f "$last"; kill -9 $$;;')
     a.ok("mkdir /after")
-    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    r = a.c(f"sync {q(str(remote))}", env=env)
     assert r.rc == 0, r.describe()
     assert not [p for p in remote_files(remote) if ".narnia-sending-" in p]
     c = make_device(narnia_bin, tmp_path, "C", remote)
@@ -1045,13 +1047,9 @@ def test_a_failure_names_rclones_error_not_a_notice_after_it(narnia_bin, host, t
     """Review AF: a failed sync quoted rclone's last line, which can be a notice that is no
     reason for it ("Config file … not found"). Its last error is quoted."""
     a, _, remote = two_devices_on_a_local_remote(narnia_bin, host, tmp_path)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "rclone").write_text('#!/bin/sh\ncase "$*" in *"lsjson -R"*) echo "2026/12/04 06:00:00 ERROR : d7: permission denied" >&2;'
-                                 ' echo "2026/12/04 06:00:00 NOTICE: Config file \\"/x/rclone.conf\\" not found - using defaults" >&2; exit 6;; esac\n'
-                                 'exec /usr/bin/rclone "$@"\n')
-    (fake / "rclone").chmod(0o755)
-    r = a.c(f"sync {q(str(remote))}", env={**a.n.env, "PATH": f"{fake}:{a.n.env['PATH']}"})
+    env = with_rclone_wrapped(a, tmp_path, '*"lsjson -R"*) echo "2026/12/04 06:00:00 ERROR : d7: permission denied" >&2;'
+                              ' echo "2026/12/04 06:00:00 NOTICE: Config file \\"/x/rclone.conf\\" not found - using defaults" >&2; exit 6;;')
+    r = a.c(f"sync {q(str(remote))}", env=env)
     assert r.rc == 1 and r.err_lines[-1] == (f"narnia: error: sync: rclone could not list {remote} (exit status 6): "
                                              "2026/12/04 06:00:00 ERROR : d7: permission denied"), r.describe()
 
