@@ -255,20 +255,23 @@ def test_sftp_aliases_and_host_commands(vault, host):
     vault.ok(f"lcd {q(str(host))}; put a.bin; lmkdir {q(str(host / 'got'))}; lcd got; mget /a.bin")
     assert (host / "got" / "a.bin").exists()
     assert vault.ok("?").out == vault.ok("help").out
-    r = vault.ok(f"lcd {q(str(host))}; !ls got; !echo 'one  two'")
-    assert r.out_lines == ["a.bin", "one  two"], r.describe()
-    # A host command runs to the next `;` outside quotes, its text as typed (redirections,
-    # quotes) given to /bin/sh, wherever it stands on the line.
-    r = vault.ok("!echo one; pwd; !echo 'a;b' \"c;d\" e\\;f > out.txt; !cat out.txt")
-    assert r.out_lines == ["one", "/", "a;b c;d e;f"], r.describe()
-    # Review CN-1: at the start of a line it took the whole rest of the line, so the `rm -r`
-    # after it removed the host's folder of that name, not the vault's.
+    r = vault.ok(f"lcd {q(str(host))}; !ls got")
+    assert r.out_lines == ["a.bin"], r.describe()
+    # A host command's text, as typed (quotes, escapes, redirections), goes to /bin/sh; it goes
+    # last on its line.
+    r = vault.ok("!echo 'a;b' \"c;d\" e\\;f 'one  two' > out.txt", cwd=host)
+    assert (host / "out.txt").read_text() == "a;b c;d e;f one  two\n", r.describe()
+    # Reviews CN-1, CO-1: a host command followed by ';' and more is refused, nothing run: at the
+    # start of a line it took the whole rest, so `!ls; rm -r photos` removed the host's photos,
+    # not the vault's; cut at the ';', `!{ true; rm -r photos; }` removed the vault's.
     (host / "photos").mkdir()
     (host / "photos" / "keep.jpg").write_bytes(b"host")
     vault.ok("mkdir /photos")
-    r = vault.ok("!true; rm -r photos", cwd=host)
-    assert (host / "photos" / "keep.jpg").read_bytes() == b"host", r.describe()
-    assert "photos" not in vault.ok("ls /").out_lines, r.describe()
+    for line in ("!true; rm -r photos", "!{ true; rm -r photos; }", "pwd; !true; rm -r photos", "-!true; rm -r photos"):
+        r = vault.c(line, "--keep-going", cwd=host)
+        assert r.out_lines == [] and r.err_lines[-2].endswith(
+            "a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run"), r.describe()
+        assert (host / "photos" / "keep.jpg").read_bytes() == b"host" and "photos" in vault.ok("ls /").out_lines, r.describe()
     r = vault.c("!exit 3")
     assert r.rc == 1 and any("exited with status 3" in l for l in r.errors), r.describe()
     # The host command inherits nothing of the vault: only descriptors 0-2.

@@ -8,7 +8,7 @@ extension Session {
 
     /// Runs one command (already split into words). Prints its errors; returns success.
     /// `!COMMAND` gives the host's shell `source`, the command's text as typed after its `!`
-    /// (`tokenizeCommands`), or else its words, each quoted.
+    /// (`tokenizeCommands`: the rest of its line), or else its words, each quoted.
     public func run(words: [Word], source: Substring? = nil) -> Bool {
         guard let first = words.first else { return true }
         if Self.isHostCommand(words) {
@@ -124,13 +124,22 @@ extension Session {
 
     /// Runs the commands of one line (see `runBatchLine`), their numbers read as typed (BQ-1).
     private func run(_ commands: [(words: [Word], source: String)], mayFail: Bool, keepGoing: Bool) -> Bool {
+        // `!COMMAND` goes last on its line, its text given to the host's shell as typed. One
+        // followed by `;` and more is refused, nothing run: whether that `;` is the host's or
+        // ends the host command cannot be told. Review CN-1: a line beginning with `!` gave sh
+        // the whole rest of it, so `!ls; rm -r photos` removed the host's photos, not the
+        // vault's; review CO-1: cut at the `;`, `!{ echo; rm -r photos; }` removed the vault's.
+        if commands.indices.dropLast().contains(where: { Self.isHostCommand($0 == 0 ? commands[$0].words : Self.withoutMayFailMark(commands[$0].words).words) }) {
+            out.flush()
+            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run")
+            err.messageLine("narnia: hint: put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
+            err.flush()
+            return mayFail
+        }
         var ok = true
         for (index, (typed, source)) in commands.enumerated() {
             if exitRequested || Session.interruptRequested != 0 { break }
             let (words, excused) = index == 0 ? (typed, mayFail) : Self.withoutMayFailMark(typed)
-            // `!COMMAND` runs to the next `;` outside quotes, its text given to the host's
-            // shell as typed (review CN-1: a line beginning with `!` gave it the whole rest of
-            // the line, so `!ls; rm -r photos` removed the host's photos, not the vault's).
             let host = Self.isHostCommand(words)
             // At the prompt under hide-names `#2024` is a number, not a comment: one that names
             // nothing stops the line before the command holding it runs, for it was most likely
