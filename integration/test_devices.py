@@ -917,11 +917,41 @@ def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narn
         narnia.ok("rm -r /trip; mkdir /new")
         shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)   # what a sync engine carries
         time.sleep(0.2)
-        out = shell.run("ls /")
-        note = "narnia: note: other devices' changes arrived: 1 new item, 1 item removed"
-        assert out.splitlines()[:2] == [note, "narnia: note: the current folder /trip no longer exists; now in /"], out
-        assert names("\n".join(out.splitlines()[2:])) == ["keep/", "new/"], out
+        # Review CO-6: a line typed in a folder gone meanwhile is not run in the one above
+        # (`rm -r *` typed in /trip emptied the vault's root).
+        out = shell.run("rm -r *")
+        assert out.splitlines() == ["narnia: note: other devices' changes arrived: 1 new item, 1 item removed",
+                                    "narnia: note: the current folder /trip no longer exists; now in /",
+                                    "narnia: error: the line typed in /trip was not run: that folder was moved or removed on another device"], out
         assert PROMPT.findall(shell.output)[-1] == b"/", shell.output[-200:]
+        assert names(shell.run("ls /")) == ["keep/", "new/"]
+        shell.send("exit\r")
+        shell.wait()
+    finally:
+        shell.close()
+
+
+def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_nothing(narnia, host):
+    """Review CO-5: under hide-names, `rm #1` typed against the listing on screen ran after
+    other devices' changes were read, and removed the item that had just arrived as #1."""
+    from test_shell_pty import Shell
+    narnia.init()
+    narnia.ok("mkdir /p; cd /p; import - b.jpg; import - c.jpg", input=b"x")
+    b = device_not_yet_written(narnia, host / "B")
+    shell = Shell(b)
+    try:
+        shell.login()
+        shell.run("set hide-names on")
+        shell.run("cd /p")
+        shell.run("ls")
+        narnia.ok("cd /p; import - a.jpg", input=b"new")
+        shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)
+        time.sleep(0.2)
+        out = shell.run("rm #1")
+        assert out.splitlines()[1:] == ["narnia: error: the line was not run: other devices' changes arrived after the listing its item numbers were read from, which may name other items now",
+                                        "narnia: hint: list the folder again"], out
+        shell.run("set hide-names off")
+        assert shell.run("ls -1 /p").split() == ["a.jpg", "b.jpg", "c.jpg"]
         shell.send("exit\r")
         shell.wait()
     finally:

@@ -1,3 +1,4 @@
+import NarniaLanguage
 import NarniaStore
 import NarniaSystem
 
@@ -15,8 +16,33 @@ extension Session {
     /// Reads the journals again when another device's journal (or any journal's copy) changed
     /// in the store since last asked, and says what changed; nothing when none did. Not while
     /// a line's numbers are read as typed.
-    public func readChangesArrived() {
-        guard let watch = storeWatch, numbersAsTyped == nil else { return }
+    ///
+    /// With `line`, the line just typed (or read), about to run: returns false, having said
+    /// why, when what arrived changed what the line means — the current folder it was typed in
+    /// moved or went (review CO-6: `rm -r *` typed in a folder another device removed ran in the
+    /// folder above, the vault's root), or its item numbers (`#3`, under hide-names) were read
+    /// off a listing that no longer holds (review CO-5: `rm #1` removed an item just arrived).
+    @discardableResult
+    public func readChangesArrived(beforeRunning line: String? = nil) -> Bool {
+        let typedIn = cwd
+        let numbered = line.map { HiddenNames.holdsNumbers($0, s: self) } ?? false
+        let runs = line.map { (try? tokenize($0))?.isEmpty == false } ?? false
+        guard readChangesArrived(), runs else { return true }
+        if cwd != typedIn {
+            err.messageLine("narnia: error: \(located)the line typed in \(inMessage(typedIn)) was not run: that folder was moved or removed on another device")
+        } else if numbered {
+            err.messageLine("narnia: error: \(located)the line was not run: other devices' changes arrived after the listing its item numbers were read from, which may name other items now")
+            err.messageLine("narnia: hint: list the folder again")
+        } else {
+            return true
+        }
+        err.flush()
+        return false
+    }
+
+    /// Reads what arrived (see above); returns whether the tree changed.
+    private func readChangesArrived() -> Bool {
+        guard let watch = storeWatch, numbersAsTyped == nil else { return false }
         var (names, overflowed) = changedNames(watch)
         // This device's journal replaced (renamed over, or removed) since the last line: saved
         // before anything else, and the copy saved is among the changes.
@@ -26,7 +52,7 @@ extension Session {
             names.formUnion(more.names)
             overflowed = overflowed || more.overflowed
         }
-        guard overflowed || vault.changesMatter(names) else { return }
+        guard overflowed || vault.changesMatter(names) else { return false }
         let change: TreeChange
         do {
             change = try vault.reload()
@@ -34,11 +60,11 @@ extension Session {
             err.messageLine("narnia: note: journals sealed under a new master key arrived (another device ran 'passwd --rotate'): this session goes on with the vault as it was; open the vault again, with the new passphrase, to see them")
             err.flush()
             storeWatch = nil
-            return
+            return false
         } catch {
             err.messageLine("narnia: warning: other devices' changes arrived but could not be read (\(describe(error))); this session goes on with the vault as it was")
             err.flush()
-            return
+            return false
         }
         // What the reload itself did to the store (its deletions, its own records) is no news.
         _ = watch.takeChanges()
@@ -52,6 +78,7 @@ extension Session {
         err.flush()
         // The current folder removed or moved there (review CL-3: the prompt went on showing it).
         settleCurrentFolder(after: nil)
+        return !change.added.isEmpty || change.removed > 0
     }
 
     /// The names changed in the store's folders since last asked; a shard folder made since is

@@ -120,8 +120,7 @@ struct BatchRunner {
                 session.out.line("narnia> " + line)
                 session.out.flush()
             }
-            session.readChangesArrived()
-            if !session.runBatchLine(line, keepGoing: keepGoing) {
+            if !session.readChangesArrived(beforeRunning: line) || !session.runBatchLine(line, keepGoing: keepGoing) {
                 failed = true
                 if !keepGoing || Session.interruptRequested != 0 { break }
             }
