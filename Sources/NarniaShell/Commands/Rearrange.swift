@@ -221,7 +221,10 @@ enum Rearrange {
                 if index > 0 && Session.interruptRequested != 0 { throw Cancelled() }
                 try each(p)
             } catch is Cancelled where index > 0 {
-                s.note(verb, "\(done) \(index) of \(plans.count) before the interrupt; the rest were not: \(verb) -n with the same operands does the rest")
+                // A source moved is no longer where it was named: the same `mv` would refuse
+                // it (review CO-4); a `cp` with -n skips what it copied.
+                let rest = verb == "mv" ? "the rest are where they were" : "the rest were not: cp -n with the same operands does the rest"
+                s.note(verb, "\(done) \(index) of \(plans.count) before the interrupt; \(rest)")
                 throw Cancelled()
             }
         }
