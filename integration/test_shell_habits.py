@@ -595,3 +595,16 @@ def test_export_meets_a_host_file_whose_name_is_the_same_in_another_unicode_form
     r = vault.c(f"lcd {q(str(host))}; export /d .")
     assert r.rc == 1 and r.err_lines[0] == f"narnia: error: export: d/caf\u00e9: d/{nfd} is there, the same name in another Unicode form (decomposed)", r.describe()
     assert os.listdir(host / "d") == [nfd]
+
+
+def test_export_goes_into_a_host_folder_whose_name_is_the_same_in_another_unicode_form(vault, host):
+    """Review CO-3: the NFD twin of a folder's name did not stand for it: an NFC look-alike
+    folder was made beside it, and every file written again there."""
+    nfd = "cafe\u0301"
+    (host / nfd).mkdir()
+    (host / nfd / "a.txt").write_bytes(b"a")
+    vault.ok(f"lcd {q(str(host))}; import {q(nfd)}; cd /caf\u00e9; import - b.txt", input=b"b")
+    r = vault.ok(f"lcd {q(str(host))}; export --skip-existing /caf\u00e9 .")
+    assert r.out_lines == ["skipped /caf\u00e9/a.txt -> caf\u00e9/a.txt (already there)",
+                           "exported /caf\u00e9/b.txt -> caf\u00e9/b.txt"], r.describe()
+    assert os.listdir(host) == [nfd] and sorted(os.listdir(host / nfd)) == ["a.txt", "b.txt"]

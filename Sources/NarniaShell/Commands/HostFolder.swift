@@ -64,15 +64,22 @@ final class HostFolder {
         chain.removeLast(chain.count - kept)
         var current = chain.last?.folder ?? top
         for depth in kept..<components.count {
-            let name = components[depth]
+            var name = components[depth]
             let shown = path(Array(components[...depth]))
-            let madeHere = create ? try current.makeDirectory(name, permissions: 0o700, existingOK: true) : false
+            // A folder whose name is this one in another Unicode form stands for it, as a
+            // file's does (review CO-3: an NFC twin was made beside it, and every file written
+            // again there).
+            var otherFormHere = false
+            if try current.statusOfEntry(name) == nil, let other = try otherForm(of: Array(components[...depth]), in: current) {
+                (name, otherFormHere) = (other, true)
+            }
+            let madeHere = create && !otherFormHere ? try current.makeDirectory(name, permissions: 0o700, existingOK: true) : false
             guard let st = try current.statusOfEntry(name) else { return nil }
             if st.isSymbolicLink { throw CommandFailure("\(shown): is a symbolic link; export does not write through links") }
             guard st.isDirectory else { throw CommandFailure("\(shown): exists and is not a folder") }
             if madeHere {
                 remember(Array(components[...depth]), st)
-            } else {
+            } else if !otherFormHere {
                 try checkSameName(Array(components[...depth]), found: st, in: current)
             }
             let next = try current.open(name, .readOnly, options: [.directory, .noFollow], displayPath: shown)
@@ -81,7 +88,7 @@ final class HostFolder {
             if let store, !madeHere, try HostFileIdentity(next.status()) == store.folder || next.statusOfEntry(store.marker) != nil {
                 throw Self.inStore(shown)
             }
-            chain.append((name, next))
+            chain.append((components[depth], next))
             current = next
         }
         return current
