@@ -61,6 +61,9 @@ struct ImportRun: HostTreeVisitor {
     private var batchBytes: UInt64
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
+    /// Set when a file did not fit in all the space free: the run goes on, but commits no
+    /// folder it made for nothing (as when the disk fills).
+    private var fileLargerThanSpace = false
     /// Set when the run stopped with work left (interrupted, or out of space).
     private(set) var stoppedEarly = false
     /// True when Ctrl-C stopped the run before everything was imported (not when it came
@@ -139,6 +142,7 @@ struct ImportRun: HostTreeVisitor {
     private mutating func importFile(_ fd: FileDescriptor, display path: String, name: String,
                                      original place: (folder: FileDescriptor, name: String)?, linkedFile: String? = nil,
                                      into folder: Identifier) {
+        var expectedSize: UInt64?
         do {
             let started = SystemClock.nowNanoseconds()
             let st = try readyToRead(fd, shown: path)
@@ -149,6 +153,7 @@ struct ImportRun: HostTreeVisitor {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
+            expectedSize = size
             if skipExisting, let there = existing(named: name, in: folder, matching: {
                 !$0.isFolder && Transfer.isCopiedBefore(size: size, modified: modified, there: ($0.size, $0.modified))
             }) {
@@ -183,8 +188,15 @@ struct ImportRun: HostTreeVisitor {
             // The name an age file is given without `.age` (review BK-5: said without the path).
             fail("\(path): not imported: \(e)")
         } catch let e as SystemError where e.isDiskFull {
-            diskFull = true
-            fail("\(path): not imported: the disk holding the vault is full")
+            // A file larger than all the space free (what it wrote is gone again) stops only
+            // itself: the files after it may fit (review CO-7: none was tried, run after run).
+            if let size = expectedSize, let free = FileSystem.availableBytes(on: session.vault.directory), size > free {
+                fileLargerThanSpace = true
+                fail("\(path): not imported: larger than the space free on the disk holding the vault (\(humanSize(free)))")
+            } else {
+                diskFull = true
+                fail("\(path): not imported: the disk holding the vault is full")
+            }
         } catch let e as SystemError where e.path != path {
             // A failure on the store's side: name the file being imported, not the object.
             fail("\(path): \(SystemError.reason(for: e.code))")
@@ -239,7 +251,7 @@ struct ImportRun: HostTreeVisitor {
     /// it made none for (`ImportBatch.unstageEmptyFolders`).
     mutating func commit() {
         // Out of space at the last file visited too, when nothing asked whether to stop (BP-5).
-        if stoppedEarly || diskFull {
+        if stoppedEarly || diskFull || fileLargerThanSpace {
             let unstaged = batch.unstageEmptyFolders()
             pendingFolders.removeAll { $0.vaultFolder.map(unstaged.contains) == true }
         }
