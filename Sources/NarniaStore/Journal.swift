@@ -203,26 +203,6 @@ enum JournalReader {
         }
     }
 
-    /// The first record of the journal file `fd`: the index in `keyChain` of the keys that
-    /// open it, and its payload (to be wiped by the caller); nil when none opens a whole one.
-    static func firstRecord(_ fd: FileDescriptor, id: Identifier, keyChain: [JournalKeys]) throws -> (keyIndex: Int, payload: [UInt8])? {
-        struct Read: Error {}
-        for (index, keys) in keyChain.enumerated() {
-            var first: [UInt8]?
-            do {
-                _ = try read(fd, id: id, keys: keys, name: "journal \(id.hex.prefix(8))") { _, payload, _ in
-                    first = payload
-                    throw Read()
-                }
-            } catch is Read {
-                return first.map { (index, $0) }
-            } catch {
-                continue
-            }
-        }
-        return nil
-    }
-
     /// Reads the journal `id` with one set of keys (see above).
     static func read(_ fd: FileDescriptor, id: Identifier, keys: JournalKeys, name: String,
                      apply: (UInt64, [UInt8], Int64) throws -> Void) throws -> JournalEnd {

@@ -219,22 +219,6 @@ enum RecordCoding {
         }
     }
 
-    /// The header of a journal's first record and the device its first operation (`journal`)
-    /// names; nil when it does not parse so.
-    static func headerAndOwner(ofFirstRecord payload: [UInt8]) -> (RecordHeader, Identifier)? {
-        struct Read: Error {}
-        var header: RecordHeader?
-        var owner: Identifier?
-        do {
-            try decode(payload, begin: { header = $0 }) { op, _ in
-                if case .journal(let device, _, _) = op { owner = device }
-                throw Read()
-            }
-        } catch {}
-        guard let header, let owner else { return nil }
-        return (header, owner)
-    }
-
     /// Decodes a record: its header, handed to `begin`, then every operation, handed to
     /// `apply` with the key bytes of a content operation (a view into the payload, which the
     /// caller wipes). Checks every rule a well-formed record keeps.

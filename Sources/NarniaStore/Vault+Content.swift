@@ -324,7 +324,6 @@ extension Vault {
         report.problems += dropsLeft.filter { !$0.mayBeArriving }.map(\.said)
         report.notes += dropsLeft.filter(\.mayBeArriving).map(\.said)
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }
-        report.problems += warningsForJournalsUnknownAtRotation()
         report.problems += othersRecordsMissing
         if view.held > 0 {
             report.problems.append(view.held == 1 ? "1 item waits for a folder whose records have not arrived" : "\(view.held) items wait for folders whose records have not arrived")

@@ -56,9 +56,7 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
-        journalsSetAsideAtRotation = journalsUnknownAtRotation(journalFiles)
-        warnings += warningsForJournalsUnknownAtRotation()
-        for (id, entry) in journalFiles where journalsSetAsideAtRotation[id] == nil {
+        for (id, entry) in journalFiles {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
             var versions = JournalVersions()

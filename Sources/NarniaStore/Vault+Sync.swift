@@ -541,7 +541,7 @@ extension Vault {
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-                     bytesAtLastCompaction, unreadableCopies, journalsSetAsideAtRotation, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
+                     bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
         do {
             keys = try KeyTable()
             state = MergeState(keys: keys, device: device)
@@ -557,7 +557,7 @@ extension Vault {
         } catch {
             (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
-             bytesAtLastCompaction, unreadableCopies, journalsSetAsideAtRotation, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
+             bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
             warnings = savedWarnings
             throw error
         }

@@ -85,9 +85,6 @@ public final class Vault {
     /// Files named as a journal or its copy, of a journal another file of which opens, that do
     /// not open themselves: set aside (`verify` fails on them) rather than refusing the vault.
     var unreadableCopies: [StorePath] = []
-    /// Journals not read, by journal, with their device: sealed under a master key a rotation
-    /// replaced, by a device it had read nothing of (`journalsUnknownAtRotation`).
-    var journalsSetAsideAtRotation: [Identifier: Identifier] = [:]
     /// The drops the last adoption left, as it said them, and whether each may still be
     /// arriving (not whole yet): `verify` repeats them (review AH).
     var dropsLeft: [(said: String, mayBeArriving: Bool)] = []
