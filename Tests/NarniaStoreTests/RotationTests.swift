@@ -112,6 +112,22 @@ extension MergeTests {
         }
     }
 
+    /// Review CP-4: a device that ran `inbox-key --rotate` before it heard of a rotation left
+    /// droppers a pair whose secret half is in records an old key file reads, for good.
+    func testAnInboxKeyMadeBeforeARotationWasHeardOfIsReplacedWhenItIs() throws {
+        let d = try devices(["a", "b"]) { v in _ = try self.importFile(v, "shared.txt", [0]) }
+        let (a, b) = (d[0], d[1])
+        _ = try importFile(try open(b), "from-b.txt", [1])
+        try syncAll([a, b])
+        do { try open(a).rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly) }
+        let madeBefore = try open(b).rotateInboxKey().publicKey   // b has not heard
+        try syncAll([a, b])
+        let vb = try open(b, "new")
+        XCTAssertNotEqual(try vb.inboxKey().publicKey, madeBefore)
+        try syncAll([a, b])
+        XCTAssertEqual(try open(a, "new").inboxKey().publicKey, try vb.inboxKey().publicKey)
+    }
+
     /// Review CM-1: an inbox public key file made with an old key file (its authenticator is
     /// keyed by the names subkey, which every key file holds) and named by no key pair of the
     /// vault was taken as the vault's, and drops were sealed to whoever planted it.
