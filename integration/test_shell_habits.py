@@ -267,10 +267,15 @@ def test_sftp_aliases_and_host_commands(vault, host):
     (host / "photos").mkdir()
     (host / "photos" / "keep.jpg").write_bytes(b"host")
     vault.ok("mkdir /photos")
-    for line in ("!true; rm -r photos", "!{ true; rm -r photos; }", "pwd; !true; rm -r photos", "-!true; rm -r photos"):
-        r = vault.c(line, "--keep-going", cwd=host)
-        assert r.out_lines == [] and r.err_lines[-2].endswith(
-            "a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run"), r.describe()
+    refused = "a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run, nor will the lines after it be"
+    unread = "/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run, nor anything after it"
+    # CQ-5, CQ-7: nor do the lines after it run, `--keep-going` and a `-` mark notwithstanding:
+    # they may be the rest of a construct of the host's.
+    for lines, error in (("!true; rm -r photos", refused), ("!{ true; rm -r photos; }", refused), ("pwd; !true; rm -r photos", refused),
+                         ("-!true; rm -r photos", refused), ("!if true; then\nrm -r photos\nfi", refused),
+                         ("-!{\nrm -r photos\n}", unread), ("!for d in *\ndo rm -r photos\ndone", unread)):
+        r = vault.c(lines, "--keep-going", cwd=host)
+        assert r.rc == 1 and r.out_lines == [] and any(l.endswith(error) for l in r.err_lines), r.describe()
         assert (host / "photos" / "keep.jpg").read_bytes() == b"host" and "photos" in vault.ok("ls /").out_lines, r.describe()
     r = vault.c("!exit 3")
     assert r.rc == 1 and any("exited with status 3" in l for l in r.errors), r.describe()

@@ -131,10 +131,11 @@ extension Session {
         // vault's; review CO-1: cut at the `;`, `!{ echo; rm -r photos; }` removed the vault's.
         if commands.indices.dropLast().contains(where: { Self.isHostCommand($0 == 0 ? commands[$0].words : Self.withoutMayFailMark(commands[$0].words).words) }) {
             out.flush()
-            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run")
+            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run, nor will the lines after it be")
             err.messageLine("narnia: hint: put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
             err.flush()
-            return mayFail
+            runMustStop = true
+            return false
         }
         var ok = true
         for (index, (typed, source)) in commands.enumerated() {

@@ -85,6 +85,10 @@ public final class Session: @unchecked Sendable {
         set { exitFlag.store(newValue, ordering: .releasing) }
     }
     private let exitFlag = Atomic<Bool>(false)
+    /// Set when a host command was refused for what may follow it (`Runner`, `HostShell`): a
+    /// run of lines (`-c`, `-b`) stops there, `--keep-going` and a `-` mark notwithstanding,
+    /// for the lines after it may be the host's (review CQ-5, CQ-7).
+    public internal(set) var runMustStop = false
 
     public init(vault: Vault, out: Output, err: Output, interactive: Bool) {
         self.vault = vault

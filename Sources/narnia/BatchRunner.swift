@@ -124,6 +124,10 @@ struct BatchRunner {
                 failed = true
                 if !keepGoing || Session.interruptRequested != 0 { break }
             }
+            if session.runMustStop {
+                failed = true
+                break
+            }
             if session.exitRequested || Signals.terminationSignal != 0 { break }
         }
         session.out.flush()

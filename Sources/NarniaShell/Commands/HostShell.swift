@@ -12,6 +12,13 @@ enum HostShell {
         try run(s, command: a.operands.map(\.text).joined(separator: " "))
     }
 
+    /// True when `/bin/sh -n` reads `command` without a syntax error (it runs nothing).
+    private static func shellReads(_ command: String) throws -> Bool {
+        let job = Job()
+        _ = try job.start(ChildCommand(["/bin/sh", "-n", "-c", command]))
+        return job.wait() == 0
+    }
+
     /// A word as `/bin/sh` reads it back: as it is when it holds only characters the shell
     /// takes literally (or globs), else in single quotes.
     static func quoted(_ word: String) -> String {
@@ -37,6 +44,15 @@ enum HostShell {
         }
         s.out.flush()
         s.err.flush()
+        // A host command is one line, whole: one sh cannot read alone (a construct the lines
+        // after it would finish: `{`, `if …; then`) is not run, nor anything after it, which
+        // may be the host's (review CQ-5: with --keep-going, the `rm -r photos` inside such a
+        // construct, on the next line, removed the vault's photos).
+        if arguments.count == 3, try !shellReads(command) {
+            s.runMustStop = true
+            throw CommandFailure("/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run, nor anything after it",
+                                 hint: "give the host one line, as in !sh -c '…', or a script file")
+        }
         let job = Job()
         do {
             _ = try job.start(ChildCommand(arguments))
