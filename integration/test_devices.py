@@ -922,7 +922,8 @@ def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narn
         out = shell.run("rm -r *")
         assert out.splitlines() == ["narnia: note: other devices' changes arrived: 1 new item, 1 item removed",
                                     "narnia: note: the current folder /trip no longer exists; now in /",
-                                    "narnia: error: the line typed in /trip was not run: that folder was moved or removed on another device"], out
+                                    "narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault",
+                                    "narnia: hint: look again; Up brings the line back"], out
         assert PROMPT.findall(shell.output)[-1] == b"/", shell.output[-200:]
         assert names(shell.run("ls /")) == ["keep/", "new/"]
         shell.send("exit\r")
@@ -933,7 +934,8 @@ def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narn
 
 def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_nothing(narnia, host):
     """Review CO-5: under hide-names, `rm #1` typed against the listing on screen ran after
-    other devices' changes were read, and removed the item that had just arrived as #1."""
+    other devices' changes were read, and removed the item that had just arrived as #1 (CQ-1,
+    CQ-2: or one moved there, or through `./#1`). A line typed while the tree changed is not run."""
     from test_shell_pty import Shell
     narnia.init()
     narnia.ok("mkdir /p; cd /p; import - b.jpg; import - c.jpg", input=b"x")
@@ -948,14 +950,35 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
         shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)
         time.sleep(0.2)
         out = shell.run("rm #1")
-        assert out.splitlines()[1:] == ["narnia: error: the line was not run: other devices' changes arrived after the listing its item numbers were read from, which may name other items now",
-                                        "narnia: hint: list the folder again"], out
+        assert out.splitlines()[1:] == ["narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault",
+                                        "narnia: hint: look again; Up brings the line back"], out
         shell.run("set hide-names off")
         assert shell.run("ls -1 /p").split() == ["a.jpg", "b.jpg", "c.jpg"]
         shell.send("exit\r")
         shell.wait()
     finally:
         shell.close()
+
+
+@pytest.mark.parametrize("elsewhere", ["mv /trip/sub /archive", "rm -r /trip/sub; mkdir /trip/sub"])
+def test_a_batch_line_read_in_a_folder_another_device_moved_or_replaced_is_not_run(narnia, host, elsewhere):
+    """Reviews CO-6, CQ-3, CQ-4: a line of `-b -` ran in the folder the session followed or
+    moved up to: `rm -r ../tmp` read in /trip/sub removed /archive/tmp once another device had
+    moved sub there, and `rm -r *` removed what a folder made anew under the same name held."""
+    narnia.init()
+    narnia.ok("mkdir -p /trip/sub /trip/tmp /archive/tmp")
+    b = device_not_yet_written(narnia, host / "B")
+    session = b.popen("-b", "-", "--keep-going", stdin=subprocess.PIPE)
+    session.stdin.write(b"cd /trip/sub\npwd\n")
+    session.stdin.flush()
+    assert session.stdout.readline() == b"/trip/sub\n"
+    narnia.ok(elsewhere)
+    shutil.copytree(narnia.vault, b.vault, dirs_exist_ok=True)
+    time.sleep(0.2)
+    out, err = session.communicate(b"rm -r ../tmp\n", timeout=60)
+    assert session.returncode == 1, err.decode()
+    assert "narnia: error: -:3: the line typed in /trip/sub was not run: that folder was moved or removed on another device" in err.decode().splitlines(), err.decode()
+    assert "tmp" in b.ok("ls /archive").out_lines and "tmp" in b.ok("ls /trip").out_lines
 
 
 def test_a_journal_replaced_after_the_sessions_last_write_is_saved_when_it_ends(narnia, host):

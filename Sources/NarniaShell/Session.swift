@@ -18,7 +18,7 @@ public final class Session: @unchecked Sendable {
         didSet { cwdID = resolve(cwd) ?? .root }
     }
     /// The current folder's item, to follow it when it is moved.
-    private var cwdID = Identifier.root
+    private(set) var cwdID = Identifier.root
     var previousCwd: VaultPath?
     /// Standard output and standard error.
     public let out: Output

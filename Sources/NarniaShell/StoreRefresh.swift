@@ -17,22 +17,24 @@ extension Session {
     /// in the store since last asked, and says what changed; nothing when none did. Not while
     /// a line's numbers are read as typed.
     ///
-    /// With `line`, the line just typed (or read), about to run: returns false, having said
-    /// why, when what arrived changed what the line means — the current folder it was typed in
-    /// moved or went (review CO-6: `rm -r *` typed in a folder another device removed ran in the
-    /// folder above, the vault's root), or its item numbers (`#3`, under hide-names) were read
-    /// off a listing that no longer holds (review CO-5: `rm #1` removed an item just arrived).
+    /// With `line`, about to run: returns false, having said why, when what arrived changed
+    /// what the line means. A line typed at the prompt (`typedAtPrompt`) was typed against the
+    /// vault as the prompt showed it: after any change to the tree it is not run (review CO-5,
+    /// CQ-1, CQ-2: `#1`, read off a listing, named an item that had just arrived or moved).
+    /// Any line typed or read in a folder that another device moved or removed meanwhile is not
+    /// run either (review CO-6, CQ-3, CQ-4: `rm -r *` typed in a removed folder ran in the
+    /// folder above, the vault's root; in one removed and made anew, it removed what had never
+    /// been shown).
     @discardableResult
-    public func readChangesArrived(beforeRunning line: String? = nil) -> Bool {
-        let typedIn = cwd
-        let numbered = line.map { HiddenNames.holdsNumbers($0, s: self) } ?? false
+    public func readChangesArrived(beforeRunning line: String? = nil, typedAtPrompt: Bool = false) -> Bool {
+        let (typedIn, folder) = (cwd, cwdID)
         let runs = line.map { (try? tokenize($0))?.isEmpty == false } ?? false
-        guard readChangesArrived(), runs else { return true }
-        if cwd != typedIn {
+        guard let change = readChangesArrived(), runs else { return true }
+        if typedAtPrompt && change.changedTree {
+            err.messageLine("narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault")
+            err.messageLine("narnia: hint: look again; Up brings the line back")
+        } else if cwd != typedIn || cwdID != folder {
             err.messageLine("narnia: error: \(located)the line typed in \(inMessage(typedIn)) was not run: that folder was moved or removed on another device")
-        } else if numbered {
-            err.messageLine("narnia: error: \(located)the line was not run: other devices' changes arrived after the listing its item numbers were read from, which may name other items now")
-            err.messageLine("narnia: hint: list the folder again")
         } else {
             return true
         }
@@ -40,9 +42,9 @@ extension Session {
         return false
     }
 
-    /// Reads what arrived (see above); returns whether the tree changed.
-    private func readChangesArrived() -> Bool {
-        guard let watch = storeWatch, numbersAsTyped == nil else { return false }
+    /// Reads what arrived (see above); returns how the tree changed, nil when nothing was read.
+    private func readChangesArrived() -> TreeChange? {
+        guard let watch = storeWatch, numbersAsTyped == nil else { return nil }
         var (names, overflowed) = changedNames(watch)
         // This device's journal replaced (renamed over, or removed) since the last line: saved
         // before anything else, and the copy saved is among the changes.
@@ -52,7 +54,7 @@ extension Session {
             names.formUnion(more.names)
             overflowed = overflowed || more.overflowed
         }
-        guard overflowed || vault.changesMatter(names) else { return false }
+        guard overflowed || vault.changesMatter(names) else { return nil }
         let change: TreeChange
         do {
             change = try vault.reload()
@@ -60,11 +62,11 @@ extension Session {
             err.messageLine("narnia: note: journals sealed under a new master key arrived (another device ran 'passwd --rotate'): this session goes on with the vault as it was; open the vault again, with the new passphrase, to see them")
             err.flush()
             storeWatch = nil
-            return false
+            return nil
         } catch {
             err.messageLine("narnia: warning: other devices' changes arrived but could not be read (\(describe(error))); this session goes on with the vault as it was")
             err.flush()
-            return false
+            return nil
         }
         // What the reload itself did to the store (its deletions, its own records) is no news.
         _ = watch.takeChanges()
@@ -78,7 +80,7 @@ extension Session {
         err.flush()
         // The current folder removed or moved there (review CL-3: the prompt went on showing it).
         settleCurrentFolder(after: nil)
-        return !change.added.isEmpty || change.removed > 0
+        return change
     }
 
     /// The names changed in the store's folders since last asked; a shard folder made since is

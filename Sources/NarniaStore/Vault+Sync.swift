@@ -566,8 +566,9 @@ extension Vault {
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
         let after = view.items
         let appeared = after.keys.filter { before[$0] == nil }
+        let moved = after.filter { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }.count
         return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: before.keys.filter { after[$0] == nil }.count,
-                          addedItems: appeared)
+                          addedItems: appeared, moved: moved)
     }
 }
 
@@ -579,10 +580,16 @@ public struct TreeChange: Sendable {
     public let removed: Int
     /// The items that appeared.
     public let addedItems: [Identifier]
+    /// How many items stayed but moved or were renamed.
+    public let moved: Int
 
-    public init(added: [String], removed: Int, addedItems: [Identifier] = []) {
+    public init(added: [String], removed: Int, addedItems: [Identifier] = [], moved: Int = 0) {
         self.added = added
         self.removed = removed
         self.addedItems = addedItems
+        self.moved = moved
     }
+
+    /// True when the tree is not as it was: items appeared, went, moved or were renamed.
+    public var changedTree: Bool { !added.isEmpty || removed > 0 || moved > 0 }
 }

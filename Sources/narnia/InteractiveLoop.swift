@@ -71,7 +71,7 @@ final class InteractiveLoop {
                 }
                 // What arrived while the line was typed, before it runs (review CL-1: the
                 // line ran on the tree shown at the prompt, and the note came after its output).
-                guard session.readChangesArrived(beforeRunning: line) else { continue }
+                guard session.readChangesArrived(beforeRunning: line, typedAtPrompt: true) else { continue }
                 _ = session.runBatchLine(line, keepGoing: true)
                 session.out.flush()
             case .again: continue

@@ -82,16 +82,6 @@ enum HiddenNames {
     /// no item in the current folder — a number past its last item, or no number at all
     /// (`#2nd`), and no item's real name — so that the line stops before that command runs
     /// (review BI-4; BP-4: `rm -rf scratch #2024/old photos` removed photos); nil otherwise.
-    /// True when `line`, typed at the prompt under hide-names, holds a word that begins with an
-    /// item number (`#3`).
-    static func holdsNumbers(_ line: String, s: Session) -> Bool {
-        guard numbersTypedBare(s), let commands = try? tokenize(line, numberedItems: true) else { return false }
-        return commands.joined().contains { word in
-            let scalars = word.text.unicodeScalars
-            return word.quotedScalars.first == false && scalars.first == "#" && scalars.dropFirst().first.map { ("0"..."9").contains($0) } == true
-        }
-    }
-
     static func numberNamingNothing(in command: [Word], s: Session) -> String? {
         guard numbersTypedBare(s), let here = s.resolve(s.cwd) else { return nil }
         // As `numbered` counts them, without sorting them (no numbers: a folder the line made).
