@@ -56,6 +56,7 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
+        (inboxPairsUnderCurrentKey, inboxPairsUnderReplacedKeys) = ([], [])
         for (id, entry) in journalFiles {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
@@ -118,6 +119,7 @@ extension Vault {
         var owner = file?.device
         var seq: UInt64 = 0
         var snapshotEnd: Int64?
+        var inboxPairsSet: [String] = []
         let name = "journal \(id.hex.prefix(8))"
         let (end, keyIndex) = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: name) { index, payload, recordEnd in
             eachRecord?(index, payload)
@@ -130,6 +132,7 @@ extension Vault {
                 defer { first = false }
                 if case .retire(let retired, _) = op, retired.kind == .journal { retiresJournals = true }
                 if owner == self.device, let object = op.contentGiven?.objectID { contents.append(object) }
+                if case .setSetting(let key, _?) = op, key.hasPrefix(Self.inboxKeySettingPrefix) { inboxPairsSet.append(key) }
                 if case .journal(let device, let previous, let snapshot) = op {
                     guard index == 0, first else { throw MalformedRecord(why: "starts a journal in the middle of one") }
                     guard header!.seq == previous + 1 else { throw MalformedRecord(why: "has the wrong record number") }
@@ -162,7 +165,12 @@ extension Vault {
             if end.cutBytes > 0 || isMain { warnings.append("journal \(id.hex.prefix(8)) holds no whole record yet (\(end.cutBytes) bytes)") }
             return end
         }
-        if let keyIndex, keyIndex > 0 { file.underCurrentMaster = false }
+        if let keyIndex, keyIndex > 0 {
+            file.underCurrentMaster = false
+            inboxPairsUnderReplacedKeys.formUnion(inboxPairsSet)
+        } else {
+            inboxPairsUnderCurrentKey.formUnion(inboxPairsSet)
+        }
         if let snapshotEnd { file.snapshotEnd = snapshotEnd }
         if end.records > file.records || file.lastSeq < file.firstSeq {
             file.records = end.records

@@ -160,15 +160,6 @@ extension Vault {
         }) else { return }
         do { try compact() } catch {
             warnings.append("this device's records could not be written anew under the vault's new master key (\(error)); they still read, and the next open tries again")
-            return
-        }
-        // An inbox key pair this device recorded before it heard is in records an old key file
-        // reads: in force, it would open every file dropped from now on to whoever holds one
-        // (review CP-4). Droppers get a new pair, as at the rotation itself.
-        if let pair = inboxKeyPairs.first, state.settings[Self.inboxKeySettingPrefix + pair.file.hex]?.stamp.device == device {
-            do { _ = try rotateInboxKey() } catch {
-                warnings.append("the inbox key this device made before it heard of the new master key could not be replaced (\(error)); run 'inbox-key --rotate'")
-            }
         }
     }
 

@@ -85,6 +85,11 @@ public final class Vault {
     /// Files named as a journal or its copy, of a journal another file of which opens, that do
     /// not open themselves: set aside (`verify` fails on them) rather than refusing the vault.
     var unreadableCopies: [StorePath] = []
+    /// The settings of inbox key pairs (`inbox-key.ID`) that records under the current master
+    /// key set, and those records under a key a rotation replaced set, as the last read of the
+    /// journals found them (`replaceInboxKeyAnOldKeyFileReads`).
+    var inboxPairsUnderCurrentKey = Set<String>()
+    var inboxPairsUnderReplacedKeys = Set<String>()
     /// The drops the last adoption left, as it said them, and whether each may still be
     /// arriving (not whole yet): `verify` repeats them (review AH).
     var dropsLeft: [(said: String, mayBeArriving: Bool)] = []
@@ -362,6 +367,7 @@ public final class Vault {
         vault.warnOfManyKeyFiles()
         vault.dateRetiredKeyFilesBack()
         vault.checkInboxPublicFiles()
+        vault.replaceInboxKeyAnOldKeyFileReads()
         if vault.isKnownDevice {
             // A vault made before inboxes existed gets its key pair from the first device that
             // writes anyway (opening a copy to look at it writes nothing).

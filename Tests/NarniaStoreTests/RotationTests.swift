@@ -113,19 +113,26 @@ extension MergeTests {
     }
 
     /// Review CP-4: a device that ran `inbox-key --rotate` before it heard of a rotation left
-    /// droppers a pair whose secret half is in records an old key file reads, for good.
-    func testAnInboxKeyMadeBeforeARotationWasHeardOfIsReplacedWhenItIs() throws {
-        let d = try devices(["a", "b"]) { v in _ = try self.importFile(v, "shared.txt", [0]) }
-        let (a, b) = (d[0], d[1])
-        _ = try importFile(try open(b), "from-b.txt", [1])
-        try syncAll([a, b])
-        do { try open(a).rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly) }
-        let madeBefore = try open(b).rotateInboxKey().publicKey   // b has not heard
-        try syncAll([a, b])
-        let vb = try open(b, "new")
-        XCTAssertNotEqual(try vb.inboxKey().publicKey, madeBefore)
-        try syncAll([a, b])
-        XCTAssertEqual(try open(a, "new").inboxKey().publicKey, try vb.inboxKey().publicKey)
+    /// droppers a pair whose secret half is in records an old key file reads, for good; CQ-6:
+    /// every other device kept it in force too. The first device to open with the new key makes
+    /// a new pair.
+    func testAnInboxKeyMadeUnderAReplacedMasterKeyIsReplacedByTheFirstDeviceWithTheNewKey() throws {
+        for first in [0, 1] {
+            let d = try devices(["a\(first)", "b\(first)"]) { v in _ = try self.importFile(v, "shared.txt", [0]) }
+            let (a, b) = (d[0], d[1])
+            _ = try importFile(try open(b), "from-b.txt", [1])
+            try syncAll([a, b])
+            do { try open(a).rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly) }
+            let madeBefore = try open(b).rotateInboxKey().publicKey   // b has not heard
+            try syncAll([a, b])
+            let opener = try open(d[first], "new")
+            XCTAssertNotEqual(try opener.inboxKey().publicKey, madeBefore)
+            XCTAssertTrue(opener.warnings.contains { $0.contains("the inbox key in force was recorded under the master key 'passwd --rotate' replaced") }, "\(opener.warnings)")
+            try syncAll([a, b])
+            let other = try open(d[1 - first], "new")
+            XCTAssertEqual(try other.inboxKey().publicKey, try opener.inboxKey().publicKey)
+            XCTAssertFalse(other.warnings.contains { $0.contains("inbox key in force") }, "\(other.warnings)")
+        }
     }
 
     /// Review CM-1: an inbox public key file made with an old key file (its authenticator is

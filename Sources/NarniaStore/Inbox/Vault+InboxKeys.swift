@@ -120,6 +120,23 @@ extension Vault {
         inventory.inboxKeys[pair.file] = StoreInventory.Entry(main: pair.file.hex)
     }
 
+    /// At open: the inbox key pair in force, when only records under a master key a rotation
+    /// replaced hold it, is one an old key file reads — one a device recorded before it heard
+    /// of the rotation, or the rotation's own step 4 cut short — and every file dropped to it
+    /// would open to whoever holds one (reviews CP-4, CQ-6). Droppers get a new pair, as at the
+    /// rotation itself, from the first device that opens with the new key.
+    func replaceInboxKeyAnOldKeyFileReads() {
+        guard isKnownDevice, let pair = inboxKeyPairs.first else { return }
+        let setting = Self.inboxKeySettingPrefix + pair.file.hex
+        guard inboxPairsUnderReplacedKeys.contains(setting), !inboxPairsUnderCurrentKey.contains(setting) else { return }
+        do {
+            _ = try rotateInboxKey()
+            warnings.append("the inbox key in force was recorded under the master key 'passwd --rotate' replaced (a device made it before it heard), which an old key file reads: droppers now get a new one; check the fingerprint 'inbox-key' shows where you drop from")
+        } catch {
+            warnings.append("the inbox key in force was recorded under the master key 'passwd --rotate' replaced, which an old key file reads, and could not be replaced (\(error)): run 'inbox-key --rotate'")
+        }
+    }
+
     /// At open: an inbox public file the vault did not make (its authenticator fails) was put
     /// there by someone who can write the store, to read what is dropped later. It is deleted
     /// (it provably is not the vault's), and the user is told.
