@@ -151,16 +151,20 @@ def test_an_import_the_disk_stops_leaves_no_folder_it_did_not_begin_to_fill(smal
             assert not (src / "a" / line.rsplit("/", 1)[1]).exists(), "imported and moved"
 
 
-def test_an_import_whose_last_file_fills_the_disk_leaves_no_empty_folders(small_vault, tmp_path):
+def test_a_file_larger_than_the_disk_leaves_its_folders_as_an_unreadable_file_would(small_vault, tmp_path):
     """Review BP-5: when the file that did not fit was the last the walk visited, nothing asked
-    whether to stop, and the folders above it were committed empty."""
+    whether to stop, and the folders above it were committed empty. A file larger than all the
+    space free stops only itself now (review CO-7): its folders are imported, as an unreadable
+    file's are, and the other empty folders of the run with them (review CQ-8: all left out,
+    without a word)."""
     n = small_vault
     src = tmp_path / "src1"
     (src / "a" / "b").mkdir(parents=True)
+    (src / "empty").mkdir()
     (src / "a" / "b" / "big.bin").write_bytes(os.urandom(SIZE_MIB * 2 << 20))
     r = n.c(f"import --move {q(str(src))}")
     assert r.rc == 1 and "larger than the space free on the disk holding the vault" in r.err, r.describe()
-    assert n.ok("find /").out_lines == [], "no empty folder is left"
+    assert n.ok("find /").out_lines == ["/src1", "/src1/a", "/src1/a/b", "/src1/empty"], r.describe()
     assert (src / "a" / "b" / "big.bin").exists()
 
 

@@ -61,9 +61,6 @@ struct ImportRun: HostTreeVisitor {
     private var batchBytes: UInt64
     /// Set when the store's disk filled up: nothing more can be imported, so the run stops.
     private(set) var diskFull = false
-    /// Set when a file did not fit in all the space free: the run goes on, but commits no
-    /// folder it made for nothing (as when the disk fills).
-    private var fileLargerThanSpace = false
     /// Set when the run stopped with work left (interrupted, or out of space).
     private(set) var stoppedEarly = false
     /// True when Ctrl-C stopped the run before everything was imported (not when it came
@@ -191,7 +188,8 @@ struct ImportRun: HostTreeVisitor {
             // A file larger than all the space free (what it wrote is gone again) stops only
             // itself: the files after it may fit (review CO-7: none was tried, run after run).
             if let size = expectedSize, let free = FileSystem.availableBytes(on: session.vault.directory), size > free {
-                fileLargerThanSpace = true
+                // Its folders are imported, as those of a file that cannot be read are (review
+                // CQ-8: left out, every empty folder of the run with them, without a word).
                 fail("\(path): not imported: larger than the space free on the disk holding the vault (\(humanSize(free)))")
             } else {
                 diskFull = true
@@ -251,7 +249,7 @@ struct ImportRun: HostTreeVisitor {
     /// it made none for (`ImportBatch.unstageEmptyFolders`).
     mutating func commit() {
         // Out of space at the last file visited too, when nothing asked whether to stop (BP-5).
-        if stoppedEarly || diskFull || fileLargerThanSpace {
+        if stoppedEarly || diskFull {
             let unstaged = batch.unstageEmptyFolders()
             pendingFolders.removeAll { $0.vaultFolder.map(unstaged.contains) == true }
         }
