@@ -968,6 +968,21 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
                                         "narnia: hint: look again; Up brings the line back"], out
         shell.run("set hide-names off")
         assert shell.run("ls -1 /p").split() == ["a.jpg", "b.jpg", "c.jpg"]
+        # Review CR-2: changes read at the prompt while an earlier line ran (here, read before
+        # the prompt after `pwd`) still make the numbers of a listing shown before stale.
+        shell.run("set hide-names on")
+        shell.run("ls")
+        narnia.ok("mv /p/b.jpg /p/zz.jpg")
+        carry(narnia.vault, b.vault)
+        time.sleep(0.2)
+        shell.run("pwd")
+        out = shell.run("rm #1")
+        assert out.splitlines() == ["narnia: error: rm: #1: other devices' changes arrived since this folder's numbers were shown, and may have changed them; nothing was done",
+                                    "narnia: hint: list the folder again"], out
+        shell.run("ls")
+        shell.run("rm #1")
+        shell.run("set hide-names off")
+        assert shell.run("ls -1 /p").split() == ["c.jpg", "zz.jpg"]
         shell.send("exit\r")
         shell.wait()
     finally:

@@ -273,7 +273,11 @@ def test_sftp_aliases_and_host_commands(vault, host):
     # they may be the rest of a construct of the host's.
     for lines, error in (("!true; rm -r photos", refused), ("!{ true; rm -r photos; }", refused), ("pwd; !true; rm -r photos", refused),
                          ("-!true; rm -r photos", refused), ("!if true; then\nrm -r photos\nfi", refused),
-                         ("-!{\nrm -r photos\n}", unread), ("!for d in *\ndo rm -r photos\ndone", unread)):
+                         ("-!{\nrm -r photos\n}", unread), ("!for d in *\ndo rm -r photos\ndone", unread),
+                         # CR-1: a here-document; CR-3: a quote or a backslash the next line would finish.
+                         ("!cat > x.sh <<'EOF'\nrm -r photos\nEOF", "a host command ('!') with a here-document ('<<'): its lines would be read as the vault's; nothing was run, nor will the lines after it be"),
+                         ("-!echo cleaning \\\nrm -r photos", "a backslash at the end of the line escapes nothing; a host command ('!') may go on in the lines after it, which are not run"),
+                         ('!echo "tidy up:\nrm -r photos"', "unterminated quote: a \" is never closed; a host command ('!') may go on in the lines after it, which are not run")):
         r = vault.c(lines, "--keep-going", cwd=host)
         assert r.rc == 1 and r.out_lines == [] and any(l.endswith(error) for l in r.err_lines), r.describe()
         assert (host / "photos" / "keep.jpg").read_bytes() == b"host" and "photos" in vault.ok("ls /").out_lines, r.describe()

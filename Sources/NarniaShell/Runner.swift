@@ -108,15 +108,19 @@ extension Session {
         do {
             commands = try tokenizeCommands(String(text), numberedItems: HiddenNames.numbersTypedBare(self))
         } catch {
+            // A host command whose quote or backslash the next lines would finish: they may be
+            // the host's, and a run of lines ends here (review CR-3: `!echo cleaning \` then
+            // `rm -r photos` removed the vault's photos, exit 0 with a `-` mark).
+            if text.contains("!") && !interactive { runMustStop = true }
             out.flush()
-            err.line("narnia: error: \(located)\(describe(error))")
+            err.line("narnia: error: \(located)\(describe(error))\(runMustStop ? "; a host command ('!') may go on in the lines after it, which are not run" : "")")
             if case .unterminatedQuote(let quote, _) = error {
                 // Tab completes a folder inside a quote without closing it (review AX7).
                 let mark = quote == .double ? "\"" : "'"
                 err.messageLine("narnia: hint: close it with a \(mark)\(interactive ? " (Tab leaves the quote open after a folder, for the path to go on)" : "")")
             }
             err.flush()
-            return mayFail
+            return mayFail && !runMustStop
         }
         return commands.count > 1 ? readingNumbersAsTyped { run(commands, mayFail: mayFail, keepGoing: keepGoing) }
                                   : run(commands, mayFail: mayFail, keepGoing: keepGoing)
@@ -129,9 +133,21 @@ extension Session {
         // ends the host command cannot be told. Review CN-1: a line beginning with `!` gave sh
         // the whole rest of it, so `!ls; rm -r photos` removed the host's photos, not the
         // vault's; review CO-1: cut at the `;`, `!{ echo; rm -r photos; }` removed the vault's.
+        if let last = commands.last, Self.isHostCommand(commands.count == 1 ? last.words : Self.withoutMayFailMark(last.words).words),
+           Self.holdsHereDocument(last.words) {
+            // Its text is in the lines after it, which are not the host's (review CR-1: dash
+            // takes a here-document never closed, and the next line's `rm -r photos` ran in the
+            // vault).
+            out.flush()
+            err.line("narnia: error: \(located)a host command ('!') with a here-document ('<<'): its lines would be read as the vault's; nothing was run\(interactive ? "" : ", nor will the lines after it be")")
+            err.messageLine("narnia: hint: give the host one line, as in !printf '…\\n' > FILE, or a script file")
+            err.flush()
+            runMustStop = true
+            return false
+        }
         if commands.indices.dropLast().contains(where: { Self.isHostCommand($0 == 0 ? commands[$0].words : Self.withoutMayFailMark(commands[$0].words).words) }) {
             out.flush()
-            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run, nor will the lines after it be")
+            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run\(interactive ? "" : ", nor will the lines after it be")")
             err.messageLine("narnia: hint: put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
             err.flush()
             runMustStop = true
@@ -161,6 +177,16 @@ extension Session {
             }
         }
         return ok
+    }
+
+    /// True when `words` hold `<<` outside quotes: a here-document for `/bin/sh`.
+    static func holdsHereDocument(_ words: [Word]) -> Bool {
+        words.contains { word in
+            let scalars = Array(word.text.unicodeScalars)
+            return scalars.indices.dropLast().contains { i in
+                scalars[i] == "<" && scalars[i + 1] == "<" && word.quotedScalars[i] == false && word.quotedScalars[i + 1] == false
+            }
+        }
     }
 
     /// True for `!COMMAND` (a `!` not quoted).

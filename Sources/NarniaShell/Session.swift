@@ -184,8 +184,12 @@ public final class Session: @unchecked Sendable {
         }
         var path = cwd
         while !path.isRoot, resolve(path).map({ !vault.isFolder($0) }) ?? true { path = path.parent }
+        let madeAnew = path == cwd
         cwd = path
-        note("the current folder\(before) no longer exists; now in \(inMessage(path))")
+        // Removed, and another folder made under its name (review CR-2: "no longer exists; now
+        // in" the same path read as nonsense).
+        note(madeAnew ? "the current folder\(before) was removed, and another made in its place; now in that one, whose items were not shown yet"
+                      : "the current folder\(before) no longer exists; now in \(inMessage(path))")
     }
 
     // MARK: Vault paths

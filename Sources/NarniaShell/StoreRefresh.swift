@@ -80,6 +80,7 @@ extension Session {
         err.flush()
         // The current folder removed or moved there (review CL-3: the prompt went on showing it).
         settleCurrentFolder(after: nil)
+        if change.changedTree { HiddenNames.arrivals += 1 }
         return change
     }
 

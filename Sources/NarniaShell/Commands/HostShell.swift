@@ -50,7 +50,7 @@ enum HostShell {
         // construct, on the next line, removed the vault's photos).
         if arguments.count == 3, try !shellReads(command) {
             s.runMustStop = true
-            throw CommandFailure("/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run, nor anything after it",
+            throw CommandFailure("/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run\(s.interactive ? "" : ", nor anything after it")",
                                  hint: "give the host one line, as in !sh -c '…', or a script file")
         }
         let job = Job()

@@ -50,6 +50,7 @@ enum HiddenNames {
     /// the typed numbers showed stale and doubled ones). A listing asks this for every item of
     /// a folder, so each folder's numbering is computed once per vault change.
     static func number(of item: Item, in vault: Vault) -> Int {
+        shownAfterArrivals[item.parent] = arrivals
         if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
             return cached.numbers[item.name] ?? 1
         }
@@ -64,6 +65,14 @@ enum HiddenNames {
     // A cache of the main thread's listings (commands and completion run there, one at a
     // time); no other thread reads or writes it.
     nonisolated(unsafe) private static var numbering: [Identifier: (vault: Vault, generation: Int, numbers: [String: Int])] = [:]
+
+    /// How many times other devices' changes to the tree were read (`StoreRefresh`), and, by
+    /// folder, how many had been when its numbers were last shown (a listing, a completion):
+    /// numbers shown before changes arrived may name other items now (review CR-2: `rm #1`
+    /// typed after a listing, with another device's move read in between, removed an item
+    /// never shown). Main thread only, as `numbering`.
+    nonisolated(unsafe) static var arrivals = 0
+    nonisolated(unsafe) private static var shownAfterArrivals: [Identifier: Int] = [:]
 
     /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
     static func label(of item: Item, in vault: Vault) -> String {
@@ -126,6 +135,9 @@ enum HiddenNames {
     /// The name now of the item `#n` numbered in `folder` when the line was typed, or nil when
     /// the folder held fewer; fails when a command before on the line removed or moved it.
     private static func name(numbered n: Int, in folder: Identifier, s: Session) throws -> String? {
+        if let shown = shownAfterArrivals[folder], shown < arrivals {
+            throw CommandFailure("#\(n): other devices' changes arrived since this folder's numbers were shown, and may have changed them; nothing was done", hint: "list the folder again")
+        }
         let items = try numbered(folder, in: s)
         guard n <= items.count else { return nil }
         let numberedItem = items[n - 1]
