@@ -9,6 +9,7 @@ And what a device sees of another: `devices`, `(not on this device)`, `"here": f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -915,22 +916,40 @@ def test_a_session_sees_other_devices_changes_arrive_between_lines(narnia, host)
     assert sorted(narnia.ok("ls /").out_lines) == ["made", "new.txt"]
 
 
+@contextlib.contextmanager
+def shell_of_another_device(narnia: Narnia, host: Path):
+    """The interactive shell, on a pseudo-terminal, of a device made from narnia's store (which
+    then plays the other device: `carry` brings its changes), logged in; left at the end."""
+    from test_shell_pty import Shell
+    b = device_not_yet_written(narnia, host / "B")
+    shell = Shell(b)
+    try:
+        shell.login()
+        yield b, shell
+        shell.send("exit\r")
+        shell.wait()
+    finally:
+        shell.close()
+
+
+def arrive(narnia: Narnia, b: Narnia, commands: str, **kw):
+    """Runs `commands` on narnia's device, and carries its store to b's, as a sync engine would."""
+    narnia.ok(commands, **kw)
+    carry(narnia.vault, b.vault)
+    time.sleep(0.2)
+
+
 def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narnia, host):
     """Review CL-1: the shell read other devices' changes when it drew the prompt, where a user
     sits while a sync engine delivers: the next line ran on the tree as it was (`rm -r` of a
     folder another device had just filled left it there), the note after its output. CL-3:
     the prompt went on showing a current folder removed there."""
-    from test_shell_pty import PROMPT, Shell, names
+    from test_shell_pty import PROMPT, names
     narnia.init()
     narnia.ok("mkdir /trip /keep")
-    b = device_not_yet_written(narnia, host / "B")
-    shell = Shell(b)
-    try:
-        shell.login()
+    with shell_of_another_device(narnia, host) as (b, shell):
         shell.run("cd /trip")
-        narnia.ok("rm -r /trip; mkdir /new")
-        carry(narnia.vault, b.vault)
-        time.sleep(0.2)
+        arrive(narnia, b, "rm -r /trip; mkdir /new")
         # Review CO-6: a line typed in a folder gone meanwhile is not run in the one above
         # (`rm -r *` typed in /trip emptied the vault's root).
         out = shell.run("rm -r *")
@@ -940,29 +959,19 @@ def test_the_shell_reads_what_arrived_while_a_line_was_typed_before_it_runs(narn
                                     "narnia: hint: look again; Up brings the line back"], out
         assert PROMPT.findall(shell.output)[-1] == b"/", shell.output[-200:]
         assert names(shell.run("ls /")) == ["keep/", "new/"]
-        shell.send("exit\r")
-        shell.wait()
-    finally:
-        shell.close()
 
 
 def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_nothing(narnia, host):
     """Review CO-5: under hide-names, `rm #1` typed against the listing on screen ran after
     other devices' changes were read, and removed the item that had just arrived as #1 (CQ-1,
     CQ-2: or one moved there, or through `./#1`). A line typed while the tree changed is not run."""
-    from test_shell_pty import Shell
     narnia.init()
     narnia.ok("mkdir /p; cd /p; import - b.jpg; import - c.jpg", input=b"x")
-    b = device_not_yet_written(narnia, host / "B")
-    shell = Shell(b)
-    try:
-        shell.login()
+    with shell_of_another_device(narnia, host) as (b, shell):
         shell.run("set hide-names on")
         shell.run("cd /p")
         shell.run("ls")
-        narnia.ok("cd /p; import - a.jpg", input=b"new")
-        carry(narnia.vault, b.vault)
-        time.sleep(0.2)
+        arrive(narnia, b, "cd /p; import - a.jpg", input=b"new")
         out = shell.run("rm #1")
         assert out.splitlines()[1:] == ["narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault",
                                         "narnia: hint: look again; Up brings the line back"], out
@@ -972,9 +981,7 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
         # the prompt after `pwd`) still make the numbers of a listing shown before stale.
         shell.run("set hide-names on")
         shell.run("ls")
-        narnia.ok("mv /p/b.jpg /p/zz.jpg")
-        carry(narnia.vault, b.vault)
-        time.sleep(0.2)
+        arrive(narnia, b, "mv /p/b.jpg /p/zz.jpg")
         shell.run("pwd")
         out = shell.run("rm #1")
         assert out.splitlines() == ["narnia: error: rm: #1: other devices' changes arrived since this folder's numbers were shown, and may have changed them; nothing was done",
@@ -983,10 +990,6 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
         shell.run("rm #1")
         shell.run("set hide-names off")
         assert shell.run("ls -1 /p").split() == ["c.jpg", "zz.jpg"]
-        shell.send("exit\r")
-        shell.wait()
-    finally:
-        shell.close()
 
 
 @pytest.mark.parametrize("elsewhere", ["mv /trip/sub /archive", "rm -r /trip/sub; mkdir /trip/sub"])
@@ -1001,9 +1004,7 @@ def test_a_batch_line_read_in_a_folder_another_device_moved_or_replaced_is_not_r
     session.stdin.write(b"cd /trip/sub\npwd\n")
     session.stdin.flush()
     assert session.stdout.readline() == b"/trip/sub\n"
-    narnia.ok(elsewhere)
-    carry(narnia.vault, b.vault)
-    time.sleep(0.2)
+    arrive(narnia, b, elsewhere)
     out, err = session.communicate(b"rm -r ../tmp\n", timeout=60)
     assert session.returncode == 1, err.decode()
     assert "narnia: error: -:3: the line typed in /trip/sub was not run: that folder was moved or removed on another device" in err.decode().splitlines(), err.decode()

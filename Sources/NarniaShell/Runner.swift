@@ -138,20 +138,12 @@ extension Session {
             // Its text is in the lines after it, which are not the host's (review CR-1: dash
             // takes a here-document never closed, and the next line's `rm -r photos` ran in the
             // vault).
-            out.flush()
-            err.line("narnia: error: \(located)a host command ('!') with a here-document ('<<'): its lines would be read as the vault's; nothing was run\(interactive ? "" : ", nor will the lines after it be")")
-            err.messageLine("narnia: hint: give the host one line, as in !printf '…\\n' > FILE, or a script file")
-            err.flush()
-            runMustStop = true
-            return false
+            return refuseHostLine("a host command ('!') with a here-document ('<<'): its lines would be read as the vault's",
+                                  hint: "give the host one line, as in !printf '…\\n' > FILE, or a script file")
         }
         if commands.indices.dropLast().contains(where: { Self.isHostCommand($0 == 0 ? commands[$0].words : Self.withoutMayFailMark(commands[$0].words).words) }) {
-            out.flush()
-            err.line("narnia: error: \(located)a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run\(interactive ? "" : ", nor will the lines after it be")")
-            err.messageLine("narnia: hint: put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
-            err.flush()
-            runMustStop = true
-            return false
+            return refuseHostLine("a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear",
+                                  hint: "put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
         }
         var ok = true
         for (index, (typed, source)) in commands.enumerated() {
@@ -177,6 +169,17 @@ extension Session {
             }
         }
         return ok
+    }
+
+    /// Refuses a line holding a host command, `why`: nothing on it runs, and a run of lines
+    /// (`-c`, `-b`) ends there (`runMustStop`). Returns false.
+    private func refuseHostLine(_ why: String, hint: String) -> Bool {
+        out.flush()
+        err.line("narnia: error: \(located)\(why); nothing was run\(interactive ? "" : ", nor will the lines after it be")")
+        err.messageLine("narnia: hint: \(hint)")
+        err.flush()
+        runMustStop = true
+        return false
     }
 
     /// True when `words` hold `<<` outside quotes: a here-document for `/bin/sh`.
