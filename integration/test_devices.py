@@ -984,12 +984,20 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
         arrive(narnia, b, "mv /p/b.jpg /p/zz.jpg")
         shell.run("pwd")
         out = shell.run("rm #1")
-        assert out.splitlines() == ["narnia: error: rm: #1: other devices' changes arrived since this folder's numbers were shown, and may have changed them; nothing was done",
+        assert out.splitlines() == ["narnia: error: rm: #1: other devices' changes arrived since this folder's numbers were last shown, and may have changed them; nothing was done",
                                     "narnia: hint: list the folder again"], out
         shell.run("ls")
         shell.run("rm #1")
         shell.run("set hide-names off")
         assert shell.run("ls -1 /p").split() == ["c.jpg", "zz.jpg"]
+        # Review CS-1: the prompt, which shows the numbers of the folders above the current one,
+        # does not make them count as listed.
+        shell.run("set hide-names on")
+        shell.run("ls /")
+        arrive(narnia, b, "mkdir /a")
+        shell.run("pwd")
+        out = shell.run("ls /#1")
+        assert "narnia: error: ls: #1: other devices' changes arrived since this folder's numbers were last shown" in out, out
 
 
 @pytest.mark.parametrize("elsewhere", ["mv /trip/sub /archive", "rm -r /trip/sub; mkdir /trip/sub"])

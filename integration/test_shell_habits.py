@@ -268,19 +268,24 @@ def test_sftp_aliases_and_host_commands(vault, host):
     (host / "photos" / "keep.jpg").write_bytes(b"host")
     vault.ok("mkdir /photos")
     refused = "a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear; nothing was run, nor will the lines after it be"
-    unread = "/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run, nor anything after it"
+    unread = "/bin/sh cannot read it as a whole command: not run, nor anything after it (the lines after it may be the host's)"
     # CQ-5, CQ-7: nor do the lines after it run, `--keep-going` and a `-` mark notwithstanding:
     # they may be the rest of a construct of the host's.
     for lines, error in (("!true; rm -r photos", refused), ("!{ true; rm -r photos; }", refused), ("pwd; !true; rm -r photos", refused),
                          ("-!true; rm -r photos", refused), ("!if true; then\nrm -r photos\nfi", refused),
                          ("-!{\nrm -r photos\n}", unread), ("!for d in *\ndo rm -r photos\ndone", unread),
                          # CR-1: a here-document; CR-3: a quote or a backslash the next line would finish.
-                         ("!cat > x.sh <<'EOF'\nrm -r photos\nEOF", "a host command ('!') with a here-document ('<<'): its lines would be read as the vault's; nothing was run, nor will the lines after it be"),
+                         ("!cat > x.sh <<'EOF'\nrm -r photos\nEOF", "it holds a here-document ('<<'), whose lines would be read as the vault's: not run, nor anything after it (the lines after it may be the host's)"),
                          ("-!echo cleaning \\\nrm -r photos", "a backslash at the end of the line escapes nothing; a host command ('!') may go on in the lines after it, which are not run"),
                          ('!echo "tidy up:\nrm -r photos"', "unterminated quote: a \" is never closed; a host command ('!') may go on in the lines after it, which are not run")):
         r = vault.c(lines, "--keep-going", cwd=host)
         assert r.rc == 1 and r.out_lines == [] and any(l.endswith(error) for l in r.err_lines), r.describe()
         assert (host / "photos" / "keep.jpg").read_bytes() == b"host" and "photos" in vault.ok("ls /").out_lines, r.describe()
+    # Review CS-3: a shift is no here-document; CS-4: a '!' inside an open quote is no host command.
+    vault.ok("!echo $((1<<4)) > shift.txt", cwd=host)
+    assert (host / "shift.txt").read_text() == "16\n"
+    r = vault.c('-mkdir "Hello!\nmkdir /after', cwd=host)
+    assert "after" in vault.ok("ls /").out_lines, r.describe()
     r = vault.c("!exit 3")
     assert r.rc == 1 and any("exited with status 3" in l for l in r.errors), r.describe()
     # The host command inherits nothing of the vault: only descriptors 0-2.

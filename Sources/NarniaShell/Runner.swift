@@ -111,7 +111,7 @@ extension Session {
             // A host command whose quote or backslash the next lines would finish: they may be
             // the host's, and a run of lines ends here (review CR-3: `!echo cleaning \` then
             // `rm -r photos` removed the vault's photos, exit 0 with a `-` mark).
-            if text.contains("!") && !interactive { runMustStop = true }
+            if !interactive && Self.mayBeginHostCommand(text) { runMustStop = true }
             out.flush()
             err.line("narnia: error: \(located)\(describe(error))\(runMustStop ? "; a host command ('!') may go on in the lines after it, which are not run" : "")")
             if case .unterminatedQuote(let quote, _) = error {
@@ -133,14 +133,6 @@ extension Session {
         // ends the host command cannot be told. Review CN-1: a line beginning with `!` gave sh
         // the whole rest of it, so `!ls; rm -r photos` removed the host's photos, not the
         // vault's; review CO-1: cut at the `;`, `!{ echo; rm -r photos; }` removed the vault's.
-        if let last = commands.last, Self.isHostCommand(commands.count == 1 ? last.words : Self.withoutMayFailMark(last.words).words),
-           Self.holdsHereDocument(last.words) {
-            // Its text is in the lines after it, which are not the host's (review CR-1: dash
-            // takes a here-document never closed, and the next line's `rm -r photos` ran in the
-            // vault).
-            return refuseHostLine("a host command ('!') with a here-document ('<<'): its lines would be read as the vault's",
-                                  hint: "give the host one line, as in !printf '…\\n' > FILE, or a script file")
-        }
         if commands.indices.dropLast().contains(where: { Self.isHostCommand($0 == 0 ? commands[$0].words : Self.withoutMayFailMark(commands[$0].words).words) }) {
             return refuseHostLine("a host command ('!') is followed by ';' and more on its line: whether that ';' is the host's or ends the host command is unclear",
                                   hint: "put the host command last on its line; for a ';' of the host's ({ …; }, $(…), for …; do …) or several host commands, use !sh -c '…'")
@@ -182,13 +174,12 @@ extension Session {
         return false
     }
 
-    /// True when `words` hold `<<` outside quotes: a here-document for `/bin/sh`.
-    static func holdsHereDocument(_ words: [Word]) -> Bool {
-        words.contains { word in
-            let scalars = Array(word.text.unicodeScalars)
-            return scalars.indices.dropLast().contains { i in
-                scalars[i] == "<" && scalars[i + 1] == "<" && word.quotedScalars[i] == false && word.quotedScalars[i + 1] == false
-            }
+    /// True when a line that does not split into words (a quote or a backslash left open) has
+    /// a `!` where a command begins: at its start, or after a `;` (review CS-4: any `!` ended a
+    /// run, `-mkdir "Hello!` too).
+    static func mayBeginHostCommand(_ text: Substring) -> Bool {
+        text.split(separator: ";", omittingEmptySubsequences: false).contains { part in
+            part.drop { $0 == " " || $0 == "\t" || $0 == "-" }.hasPrefix("!")
         }
     }
 

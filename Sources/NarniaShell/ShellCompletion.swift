@@ -56,7 +56,7 @@ public struct ShellCompletionSource: CompletionSource {
         // Under hide-names on the screen, the candidates are the items' numbers, not names.
         if session.out.isTerminal && ViewingPreferences(session).hideNames {
             return session.vault.children(of: id).map {
-                CompletionEntry(name: "#\(HiddenNames.number(of: $0, in: session.vault))", isFolder: $0.isFolder)
+                CompletionEntry(name: "#\(HiddenNames.listedNumber(of: $0, in: session.vault))", isFolder: $0.isFolder)
             }
         }
         return session.vault.children(of: id).map { CompletionEntry(name: $0.name, isFolder: $0.isFolder) }

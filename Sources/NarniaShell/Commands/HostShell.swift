@@ -48,10 +48,23 @@ enum HostShell {
         // after it would finish: `{`, `if …; then`) is not run, nor anything after it, which
         // may be the host's (review CQ-5: with --keep-going, the `rm -r photos` inside such a
         // construct, on the next line, removed the vault's photos).
-        if arguments.count == 3, try !shellReads(command) {
-            s.runMustStop = true
-            throw CommandFailure("/bin/sh cannot read it as a whole command (the lines after it may be the host's): not run\(s.interactive ? "" : ", nor anything after it")",
-                                 hint: "give the host one line, as in !sh -c '…', or a script file")
+        // So is one with a here-document, which sh takes unclosed: its lines would be the
+        // vault's (review CR-1); sh tells one by taking a lone `)` after it as its text (review
+        // CS-3: narnia's own reading of `<<` took `$((1<<4))` for one, and missed one after `$'`).
+        if arguments.count == 3 {
+            let why: String?
+            if try !shellReads(command) {
+                why = "/bin/sh cannot read it as a whole command"
+            } else if try shellReads(command + "\n)") {
+                why = "it holds a here-document ('<<'), whose lines would be read as the vault's"
+            } else {
+                why = nil
+            }
+            if let why {
+                s.runMustStop = true
+                throw CommandFailure("\(why): not run\(s.interactive ? "" : ", nor anything after it (the lines after it may be the host's)")",
+                                     hint: "give the host one line, as in !sh -c '…', or a script file")
+            }
         }
         let job = Job()
         do {

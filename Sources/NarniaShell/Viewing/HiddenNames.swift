@@ -50,7 +50,6 @@ enum HiddenNames {
     /// the typed numbers showed stale and doubled ones). A listing asks this for every item of
     /// a folder, so each folder's numbering is computed once per vault change.
     static func number(of item: Item, in vault: Vault) -> Int {
-        shownAfterArrivals[item.parent] = arrivals
         if let cached = numbering[item.parent], cached.generation == vault.generation, cached.vault === vault {
             return cached.numbers[item.name] ?? 1
         }
@@ -74,9 +73,18 @@ enum HiddenNames {
     nonisolated(unsafe) static var arrivals = 0
     nonisolated(unsafe) private static var shownAfterArrivals: [Identifier: Int] = [:]
 
-    /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder.
+    /// `number(of:in:)` as a listing of `item`'s folder (or Tab completion) shows it: its
+    /// folder's numbers count as seen from now on (`shownAfterArrivals`). Not the numbers on a
+    /// path, as the prompt and messages show them (review CS-1: the prompt made every folder
+    /// above the current one count as listed).
+    static func listedNumber(of item: Item, in vault: Vault) -> Int {
+        shownAfterArrivals[item.parent] = arrivals
+        return number(of: item, in: vault)
+    }
+
+    /// `#N` with the kind glyph in front (`▣ #3`), and `/` after a folder, in a listing.
     static func label(of item: Item, in vault: Vault) -> String {
-        "\(glyph(item.kind)) #\(number(of: item, in: vault))\(item.isFolder ? "/" : "")"
+        "\(glyph(item.kind)) #\(listedNumber(of: item, in: vault))\(item.isFolder ? "/" : "")"
     }
 
     /// How a listing on this session shows `item`: its terminal-safe name, or the masked label
@@ -135,8 +143,10 @@ enum HiddenNames {
     /// The name now of the item `#n` numbered in `folder` when the line was typed, or nil when
     /// the folder held fewer; fails when a command before on the line removed or moved it.
     private static func name(numbered n: Int, in folder: Identifier, s: Session) throws -> String? {
-        if let shown = shownAfterArrivals[folder], shown < arrivals {
-            throw CommandFailure("#\(n): other devices' changes arrived since this folder's numbers were shown, and may have changed them; nothing was done", hint: "list the folder again")
+        // Once changes arrived, a folder not listed since (or never: one another device
+        // removed and made anew, review CS-2) has no numbers in view.
+        if arrivals > 0, shownAfterArrivals[folder] ?? -1 < arrivals {
+            throw CommandFailure("#\(n): other devices' changes arrived since this folder's numbers were last shown, and may have changed them; nothing was done", hint: "list the folder again")
         }
         let items = try numbered(folder, in: s)
         guard n <= items.count else { return nil }
@@ -199,7 +209,7 @@ extension HiddenNames {
     /// The `#N` that replaces `item`'s name in a listing on this session, or nil when names
     /// are shown (the listing adds its own kind glyph and folder `/`).
     static func maskedName(of item: Item, in s: Session) -> String? {
-        active(s) ? "#\(number(of: item, in: s.vault))" : nil
+        active(s) ? "#\(listedNumber(of: item, in: s.vault))" : nil
     }
 
     /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
