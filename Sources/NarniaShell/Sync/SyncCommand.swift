@@ -551,6 +551,9 @@ enum SyncCommand {
         }
         // Drops the sync brought in are adopted now, as at unlock: new items too.
         let adopted = s.adoptDrops(announcing: false)
+        // Item numbers shown before (hide-names) may name other items now, as after changes
+        // read between lines.
+        if change.changedTree || !adopted.isEmpty { HiddenNames.arrivals += 1 }
         let say: (String) -> Void = failure == nil ? { s.out.line($0) } : { s.note("sync", $0) }
         let on = failure == nil ? s.out : s.err
         say("\(failure == nil ? "synced" : "partly synced") with \(on.name(remote)): sent \(report.sent) files, received \(report.received), deleted \(report.deleted) retired")
