@@ -111,16 +111,17 @@ extension Session {
             // A host command whose quote or backslash the next lines would finish: they may be
             // the host's, and a run of lines ends here (review CR-3: `!echo cleaning \` then
             // `rm -r photos` removed the vault's photos, exit 0 with a `-` mark).
-            if !interactive && Self.mayBeginHostCommand(text) { runMustStop = true }
+            let hostMayGoOn = !interactive && Self.mayBeginHostCommand(text)
+            if hostMayGoOn { runMustStop = true }
             out.flush()
-            err.line("narnia: error: \(located)\(describe(error))\(runMustStop ? "; a host command ('!') may go on in the lines after it, which are not run" : "")")
+            err.line("narnia: error: \(located)\(describe(error))\(hostMayGoOn ? "; a host command ('!') may go on in the lines after it, which are not run" : "")")
             if case .unterminatedQuote(let quote, _) = error {
                 // Tab completes a folder inside a quote without closing it (review AX7).
                 let mark = quote == .double ? "\"" : "'"
                 err.messageLine("narnia: hint: close it with a \(mark)\(interactive ? " (Tab leaves the quote open after a folder, for the path to go on)" : "")")
             }
             err.flush()
-            return mayFail && !runMustStop
+            return mayFail && !hostMayGoOn
         }
         return commands.count > 1 ? readingNumbersAsTyped { run(commands, mayFail: mayFail, keepGoing: keepGoing) }
                                   : run(commands, mayFail: mayFail, keepGoing: keepGoing)

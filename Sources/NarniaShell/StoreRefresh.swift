@@ -28,8 +28,9 @@ extension Session {
     @discardableResult
     public func readChangesArrived(beforeRunning line: String? = nil, typedAtPrompt: Bool = false) -> Bool {
         let (typedIn, folder) = (cwd, cwdID)
-        let runs = line.map { (try? tokenize($0))?.isEmpty == false } ?? false
-        guard let change = readChangesArrived(), runs else { return true }
+        // Whether the line runs anything (not a blank line or a comment) is asked only once
+        // something arrived.
+        guard let change = readChangesArrived(), let line, (try? tokenize(line))?.isEmpty == false else { return true }
         if typedAtPrompt && change.changedTree {
             err.messageLine("narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault")
             err.messageLine("narnia: hint: look again; Up brings the line back")

@@ -566,7 +566,7 @@ extension Vault {
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
         let after = view.items
         let appeared = after.keys.filter { before[$0] == nil }
-        let moved = after.filter { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }.count
+        let moved = after.count { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }
         return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: before.keys.filter { after[$0] == nil }.count,
                           addedItems: appeared, moved: moved)
     }
