@@ -926,8 +926,9 @@ def shell_of_another_device(narnia: Narnia, host: Path):
     try:
         shell.login()
         yield b, shell
-        shell.send("exit\r")
-        shell.wait()
+        if shell.proc.poll() is None:
+            shell.send("exit\r")
+            shell.wait()
     finally:
         shell.close()
 
@@ -998,6 +999,31 @@ def test_item_numbers_read_off_a_listing_that_changed_before_the_line_ran_run_no
         shell.run("pwd")
         out = shell.run("ls /#1")
         assert "narnia: error: ls: #1: other devices' changes arrived since this folder's numbers were last shown" in out, out
+
+
+def test_a_line_that_removes_or_moves_nothing_runs_on_what_arrived_while_it_was_typed(narnia, host):
+    """Only a line that removes, moves or overwrites items, named as the user saw them, waits for
+    a fresh look when other devices' changes arrive while it is typed: `ls`, `exit` and `panic`
+    (the quick exit) were refused too, and refused again for as long as a sync engine delivered
+    changes faster than a line was typed."""
+    from test_shell_pty import names
+    narnia.init()
+    narnia.ok("mkdir /trip /keep")
+    with shell_of_another_device(narnia, host) as (b, shell):
+        arrive(narnia, b, "mkdir /new")
+        out = shell.run("ls /")
+        assert out.splitlines()[0] == "narnia: note: other devices' changes arrived: 1 new item", out
+        assert names(out.split("\n", 1)[1]) == ["keep/", "new/", "trip/"], out
+        arrive(narnia, b, "mkdir /newer")
+        out = shell.run("mkdir /mine; cp -r /keep /copy")
+        assert "the line was not run" in out and "copy" not in shell.run("ls /"), out
+        shell.run("cd /trip")
+        arrive(narnia, b, "rm -r /trip")
+        out = shell.run("pwd")
+        assert out.splitlines()[-1] == "/", out
+        arrive(narnia, b, "mkdir /last")
+        shell.send("panic\r")
+        assert shell.wait(timeout=30) == 0, shell.output[-300:]
 
 
 @pytest.mark.parametrize("elsewhere", ["mv /trip/sub /archive", "rm -r /trip/sub; mkdir /trip/sub"])

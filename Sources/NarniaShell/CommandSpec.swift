@@ -23,11 +23,13 @@ public struct CommandSpec: CommandDescription, Sendable {
     /// For commands whose last operand is a host path (`export`), that kind overrides the rest.
     public let lastOperandIsHost: Bool
     public let exclusive: [[String]]
+    /// How the command depends on the vault's folders as the user last saw them.
+    public let treeUse: TreeUse
     let run: @Sendable (Session, ParsedArguments) throws -> Void
 
     init(_ name: String, aliases: [String] = [], usage: String = "", aliasUsages: [String: String] = [:], abstract: String,
          details: String = "", flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [],
-         lastOperandIsHost: Bool = false, run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
+         lastOperandIsHost: Bool = false, treeUse: TreeUse = .namesItems, run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
         self.usage = usage
@@ -38,9 +40,25 @@ public struct CommandSpec: CommandDescription, Sendable {
         self.operands = operands
         self.lastOperandIsHost = lastOperandIsHost
         self.exclusive = exclusive
+        self.treeUse = treeUse
         self.run = run
     }
 
+    /// What a command needs of the vault's folders, from least to most: what decides whether a
+    /// line still runs after other devices' changes arrived while it was typed or read
+    /// (`Session.readChangesArrived(beforeRunning:typedAtPrompt:)`).
+    public enum TreeUse: Int, Comparable, Sendable {
+        /// Names no item: the session itself, settings, keys, devices, the host's folders, the
+        /// current folder's path.
+        case none
+        /// Reads items by path, or adds new ones: on a tree that changed it shows or adds to
+        /// what is there now.
+        case namesItems
+        /// Removes, moves or overwrites items: named as the user saw them, they may be others now.
+        case reshapes
+
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
 }
 
 extension FlagSpec {

@@ -192,7 +192,7 @@ extension Session {
 
     /// A command after a `;` with its own `-` mark taken off its first word, and whether it had
     /// one. A quoted `'-x'` is no mark (it names a command `-x`, which does not exist).
-    private static func withoutMayFailMark(_ words: [Word]) -> (words: [Word], mayFail: Bool) {
+    static func withoutMayFailMark(_ words: [Word]) -> (words: [Word], mayFail: Bool) {
         guard let first = words.first, first.looksLikeFlag else { return (words, false) }
         let rest = Word(text: String(first.text.unicodeScalars.dropFirst()), quotedScalars: Array(first.quotedScalars.dropFirst()))
         return (rest.text.isEmpty ? Array(words.dropFirst()) : [rest] + words.dropFirst(), true)

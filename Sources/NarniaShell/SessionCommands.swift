@@ -6,14 +6,14 @@ extension CommandTable {
     /// The commands about the session itself, listed last in `help`.
     static let sessionCommands: [CommandSpec] = [
         CommandSpec("help", aliases: ["?"], usage: "[COMMAND]", abstract: "list the commands, or explain one",
-          details: "Every command also takes --help (and -h, where it has no -h of its own).", run: Maintenance.help),
+          details: "Every command also takes --help (and -h, where it has no -h of its own).", treeUse: .none, run: Maintenance.help),
         CommandSpec("panic", abstract: "quick exit: stop viewers, wipe keys, clear the screen and scrollback",
           details: "Kills every viewer, wipes the keys from memory, clears the screen and the terminal's scrollback, and exits at once: status 0, or 1 after a command of the run failed, as exit gives. On a terminal (the shell, the Wardrobe, the passphrase question, -c and -b runs, which it ends with status 131) Ctrl-\\ does the same at any moment, even while a viewer runs.",
-          run: Session.panic),
+          treeUse: .none, run: Session.panic),
         CommandSpec("!", usage: "[COMMAND]", abstract: "run a host command, or a host shell",
           details: "'!COMMAND' runs COMMAND with /bin/sh in the host folder (see lcd), as typed; it goes last on its line (one followed by ';' and more is refused: use !sh -c '…; …'); '!' alone starts your shell ($SHELL). They get the terminal and nothing of the vault: no open store file, no key. As in sftp.",
-          run: HostShell.run),
-        CommandSpec("exit", aliases: ["quit", "bye"], abstract: "leave the vault", run: Maintenance.exit),
+          treeUse: .none, run: HostShell.run),
+        CommandSpec("exit", aliases: ["quit", "bye"], abstract: "leave the vault", treeUse: .none, run: Maintenance.exit),
     ]
 }
 

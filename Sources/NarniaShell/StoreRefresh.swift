@@ -18,29 +18,44 @@ extension Session {
     /// a line's numbers are read as typed.
     ///
     /// With `line`, about to run: returns false, having said why, when what arrived changed
-    /// what the line means. A line typed at the prompt (`typedAtPrompt`) was typed against the
-    /// vault as the prompt showed it: after any change to the tree it is not run (review CO-5,
-    /// CQ-1, CQ-2: `#1`, read off a listing, named an item that had just arrived or moved).
-    /// Any line typed or read in a folder that another device moved or removed meanwhile is not
-    /// run either (review CO-6, CQ-3, CQ-4: `rm -r *` typed in a removed folder ran in the
-    /// folder above, the vault's root; in one removed and made anew, it removed what had never
-    /// been shown).
+    /// what the line means. A line typed at the prompt (`typedAtPrompt`) that removes, moves or
+    /// overwrites items was typed against the vault as the prompt showed it: after any change
+    /// to the tree it is not run (review CO-5, CQ-1, CQ-2: `#1`, read off a listing, named an
+    /// item that had just arrived or moved). A line typed or read in a folder that another
+    /// device moved or removed meanwhile is not run either when it names items (review CO-6,
+    /// CQ-3, CQ-4: `rm -r *` typed in a removed folder ran in the folder above, the vault's
+    /// root; in one removed and made anew, it removed what had never been shown). Other lines
+    /// run on what arrived: `ls` shows it, `exit` and `panic` leave, whatever a sync engine
+    /// brings while they are typed.
     @discardableResult
     public func readChangesArrived(beforeRunning line: String? = nil, typedAtPrompt: Bool = false) -> Bool {
         let (typedIn, folder) = (cwd, cwdID)
-        // Whether the line runs anything (not a blank line or a comment) is asked only once
-        // something arrived.
-        guard let change = readChangesArrived(), let line, (try? tokenize(line))?.isEmpty == false else { return true }
-        if typedAtPrompt && change.changedTree {
+        // What the line needs of the tree is asked only once something arrived.
+        guard let change = readChangesArrived(), let line else { return true }
+        let use = treeUse(ofLine: line)
+        if typedAtPrompt && change.changedTree && use == .reshapes {
             err.messageLine("narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault")
             err.messageLine("narnia: hint: look again; Up brings the line back")
-        } else if cwd != typedIn || cwdID != folder {
+        } else if use > .none && (cwd != typedIn || cwdID != folder) {
             err.messageLine("narnia: error: \(located)the line typed in \(inMessage(typedIn)) was not run: that folder was moved or removed on another device")
         } else {
             return true
         }
         err.flush()
         return false
+    }
+
+    /// The most any command of `line` needs of the vault's folders (`CommandSpec.TreeUse`);
+    /// `.none` for a blank line or a comment, `.namesItems` for a line that does not split
+    /// into words or names no known command (it fails as it runs).
+    private func treeUse(ofLine line: String) -> CommandSpec.TreeUse {
+        guard let commands = try? tokenize(line) else { return .namesItems }
+        return commands.map { words -> CommandSpec.TreeUse in
+            let (words, _) = Self.withoutMayFailMark(words)
+            guard let first = words.first else { return .none }
+            if Self.isHostCommand(words) { return .none }
+            return CommandTable.find(first.text)?.treeUse ?? .namesItems
+        }.max() ?? .none
     }
 
     /// Reads what arrived (see above); returns how the tree changed, nil when nothing was read.
