@@ -458,6 +458,20 @@ def test_the_numbers_of_a_line_are_those_in_view_when_it_was_typed(vault, shell)
     assert vault.ok("ls /; ls /sub").out_lines == ["d", "sub", "zz", "x"]
 
 
+def test_rm_i_asks_about_an_item_by_the_number_the_line_was_typed_against(vault, shell):
+    """Review CE-3: after `rm #1;` on the line, `rm -i #3` asked `remove /#2?` (c.txt's number
+    once a.txt went), which in the listing the user answers from is b.txt's."""
+    vault.ok("mkdir /a /b /c /d /sub; set hide-names on")
+    s = shell()
+    s.send("rm -r #1; rm -r -i #3\r")
+    s.expect("remove the folder /#3 and everything in it? [y/N] ")
+    s.send("y\r")
+    s.prompt("/")
+    s.send("exit\r")
+    assert s.wait() == 0
+    assert vault.ok("ls /").out_lines == ["b", "d", "sub"]
+
+
 def run_on_a_terminal(vault, text):
     """`narnia -c TEXT` on a terminal; returns its exit status and what it showed."""
     s = Shell(vault, args=("-c", text))

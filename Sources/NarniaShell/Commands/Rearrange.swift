@@ -68,7 +68,7 @@ enum Rearrange {
             // Every question comes before any removal; Ctrl-C (or end of input) at one cancels
             // the command, earlier yes answers included (review BG-3: it counted as no).
             targets = try targets.filter { path, id in
-                let what = s.vault.isFolder(id) ? "the folder \(s.shown(path, on: s.out)) and everything in it" : s.shown(path, on: s.out)
+                let what = s.vault.isFolder(id) ? "the folder \(s.shownAsTyped(path, on: s.out)) and everything in it" : s.shownAsTyped(path, on: s.out)
                 guard let yes = ask("remove \(what)? [y/N] ") else { throw Cancelled() }
                 return yes
             }

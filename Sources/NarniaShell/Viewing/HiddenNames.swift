@@ -213,14 +213,16 @@ extension HiddenNames {
     }
 
     /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
-    /// nothing (what was typed) stay as they are.
-    static func masked(_ path: VaultPath, in s: Session) -> String {
+    /// nothing (what was typed) stay as they are. `asTyped`: each item that had a number when
+    /// the running line was typed shows that one (`Session.numbersAsTyped`).
+    static func masked(_ path: VaultPath, in s: Session, asTyped: Bool = false) -> String {
         var shown: [String] = []
         var folder = Identifier.root
         var known = true
         for name in path.components {
             if known, let item = s.vault.child(named: name, in: folder) {
-                shown.append("#\(number(of: item, in: s.vault))")
+                let typed = asTyped ? s.numbersAsTyped?.items(in: folder)?.firstIndex { $0.id == item.id } : nil
+                shown.append("#\(typed.map { $0 + 1 } ?? number(of: item, in: s.vault))")
                 folder = item.id
             } else {
                 known = false
@@ -237,6 +239,13 @@ extension Session {
     /// output escapes what a terminal must not get).
     public func shown(_ path: VaultPath, on output: Output) -> String {
         output.isTerminal && ViewingPreferences(self).hideNames ? HiddenNames.masked(path, in: self) : output.name(path.description)
+    }
+
+    /// `shown(_:on:)` with the numbers the running line was typed against: in a question
+    /// about an item typed as `#N` (`rm -i`), whose answer the user reads off the listing they
+    /// typed from (review CE-3: after `rm #1;` on the line, `rm -i #3` asked about `#2`).
+    func shownAsTyped(_ path: VaultPath, on output: Output) -> String {
+        output.isTerminal && ViewingPreferences(self).hideNames ? HiddenNames.masked(path, in: self, asTyped: true) : output.name(path.description)
     }
 
     /// The path of `id` as `output` may show it (see `shown(_:on:)`).
