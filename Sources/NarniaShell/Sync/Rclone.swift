@@ -276,6 +276,26 @@ struct Rclone {
         return try run(["copy", "--files-from-raw", list, "--no-check-dest", "--no-traverse"], paths: [source, destination])
     }
 
+    /// Which of the files named in `paths` differ between `here` and `there`, told by a hash
+    /// both sides have (`rclone check --one-way`, reading the files where a backend keeps no
+    /// hash, as the local one); nil when they have none in common, and rclone compared sizes only.
+    func differing(_ paths: [String], here: String, there: String, listIn folder: String) throws -> Set<String>? {
+        let list = folder + "/check-\(UInt32.random(in: 0...UInt32.max))"
+        try FileDescriptor.open(list, .writeOnly, options: [.create, .exclusive]).writeAll(Array((paths.joined(separator: "\n") + "\n").utf8))
+        defer { try? FileSystem.unlink(list, missingOK: true) }
+        let outcome = try run(["check", "--one-way", "--files-from-raw", list, "--combined", "-"], paths: [here, there])
+        if outcome.cancelled { throw Cancelled() }
+        let lines = String(decoding: outcome.output, as: UTF8.self).split(separator: "\n")
+        let differ = Set(lines.filter { $0.hasPrefix("* ") }.map { String($0.dropFirst(2)) })
+        // Status 1 with every file compared: differences found, which is the answer.
+        guard outcome.status == 0 || (outcome.status == 1 && lines.allSatisfy { $0.hasPrefix("* ") || $0.hasPrefix("= ") }
+                                      && lines.count == paths.count) else {
+            throw failure("compare journals with \(there)", outcome)
+        }
+        if outcome.errors.contains(where: { $0.contains("No common hash found") }) { return nil }
+        return differ
+    }
+
     /// Copies one file to a path of another name (`rclone copyto`).
     func copy(file source: String, to destination: String) throws -> Outcome {
         try run(["copyto", "--no-check-dest"], paths: [source, destination])

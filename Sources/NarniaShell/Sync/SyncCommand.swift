@@ -71,12 +71,12 @@ enum SyncCommand {
             "rename \($0) there in UTF-8 without those, keeping the hex digits and the sync engine's suffix"
         }
         warnUnread(s, remote, links, "that are symbolic links, which rclone does not follow") { _ in "put the file there in place of the link" }
-        var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
-        try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault)
-        var retiredThereConfirmed: [StorePath: Bool] = [:]
-        try confirmRetiredThere(&fetching, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: true)
         let folder = try vault.makeReceivingFolder()
         defer { vault.removeReceivingFolder(folder) }
+        var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
+        try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault, listIn: folder)
+        var retiredThereConfirmed: [StorePath: Bool] = [:]
+        try confirmRetiredThere(&fetching, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: true)
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
         func watch(_ label: String) {
             meter?.begin(item: label)
@@ -357,7 +357,7 @@ enum SyncCommand {
                                   hint: "this device writes that journal: change anything in the vault (mkdir, say) and sync again, and the copy here replaces it there")
         }
         return CommandFailure("journals there do not read and hold more than the copies here, and were not taken: \(named)",
-                              hint: "the device that writes such a journal replaces the copy there when it next changes the vault and syncs, \(unlessForgotten)")
+                              hint: "a device that holds such a journal whole replaces the copy there at its next sync, where the remote keeps a hash rclone can compare; its writer does when it next changes the vault and syncs, \(unlessForgotten)")
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
@@ -389,7 +389,13 @@ enum SyncCommand {
     /// by that device. And any journal whose copy here ends in bytes that are no whole record
     /// (such a copy, taken from elsewhere) is fetched when the first of them differs there:
     /// the copy there may hold that record whole (review BD-3).
-    static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault) throws {
+    ///
+    /// The others are compared whole by a hash, where both sides have one in common (review
+    /// CG-2: a byte that rotted in the middle of another device's journal there was never
+    /// found by the devices holding it whole, and a device that still needed those records
+    /// failed every sync until the journal's writer next changed something): one that differs
+    /// is fetched, and one that does not read is replaced there by the copy here.
+    static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String) throws {
         for (file, size) in plan.sameLengthJournals {
             let path = Rclone.join(remote, file.path)
             if let tail = vault.tailStart(of: file, size: size) {
@@ -407,6 +413,17 @@ enum SyncCommand {
             plan.fetch(file, size)
             if !(there.first == 0 && there.dropFirst() == here.dropFirst()) { plan.forkedThere.insert(file.key) }
         }
+        try compareWholeByHash(&plan, remote: remote, rclone: rclone, vault: vault, listIn: folder)
+    }
+
+    /// Compares whole, by a hash both sides have, the same-length journals not already to be
+    /// fetched (see `compareSameLengthJournals`); one that differs is fetched.
+    private static func compareWholeByHash(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String) throws {
+        let fetched = Set(plan.fetch.map(\.key))
+        let unchecked = plan.sameLengthJournals.filter { !fetched.contains($0.0.key) }
+        guard !unchecked.isEmpty,
+              let differing = try rclone.differing(unchecked.map(\.0.path), here: vault.directory, there: remote, listIn: folder) else { return }
+        for (file, size) in unchecked where differing.contains(file.path) { plan.fetch(file, size) }
     }
 
     /// Decides the retired journals of `plan.retiredToConfirm`: the last bytes of the copy
