@@ -1349,6 +1349,22 @@ def test_cp_r_never_replaces_a_folder(sample):
                                                 "/docs/photos/a.png", "/docs/photos/b.jpg"]
 
 
+def test_cp_rn_copies_into_a_folder_of_its_name_what_it_lacks(sample):
+    """As coreutils: `cp -rn` merges a folder into one of its name, keeping what is there
+    (review CV-3: the source was skipped whole, without a word, and exit 0)."""
+    sample.ok("mkdir -p /backup/photos/2024; cp /photos/a.png /backup/photos; cd /backup/photos; import - b.jpg", input=b"kept")
+    sample.ok("cp -rn /photos /backup")
+    assert find_all(sample, "/backup") == ["/backup/photos", "/backup/photos/2024", "/backup/photos/2024/c.png",
+                                           "/backup/photos/a.png", "/backup/photos/b.jpg"]
+    assert sample.ok("cat /backup/photos/b.jpg").out == "kept"
+    sample.ok("cp -rn /photos /backup")   # nothing left to copy
+    # A folder onto a file, or a file onto a folder, is an error, as there; nothing is copied.
+    sample.ok("mkdir /b2; cd /b2; import - photos", input=b"file")
+    r = sample.fails("cp -rn /photos /docs /b2", "cp")
+    assert "/b2/photos: cannot replace a file with a folder; nothing was copied" in r.err, r.describe()
+    assert find_all(sample, "/b2") == ["/b2/photos"]
+
+
 def test_stat_and_du_of_root_and_files(sample):
     fields = dict(l.split(": ", 1) for l in sample.ok("stat /").out_lines)
     assert fields.get("path") == "/" and fields.get("type") == "folder", f"stat /: {fields}"

@@ -256,7 +256,8 @@ def test_sftp_aliases_and_host_commands(vault, host):
     assert (host / "got" / "a.bin").exists()
     assert vault.ok("?").out == vault.ok("help").out
     r = vault.ok(f"lcd {q(str(host))}; !ls got")
-    assert r.out_lines == ["a.bin"], r.describe()
+    # Review CV-1: the probe for a here-document, which /bin/sh is to refuse, printed its error.
+    assert r.out_lines == ["a.bin"] and r.err_lines == [], r.describe()
     # A host command's text, as typed (quotes, escapes, redirections), goes to /bin/sh; it goes
     # last on its line.
     r = vault.ok("!echo 'a;b' \"c;d\" e\\;f 'one  two' > out.txt", cwd=host)

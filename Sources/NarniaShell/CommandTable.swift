@@ -59,7 +59,7 @@ public enum CommandTable {
         CommandSpec("cp", usage: "[-r|-a] [-f|-n] SRC... DEST", abstract: "copy items",
           details: "Copies keep their modification times; -a is -r. All or none, as mv.",
           flags: [.flag("-r", "copy folders and everything in them"), .flag("-a", "the same as -r (times are always kept)"),
-                  .flag("-f", "replace an existing file at the destination"), .flag("-n", "never replace: leave such a source uncopied")],
+                  .flag("-f", "replace an existing file at the destination"), .flag("-n", "never replace: leave such a source uncopied; with -r a folder goes into one of its name, adding only what it lacks")],
           exclusive: [["-f", "-n"]],
           operands: [.vaultPath], treeUse: .reshapes, run: Rearrange.cp),
         CommandSpec("find", usage: "[PATH] [-name GLOB|-iname GLOB] [-type photo|video|document|other|folder]", abstract: "list items below a folder by name or kind",

@@ -11,7 +11,7 @@ extension CommandTable {
           details: "Kills every viewer, wipes the keys from memory, clears the screen and the terminal's scrollback, and exits at once: status 0, or 1 after a command of the run failed, as exit gives. On a terminal (the shell, the Wardrobe, the passphrase question, -c and -b runs, which it ends with status 131) Ctrl-\\ does the same at any moment, even while a viewer runs.",
           treeUse: .none, run: Session.panic),
         CommandSpec("!", usage: "[COMMAND]", abstract: "run a host command, or a host shell",
-          details: "'!COMMAND' runs COMMAND with /bin/sh in the host folder (see lcd), as typed; it goes last on its line (one followed by ';' and more is refused: use !sh -c '…; …'); '!' alone starts your shell ($SHELL). They get the terminal and nothing of the vault: no open store file, no key. As in sftp.",
+          details: "'!COMMAND' runs COMMAND with /bin/sh in the host folder (see lcd), as typed; it goes last on its line (one followed by ';' and more is refused: use !sh -c '…; …'), and so is one with a here-document or that the next line would finish (an open quote, 'if …; then'); in -c and -b such a refusal ends the run, whatever --keep-going or a '-' mark says. '!' alone starts your shell ($SHELL). They get the terminal and nothing of the vault: no open store file, no key. As in sftp.",
           treeUse: .none, run: HostShell.run),
         CommandSpec("exit", aliases: ["quit", "bye"], abstract: "leave the vault", treeUse: .none, run: Maintenance.exit),
     ]

@@ -12,10 +12,14 @@ enum HostShell {
         try run(s, command: a.operands.map(\.text).joined(separator: " "))
     }
 
-    /// True when `/bin/sh -n` reads `command` without a syntax error (it runs nothing).
-    private static func shellReads(_ command: String) throws -> Bool {
+    /// True when `/bin/sh -n` reads `command` without a syntax error (it runs nothing). The
+    /// error it prints goes to the user, unless `quietly` (a probe expected to fail).
+    private static func shellReads(_ command: String, quietly: Bool = false) throws -> Bool {
+        var probe = ChildCommand(["/bin/sh", "-n", "-c", command])
+        if quietly { probe.standardError = Glibc.open("/dev/null", O_WRONLY | O_CLOEXEC) }
+        defer { if let fd = probe.standardError { close(fd) } }
         let job = Job()
-        _ = try job.start(ChildCommand(["/bin/sh", "-n", "-c", command]))
+        _ = try job.start(probe)
         return job.wait() == 0
     }
 
@@ -55,7 +59,7 @@ enum HostShell {
             let why: String?
             if try !shellReads(command) {
                 why = "/bin/sh cannot read it as a whole command"
-            } else if try shellReads(command + "\n)") {
+            } else if try shellReads(command + "\n)", quietly: true) {
                 why = "it holds a here-document ('<<'), whose lines would be read as the vault's"
             } else {
                 why = nil

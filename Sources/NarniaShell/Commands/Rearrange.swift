@@ -177,8 +177,12 @@ enum Rearrange {
                 throw CommandFailure("\(s.inMessage(path)): source and destination are the same item")
             }
             if let existing = s.vault.child(named: name, in: folder) {
-                if a.has("-n") { continue }   // mv -n: never replace; the source stays
                 let target = s.vaultPath(of: existing.id)
+                if a.has("-n") && verb == "cp" && (a.has("-r") || a.has("-a")) {
+                    try planMerge(s, from: (id, path), onto: (existing, target), bound: &bound, into: &plans)
+                    continue
+                }
+                if a.has("-n") { continue }   // never replace; the source stays
                 if existing.isFolder { throw CommandFailure("\(s.inMessage(target)): a folder already exists there") }
                 guard force else { throw CommandFailure("\(s.inMessage(target)): already exists", hint: "use \(verb) -f to replace it") }
                 if s.vault.isFolder(id) { throw CommandFailure("\(s.inMessage(target)): cannot replace a file with a folder") }
@@ -187,6 +191,31 @@ enum Rearrange {
             plans.append((id, path, folder, name, replacing))
         }
         return plans
+    }
+
+    /// `cp -rn` of `source` onto an item of its name: as coreutils, a folder onto a folder
+    /// gets what that folder lacks copied into it, folder by folder, and keeps what it has
+    /// (review CV-3: the source was skipped whole, without a word, so a nightly "copy what is
+    /// new" copied nothing after the first night); a file onto a file is not copied; a folder
+    /// onto a file, or a file onto a folder, is an error. A name another source's copy takes
+    /// first counts as there.
+    private static func planMerge(_ s: Session, from source: (id: Identifier, path: VaultPath), onto target: (item: Item, path: VaultPath),
+                                  bound: inout [Identifier: [String: VaultPath]], into plans: inout [Plan]) throws {
+        switch (s.vault.isFolder(source.id), target.item.isFolder) {
+        case (false, false): return
+        case (true, false): throw CommandFailure("\(s.inMessage(target.path)): cannot replace a file with a folder")
+        case (false, true): throw CommandFailure("\(s.inMessage(target.path)): cannot replace a folder with a file")
+        case (true, true): break
+        }
+        for child in s.vault.children(of: source.id).sorted(by: { utf8Order($0.name, $1.name) }) {
+            let childPath = source.path.appending(child.name)
+            if let there = s.vault.child(named: child.name, in: target.item.id) {
+                try planMerge(s, from: (child.id, childPath), onto: (there, target.path.appending(child.name)), bound: &bound, into: &plans)
+            } else if bound[target.item.id]?[child.name] == nil {
+                bound[target.item.id, default: [:]][child.name] = childPath
+                plans.append((child.id, childPath, target.item.id, child.name, nil))
+            }
+        }
     }
 
     private static func validName(_ name: String) throws -> String {
