@@ -692,31 +692,59 @@ def test_a_remote_copy_whose_first_record_does_not_authenticate_is_damage_not_a_
     assert not conflict_copies(narnia.vault) and not conflict_copies(remote)
 
 
-def test_a_byte_rotted_in_the_middle_of_another_devices_journal_there_is_repaired_by_a_device_holding_it_whole(narnia, host, tmp_path):
+@pytest.mark.parametrize("through", ["folder", "sftp"])
+def test_a_byte_rotted_in_the_middle_of_another_devices_journal_there_is_repaired_by_a_device_holding_it_whole(narnia, host, tmp_path, through):
     """Review CG-2: same-length journals were compared by their last record only, and only
     this device's newest: a bit flipped in the middle of another device's journal on the
     remote stayed there, and a device that still needed those records failed every sync
     until the journal's writer next changed something (never, if it is gone). They are
-    compared whole by a hash now, and the copy here replaces a damaged one there."""
-    remote, sizes = with_a_folder_synced_to_a_remote(narnia, tmp_path)
-    writer = other_device(narnia, remote, tmp_path / "writer")
-    behind = other_device(narnia, remote, tmp_path / "behind")
-    writer.ok(f"mkdir /w1 /w2 /w3; sync {q(str(remote))}")
-    narnia.ok(f"sync {q(str(remote))}")
-    written = [p for p, size in journal_sizes(remote).items() if sizes.get(p) != size and (narnia.vault / p).exists()
-               and (narnia.vault / p).read_bytes() == (remote / p).read_bytes() and not (behind.vault / p).exists()]
-    journal = max(written, key=lambda p: (remote / p).stat().st_size)
-    rotted = bytearray((remote / journal).read_bytes())
-    altered(rotted, 60)
-    os.chmod(remote / journal, 0o600)
-    (remote / journal).write_bytes(rotted)
-    r = behind.fails(f"sync {q(str(remote))}", "sync")
-    assert "a device that holds such a journal whole replaces the copy there at its next sync" in r.err, r.describe()
-    r = narnia.ok(f"sync {q(str(remote))}")
-    assert "does not authenticate); it was not taken, and the copy here replaces it" in r.err, r.describe()
-    assert (remote / journal).read_bytes() == (narnia.vault / journal).read_bytes()
-    r = behind.ok(f"sync {q(str(remote))}; ls /")
-    assert r.out_lines[-4:] == ["a", "w1", "w2", "w3"], r.describe()
+    compared whole now: byte for byte on a remote that is a folder here, by a hash rclone
+    compares elsewhere (`rclone serve sftp` answers md5sum); the copy here replaces a
+    damaged one there."""
+    from engines import RcloneServer
+    served = tmp_path / "served"
+    served.mkdir()
+    server = None
+    try:
+        if through == "sftp":
+            server = RcloneServer("sftp", served, tmp_path, extra=["--user", "narnia", "--pass", "secret"])
+            obscured = subprocess.run(["rclone", "obscure", "secret"], capture_output=True, text=True, check=True).stdout.strip()
+            rclone_env = {"RCLONE_CONFIG_NETR_TYPE": "sftp", "RCLONE_CONFIG_NETR_HOST": "127.0.0.1",
+                          "RCLONE_CONFIG_NETR_PORT": str(server.port), "RCLONE_CONFIG_NETR_USER": "narnia",
+                          "RCLONE_CONFIG_NETR_PASS": obscured}
+            remote = "NETR:store"
+        else:
+            rclone_env = {}
+            remote = str(served / "store")
+        narnia.env.update(rclone_env)
+        store = served / "store"
+        narnia.init()
+        narnia.ok("mkdir /a")
+        sizes = journal_sizes(narnia.vault)
+        narnia.ok(f"sync {q(remote)}")
+        writer = other_device(narnia, store, tmp_path / "writer")
+        behind = other_device(narnia, store, tmp_path / "behind")
+        for d in (writer, behind):
+            d.env.update(rclone_env)
+        writer.ok(f"mkdir /w1 /w2 /w3; sync {q(remote)}")
+        narnia.ok(f"sync {q(remote)}")
+        written = [p for p, size in journal_sizes(store).items() if sizes.get(p) != size and (narnia.vault / p).exists()
+                   and (narnia.vault / p).read_bytes() == (store / p).read_bytes() and not (behind.vault / p).exists()]
+        journal = max(written, key=lambda p: (store / p).stat().st_size)
+        rotted = bytearray((store / journal).read_bytes())
+        altered(rotted, 60)
+        os.chmod(store / journal, 0o600)
+        (store / journal).write_bytes(rotted)
+        r = behind.fails(f"sync {q(remote)}", "sync")
+        assert "a device that holds such a journal whole replaces the copy there at its next sync" in r.err, r.describe()
+        r = narnia.ok(f"sync {q(remote)}")
+        assert "does not authenticate); it was not taken, and the copy here replaces it" in r.err, r.describe()
+        assert (store / journal).read_bytes() == (narnia.vault / journal).read_bytes()
+        r = behind.ok(f"sync {q(remote)}; ls /")
+        assert r.out_lines[-4:] == ["a", "w1", "w2", "w3"], r.describe()
+    finally:
+        if server:
+            server.stop()
 
 
 def test_a_restored_copy_torn_at_its_last_two_records_keeps_the_finished_one_at_every_open(narnia, host, tmp_path):

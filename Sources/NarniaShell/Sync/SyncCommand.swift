@@ -74,7 +74,8 @@ enum SyncCommand {
         let folder = try vault.makeReceivingFolder()
         defer { vault.removeReceivingFolder(folder) }
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
-        try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault, listIn: folder)
+        try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault, listIn: folder,
+                                      folderThere: oneFolderHoldingAll(localFolders))
         var retiredThereConfirmed: [StorePath: Bool] = [:]
         try confirmRetiredThere(&fetching, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: true)
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
@@ -267,9 +268,8 @@ enum SyncCommand {
     /// without the journal, its items gone there with `verify` passing (review CL-4). Returns
     /// false where rclone must rename it.
     private static func renamedInPlace(_ folders: [RcloneRemote.Folder], _ temporary: String, as path: String) throws -> Bool {
-        guard folders.count == 1, let folder = folders.first, folder.exact, folder.namesKept, folder.receivesAll,
-              (try FileSystem.lstatIfExists(folder.path + "/" + temporary)) != nil else { return false }
-        try FileSystem.rename(folder.path + "/" + temporary, folder.path + "/" + path)
+        guard let folder = oneFolderHoldingAll(folders), (try FileSystem.lstatIfExists(folder + "/" + temporary)) != nil else { return false }
+        try FileSystem.rename(folder + "/" + temporary, folder + "/" + path)
         return true
     }
 
@@ -395,7 +395,8 @@ enum SyncCommand {
     /// found by the devices holding it whole, and a device that still needed those records
     /// failed every sync until the journal's writer next changed something): one that differs
     /// is fetched, and one that does not read is replaced there by the copy here.
-    static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String) throws {
+    static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String,
+                                          folderThere: String? = nil) throws {
         for (file, size) in plan.sameLengthJournals {
             let path = Rclone.join(remote, file.path)
             if let tail = vault.tailStart(of: file, size: size) {
@@ -413,17 +414,44 @@ enum SyncCommand {
             plan.fetch(file, size)
             if !(there.first == 0 && there.dropFirst() == here.dropFirst()) { plan.forkedThere.insert(file.key) }
         }
-        try compareWholeByHash(&plan, remote: remote, rclone: rclone, vault: vault, listIn: folder)
+        try compareWhole(&plan, remote: remote, rclone: rclone, vault: vault, listIn: folder, folderThere: folderThere)
     }
 
-    /// Compares whole, by a hash both sides have, the same-length journals not already to be
-    /// fetched (see `compareSameLengthJournals`); one that differs is fetched.
-    private static func compareWholeByHash(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String) throws {
+    /// Compares whole the same-length journals not already to be fetched (see
+    /// `compareSameLengthJournals`): byte for byte where the remote is one folder here
+    /// (`folderThere`), else by a hash both sides have; one that differs is fetched.
+    private static func compareWhole(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String,
+                                     folderThere: String?) throws {
         let fetched = Set(plan.fetch.map(\.key))
         let unchecked = plan.sameLengthJournals.filter { !fetched.contains($0.0.key) }
-        guard !unchecked.isEmpty,
-              let differing = try rclone.differing(unchecked.map(\.0.path), here: vault.directory, there: remote, listIn: folder) else { return }
-        for (file, size) in unchecked where differing.contains(file.path) { plan.fetch(file, size) }
+        guard !unchecked.isEmpty else { return }
+        if let folderThere {
+            for (file, size) in unchecked where try !sameBytes(vault.directory + "/" + file.path, folderThere + "/" + file.path) {
+                plan.fetch(file, size)
+            }
+        } else if let differing = try rclone.differing(unchecked.map(\.0.path), here: vault.directory, there: remote, listIn: folder) {
+            for (file, size) in unchecked where differing.contains(file.path) { plan.fetch(file, size) }
+        }
+    }
+
+    /// True when the files at `a` and `b` hold the same bytes (a file gone counts as differing).
+    private static func sameBytes(_ a: String, _ b: String) throws -> Bool {
+        guard let one = try? FileDescriptor.open(a, .readOnly), let other = try? FileDescriptor.open(b, .readOnly) else { return false }
+        let size = 1 << 20
+        let buffers = UnsafeMutableRawPointer.allocate(byteCount: 2 * size, alignment: 16)
+        defer { buffers.deallocate() }
+        while true {
+            let n = try one.readFully(into: buffers, count: size)
+            guard try other.readFully(into: buffers + size, count: size) == n, memcmp(buffers, buffers + size, n) == 0 else { return false }
+            if n < size { return true }
+        }
+    }
+
+    /// The folder here that a remote reaches, when it is one that holds every file sent under
+    /// its own name (`RcloneRemote.Folder`); nil otherwise.
+    private static func oneFolderHoldingAll(_ folders: [RcloneRemote.Folder]) -> String? {
+        guard folders.count == 1, let folder = folders.first, folder.exact, folder.namesKept, folder.receivesAll else { return nil }
+        return folder.path
     }
 
     /// Decides the retired journals of `plan.retiredToConfirm`: the last bytes of the copy
