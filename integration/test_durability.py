@@ -436,6 +436,31 @@ def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vau
     assert vault.ok("ls /").out_lines == ["photo.jpg"]
 
 
+def test_import_move_says_which_originals_it_removed_without_a_lease(vault, host):
+    """Review CB-4: where no lease can be taken (a file of another user, a file system without
+    them; here leases are turned off), nothing can tell whether a program has the original
+    open for writing, and its later writes go to the removed file: the originals were removed
+    without a word. One warning names them at the end."""
+    try:
+        with open("/proc/sys/fs/leases-enable", "w") as f:
+            f.write("0")
+    except OSError:
+        pytest.skip("leases cannot be turned off here (root only)")
+    try:
+        for name in ("a.txt", "b.txt", "c.txt"):
+            (host / "in" / name).parent.mkdir(exist_ok=True)
+            (host / "in" / name).write_text(name)
+        r = vault.ok(f"import --move {q(str(host / 'in'))}")
+    finally:
+        with open("/proc/sys/fs/leases-enable", "w") as f:
+            f.write("1")
+    assert not (host / "in").exists() and vault.ok("ls /in").out_lines == ["a.txt", "b.txt", "c.txt"]
+    warned = [l for l in r.err_lines if "removed without the check" in l]
+    assert warned == [f"narnia: warning: import: {host / 'in' / 'a.txt'} and 2 more: removed without the check that no other program "
+                      "had them open for writing: the file system takes no lease (invalid argument); what such a program writes "
+                      "after goes to the removed file"], r.describe()
+
+
 def import_move_held(vault, original: Path, held: str) -> subprocess.Popen:
     """`import --move ORIGINAL` with each of the system calls `held` (strace names) held 5 s,
     returned once its lease on the original was seen and the removal is held."""

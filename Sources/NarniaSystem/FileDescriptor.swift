@@ -235,22 +235,33 @@ public final class FileDescriptor: @unchecked Sendable {
         narnia_set_direct(raw, on ? 1 : 0) == 0
     }
 
+    /// What `whileNoOneWrites` found.
+    public enum WriterCheck: Equatable, Sendable {
+        /// No process had the file open for writing: `body` ran under the lease.
+        case noWriter
+        /// One had: `body` did not run.
+        case writer
+        /// No lease could be taken (the error: `EACCES` for a file of another user, `EINVAL`
+        /// where the file system has none): `body` ran without one, and nothing was checked.
+        case unchecked(Int32)
+    }
+
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
-    /// only while no process has it open for writing. Returns false, without running `body`,
-    /// when one has; where leases cannot be taken (a file system without them, a file of
-    /// another user) `body` runs without one. Lease breaks are signalled with SIGIO, which the
+    /// only while no process has it open for writing; not when one has. Where leases cannot be
+    /// taken (a file system without them, a file of another user) `body` runs without one. Lease breaks are signalled with SIGIO, which the
     /// program ignores: an opener for writing meanwhile waits until `body` returns, and
     /// `body`'s argument says whether one waits (`F_GETLEASE` no longer `F_RDLCK`; always false
     /// without a lease): what it does after asking, that opener meets.
-    public func whileNoOneWrites(_ body: (_ writerWaits: () -> Bool) throws -> Void) throws -> Bool {
+    public func whileNoOneWrites(_ body: (_ writerWaits: () -> Bool) throws -> Void) throws -> WriterCheck {
         guard narnia_take_read_lease(raw) == 0 else {
-            if errno == EAGAIN { return false }
+            let code = errno
+            if code == EAGAIN { return .writer }
             try body { false }
-            return true
+            return .unchecked(code)
         }
         defer { _ = narnia_release_lease(raw) }
         try body { narnia_lease_type(self.raw) != F_RDLCK }
-        return true
+        return .noWriter
     }
 
     /// Runs `body` holding a write lease on the file (`F_SETLEASE`, `F_WRLCK`; the descriptor

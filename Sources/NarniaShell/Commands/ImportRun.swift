@@ -51,6 +51,9 @@ struct ImportRun: HostTreeVisitor {
     /// With `--move`, originals removed that had other names (hard links), still open: their
     /// bytes stay on the disk under a name this import did not remove (`warnOfOtherNames`).
     private var removedWithOtherNames: [(path: String, file: FileDescriptor)] = []
+    /// With `--move`, how many originals were removed where no lease could be taken, and the
+    /// first with the error (`Original.Removal.uncheckedBecause`): said once, at the end.
+    private var removedUnchecked: (count: Int, first: (path: String, code: Int32)?) = (0, nil)
     /// With `--skip-existing`, the names in each vault folder that entries of this run took
     /// (imported to, or skipped as copied there before), so that no two entries take one item
     /// for their earlier copy (`existing`).
@@ -276,12 +279,16 @@ struct ImportRun: HostTreeVisitor {
                 session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
             } else if move {
                 do {
-                    let linked = try original.removeIfUnchanged { file in
+                    let removal = try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
                         if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
                         return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
                     }
-                    if let linked {
+                    if let code = removal.uncheckedBecause {
+                        removedUnchecked.count += 1
+                        if removedUnchecked.first == nil { removedUnchecked.first = (host, code) }
+                    }
+                    if let linked = removal.otherNames {
                         removedWithOtherNames.append((host, linked))
                         // Descriptors are limited: the oldest is looked at now (the other names
                         // of a file are most often in its folder, removed by then).
@@ -343,6 +350,11 @@ struct ImportRun: HostTreeVisitor {
         movedFolders.removeAll(warn: warn)
         removedWithOtherNames.forEach(warnOfOtherNames)
         removedWithOtherNames.removeAll()
+        if let (path, code) = removedUnchecked.first {
+            let why = code == EACCES ? "only a file's owner may take a lease on it" : "the file system takes no lease (\(SystemError.reason(for: code)))"
+            let which = removedUnchecked.count == 1 ? session.err.name(path) : "\(session.err.name(path)) and \(removedUnchecked.count - 1) more"
+            warn("\(which): removed without the check that no other program had \(removedUnchecked.count == 1 ? "it" : "them") open for writing: \(why); what such a program writes after goes to the removed file")
+        }
     }
 
     /// Warns when a removed original still has names: a hard link this import did not take
@@ -389,10 +401,9 @@ struct Original {
     /// `CommandFailure` (a warning) if not. `sameBytes` says whether the file, open at its
     /// start, still holds the bytes the vault took (an age file: still decrypts to them), for a
     /// file too new for its status to tell or on a file system whose change time tells nothing
-    /// (`fileSystemKeepsChangeTimes`). Returns the file, still open, when it had other names
-    /// (hard links), which may still hold its bytes once this one is gone.
+    /// (`fileSystemKeepsChangeTimes`).
     @discardableResult
-    func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws -> FileDescriptor? {
+    func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws -> Removal {
         if let linkedFile {
             throw CommandFailure("\(path): a symbolic link: the file it points to, \(linkedFile), is kept, and so is the link (the vault holds its bytes; remove them once you are sure)")
         }
@@ -404,7 +415,7 @@ struct Original {
             throw Self.changedWhileImported(path)
         }
         // Relative to the folder that was read: a folder swapped meanwhile loses nothing.
-        let removed = try file.whileNoOneWrites { writerWaits in
+        let check = try file.whileNoOneWrites { writerWaits in
             // Where the change time witnesses nothing, a rewrite of the same size that puts
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
             if isRacy || !file.fileSystemKeepsChangeTimes {
@@ -417,10 +428,21 @@ struct Original {
             guard !writerWaits() else { throw Self.openedForWriting(path) }
             try removeAside(read: now, writerWaits: writerWaits)
         }
-        guard removed else {
+        guard check != .writer else {
             throw CommandFailure("\(path): another program has it open for writing; the original is kept (the vault holds the version read)")
         }
-        return now.st_nlink > 1 ? file : nil
+        let unchecked: Int32? = if case .unchecked(let code) = check { code } else { nil }
+        return Removal(otherNames: now.st_nlink > 1 ? file : nil, uncheckedBecause: unchecked)
+    }
+
+    /// What removing an original left to say.
+    struct Removal {
+        /// The file, still open, when it had other names (hard links), which may still hold
+        /// its bytes once this one is gone.
+        let otherNames: FileDescriptor?
+        /// Set when no lease could be taken on it (the error), so that nothing checked that no
+        /// program had it open for writing (review CB-4).
+        let uncheckedBecause: Int32?
     }
 
     /// Removes the original by first renaming it to a hidden name in its folder, while the
