@@ -394,6 +394,23 @@ def test_pager_is_less_hardened_and_fed_on_stdin(vault, media, tmp_path):
     assert "Quarterly report of the lamp-post" in (rec / "2.in").read_text()
 
 
+def test_a_lesskey_file_writes_no_history_of_a_vault_document(vault, media, tmp_path):
+    """Review CT-1: less reads the `#env` section of the user's `~/.lesskey` before the
+    environment, so one naming a history file beat `LESSHISTFILE=-`: a search typed while
+    reading a vault document was written to it. No lesskey file is read."""
+    history = tmp_path / "less-history"
+    home = Path(vault.env["HOME"])
+    (home / ".lesskey").write_text(f"#env\nLESSHISTFILE={history}\n")
+    vault.ok(f"import {media / 'notes.txt'}")
+    run = PtyRun(vault, ["-c", "open notes.txt"], env_with(vault, TERM="xterm"))
+    run.read_until(lambda o: b"lamp-post" in o)
+    run.send("/lamp\r")
+    time.sleep(0.3)
+    run.send("q")
+    assert run.finish() == 0, run.text
+    assert not history.exists(), history.read_text()
+
+
 def test_stepping_through_items_next_previous_quit(vault, host, tmp_path):
     for n in "abc":
         (host / f"{n}.txt").write_text(f"item {n}\n")

@@ -170,10 +170,14 @@ enum Viewing {
 
     /// `LESSSECURE=1` (no shell escapes, no editing, no log files), no history file, no input
     /// preprocessor that could write a temporary copy, and no `LESS` options (a `-R` there
-    /// would pass the file's escape sequences to the terminal).
+    /// would pass the file's escape sequences to the terminal). No lesskey file, the user's or
+    /// the system's: less reads the variables of its `#env` section before the environment
+    /// (review CT-1: a `~/.lesskey` naming a history file wrote what was searched for in a
+    /// vault document to it), and removed, these variables send less to `~/.lesskey`.
     static let pagerEnvironment: [String: String?] = [
-        "LESSSECURE": "1", "LESSHISTFILE": "-", "LESSOPEN": nil, "LESSCLOSE": nil, "LESSKEYIN": nil, "LESS": nil,
-        "LESSKEY": nil, "LESSEDIT": nil, "VISUAL": nil, "EDITOR": nil,
+        "LESSSECURE": "1", "LESSHISTFILE": "-", "LESSHISTSIZE": "0", "LESSOPEN": nil, "LESSCLOSE": nil, "LESS": nil,
+        "LESSKEYIN": "/dev/null", "LESSKEY": "/dev/null", "LESSKEYIN_SYSTEM": "/dev/null", "LESSKEY_SYSTEM": "/dev/null",
+        "LESSKEY_CONTENT": nil, "LESSEDIT": nil, "VISUAL": nil, "EDITOR": nil,
     ]
 
     static func ignoringReaderGone(_ body: () throws -> Void) throws {
