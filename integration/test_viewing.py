@@ -16,6 +16,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -781,6 +782,34 @@ def test_narnia_on_btrfs_runs_itself_again_as_the_guard(vault, host, tmp_path):
 def test_panic_at_the_step_prompt_after_a_photo(vault, media, tmp_path):
     vault.ok(f"import {media / 'photo.png'} {media / 'notes.txt'}")
     panic_during(vault, vault.env, "open photo.png notes.txt", "[n]ext", tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_session_ended_while_less_shows_a_document_leaves_no_page_on_the_terminal(vault, media, sig):
+    """Review CT-3: killed by SIGTERM (a lock script) while less showed a document, narnia wrote
+    nothing more: the terminal stayed on less's alternate screen, the page of plaintext under
+    the user's next prompt; after SIGKILL echo was off too. narnia leaves the screen and puts
+    the modes back, and after SIGKILL the pager's guard does."""
+    vault.ok(f"import {media / 'notes.txt'}")
+    env = env_with(vault, TERM="xterm")
+    run = Terminal(["bash", "--norc", "--noprofile", "-c", "set -m; " + shlex.join(vault.argv(["enter"])) + "; echo ENDED $?; sleep 10"],
+                   env, vault.workdir)
+    try:
+        run.expect("> ")
+        narnia = int(Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()[0])
+        run.send("open notes.txt\r")
+        run.expect("lamp-post")
+        time.sleep(0.3)
+        shown = len(run.output)
+        assert ENTER_ALTERNATE_SCREEN in run.output
+        os.kill(narnia, sig)
+        run.expect(f"ENDED {128 + sig}", timeout=10)
+        run.settle()
+        assert LEAVE_ALTERNATE_SCREEN in run.output[shown:], run.output[shown:]
+        modes = termios.tcgetattr(run.fd)[3]
+        assert modes & termios.ECHO and modes & termios.ICANON, "echo and line mode are back"
+    finally:
+        run.close()
 
 
 def test_panic_inside_less(vault, media, tmp_path):

@@ -316,6 +316,22 @@ static void narnia_kill_descendants(void) {
     }
 }
 
+/* Once narnia died (by SIGKILL, which it cannot act on) with a viewer on the terminal: leaves
+   the viewer's alternate screen, and the page of plaintext on it, sets colours, cursor and
+   keypad back (as `Session.leaveViewerScreen`), and the terminal modes the guard found when
+   it started, narnia's (review CT-3: less's page stayed under the user's next prompt, with
+   echo off). Through /dev/tty, the guard's own terminal still; SIGTTOU, blocked here, does
+   not stop a guard left in the background. */
+static void narnia_restore_terminal(const struct termios *saved) {
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0) return;
+    static const char leave[] = "\033[0m\033[?1049l\033[?25h\033[?1l\033>";
+    ssize_t ignored = write(tty, leave, sizeof leave - 1);
+    (void)ignored;
+    tcsetattr(tty, TCSANOW, saved);
+    close(tty);
+}
+
 /* Sends narnia one report (`NARNIA_GUARD_STARTED`…): two ints, less than PIPE_BUF, so whole. */
 static void narnia_guard_report(int pipe, int kind, int value) {
     int record[2] = { kind, value };
@@ -342,7 +358,11 @@ void narnia_guard_if_asked(int argc, char **argv) {
     }
     if (program < 0) { narnia_guard_report(reports, NARNIA_GUARD_ENDED, 127 << 8); _exit(127); }
     narnia_guard_report(reports, NARNIA_GUARD_STARTED, program);
-    // Hold nothing of the program's: its standard streams, its terminal, the content.
+    // Hold nothing of the program's: its standard streams, its terminal, the content. The
+    // terminal's modes are kept, to put back should narnia die while the program has it.
+    struct termios terminal_modes;
+    int had_terminal = 0;
+    for (int fd = 0; fd < 3 && !had_terminal; fd++) had_terminal = isatty(fd) && tcgetattr(fd, &terminal_modes) == 0;
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; fd < 3; fd++) if (fd != null) dup2(null, fd);
     if (null > 2) close(null);
@@ -371,6 +391,7 @@ void narnia_guard_if_asked(int argc, char **argv) {
         if (watched[1].revents) {
             // narnia is gone (its end of the lifeline closed with it): nothing it started stays.
             narnia_kill_descendants();
+            if (had_terminal) narnia_restore_terminal(&terminal_modes);
             _exit(0);
         }
         if (watched[0].revents & POLLIN) {

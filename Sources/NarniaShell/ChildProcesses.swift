@@ -28,8 +28,9 @@ public enum ChildProcesses {
     /// whatever they started that is still below this process (a wrapper's commands, a viewer
     /// that forked: narnia is their reaper, `Processes.keepOrphanedDescendants`), until none
     /// is left. At a terminal viewers share narnia's process group, so the group alone cannot
-    /// reach them.
-    public static func killAll() {
+    /// reach them. Returns whether any process was recorded.
+    @discardableResult
+    public static func killAll() -> Bool {
         let all = pids.withLock { set -> Set<pid_t> in defer { set.removeAll() }; return set }
         for pid in all {
             _ = kill(-pid, SIGKILL)
@@ -44,6 +45,7 @@ public enum ChildProcesses {
             for pid in left { var status: Int32 = 0; _ = waitpid(pid, &status, WNOHANG) }
             usleep(10_000)
         }
+        return !all.isEmpty
     }
 }
 

@@ -40,8 +40,16 @@ extension Session {
 
     /// Writes `clearScreenAndScrollback` to standard output if it is a terminal, else to the
     /// controlling terminal if there is one; never into a pipe. Uses only `write(2)`.
-    public static func clearTerminal() {
-        let bytes = Array(clearScreenAndScrollback.utf8)
+    /// What a viewer killed while it had the terminal leaves to undo: its alternate screen left
+    /// (its page, plaintext, goes with it), colours, cursor and keypad back to normal:
+    /// `ESC[0m ESC[?1049l ESC[?25h ESC[?1l ESC>` (the guard writes the same after narnia's
+    /// death, `narnia_restore_terminal`).
+    public static let leaveViewerScreen = "\u{1B}[0m\u{1B}[?1049l\u{1B}[?25h\u{1B}[?1l\u{1B}>"
+
+    /// Writes `sequence` (by default `clearScreenAndScrollback`) to the terminal: standard
+    /// output when it is one, else /dev/tty.
+    public static func clearTerminal(_ sequence: String = clearScreenAndScrollback) {
+        let bytes = Array(sequence.utf8)
         var fd: Int32 = 1
         var opened = false
         if isatty(1) != 1 {

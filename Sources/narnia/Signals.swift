@@ -155,7 +155,12 @@ enum Signals {
             return
         }
         if byte == panicByte { panicFromWatcher() }
-        ChildProcesses.killAll()
+        // A viewer killed with the terminal leaves its screen (a page of plaintext) and modes
+        // behind: undone at once (review CT-3), on a terminal only.
+        if ChildProcesses.killAll() && isatty(1) == 1 {
+            Session.clearTerminal(Session.leaveViewerScreen)
+            restoreTerminal()
+        }
         var waited: useconds_t = 0
         while waited < graceMicroseconds {
             usleep(50_000)
