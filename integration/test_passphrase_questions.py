@@ -9,8 +9,12 @@ sudo does, and exits 130 on Ctrl-C; the first run says how to come back.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
+
+import pytest
 
 from harness import DEFAULT_PASSPHRASE, q
 from test_cover import KEY_PROMPT, PROMPT, SHUT, hold_back_panel, make_closet, plain, spawn  # noqa: F401
@@ -124,6 +128,19 @@ def test_ctrl_c_at_the_passphrase_question_exits_130(vault):
         s.expect("Passphrase: ")
         s.send(CTRL_C)
         assert s.wait(timeout=30) == 130
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_that_ends_the_run_at_the_passphrase_question_gives_its_own_status(vault, sig):
+    """Review CT-5: SIGTERM and SIGHUP there ended with 130, Ctrl-C's status: a supervisor could
+    not tell that it stopped narnia from a user who gave up."""
+    s = Shell(vault)
+    try:
+        s.expect("Passphrase: ")
+        os.kill(s.pid, sig)
+        assert s.wait(timeout=30) == 128 + sig
     finally:
         s.close()
 

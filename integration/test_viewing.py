@@ -215,6 +215,10 @@ def test_viewer_for_a_mime_type_wins_over_the_kind(vault, host, tmp_path):
     vault.ok(f"set viewer.document {q('echo kind > ' + str(out))}; set viewer.text/plain {q('echo mime > ' + str(out))}")
     vault.ok("open n.txt")
     assert out.read_text().strip() == "mime"
+    # Review CT-6: as in mailcap, `text/*` is every text type: after the exact type, before the kind.
+    vault.ok(f"set viewer.text/plain ''; set viewer.text/* {q('echo any-text > ' + str(out))}")
+    vault.ok("open n.txt")
+    assert out.read_text().strip() == "any-text"
 
 
 def test_a_viewer_mime_type_is_set_in_any_case(vault, host, tmp_path):
@@ -375,7 +379,8 @@ def test_a_photo_chafa_cannot_draw_fails_the_command(vault, media, tmp_path):
     assert "kind: photo" in vault.ok("stat broken.png").out
     run = PtyRun(vault, ["-c", "open broken.png"], colour_env(vault))
     assert run.finish() == 1
-    assert "broken.png: chafa could not draw it" in run.text
+    # Review CT-7: the path once, not twice.
+    assert "open: /broken.png: chafa could not draw it" in run.text and run.text.count("broken.png") == 1, run.text
 
 
 def test_pager_is_less_hardened_and_fed_on_stdin(vault, media, tmp_path):

@@ -184,7 +184,8 @@ struct Launcher {
         case PassphraseError.interrupted:
             // The panic key stops the question as Ctrl-C does; it still ends as a panic.
             if Session.panicRequested != 0 { Signals.finishPanic() }
-            exit(130)
+            // SIGTERM or SIGHUP stops it too: their status, not Ctrl-C's (review CT-5).
+            exit(Signals.terminationStatus() ?? 130)
         case PassphraseError.mismatch: Launcher.fail("the two passphrases differ; nothing was changed", status: 2)
         default: Launcher.fail(describe(error), status: 2)
         }

@@ -199,7 +199,7 @@ enum Viewing {
         arguments.append(ChildCommand.procPath(ofExtra: 0))
         if try drawn(arguments, content, quiet: true) { return }
         guard let png = try Converter.pngFrame(of: content), try drawn(arguments, png, quiet: false) else {
-            throw CommandFailure("\(s.shown(item.id, on: s.err)): chafa could not draw it")
+            throw CommandFailure("chafa could not draw it")
         }
     }
 

@@ -40,12 +40,15 @@ struct ViewingPreferences {
 
     init(_ session: Session) { settings = session.vault.settings }
 
-    /// The configured viewer command for an item: by MIME type first, then by kind.
+    /// The configured viewer command for an item: by MIME type first, then by its type with
+    /// any subtype (`viewer.image/*`, as in mailcap; review CT-6: accepted, then never used),
+    /// then by kind.
     func viewer(mime: String, kind: String) -> String? {
-        let byType = "viewer.\(mime.lowercased())"
-        // A key set in another case before `set` folded it still counts.
-        let typed = settings[byType] ?? settings.first { $0.key.lowercased() == byType }?.value
-        for value in [typed, settings["viewer.\(kind)"]] {
+        let type = mime.lowercased()
+        let anySubtype = type.split(separator: "/", maxSplits: 1).first.map { "\($0)/*" }
+        for key in ["viewer.\(type)", anySubtype.map { "viewer.\($0)" }, "viewer.\(kind)"].compactMap({ $0 }) {
+            // A key set in another case before `set` folded it still counts.
+            let value = settings[key] ?? settings.first { $0.key.lowercased() == key }?.value
             if let value, !value.allSatisfy({ $0 == " " }) { return value }
         }
         return nil
