@@ -355,6 +355,43 @@ def test_wrong_key_and_no_store_look_the_same(narnia, spawn):
     assert "Tops" in p.command("ls")
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_wrong_key_leaves_the_footprint_of_no_store(narnia, tmp_path):
+    """Review CU-1: a wrong key at the door took the store's lock for the whole derivation, in
+    the world-readable /proc/locks, and listed the store on a thread of its own, counted in the
+    world-readable /proc/PID/status: any local user could tell that a vault was there. Neither
+    happens before a key opens a key file: a wrong key asks the kernel for the same kinds of
+    thing as no store."""
+    make_closet(narnia)
+
+    def door_calls(name: str) -> dict[str, int]:
+        log = tmp_path / f"strace-{name}"
+        argv = ["strace", "-f", "-qq", "-o", str(log), "-e", "trace=flock,clone,clone3,fcntl",
+                str(narnia.binary), "--vault", str(narnia.vault)]
+        p = Pty(argv, {k: v for k, v in dict(narnia.env, TERM="xterm").items() if v is not None}, narnia.workdir)
+        try:
+            p.expect(PROMPT)
+            _, _, prompt = hold_back_panel(p, "not the key")
+            assert prompt == PROMPT
+            p.sendline("exit")
+            p.wait()
+        finally:
+            p.close()
+        calls = re.findall(r"^\d+ +(\w+)\(.*?(F_SETLK\w*|F_OFD_SETLK\w*|)[,)]", log.read_text(), re.M)
+        counts: dict[str, int] = {}
+        for call, lock in calls:
+            if call == "fcntl" and not lock:
+                continue
+            counts[call] = counts.get(call, 0) + 1
+        return counts
+
+    without = door_calls("no-store")
+    narnia.init()
+    with_store = door_calls("store")
+    assert with_store == without, (with_store, without)
+    assert "flock" not in with_store, with_store
+
+
 def test_the_door_tries_two_key_files_whatever_their_times(vault, spawn, tmp_path):
     """A store holding two key files (`passwd` on another device, not yet heard of here) took
     two key derivations at the door for a wrong key, one for no store: on a slow machine the

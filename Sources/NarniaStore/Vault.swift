@@ -266,15 +266,26 @@ public final class Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
-        guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
-        // The shard folders are listed beside the key derivation, which needs only the top level.
+        // The shard folders are listed beside the key derivation, which needs only the top
+        // level; but not at the door, where a wrong key must leave the footprint no store
+        // leaves: no thread more (`/proc/PID/status` counts them for anyone), and the store's
+        // lock taken only once the key opened a key file (review CU-1: the lock, in the
+        // world-readable `/proc/locks` for the whole derivation, told any local user that a
+        // vault was behind the Wardrobe).
         var inventory = try StoreInventory.scanTopLevel(directory)
-        let shardListing = ShardListing(root: directory, names: inventory.shardNames)
-        defer { shardListing.waitUntilDone() }
-        if inventory.keyFiles.isEmpty { try shardListing.wait(addingTo: &inventory) }
+        var shardListing = budget == nil ? ShardListing(root: directory, names: inventory.shardNames) : nil
+        defer { shardListing?.waitUntilDone() }
+        func listing() -> ShardListing {
+            if let shardListing { return shardListing }
+            let started = ShardListing(root: directory, names: inventory.shardNames)
+            shardListing = started
+            return started
+        }
+        if inventory.keyFiles.isEmpty { try listing().wait(addingTo: &inventory) }
         var derivations = KeyFileCandidates.Derivations(passphrase: passphrase, notice: notice, budget: budget)
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, derivations: &derivations)
-        try shardListing.wait(addingTo: &inventory)
+        guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+        try listing().wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)
         // Key files opened besides `unlocked` because a journal needed their keys.
