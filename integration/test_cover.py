@@ -482,6 +482,48 @@ def test_first_run_only_when_neither_store_nor_closet_exists(narnia, spawn):
     assert "Nothing is stored" not in p.transcript
     p.sendline("exit")
     p.wait()
+    # Review CU-5: a store that cannot be listed is one (it was announced as nothing stored,
+    # and a new passphrase asked for). Root lists it whatever its mode.
+    if os.geteuid() != 0:
+        closet_path(narnia).unlink(missing_ok=True)
+        os.chmod(narnia.vault, 0)
+        try:
+            p = spawn()
+            p.expect(PROMPT)
+            assert "Nothing is stored" not in p.transcript
+            p.sendline("exit")
+            p.wait()
+        finally:
+            os.chmod(narnia.vault, 0o700)
+
+
+def test_sigterm_at_the_doors_question_ends_the_process_at_once(narnia, spawn):
+    """Review CU-6: both key derivations and the door's whole delay ran before the signal was
+    looked at, and the door answered."""
+    make_closet(narnia)
+    narnia.init()
+    p = spawn()
+    p.expect(PROMPT)
+    p.sendline("hold back-panel")
+    p.expect(KEY_PROMPT)
+    p.send("abc")
+    time.sleep(0.2)
+    start = time.monotonic()
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait() == 143
+    assert time.monotonic() - start < 1.0 and SHUT not in p.transcript, p.transcript
+
+
+def test_without_home_there_is_no_default_store(narnia, tmp_path):
+    """Review CU-7: with neither HOME nor XDG_DATA_HOME, the default store and the closet were
+    `./.local/share` under the current folder: a script run from another folder found no vault.
+    A relative XDG_DATA_HOME counts as none, as the XDG specification says."""
+    env = {k: v for k, v in narnia.env.items() if k not in ("HOME", "XDG_DATA_HOME")}
+    for extra in ({}, {"XDG_DATA_HOME": "relative/data"}):
+        r = subprocess.run([str(narnia.binary), "-c", "pwd"], env=dict(env, **extra), cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 2, r
+        assert "HOME is not set, so there is no default place for the vault or the closet" in r.stderr, r.stderr
+        assert not (tmp_path / ".local").exists() and not (tmp_path / "relative").exists()
 
 
 def test_first_run_can_be_skipped(narnia, spawn):

@@ -55,11 +55,29 @@ public struct ClosetFile: Sendable {
         return nil
     }
 
+    /// The folder holding `closet.json`.
+    private var directory: String {
+        // By scalar, as every path is split (a name may begin with a combining mark).
+        String(path.unicodeScalars[..<(path.unicodeScalars.lastIndex(of: "/") ?? path.unicodeScalars.startIndex)])
+    }
+
+    /// Runs `body` holding an exclusive `flock` on the closet's folder (made if missing), so
+    /// that Wardrobes open at once change the file one after another (review CU-2).
+    /// - Throws: `CommandFailure` when the folder cannot be made or opened, or what `body` throws.
+    public func whileLocked<T>(_ body: () throws -> T) throws -> T {
+        if !directory.isEmpty { try makeDirectories(directory) }
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(directory) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw failure(directory) }
+        }
+        return try body()
+    }
+
     /// Writes the closet: a temporary file beside `closet.json`, synced, then renamed over it.
     /// - Throws: `CommandFailure` naming the path and the system's reason.
     public func save(_ closet: Closet) throws {
-        // By scalar, as every path is split (a name may begin with a combining mark).
-        let directory = String(path.unicodeScalars[..<(path.unicodeScalars.lastIndex(of: "/") ?? path.unicodeScalars.startIndex)])
         if !directory.isEmpty { try makeDirectories(directory) }
         let data = try closet.encoded() + Data("\n".utf8)
         // A new file of a name nobody can foresee, never through a link: a link planted at a

@@ -15,7 +15,13 @@ public protocol WardrobeConsole: AnyObject {
     var width: Int { get }
     /// Asks `question` and reads one line of answer; nil when nobody can answer (no terminal,
     /// or the end of input).
-    func ask(_ question: String) -> String?
+    /// - Throws: `Interrupted` when the user stops the question (Ctrl-C).
+    func ask(_ question: String) throws -> String?
+}
+
+/// A question stopped by the user: the command it belongs to does nothing.
+public struct Interrupted: Error {
+    public init() {}
 }
 
 /// The Wardrobe: an ordinary closet organiser shell. Tabs (Tops, Bottoms, Outerwear, Shoes,
@@ -77,6 +83,7 @@ public final class Wardrobe {
         var ok = true
         for words in commands where !exitRequested {
             guard let first = words.first else { continue }
+            refresh()
             guard let command = WardrobeCommand.find(first.text) else {
                 fail(first.text, CommandFailure("unknown command", hint: "type 'help' for the list of commands"))
                 ok = false
@@ -86,6 +93,10 @@ public final class Wardrobe {
                 try command.run(self, try command.parse(Array(words.dropFirst())))
             } catch let e as CommandFailure {
                 fail(command.name, e)
+                ok = false
+            } catch is Interrupted {
+                // Review CU-3: the answers left blank, the garment was added anyway.
+                fail(command.name, CommandFailure("interrupted; nothing was changed"))
                 ok = false
             } catch {
                 fail(command.name, CommandFailure("\(error)"))
@@ -104,17 +115,30 @@ public final class Wardrobe {
 
     func line(_ text: String) { console.write(shownText(text, onTerminal: console.isTerminal, allowingLineBreaks: true) + "\n") }
 
-    private func save() throws {
-        try file?.save(closet)
+    /// Reads the closet again, for what another Wardrobe open at once saved since (review
+    /// CU-2); as it was, when the file cannot be read now (the next change says why).
+    private func refresh() {
+        guard let file, let current = try? file.load() else { return }
+        closet = current
     }
 
-    /// Changes the closet and saves it; nothing changes when saving fails.
+    /// Changes the closet and saves it; nothing changes when saving fails. The change applies to
+    /// the closet as the file holds it now, read again under the folder's lock: what another
+    /// Wardrobe open at once saved stays (review CU-2: the last to save wrote its whole closet
+    /// over the other's change, which it had reported done).
     private func change(_ body: (inout Closet) throws -> Void) throws {
-        var copy = closet
-        try body(&copy)
-        let old = closet
-        closet = copy
-        do { try save() } catch { closet = old; throw error }
+        guard let file else {
+            var copy = closet
+            try body(&copy)
+            closet = copy
+            return
+        }
+        closet = try file.whileLocked {
+            var current = try file.load()
+            try body(&current)
+            try file.save(current)
+            return current
+        }
     }
 
     // MARK: Places
@@ -266,25 +290,27 @@ public final class Wardrobe {
             throw CommandFailure("one garment at a time", hint: "quote a name with spaces: add 'blue shirt'")
         }
         var tab = w.cwd
-        var name = a.operandTexts.first
+        // Blanks around a name typed on the line go, as around an answer (review CU-4: `shirt `
+        // beside `shirt` listed as a twin, `back-panel ` stood in Tops).
+        var name = a.operandTexts.first?.trimmingSpaces
         if let text = name, text.utf8.contains(UInt8(ascii: "/")) {
             let parts = w.components(of: text)
             guard parts.count == 2, let t = Tab(typed: parts[0]) else {
                 throw CommandFailure("'\(text)': give a tab and a name, as in Tops/'blue shirt'")
             }
             tab = t
-            name = parts[1]
+            name = parts[1].trimmingSpaces
         }
         let asking = a.flags.isEmpty
         if tab == nil {
-            guard let answer = w.console.ask("Tab (\(Tab.allCases.map(\.name).joined(separator: ", "))): ") else {
+            guard let answer = try w.console.ask("Tab (\(Tab.allCases.map(\.name).joined(separator: ", "))): ") else {
                 throw CommandFailure("which tab?", hint: "cd into a tab first, or add TAB/NAME")
             }
             guard let t = Tab(typed: answer.trimmingSpaces) else { throw CommandFailure("no tab called '\(answer)'") }
             tab = t
         }
         if name == nil {
-            guard let answer = w.console.ask("Name: ") else { throw CommandFailure("a garment needs a name", hint: "usage: add [TAB/]NAME") }
+            guard let answer = try w.console.ask("Name: ") else { throw CommandFailure("a garment needs a name", hint: "usage: add [TAB/]NAME") }
             name = answer.trimmingSpaces
         }
         guard let tab, let name else { return }
@@ -295,12 +321,12 @@ public final class Wardrobe {
         var garment = Garment(name: name, colour: a.flags["-c"] ?? "", season: a.flags["-s"] ?? "",
                               notes: a.flags["-n"] ?? "", added: today())
         if asking {
-            garment.colour = w.console.ask("Colour: ")?.trimmingSpaces ?? ""
-            garment.season = w.console.ask("Season (\(Season.all.joined(separator: ", "))): ")?.trimmingSpaces ?? ""
+            garment.colour = try w.console.ask("Colour: ")?.trimmingSpaces ?? ""
+            garment.season = try w.console.ask("Season (\(Season.all.joined(separator: ", "))): ")?.trimmingSpaces ?? ""
             if Season.normalised(garment.season) == nil {
-                garment.season = w.console.ask("Season: one of \(Season.all.joined(separator: ", ")), or nothing: ")?.trimmingSpaces ?? ""
+                garment.season = try w.console.ask("Season: one of \(Season.all.joined(separator: ", ")), or nothing: ")?.trimmingSpaces ?? ""
             }
-            garment.notes = w.console.ask("Notes: ")?.trimmingSpaces ?? ""
+            garment.notes = try w.console.ask("Notes: ")?.trimmingSpaces ?? ""
         }
         guard let season = Season.normalised(garment.season) else {
             throw CommandFailure("'\(garment.season)' is not a season", hint: "seasons: \(Season.all.joined(separator: ", "))")
@@ -396,11 +422,11 @@ public final class Wardrobe {
         switch parts.count {
         case 1 where w.cwd == nil:
             toTab = fromTab
-            newName = parts[0]
+            newName = parts[0].trimmingSpaces
         case 2:
             guard let t = Tab(typed: parts[0]) else { throw CommandFailure("no tab called '\(parts[0])'") }
             toTab = t
-            newName = parts[1]
+            newName = parts[1].trimmingSpaces
         default:
             throw CommandFailure("'\(destText)': give a new name, or a tab")
         }

@@ -61,8 +61,8 @@ final class TerminalConsole: WardrobeConsole {
     var width: Int { TerminalSize.current().columns }
 
     /// Reads one line from standard input with `read(2)` (nothing read ahead); nil at the end
-    /// of input or on Ctrl-C.
-    func ask(_ question: String) -> String? {
+    /// of input; throws `Interrupted` on Ctrl-C (or the panic key, which then ends the process).
+    func ask(_ question: String) throws -> String? {
         guard isatty(0) == 1 else { return nil }
         fputs(question, StandardStream.output)
         fflush(StandardStream.output)
@@ -72,7 +72,7 @@ final class TerminalConsole: WardrobeConsole {
             // A Ctrl-C that comes just before `read` would not interrupt it (and was lost until
             // pressed again): the flag is looked at between short waits for input, as the
             // passphrase question does.
-            if Session.interruptRequested != 0 || Session.panicRequested != 0 { fputs("\n", StandardStream.output); return nil }
+            if Session.interruptRequested != 0 || Session.panicRequested != 0 { fputs("\n", StandardStream.output); throw Interrupted() }
             var ready = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
             if poll(&ready, 1, 200) <= 0 { continue }   // nothing yet, or interrupted
             let n = read(0, &byte, 1)

@@ -40,8 +40,19 @@ struct Launcher {
     private static func storeDirectory(_ options: Options) -> String {
         if let v = options.vault { return FileSystem.absolute(v) }
         if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(expandingTilde(v)) }
-        let data = environment("XDG_DATA_HOME") ?? ((environment("HOME") ?? ".") + "/.local/share")
-        return FileSystem.absolute(data + "/lining")
+        return FileSystem.absolute(dataHome() + "/lining")
+    }
+
+    /// Where this user's data goes: `$XDG_DATA_HOME` when it is an absolute path (the XDG
+    /// specification ignores a relative one), else `$HOME/.local/share`; with neither, a usage
+    /// error (review CU-7: the vault and the closet went to `./.local/share` under whatever
+    /// folder narnia started in, and the same script run from another found no vault).
+    static func dataHome() -> String {
+        if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") { return data }
+        guard let home = environment("HOME") else {
+            fail("HOME is not set, so there is no default place for the vault or the closet", hint: "give --vault DIR, or set HOME", status: 2)
+        }
+        return home + "/.local/share"
     }
 
     /// `path` with a leading `~` or `~/` replaced by `$HOME`, as a shell does after a space but
@@ -110,7 +121,7 @@ struct Launcher {
 
     /// Where the Wardrobe keeps its garments.
     var closetFile: ClosetFile {
-        ClosetFile.defaultLocation(dataHome: Launcher.environment("XDG_DATA_HOME"), home: Launcher.environment("HOME"))
+        ClosetFile(path: Launcher.dataHome() + "/wardrobe/closet.json")
     }
 
     /// The very first run: neither a store (a non-empty store directory) nor the Wardrobe's
@@ -120,9 +131,15 @@ struct Launcher {
     /// never been used: there is nothing to hide yet.)
     var isFirstRun: Bool { !storeExists && !closetFile.exists }
 
+    /// A store directory that is there and holds something, or that cannot be looked into
+    /// (review CU-5: an unreadable store was announced as "nothing is stored here yet").
     var storeExists: Bool {
-        (try? FileSystem.statIfExists(storeDirectory)) != nil
-            && !((try? FileSystem.listDirectory(storeDirectory))?.isEmpty ?? true)
+        do {
+            guard try FileSystem.statIfExists(storeDirectory) != nil else { return false }
+            return try !FileSystem.listDirectory(storeDirectory).isEmpty
+        } catch {
+            return true
+        }
     }
 
     // MARK: Passphrases
@@ -303,6 +320,9 @@ struct Launcher {
         print(Wardrobe.keyholeText)
         fflush(StandardStream.output)
         let key = try? TerminalPassphrase.ask(Wardrobe.keyPrompt)
+        // SIGTERM or SIGHUP at the question ends the process now, store or none (review CU-6:
+        // both derivations and the whole delay ran first).
+        if Signals.terminationStatus() != nil { return nil }
         let start = SystemClock.monotonicSeconds()
         if let vault = Vault.openBehindDoor(at: storeDirectory, key: key, mayOpen: opening, parametersWithoutStore: kdfParameters) {
             return vault
@@ -310,6 +330,7 @@ struct Launcher {
         let elapsed = SystemClock.monotonicSeconds() - start
         let delay = max(Launcher.doorMinimumDelay, (elapsed / Launcher.doorDelayStep).rounded(.up) * Launcher.doorDelayStep)
         Launcher.sleep(until: start + delay)
+        if Signals.terminationStatus() != nil { return nil }
         print(Wardrobe.doorStaysShut)
         fflush(StandardStream.output)
         return nil
@@ -318,7 +339,7 @@ struct Launcher {
     static func sleep(until deadline: Double) {
         while true {
             let left = deadline - SystemClock.monotonicSeconds()
-            if left <= 0 || Session.panicRequested != 0 { return }
+            if left <= 0 || Session.panicRequested != 0 || Signals.terminationStatus() != nil { return }
             var ts = timespec(tv_sec: Int(left), tv_nsec: Int((left - Double(Int(left))) * 1e9))
             _ = nanosleep(&ts, nil)
         }
@@ -422,7 +443,7 @@ struct Launcher {
         switch commands {
         case .interactive:
             Session.askYesNo = { question in
-                guard let answer = TerminalConsole().ask(question) else { return nil }
+                guard let answer = try? TerminalConsole().ask(question) else { return nil }   // Ctrl-C: no answer
                 let word = answer.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).first
                 return ["y", "yes"].contains(word.map { $0.lowercased() } ?? "")
             }

@@ -19,9 +19,14 @@ private final class RecordingConsole: WardrobeConsole {
 
     func write(_ text: String) { out += text }
     func writeError(_ text: String) { err += text }
-    func ask(_ question: String) -> String? {
+    /// An answer of `interrupt` is Ctrl-C at that question.
+    static let interrupt = "\u{3}"
+
+    func ask(_ question: String) throws -> String? {
         questions.append(question)
-        return answers.isEmpty ? nil : answers.removeFirst()
+        let answer = answers.isEmpty ? nil : answers.removeFirst()
+        if answer == Self.interrupt { throw Interrupted() }
+        return answer
     }
 }
 
@@ -121,6 +126,42 @@ final class WardrobeTests: XCTestCase {
         XCTAssertEqual(g.season, "summer")
         XCTAssertEqual(g.notes, "too thin for May")
         XCTAssertEqual(g.added.count, 10)
+    }
+
+    /// Review CU-3: Ctrl-C at a question left the answers blank, and the garment was added.
+    func testCtrlCAtAQuestionAddsNothing() throws {
+        let (w, c) = wardrobe(answers: ["white", RecordingConsole.interrupt])
+        XCTAssertEqual(fails(w, c, "add Tops/hat"), "wardrobe: error: add: interrupted; nothing was changed\n")
+        XCTAssertEqual(c.questions.count, 2)
+        XCTAssertNil(w.closet.garment(named: "hat", in: .tops))
+    }
+
+    /// Review CU-4: blanks around a name typed on the line stayed, making look-alike twins and
+    /// a second back panel.
+    func testBlanksAroundANameOnTheLineGo() throws {
+        let (w, c) = wardrobe()
+        _ = ok(w, c, "add -c red Tops/shirt")
+        XCTAssertTrue(fails(w, c, "add -c red 'Tops/shirt '").contains("already holds 'shirt'"))
+        XCTAssertTrue(fails(w, c, "add -c red 'Tops/ back-panel '").contains("is part of the wardrobe"))
+        _ = ok(w, c, "mv Tops/shirt ' tee '")
+        XCTAssertNotNil(w.closet.garment(named: "tee", in: .tops))
+    }
+
+    /// Review CU-2: two Wardrobes open on one closet each saved the closet they had loaded, the
+    /// last one's over the other's change.
+    func testTwoWardrobesOnOneClosetKeepEachOthersChanges() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = ClosetFile(path: dir.path + "/wardrobe/closet.json")
+        let (a, ca) = wardrobe(file: file)
+        let (b, cb) = wardrobe(file: file)
+        _ = ok(a, ca, "add -c navy Outerwear/raincoat")
+        _ = ok(b, cb, "add -c brown Shoes/boots")
+        _ = ok(a, ca, "rm Shoes/boots")
+        let saved = try file.load()
+        XCTAssertNotNil(saved.garment(named: "raincoat", in: .outerwear))
+        XCTAssertNil(saved.garment(named: "boots", in: .shoes))
+        XCTAssertEqual(b.closet.garment(named: "raincoat", in: .outerwear)?.colour, "navy", "b saw a's raincoat as it saved")
     }
 
     func testAddWithFlagsAsksNothing() throws {

@@ -81,11 +81,13 @@ extension MergeTests {
         let budget = DerivationBudget(count: 2, fallback: .moderate)
         budget.plan(storeAt: a)
         XCTAssertEqual(budget.planned, [other, .insecureTestOnly])
-        let held = try open(a)   // the store in use: opening fails before reading a key file
+        // The store in use: found once the key opened a key file (review CU-1: the lock was
+        // taken, for anyone to see, before deriving), so after both derivations.
+        let held = try open(a)
         let locked = DerivationBudget(count: 2, fallback: .moderate)
         locked.plan(storeAt: a)
         XCTAssertThrowsError(try Vault.open(at: a, passphrase: Self.secret("pw"), budget: locked))
-        XCTAssertEqual(locked.spent, 0)
+        XCTAssertEqual(locked.spent, 2)
         XCTAssertEqual(locked.planned, [other, .insecureTestOnly], "the padding derives what a wrong passphrase would")
         withExtendedLifetime(held) {}
     }
