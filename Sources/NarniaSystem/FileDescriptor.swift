@@ -248,8 +248,8 @@ public final class FileDescriptor: @unchecked Sendable {
 
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
     /// only while no process has it open for writing; not when one has. Where leases cannot be
-    /// taken (a file system without them, a file of another user) `body` runs without one. Lease breaks are signalled with SIGIO, which the
-    /// program ignores: an opener for writing meanwhile waits until `body` returns, and
+    /// taken (a file system without them, a file of another user) `body` runs without one.
+    /// Lease breaks are signalled with SIGIO, which the program ignores: an opener for writing meanwhile waits until `body` returns, and
     /// `body`'s argument says whether one waits (`F_GETLEASE` no longer `F_RDLCK`; always false
     /// without a lease): what it does after asking, that opener meets.
     public func whileNoOneWrites(_ body: (_ writerWaits: () -> Bool) throws -> Void) throws -> WriterCheck {

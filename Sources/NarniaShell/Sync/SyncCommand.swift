@@ -390,11 +390,11 @@ enum SyncCommand {
     /// (such a copy, taken from elsewhere) is fetched when the first of them differs there:
     /// the copy there may hold that record whole (review BD-3).
     ///
-    /// The others are compared whole by a hash, where both sides have one in common (review
-    /// CG-2: a byte that rotted in the middle of another device's journal there was never
-    /// found by the devices holding it whole, and a device that still needed those records
-    /// failed every sync until the journal's writer next changed something): one that differs
-    /// is fetched, and one that does not read is replaced there by the copy here.
+    /// The others are compared whole (`compareWhole`; review CG-2: a byte that rotted in the
+    /// middle of another device's journal there was never found by the devices holding it
+    /// whole, and a device that still needed those records failed every sync until the
+    /// journal's writer next changed something): one that differs is fetched, and one that
+    /// does not read is replaced there by the copy here.
     static func compareSameLengthJournals(_ plan: inout SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String,
                                           folderThere: String? = nil) throws {
         for (file, size) in plan.sameLengthJournals {
