@@ -1363,6 +1363,13 @@ def test_cp_rn_copies_into_a_folder_of_its_name_what_it_lacks(sample):
     r = sample.fails("cp -rn /photos /docs /b2", "cp")
     assert "/b2/photos: cannot replace a file with a folder; nothing was copied" in r.err, r.describe()
     assert find_all(sample, "/b2") == ["/b2/photos"]
+    # A file onto a folder is skipped, as a file onto a file (review CW-6: it failed with -r,
+    # and was skipped without); a folder without -r fails, -n or not (CW-4: `cp -n` of a
+    # folder whose target is there copied nothing, without a word).
+    sample.ok("mkdir /b3 /b3/other.bin; cp -rn /other.bin /b3; cp -n /other.bin /b3")
+    assert find_all(sample, "/b3") == ["/b3/other.bin"]
+    r = sample.fails("cp -n /photos /backup", "cp")
+    assert "/photos: is a folder" in r.err, r.describe()
 
 
 def test_stat_and_du_of_root_and_files(sample):

@@ -1017,6 +1017,22 @@ def test_a_line_that_removes_or_moves_nothing_runs_on_what_arrived_while_it_was_
         arrive(narnia, b, "mkdir /newer")
         out = shell.run("mkdir /mine; cp -r /keep /copy")
         assert "the line was not run" in out and "copy" not in shell.run("ls /"), out
+        # Review CW-2: export --force replaces host files with items named as shown.
+        arrive(narnia, b, "mkdir /newest")
+        out = shell.run(f"export -f /keep {q(str(host))}")
+        assert "the line was not run" in out, out
+        # Review CW-5: a command asked for its help names no item.
+        arrive(narnia, b, "mkdir /later")
+        assert "usage: rm" in shell.run("rm --help")
+        # Review CW-1: under hide-names `#1` at the prompt is an item, not a comment: the
+        # `rm -r *` after it was not seen, and removed what had just arrived.
+        shell.run("set hide-names on")
+        shell.run("ls /")
+        arrive(narnia, b, "mkdir /arrived")
+        out = shell.run("-stat #1; rm -r *")
+        assert "the line was not run" in out, out
+        shell.run("set hide-names off")
+        assert "arrived/" in names(shell.run("ls /")), out
         shell.run("cd /trip")
         arrive(narnia, b, "rm -r /trip")
         out = shell.run("pwd")

@@ -467,9 +467,15 @@ def test_rm_i_asks_about_an_item_by_the_number_the_line_was_typed_against(vault,
     s.expect("remove the folder /#3 and everything in it? [y/N] ")
     s.send("y\r")
     s.prompt("/")
+    # Review CW-3: an item the line made had no number when it was typed; the one it has now
+    # is another's in the listing.
+    s.send("mkdir new; rm -r -i new\r")
+    s.expect("remove the folder /(made or moved by this line) and everything in it? [y/N] ")
+    s.send("n\r")
+    s.prompt("/")
     s.send("exit\r")
     assert s.wait() == 0
-    assert vault.ok("ls /").out_lines == ["b", "d", "sub"]
+    assert vault.ok("ls /").out_lines == ["b", "d", "new", "sub"]
 
 
 def run_on_a_terminal(vault, text):

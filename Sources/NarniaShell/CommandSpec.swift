@@ -25,11 +25,13 @@ public struct CommandSpec: CommandDescription, Sendable {
     public let exclusive: [[String]]
     /// How the command depends on the vault's folders as the user last saw them.
     public let treeUse: TreeUse
+    /// Flags that make it replace what is there (`export -f`): it then `.reshapes`.
+    public let reshapingFlags: [String]
     let run: @Sendable (Session, ParsedArguments) throws -> Void
 
     init(_ name: String, aliases: [String] = [], usage: String = "", aliasUsages: [String: String] = [:], abstract: String,
          details: String = "", flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [],
-         lastOperandIsHost: Bool = false, treeUse: TreeUse = .namesItems, run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
+         lastOperandIsHost: Bool = false, treeUse: TreeUse = .namesItems, reshapingFlags: [String] = [], run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
         self.usage = usage
@@ -41,7 +43,13 @@ public struct CommandSpec: CommandDescription, Sendable {
         self.lastOperandIsHost = lastOperandIsHost
         self.exclusive = exclusive
         self.treeUse = treeUse
+        self.reshapingFlags = reshapingFlags
         self.run = run
+    }
+
+    /// What the command, given `arguments` (nil when they do not parse), needs of the tree.
+    func treeUse(of arguments: ParsedArguments?) -> TreeUse {
+        reshapingFlags.contains(where: { arguments?.has($0) == true }) ? .reshapes : treeUse
     }
 
     /// What a command needs of the vault's folders, from least to most: what decides whether a

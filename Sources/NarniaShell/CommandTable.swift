@@ -41,7 +41,7 @@ public enum CommandTable {
                   .flag("--skip-existing", "leave host files of the same name, size and modification time"),
                   .flag("-v", "a line per file, on a terminal too"), .flag("-q", "no line per file and no summary")],
           exclusive: [["-v", "-q"]],
-          operands: [.vaultPath], lastOperandIsHost: true, run: Transfer.export),
+          operands: [.vaultPath], lastOperandIsHost: true, reshapingFlags: ["-f", "--force"], run: Transfer.export),
         CommandSpec("cat", usage: "[--force] PATH...", abstract: "write items' content to standard output",
           details: "On a terminal, writes only text, with control characters other than tab and newline (C1 and bidirectional marks too) shown as '.', so a file's escape sequences cannot drive the terminal; into a pipe or file, the bytes as they are.",
           flags: [.flag("--force", "write to a terminal anyway, every byte as it is")], operands: [.vaultPath], run: Transfer.cat),

@@ -45,16 +45,21 @@ extension Session {
         return false
     }
 
-    /// The most any command of `line` needs of the vault's folders (`CommandSpec.TreeUse`);
-    /// `.none` for a blank line or a comment, `.namesItems` for a line that does not split
-    /// into words or names no known command (it fails as it runs).
+    /// The most any command of `line` needs of the vault's folders (`CommandSpec.TreeUse`),
+    /// the line split as it runs (review CW-1: split otherwise, a `#1` at the prompt under
+    /// hide-names began a comment, and the `rm -r *` after it went unseen); `.none` for a
+    /// blank line, a comment, or a command asked for its help; `.namesItems` for a line that
+    /// does not split into words or names no known command (it fails as it runs).
     private func treeUse(ofLine line: String) -> CommandSpec.TreeUse {
-        guard let commands = try? tokenize(line) else { return .namesItems }
+        guard let commands = try? tokenize(line, numberedItems: HiddenNames.numbersTypedBare(self)) else { return .namesItems }
         return commands.map { words -> CommandSpec.TreeUse in
             let (words, _) = Self.withoutMayFailMark(words)
             guard let first = words.first else { return .none }
             if Self.isHostCommand(words) { return .none }
-            return CommandTable.find(first.text)?.treeUse ?? .namesItems
+            guard let spec = CommandTable.find(first.text) else { return .namesItems }
+            let operands = Array(words.dropFirst())
+            if spec.asksForHelp(operands) { return .none }
+            return spec.treeUse(of: try? spec.parse(operands))
         }.max() ?? .none
     }
 

@@ -154,6 +154,11 @@ enum Rearrange {
         }
         for (path, id) in sources where seen.insert(id).inserted {
             if path.isRoot { throw CommandFailure("refusing to \(verb == "mv" ? "move" : "copy") the root folder") }
+            // Before -n looks at the target (review CW-4: `cp -n` of a folder there already
+            // copied nothing, without a word, as coreutils does not).
+            if verb == "cp" && s.vault.isFolder(id) && !a.has("-r") && !a.has("-a") {
+                throw CommandFailure("\(s.inMessage(path)): is a folder", hint: "use cp -r to copy a folder")
+            }
             let folder: Identifier, name: String
             if intoFolder {
                 folder = destID!
@@ -196,15 +201,14 @@ enum Rearrange {
     /// `cp -rn` of `source` onto an item of its name: as coreutils, a folder onto a folder
     /// gets what that folder lacks copied into it, folder by folder, and keeps what it has
     /// (review CV-3: the source was skipped whole, without a word, so a nightly "copy what is
-    /// new" copied nothing after the first night); a file onto a file is not copied; a folder
-    /// onto a file, or a file onto a folder, is an error. A name another source's copy takes
-    /// first counts as there.
+    /// new" copied nothing after the first night); a file onto a file or a folder is not
+    /// copied; a folder onto a file is an error. A name another source's copy takes first
+    /// counts as there.
     private static func planMerge(_ s: Session, from source: (id: Identifier, path: VaultPath), onto target: (item: Item, path: VaultPath),
                                   bound: inout [Identifier: [String: VaultPath]], into plans: inout [Plan]) throws {
         switch (s.vault.isFolder(source.id), target.item.isFolder) {
-        case (false, false): return
+        case (false, _): return
         case (true, false): throw CommandFailure("\(s.inMessage(target.path)): cannot replace a file with a folder")
-        case (false, true): throw CommandFailure("\(s.inMessage(target.path)): cannot replace a folder with a file")
         case (true, true): break
         }
         for child in s.vault.children(of: source.id).sorted(by: { utf8Order($0.name, $1.name) }) {
@@ -236,7 +240,9 @@ enum Rearrange {
 
     static func mv(_ s: Session, _ a: ParsedArguments) throws {
         let plans = try doingAllOrNone(a.operands.count - 1, "moved") { try plan(s, a, verb: "mv") }
-        try carryOut(plans, s, "mv", "moved") { p in
+        // A source moved is no longer where it was named: the same `mv` would refuse it
+        // (review CO-4).
+        try carryOut(plans, s, "mv", "moved", rest: "the rest are where they were") { p in
             try s.vault.move(p.source, to: p.folder, name: p.name, replacing: p.replacing)
         }
     }
@@ -244,15 +250,14 @@ enum Rearrange {
     /// Moves or copies the sources one after another. When Ctrl-C stops it part way, says how
     /// many went, and how to finish (review CN-3: "interrupted" alone, and running the command
     /// again met the first that went as "already exists").
-    private static func carryOut(_ plans: [Plan], _ s: Session, _ verb: String, _ done: String, _ each: (Plan) throws -> Void) throws {
+    /// `rest` says what became of the others.
+    private static func carryOut(_ plans: [Plan], _ s: Session, _ verb: String, _ done: String, rest: String,
+                                 _ each: (Plan) throws -> Void) throws {
         for (index, p) in plans.enumerated() {
             do {
                 if index > 0 && Session.interruptRequested != 0 { throw Cancelled() }
                 try each(p)
             } catch is Cancelled where index > 0 {
-                // A source moved is no longer where it was named: the same `mv` would refuse
-                // it (review CO-4); a `cp` with -n skips what it copied.
-                let rest = verb == "mv" ? "the rest are where they were" : "the rest were not: cp -n with the same operands does the rest"
                 s.note(verb, "\(done) \(index) of \(plans.count) before the interrupt; \(rest)")
                 throw Cancelled()
             }
@@ -260,14 +265,11 @@ enum Rearrange {
     }
 
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
-        let plans = try doingAllOrNone(a.operands.count - 1, "copied") {
-            let plans = try plan(s, a, verb: "cp")
-            for p in plans where s.vault.isFolder(p.source) && !a.has("-r") && !a.has("-a") {
-                throw CommandFailure("\(s.inMessage(p.sourcePath)): is a folder", hint: "use cp -r to copy a folder")
-            }
-            return plans
-        }
-        try carryOut(plans, s, "cp", "copied") { p in
+        let plans = try doingAllOrNone(a.operands.count - 1, "copied") { try plan(s, a, verb: "cp") }
+        // With -n the same command skips what was copied (review CW-4: a `cp -r` was told to
+        // run `cp -n`, which skipped its folders whole).
+        let again = a.has("-r") || a.has("-a") ? "cp -rn" : "cp -n"
+        try carryOut(plans, s, "cp", "copied", rest: "the rest were not: \(again) with the same operands does the rest") { p in
             try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))
         }
     }

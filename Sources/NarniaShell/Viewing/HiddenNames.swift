@@ -221,8 +221,15 @@ extension HiddenNames {
         var known = true
         for name in path.components {
             if known, let item = s.vault.child(named: name, in: folder) {
-                let typed = asTyped ? s.numbersAsTyped?.items(in: folder)?.firstIndex { $0.id == item.id } : nil
-                shown.append("#\(typed.map { $0 + 1 } ?? number(of: item, in: s.vault))")
+                if asTyped, let typed = s.numbersAsTyped {
+                    // An item the line made or moved there had no number there when it was
+                    // typed; its number now names another item in the listing the user reads
+                    // (review CW-3).
+                    let index = typed.items(in: folder)?.firstIndex { $0.id == item.id }
+                    shown.append(index.map { "#\($0 + 1)" } ?? "(made or moved by this line)")
+                } else {
+                    shown.append("#\(number(of: item, in: s.vault))")
+                }
                 folder = item.id
             } else {
                 known = false
