@@ -392,6 +392,41 @@ def test_a_wrong_key_leaves_the_footprint_of_no_store(narnia, tmp_path):
     assert "flock" not in with_store, with_store
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_door_reads_the_store_once_it_holds_its_lock(vault, tmp_path):
+    """Review CX-1: the door reads the store's top before it derives, and takes the lock only
+    after: a process that wrote and ended meanwhile (new shard folders) was unseen, and the
+    session went on from the old listing as a second copy of this device would. The store is
+    read again under the lock. strace holds the door's flock 3 s while another process imports."""
+    make_closet(vault)
+    host = tmp_path / "files"
+    host.mkdir()
+    for i in range(60):
+        (host / f"f{i}.txt").write_text(f"file {i}\n")
+    argv = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=flock", "-e", "inject=flock:delay_enter=3000000",
+            str(vault.binary), "--vault", str(vault.vault)]
+    p = Pty(argv, {k: v for k, v in dict(vault.env, TERM="xterm").items() if v is not None}, vault.workdir)
+    try:
+        p.expect(PROMPT)
+        p.sendline("hold back-panel")
+        p.expect(KEY_PROMPT)
+        p.sendline(DEFAULT_PASSPHRASE)
+        time.sleep(0.5)   # derived; waiting for the lock
+        vault.ok(f"import --keep -q {q(str(host))}")
+        p.expect(VAULT_PROMPT, timeout=60)
+        listed = p.command("find /files -type document", prompt=VAULT_PROMPT)
+        assert listed.count("/files/") == 60, listed
+        # Their pack is in a shard folder the listing before the lock did not have.
+        shown = p.command("cat /files/f7.txt; mkdir /after", prompt=VAULT_PROMPT)
+        assert "file 7" in shown and "error" not in shown, shown
+        p.sendline("exit")
+        p.wait()
+    finally:
+        p.close()
+    r = vault.ok("verify")
+    assert r.err_lines == [] and r.out_lines == ["verified 62 items, all intact"], r.describe()
+
+
 def test_the_door_tries_two_key_files_whatever_their_times(vault, spawn, tmp_path):
     """A store holding two key files (`passwd` on another device, not yet heard of here) took
     two key derivations at the door for a wrong key, one for no store: on a slow machine the

@@ -9,6 +9,13 @@ public enum ChildProcesses {
     /// (which kills them on a panic or a termination).
     private static let pids = Mutex(Set<pid_t>())
 
+    /// How many jobs have the terminal now (`Job`, in the shell's process group: a viewer, a
+    /// pager, a host command): read by the termination signal's handler, a lock-free word.
+    static let jobsOnTerminal = Atomic<Int>(0)
+
+    /// True while a job has the terminal, and may have changed its screen and modes.
+    public static var jobOnTerminal: Bool { jobsOnTerminal.load(ordering: .relaxed) > 0 }
+
     /// Records a started process, and reaps those of this process's children it did not start
     /// that have ended: orphans it adopted (a `!` command's background job, what a viewer
     /// started), which nobody else waits for and which would stay zombies until the session
@@ -28,9 +35,8 @@ public enum ChildProcesses {
     /// whatever they started that is still below this process (a wrapper's commands, a viewer
     /// that forked: narnia is their reaper, `Processes.keepOrphanedDescendants`), until none
     /// is left. At a terminal viewers share narnia's process group, so the group alone cannot
-    /// reach them. Returns whether any process was recorded.
-    @discardableResult
-    public static func killAll() -> Bool {
+    /// reach them.
+    public static func killAll() {
         let all = pids.withLock { set -> Set<pid_t> in defer { set.removeAll() }; return set }
         for pid in all {
             _ = kill(-pid, SIGKILL)
@@ -45,7 +51,6 @@ public enum ChildProcesses {
             for pid in left { var status: Int32 = 0; _ = waitpid(pid, &status, WNOHANG) }
             usleep(10_000)
         }
-        return !all.isEmpty
     }
 }
 

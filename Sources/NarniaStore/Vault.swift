@@ -266,14 +266,18 @@ public final class Vault {
         Sodium.ensureInitialized()
         guard let st = try FileSystem.statIfExists(directory), st.isDirectory else { throw VaultError.noVault(directory) }
         let lock = try openStoreDirectory(directory)
-        // The shard folders are listed beside the key derivation, which needs only the top
-        // level; but not at the door, where a wrong key must leave the footprint no store
-        // leaves: no thread more (`/proc/PID/status` counts them for anyone), and the store's
-        // lock taken only once the key opened a key file (review CU-1: the lock, in the
-        // world-readable `/proc/locks` for the whole derivation, told any local user that a
-        // vault was behind the Wardrobe).
+        // The store is read under its lock, which another process writing it holds. At the
+        // door, though, a wrong key must leave the footprint no store leaves: the lock is taken
+        // only once the key opened a key file (review CU-1: in the world-readable `/proc/locks`
+        // for the whole derivation, it told any local user that a vault was behind the
+        // Wardrobe), and the store read again then (review CX-1: read before, by a process that
+        // then found the lock free once the other had exited, it wrote from a stale listing as
+        // a second copy of this device would); nor does a thread list the shard folders beside
+        // the derivation there (`/proc/PID/status` counts threads for anyone).
+        let atTheDoor = budget != nil
+        if !atTheDoor { guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) } }
         var inventory = try StoreInventory.scanTopLevel(directory)
-        var shardListing = budget == nil ? ShardListing(root: directory, names: inventory.shardNames) : nil
+        var shardListing = atTheDoor ? nil : ShardListing(root: directory, names: inventory.shardNames)
         defer { shardListing?.waitUntilDone() }
         func listing() -> ShardListing {
             if let shardListing { return shardListing }
@@ -284,7 +288,12 @@ public final class Vault {
         if inventory.keyFiles.isEmpty { try listing().wait(addingTo: &inventory) }
         var derivations = KeyFileCandidates.Derivations(passphrase: passphrase, notice: notice, budget: budget)
         let unlocked = try KeyFileCandidates.unlock(inventory: inventory, root: directory, derivations: &derivations)
-        guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+        if atTheDoor {
+            guard try lock.tryLockExclusive() else { throw VaultError.locked(directory) }
+            shardListing?.waitUntilDone()
+            shardListing = nil
+            inventory = try StoreInventory.scanTopLevel(directory)
+        }
         try listing().wait(addingTo: &inventory)
         var masters = unlocked.contents.masters
         let device = try deviceIdentifier(of: lock, namesKey: masters.namesKey)

@@ -34,6 +34,8 @@ enum Signals {
         set { termination.store(newValue, ordering: .relaxed) }
     }
     private static let termination = Atomic<Int32>(0)
+    /// Set by the termination signal's handler when a job had the terminal then.
+    private static let viewerHadTerminal = Atomic<Bool>(false)
     /// The session the panic key ends (weak: the main thread must be able to release it), set
     /// by the main thread and read by the watcher.
     static var session: Session? {
@@ -65,6 +67,9 @@ enum Signals {
         Session.interruptRequested = 0
         Session.panicRequested = 0
         terminationSignal = 0
+        viewerHadTerminal.store(false, ordering: .relaxed)
+        viewerScreenLeft.store(false, ordering: .relaxed)
+        _ = ChildProcesses.jobOnTerminal
         mainThread = pthread_self()
         if isatty(0) == 1 { terminalSaved = tcgetattr(0, &savedTerminal) == 0 }
         var fds: [Int32] = [-1, -1]
@@ -138,7 +143,12 @@ enum Signals {
 
     /// Runs in the handler: async-signal-safe only.
     private static func requestTermination(_ signal: Int32) {
-        if terminationSignal == 0 { terminationSignal = signal }
+        if terminationSignal == 0 {
+            // Noted now: the main thread may kill the viewer and wait for it (an interrupted
+            // feed) before the watcher looks (review CX-3).
+            if ChildProcesses.jobOnTerminal { viewerHadTerminal.store(true, ordering: .relaxed) }
+            terminationSignal = signal
+        }
         Session.interruptRequested = 1
         wake(terminationByte)
     }
@@ -155,12 +165,8 @@ enum Signals {
             return
         }
         if byte == panicByte { panicFromWatcher() }
-        // A viewer killed with the terminal leaves its screen (a page of plaintext) and modes
-        // behind: undone at once (review CT-3), on a terminal only.
-        if ChildProcesses.killAll() && isatty(1) == 1 {
-            Session.clearTerminal(Session.leaveViewerScreen)
-            restoreTerminal()
-        }
+        ChildProcesses.killAll()
+        leaveViewerScreen()
         var waited: useconds_t = 0
         while waited < graceMicroseconds {
             usleep(50_000)
@@ -170,6 +176,20 @@ enum Signals {
         Secret.wipeAllBeforeExit()
         _exit(128 + terminationSignal)
     }
+
+    /// After SIGTERM or SIGHUP: a viewer killed while it had the terminal leaves its screen (a
+    /// page of plaintext) and modes behind, undone here (review CT-3), on a terminal only, and
+    /// only when a job had it (review CX-4: after an interrupted `sync` the sequence moved the
+    /// cursor). Once, by whichever comes first: the watcher, once it killed what runs, or the
+    /// main thread about to exit, which may have killed the viewer itself (an interrupted
+    /// feed) and would otherwise end the process before the watcher writes (review CX-3).
+    static func leaveViewerScreen() {
+        guard terminationSignal != 0, viewerHadTerminal.load(ordering: .relaxed), isatty(1) == 1,
+              !viewerScreenLeft.exchange(true, ordering: .relaxed) else { return }
+        Session.clearTerminal(Session.leaveViewerScreen)
+        restoreTerminal()
+    }
+    private static let viewerScreenLeft = Atomic<Bool>(false)
 
     // MARK: The panic
 

@@ -61,6 +61,7 @@ if FileSystem.currentDirectoryIsUndecodable {
 }
 
 var status = Launcher(options: options).run()
+Signals.leaveViewerScreen()
 // Output that could not be written (a full disk, `> /dev/full`) fails the run; a reader gone
 // (`| head`) does not.
 if let code = Output.standardOutputFailure, status == 0 {

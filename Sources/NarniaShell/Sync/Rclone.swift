@@ -68,6 +68,9 @@ struct Rclone {
         "LOCAL_UNICODE_NORMALIZATION", "LOCAL_ENCODING", "LOCAL_LINKS", "LOCAL_COPY_LINKS", "LOCAL_SKIP_LINKS",
         "DIRS_ONLY", "HASH_FILTER", "MAX_DELETE", "MAX_DELETE_SIZE", "BACKUP_DIR", "SUFFIX", "SUFFIX_KEEP_EXTENSION",
         "COMPARE_DEST", "COPY_DEST", "ERROR_ON_NO_TRANSFER", "PROGRESS", "P", "STAT", "RETRIES", "DISCARD",
+        // `rclone check` compares journals by hash (review CX-2: by size only, a journal that
+        // rotted there went unseen).
+        "SIZE_ONLY",
         // What rclone logs, and how: `sync` reads its notices (a link it did not follow, review
         // CG-6: hidden, a linked shard folder went unseen, and a longer journal there was
         // replaced by an older one) and its errors (the reason a run failed).

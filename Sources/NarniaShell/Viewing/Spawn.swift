@@ -124,6 +124,7 @@ final class Job {
         guard let (pid, statusPipe) = started else { throw SpawnFailure(program: program, code: errno) }
         if let statusPipe { statusPipes[pid] = statusPipe }
         ChildProcesses.register(pid)
+        if inShellGroup && pids.isEmpty { ChildProcesses.jobsOnTerminal.add(1, ordering: .relaxed) }
         if group == 0 { group = pid }
         // Also from this side, so the next process of the job can join at once.
         if !inShellGroup { _ = setpgid(pid, group) }
@@ -142,6 +143,7 @@ final class Job {
             ChildProcesses.unregister(pid)
             if pid == pids.last { last = Self.exitStatus(status) }
         }
+        if inShellGroup && !pids.isEmpty { ChildProcesses.jobsOnTerminal.subtract(1, ordering: .relaxed) }
         pids.removeAll()
         if var modes = savedModes { _ = tcsetattr(0, TCSADRAIN, &modes) }
         return last
