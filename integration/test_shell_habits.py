@@ -567,35 +567,55 @@ def test_rm_rmdir_mv_cp_say_that_one_bad_operand_left_every_operand_alone(vault,
     assert vault.c("rm /gone").err_lines[0] == "narnia: error: rm: /gone: no such file or folder"
 
 
-def test_ctrl_c_between_the_sources_of_cp_says_how_many_went_and_cp_n_does_the_rest(vault, host):
+@pytest.mark.parametrize("force", [False, True], ids=["cp", "cp-f"])
+def test_ctrl_c_between_the_sources_of_cp_says_how_many_went_and_cp_n_does_the_rest(vault, host, force):
     """Review CN-3: Ctrl-C part way through a `cp` of several sources said "interrupted" alone,
-    and the same command again met the first copy as "already exists"."""
+    and the same command again met the first copy as "already exists". CY-1: after a `cp -f`
+    over items all there, `cp -n` skipped every one left: the same command does the rest."""
     count = 60
     for i in range(count):
         (host / f"f{i:02}.bin").write_bytes(os.urandom(1 << 20))
     vault.ok(f"import {q(str(host))}; mkdir /dest")
+    if force:
+        vault.ok("cp /host/* /dest")
 
-    def store_files() -> int:
-        return sum(1 for p in vault.vault.rglob("*") if p.is_file())
+    def store_files() -> set[str]:
+        return {p.name for p in vault.vault.rglob("*") if p.is_file()}
 
     before = store_files()
-    proc = vault.popen("-c", "cp /host/* /dest", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    command = "cp -f /host/* /dest" if force else "cp /host/* /dest"
+    proc = vault.popen("-c", command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    # A second new object: the first copy is done.
-    while store_files() < before + 2 and proc.poll() is None and time.monotonic() < deadline:
+    # A second new object: the first copy is done (with -f, the objects it replaces go).
+    while len(store_files() - before) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
         pytest.skip(f"all {count} copies were made before the signal arrived")
     assert proc.returncode == 130, (proc.returncode, err)
+    again = "the same command" if force else "cp -n with the same operands"
     said = re.search(rf"narnia: note: cp: copied (\d+) of {count} before the interrupt; the rest were not: "
-                     r"cp -n with the same operands does the rest", err.decode())
+                     rf"{again} does the rest", err.decode())
     assert said, err.decode()
-    assert len(vault.ok("ls /dest").out_lines) == int(said.group(1)) > 0
-    vault.ok("cp -n /host/* /dest")
+    if force:
+        vault.ok(command)
+    else:
+        assert len(vault.ok("ls /dest").out_lines) == int(said.group(1)) > 0
+        vault.ok("cp -n /host/* /dest")
     assert vault.ok("ls /dest").out_lines == [f"f{i:02}.bin" for i in range(count)]
     vault.ok("verify")
+
+
+def test_sigterm_during_a_host_command_is_no_error_of_the_command(vault):
+    """Review CY-4: narnia killed the host command itself on SIGTERM, then called it a failure
+    of the command: "!: exited with status 137"."""
+    proc = vault.popen("-c", "!sleep 30", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err.decode()
+    assert "exited with status" not in err.decode(), err.decode()
 
 
 def test_export_meets_a_host_file_whose_name_is_the_same_in_another_unicode_form(vault, host):

@@ -85,6 +85,10 @@ extension Session {
             return true
         } catch let failure as CommandFailure {
             error("!", failure.message, hint: failure.hint)
+        } catch is Cancelled {
+            out.flush()
+            err.line("narnia: \(located)!: interrupted")
+            err.flush()
         } catch {
             self.error("!", describe(error))
         }

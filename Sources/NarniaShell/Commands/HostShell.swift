@@ -77,6 +77,9 @@ enum HostShell {
             throw CommandFailure("\(failure.program): \(failure.missingProgram ? "not found" : SystemError.reason(for: failure.code))")
         }
         let status = job.wait()
+        // Stopped by Ctrl-C, or killed by narnia itself on SIGTERM or SIGHUP (review CY-4:
+        // "exited with status 137", an error of the command's own).
+        if status != 0 && Session.interruptRequested != 0 { throw Cancelled() }
         guard status == 0 else { throw CommandFailure("exited with status \(status)") }
     }
 }

@@ -68,7 +68,14 @@ enum Rearrange {
             // Every question comes before any removal; Ctrl-C (or end of input) at one cancels
             // the command, earlier yes answers included (review BG-3: it counted as no).
             targets = try targets.filter { path, id in
-                let what = s.vault.isFolder(id) ? "the folder \(s.shownAsTyped(path, on: s.out)) and everything in it" : s.shownAsTyped(path, on: s.out)
+                // Under hide-names an item a command before on the line made or moved had no
+                // number in the listing the user answers from (review CY-2: each was asked
+                // about as "(made or moved by this line)", which told them apart no more).
+                guard let shown = s.shownAsTyped(path, on: s.out) else {
+                    throw CommandFailure("\(s.inMessage(path)): made or moved by a command before it on this line, it had no number when the line was typed; nothing was removed",
+                                         hint: "list the folder, then rm -i on a line of its own")
+                }
+                let what = s.vault.isFolder(id) ? "the folder \(shown) and everything in it" : shown
                 guard let yes = ask("remove \(what)? [y/N] ") else { throw Cancelled() }
                 return yes
             }
@@ -266,10 +273,11 @@ enum Rearrange {
 
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
         let plans = try doingAllOrNone(a.operands.count - 1, "copied") { try plan(s, a, verb: "cp") }
-        // With -n the same command skips what was copied (review CW-4: a `cp -r` was told to
-        // run `cp -n`, which skipped its folders whole).
-        let again = a.has("-r") || a.has("-a") ? "cp -rn" : "cp -n"
-        try carryOut(plans, s, "cp", "copied", rest: "the rest were not: \(again) with the same operands does the rest") { p in
+        // Run again, the same `cp -f` copies what it copied anew, and the rest; otherwise -n
+        // skips what was copied (review CW-4: a `cp -r` was told to run `cp -n`, which skipped
+        // its folders whole; CY-1: a `cp -f`, whose targets were all there, skipped them all).
+        let again = a.has("-f") ? "the same command" : (a.has("-r") || a.has("-a") ? "cp -rn" : "cp -n") + " with the same operands"
+        try carryOut(plans, s, "cp", "copied", rest: "the rest were not: \(again) does the rest") { p in
             try s.vault.copy(p.source, to: p.folder, name: p.name, replacing: p.replacing, observer: s.observer(progress: nil))
         }
     }

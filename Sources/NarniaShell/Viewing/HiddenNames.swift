@@ -213,23 +213,31 @@ extension HiddenNames {
     }
 
     /// A vault path with every item on it shown as its `#N` (`/#2/#5`); the parts that name
-    /// nothing (what was typed) stay as they are. `asTyped`: each item that had a number when
-    /// the running line was typed shows that one (`Session.numbersAsTyped`).
-    static func masked(_ path: VaultPath, in s: Session, asTyped: Bool = false) -> String {
+    /// nothing (what was typed) stay as they are.
+    static func masked(_ path: VaultPath, in s: Session) -> String {
+        masked(path, in: s) { item, _ in number(of: item, in: s.vault) }!
+    }
+
+    /// `masked` with the numbers items had when the running line was typed
+    /// (`Session.numbersAsTyped`); nil when an item on the path had none there then: the line
+    /// made or moved it, and its number now names another item in the listing the user reads
+    /// (review CW-3).
+    static func maskedAsTyped(_ path: VaultPath, in s: Session) -> String? {
+        guard let typed = s.numbersAsTyped else { return masked(path, in: s) }
+        return masked(path, in: s) { item, folder in
+            typed.items(in: folder)?.firstIndex { $0.id == item.id }.map { $0 + 1 }
+        }
+    }
+
+    /// The path with each item on it shown as `#` and what `number` gives (nil: no path).
+    private static func masked(_ path: VaultPath, in s: Session, number: (Item, Identifier) -> Int?) -> String? {
         var shown: [String] = []
         var folder = Identifier.root
         var known = true
         for name in path.components {
             if known, let item = s.vault.child(named: name, in: folder) {
-                if asTyped, let typed = s.numbersAsTyped {
-                    // An item the line made or moved there had no number there when it was
-                    // typed; its number now names another item in the listing the user reads
-                    // (review CW-3).
-                    let index = typed.items(in: folder)?.firstIndex { $0.id == item.id }
-                    shown.append(index.map { "#\($0 + 1)" } ?? "(made or moved by this line)")
-                } else {
-                    shown.append("#\(number(of: item, in: s.vault))")
-                }
+                guard let n = number(item, folder) else { return nil }
+                shown.append("#\(n)")
                 folder = item.id
             } else {
                 known = false
@@ -250,9 +258,10 @@ extension Session {
 
     /// `shown(_:on:)` with the numbers the running line was typed against: in a question
     /// about an item typed as `#N` (`rm -i`), whose answer the user reads off the listing they
-    /// typed from (review CE-3: after `rm #1;` on the line, `rm -i #3` asked about `#2`).
-    func shownAsTyped(_ path: VaultPath, on output: Output) -> String {
-        output.isTerminal && ViewingPreferences(self).hideNames ? HiddenNames.masked(path, in: self, asTyped: true) : output.name(path.description)
+    /// typed from (review CE-3: after `rm #1;` on the line, `rm -i #3` asked about `#2`); nil
+    /// for an item the line made or moved, which had no number there then.
+    func shownAsTyped(_ path: VaultPath, on output: Output) -> String? {
+        output.isTerminal && ViewingPreferences(self).hideNames ? HiddenNames.maskedAsTyped(path, in: self) : output.name(path.description)
     }
 
     /// The path of `id` as `output` may show it (see `shown(_:on:)`).
