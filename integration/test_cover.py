@@ -532,6 +532,32 @@ def test_first_run_only_when_neither_store_nor_closet_exists(narnia, spawn):
             os.chmod(narnia.vault, 0o700)
 
 
+def test_a_garment_another_wardrobe_moved_while_rm_waited_is_not_removed(narnia, spawn):
+    """Review CZ-1: `rm` waiting for the closet's lock while another Wardrobe moved the garment
+    said "removed", and the garment stayed where it had gone."""
+    import fcntl
+    make_closet(narnia, {"Tops": ["shirt"]})
+    p = spawn()
+    p.expect(PROMPT)
+    folder = os.open(closet_path(narnia).parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)   # another Wardrobe's change under way
+        p.sendline("rm Tops/shirt")
+        time.sleep(0.5)
+        data = json.loads(closet_path(narnia).read_text())
+        data["tabs"]["Shoes"] = data["tabs"].pop("Tops")
+        data["tabs"]["Tops"] = []
+        closet_path(narnia).write_text(json.dumps(data))
+    finally:
+        fcntl.flock(folder, fcntl.LOCK_UN)
+        os.close(folder)
+    p.expect(PROMPT)
+    assert "no 'shirt' in Tops (changed meanwhile); nothing was removed" in plain(p.before), p.before
+    assert [g["name"] for g in json.loads(closet_path(narnia).read_text())["tabs"]["Shoes"]] == ["shirt"]
+    p.sendline("exit")
+    p.wait()
+
+
 def test_sigterm_at_the_doors_question_ends_the_process_at_once(narnia, spawn):
     """Review CU-6: both key derivations and the door's whole delay ran before the signal was
     looked at, and the door answered."""
@@ -557,7 +583,7 @@ def test_without_home_there_is_no_default_store(narnia, tmp_path):
     for extra in ({}, {"XDG_DATA_HOME": "relative/data"}):
         r = subprocess.run([str(narnia.binary), "-c", "pwd"], env=dict(env, **extra), cwd=tmp_path, capture_output=True, text=True)
         assert r.returncode == 2, r
-        assert "HOME is not set, so there is no default place for the vault or the closet" in r.stderr, r.stderr
+        assert "HOME is not set, so there is no default place for narnia's data" in r.stderr, r.stderr
         assert not (tmp_path / ".local").exists() and not (tmp_path / "relative").exists()
 
 

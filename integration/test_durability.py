@@ -457,7 +457,8 @@ def test_import_move_says_which_originals_it_removed_without_a_lease(vault, host
     assert not (host / "in").exists() and vault.ok("ls /in").out_lines == ["a.txt", "b.txt", "c.txt"]
     warned = [l for l in r.err_lines if "removed without the check" in l]
     assert warned == [f"narnia: warning: import: {host / 'in' / 'a.txt'} and 2 more: removed without the check that no other program "
-                      "had them open for writing: the file system takes no lease (invalid argument); what such a program writes "
+                      "had them open for writing: no lease could be taken (invalid argument: the file system takes none, or leases "
+                      "are off); what such a program writes "
                       "after goes to the removed file"], r.describe()
 
 

@@ -470,7 +470,7 @@ def test_rm_i_asks_about_an_item_by_the_number_the_line_was_typed_against(vault,
     # Reviews CW-3, CY-2: an item the line made had no number when it was typed; the one it
     # has now is another's in the listing. rm -i does not ask about it there.
     s.send("mkdir new; rm -r -i new\r")
-    s.expect("/#3: made or moved by a command before it on this line, it had no number when the line was typed; nothing was removed")
+    s.expect("rm: an item a command before it on this line made or moved had no number when the line was typed; nothing was removed")
     s.prompt("/")
     s.send("exit\r")
     assert s.wait() == 0

@@ -219,6 +219,9 @@ def test_viewer_for_a_mime_type_wins_over_the_kind(vault, host, tmp_path):
     vault.ok(f"set viewer.text/plain ''; set viewer.text/* {q('echo any-text > ' + str(out))}")
     vault.ok("open n.txt")
     assert out.read_text().strip() == "any-text"
+    # Review CZ-7: a `*` elsewhere is no setting (it was taken, and never used).
+    for key in ("viewer.*/*", "viewer.text/pl*"):
+        vault.fails(f"set {q(key)} cat", "set")
 
 
 def test_a_viewer_mime_type_is_set_in_any_case(vault, host, tmp_path):

@@ -85,7 +85,7 @@ public struct ClosetFile: Sendable {
         // Wardrobes saving at once wrote into one file.
         let temporary = path + ".new-" + String(UInt64.random(in: .min ... .max), radix: 16)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw failure(temporary) }
+        guard fd >= 0 else { throw failure(path) }
         var ok = data.withUnsafeBytes { buffer -> Bool in
             var done = 0
             while done < buffer.count {
@@ -98,7 +98,8 @@ public struct ClosetFile: Sendable {
         ok = ok && fsync(fd) == 0
         let saved = errno
         close(fd)
-        guard ok else { unlink(temporary); errno = saved; throw failure(temporary) }
+        // Named by the closet's own path: the temporary name means nothing to the user (review CZ-5).
+        guard ok else { unlink(temporary); errno = saved; throw failure(path) }
         guard rename(temporary, path) == 0 else { let e = failure(path); unlink(temporary); throw e }
         let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { _ = fsync(dfd); close(dfd) }

@@ -325,6 +325,10 @@ public final class Wardrobe {
             garment.season = try w.console.ask("Season (\(Season.all.joined(separator: ", "))): ")?.trimmingSpaces ?? ""
             if Season.normalised(garment.season) == nil {
                 garment.season = try w.console.ask("Season: one of \(Season.all.joined(separator: ", ")), or nothing: ")?.trimmingSpaces ?? ""
+                // Said before the notes are asked for (review CZ-10: typed, then lost).
+                guard Season.normalised(garment.season) != nil else {
+                    throw CommandFailure("'\(garment.season)' is not a season; nothing was added", hint: "seasons: \(Season.all.joined(separator: ", "))")
+                }
             }
             garment.notes = try w.console.ask("Notes: ")?.trimmingSpaces ?? ""
         }
@@ -393,8 +397,13 @@ public final class Wardrobe {
     static func rm(_ w: Wardrobe, _ a: ParsedArguments) throws {
         guard !a.operandTexts.isEmpty else { throw CommandFailure("which garment?", hint: "usage: rm GARMENT...") }
         let targets = try a.operandTexts.map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
+        // As the closet is now: a garment another Wardrobe moved or changed meanwhile is not
+        // taken, and nothing is (review CZ-1: "removed", and it stayed where it had gone).
         try w.change { closet in
-            for (tab, g) in targets where closet.garment(named: g.name, in: tab) == g { try closet.remove(g.name, from: tab) }
+            for (tab, g) in targets {
+                guard closet.garment(named: g.name, in: tab) == g else { throw CommandFailure("no '\(g.name)' in \(tab.name) (changed meanwhile); nothing was removed") }
+                try closet.remove(g.name, from: tab)
+            }
         }
         for (tab, g) in targets { w.line("removed \(terminalSafe(g.name)) from \(tab.name)") }
     }

@@ -40,17 +40,19 @@ struct Launcher {
     private static func storeDirectory(_ options: Options) -> String {
         if let v = options.vault { return FileSystem.absolute(v) }
         if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(expandingTilde(v)) }
-        return FileSystem.absolute(dataHome() + "/lining")
+        return FileSystem.absolute(dataHome(or: "give --vault DIR, or set HOME") + "/lining")
     }
 
     /// Where this user's data goes: `$XDG_DATA_HOME` when it is an absolute path (the XDG
     /// specification ignores a relative one), else `$HOME/.local/share`; with neither, a usage
     /// error (review CU-7: the vault and the closet went to `./.local/share` under whatever
     /// folder narnia started in, and the same script run from another found no vault).
-    static func dataHome() -> String {
+    /// `hint` says what to do instead (review CZ-2: the Wardrobe's closet, which has no
+    /// option, was told to take `--vault`).
+    static func dataHome(or hint: String) -> String {
         if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") { return data }
         guard let home = environment("HOME") else {
-            fail("HOME is not set, so there is no default place for the vault or the closet", hint: "give --vault DIR, or set HOME", status: 2)
+            fail("HOME is not set, so there is no default place for narnia's data", hint: hint, status: 2)
         }
         return home + "/.local/share"
     }
@@ -121,7 +123,7 @@ struct Launcher {
 
     /// Where the Wardrobe keeps its garments.
     var closetFile: ClosetFile {
-        ClosetFile(path: Launcher.dataHome() + "/wardrobe/closet.json")
+        ClosetFile(path: Launcher.dataHome(or: "set HOME, or XDG_DATA_HOME to an absolute path") + "/wardrobe/closet.json")
     }
 
     /// The very first run: neither a store (a non-empty store directory) nor the Wardrobe's

@@ -164,6 +164,14 @@ final class WardrobeTests: XCTestCase {
         XCTAssertEqual(b.closet.garment(named: "raincoat", in: .outerwear)?.colour, "navy", "b saw a's raincoat as it saved")
     }
 
+    /// Review CZ-10: a second wrong season asked for the notes, then failed, losing them.
+    func testASecondWrongSeasonStopsBeforeTheNotes() {
+        let (w, c) = wardrobe(answers: ["red", "wintr", "wintr", "lined"])
+        XCTAssertTrue(fails(w, c, "add Tops/coat").contains("'wintr' is not a season"))
+        XCTAssertEqual(c.questions.count, 3)
+        XCTAssertNil(w.closet.garment(named: "coat", in: .tops))
+    }
+
     func testAddWithFlagsAsksNothing() throws {
         let (w, c) = wardrobe()
         _ = ok(w, c, "cd shoes; add -c brown --season=fall 'walking boots'")

@@ -351,7 +351,8 @@ struct ImportRun: HostTreeVisitor {
         removedWithOtherNames.forEach(warnOfOtherNames)
         removedWithOtherNames.removeAll()
         if let (path, code) = removedUnchecked.first {
-            let why = code == EACCES ? "only a file's owner may take a lease on it" : "the file system takes no lease (\(SystemError.reason(for: code)))"
+            let why = code == EACCES ? "only a file's owner may take a lease on it"
+                : "no lease could be taken (\(SystemError.reason(for: code)): the file system takes none, or leases are off)"
             let which = removedUnchecked.count == 1 ? session.err.name(path) : "\(session.err.name(path)) and \(removedUnchecked.count - 1) more"
             warn("\(which): removed without the check that no other program had \(removedUnchecked.count == 1 ? "it" : "them") open for writing: \(why); what such a program writes after goes to the removed file")
         }

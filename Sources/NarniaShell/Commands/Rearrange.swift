@@ -72,7 +72,8 @@ enum Rearrange {
                 // number in the listing the user answers from (review CY-2: each was asked
                 // about as "(made or moved by this line)", which told them apart no more).
                 guard let shown = s.shownAsTyped(path, on: s.out) else {
-                    throw CommandFailure("\(s.inMessage(path)): made or moved by a command before it on this line, it had no number when the line was typed; nothing was removed",
+                    // Not named by its numbers now, which the listing gives other items (CZ-3).
+                    throw CommandFailure("an item a command before it on this line made or moved had no number when the line was typed; nothing was removed",
                                          hint: "list the folder, then rm -i on a line of its own")
                 }
                 let what = s.vault.isFolder(id) ? "the folder \(shown) and everything in it" : shown

@@ -26,7 +26,10 @@ extension Settings {
         let key = typed.lowercased()
         let mime = key.dropFirst("viewer.".count)
         let parts = mime.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+        // A `*` only as a whole subtype, as mailcap has it (review CZ-7: `*/*` and `image/jp*`
+        // were taken, and never used).
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, !parts[0].contains("*"),
+              parts[1] == "*" || !parts[1].contains("*"),
               mime.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && $0 != "=" })
         else { return nil }
         return SettingSpec(key: key, values: [], defaultValue: "",
