@@ -554,6 +554,19 @@ def test_a_garment_another_wardrobe_moved_while_rm_waited_is_not_removed(narnia,
     p.expect(PROMPT)
     assert "no 'shirt' in Tops (changed meanwhile); nothing was removed" in plain(p.before), p.before
     assert [g["name"] for g in json.loads(closet_path(narnia).read_text())["tabs"]["Shoes"]] == ["shirt"]
+    # Review CZ-6: Ctrl-C while a change waits for the other Wardrobe gives it up.
+    folder = os.open(closet_path(narnia).parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        p.sendline("add -c red Tops/hat")
+        time.sleep(0.5)
+        p.send("\x03")
+        p.expect(PROMPT)
+    finally:
+        fcntl.flock(folder, fcntl.LOCK_UN)
+        os.close(folder)
+    assert "interrupted; nothing was changed" in plain(p.before), p.before
+    assert json.loads(closet_path(narnia).read_text())["tabs"]["Tops"] == []
     p.sendline("exit")
     p.wait()
 

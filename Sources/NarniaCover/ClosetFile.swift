@@ -62,15 +62,20 @@ public struct ClosetFile: Sendable {
     }
 
     /// Runs `body` holding an exclusive `flock` on the closet's folder (made if missing), so
-    /// that Wardrobes open at once change the file one after another (review CU-2).
-    /// - Throws: `CommandFailure` when the folder cannot be made or opened, or what `body` throws.
-    public func whileLocked<T>(_ body: () throws -> T) throws -> T {
+    /// that Wardrobes open at once change the file one after another (review CU-2). While
+    /// another holds it, `interrupted` is asked every 50 ms (review CZ-6: Ctrl-C meanwhile was
+    /// ignored, and the change made once the lock came free).
+    /// - Throws: `CommandFailure` when the folder cannot be made or opened, `Interrupted`, or
+    ///   what `body` throws.
+    public func whileLocked<T>(interrupted: () -> Bool = { false }, _ body: () throws -> T) throws -> T {
         if !directory.isEmpty { try makeDirectories(directory) }
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw failure(directory) }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw failure(directory) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw failure(directory) }
+            if interrupted() { throw Interrupted() }
+            usleep(50_000)
         }
         return try body()
     }

@@ -17,6 +17,12 @@ public protocol WardrobeConsole: AnyObject {
     /// or the end of input).
     /// - Throws: `Interrupted` when the user stops the question (Ctrl-C).
     func ask(_ question: String) throws -> String?
+    /// True once the user pressed Ctrl-C (a change waiting for another Wardrobe gives up).
+    var interrupted: Bool { get }
+}
+
+extension WardrobeConsole {
+    public var interrupted: Bool { false }
 }
 
 /// A question stopped by the user: the command it belongs to does nothing.
@@ -133,8 +139,12 @@ public final class Wardrobe {
             closet = copy
             return
         }
-        closet = try file.whileLocked {
-            var current = try file.load()
+        closet = try file.whileLocked(interrupted: { console.interrupted }) {
+            var current: Closet
+            do { current = try file.load() } catch let e as CommandFailure {
+                // Review CZ-4: every change failed, and nothing said what to do.
+                throw CommandFailure(e.message, hint: "leave the Wardrobe and start it again: it sets the file aside and starts an empty closet")
+            }
             try body(&current)
             try file.save(current)
             return current

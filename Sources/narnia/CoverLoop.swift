@@ -60,6 +60,8 @@ final class TerminalConsole: WardrobeConsole {
 
     var width: Int { TerminalSize.current().columns }
 
+    var interrupted: Bool { Session.interruptRequested != 0 || Session.panicRequested != 0 }
+
     /// Reads one line from standard input with `read(2)` (nothing read ahead); nil at the end
     /// of input; throws `Interrupted` on Ctrl-C (or the panic key, which then ends the process).
     func ask(_ question: String) throws -> String? {
