@@ -101,9 +101,10 @@ public final class Wardrobe {
                 fail(command.name, e)
                 ok = false
             } catch is Interrupted {
-                // Review CU-3: the answers left blank, the garment was added anyway.
+                // Review CU-3: the answers left blank, the garment was added anyway. The rest
+                // of the line does not run either (review DA-3), as at the vault's prompt.
                 fail(command.name, CommandFailure("interrupted; nothing was changed"))
-                ok = false
+                return false
             } catch {
                 fail(command.name, CommandFailure("\(error)"))
                 ok = false
@@ -406,7 +407,12 @@ public final class Wardrobe {
 
     static func rm(_ w: Wardrobe, _ a: ParsedArguments) throws {
         guard !a.operandTexts.isEmpty else { throw CommandFailure("which garment?", hint: "usage: rm GARMENT...") }
-        let targets = try a.operandTexts.map { try w.garment($0, panel: "the back panel is fixed to the wardrobe") }
+        var targets: [(Tab, Garment)] = []
+        // A garment named twice is one target (review DA-1: the second found it gone).
+        for text in a.operandTexts {
+            let (tab, g) = try w.garment(text, panel: "the back panel is fixed to the wardrobe")
+            if !targets.contains(where: { $0.0 == tab && $0.1 == g }) { targets.append((tab, g)) }
+        }
         // As the closet is now: a garment another Wardrobe moved or changed meanwhile is not
         // taken, and nothing is (review CZ-1: "removed", and it stayed where it had gone).
         try w.change { closet in

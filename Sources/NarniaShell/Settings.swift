@@ -61,6 +61,12 @@ extension Maintenance {
             s.out.messageLine(s.vault.settings[spec.key] ?? spec.defaultValue)
         case 2:
             let typed = a.operands[0].text, value = a.operands[1].text
+            // A key an earlier build took and this one refuses (review DA-4: `viewer.*/*`) can
+            // still be cleared.
+            if value.isEmpty, Settings.find(typed) == nil, s.vault.settings[typed] != nil {
+                try s.vault.setSetting(typed, nil)
+                return
+            }
             guard let spec = Settings.find(typed) else { throw unknownSetting(typed) }
             let key = spec.key   // a viewer's MIME type in lower case
             guard spec.values.isEmpty || spec.values.contains(value) else {

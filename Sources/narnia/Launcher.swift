@@ -40,7 +40,10 @@ struct Launcher {
     private static func storeDirectory(_ options: Options) -> String {
         if let v = options.vault { return FileSystem.absolute(v) }
         if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(expandingTilde(v)) }
-        return FileSystem.absolute(dataHome(or: "give --vault DIR, or set HOME") + "/lining")
+        // The cover's start names no vault option (review DA-2): it needs HOME for the closet
+        // anyway.
+        let hint = options.mode == .cover ? "set HOME, or XDG_DATA_HOME to an absolute path" : "give --vault DIR, or set HOME"
+        return FileSystem.absolute(dataHome(or: hint) + "/lining")
     }
 
     /// Where this user's data goes: `$XDG_DATA_HOME` when it is an absolute path (the XDG

@@ -129,11 +129,24 @@ final class WardrobeTests: XCTestCase {
     }
 
     /// Review CU-3: Ctrl-C at a question left the answers blank, and the garment was added.
-    func testCtrlCAtAQuestionAddsNothing() throws {
+    /// DA-3: the rest of the line ran.
+    func testCtrlCAtAQuestionAddsNothingAndEndsTheLine() throws {
         let (w, c) = wardrobe(answers: ["white", RecordingConsole.interrupt])
-        XCTAssertEqual(fails(w, c, "add Tops/hat"), "wardrobe: error: add: interrupted; nothing was changed\n")
+        _ = ok(w, c, "add -c red Tops/tee")
+        XCTAssertEqual(fails(w, c, "add Tops/hat; rm Tops/tee"), "wardrobe: error: add: interrupted; nothing was changed\n")
         XCTAssertEqual(c.questions.count, 2)
         XCTAssertNil(w.closet.garment(named: "hat", in: .tops))
+        XCTAssertNotNil(w.closet.garment(named: "tee", in: .tops))
+    }
+
+    /// Review DA-1: a garment named twice in one rm was found gone the second time, and
+    /// nothing was removed.
+    func testRmOfAGarmentNamedTwiceRemovesIt() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (w, c) = wardrobe(file: ClosetFile(path: dir.path + "/wardrobe/closet.json"))
+        _ = ok(w, c, "add -c red Tops/shirt; rm Tops/shirt /Tops/shirt")
+        XCTAssertNil(w.closet.garment(named: "shirt", in: .tops))
     }
 
     /// Review CU-4: blanks around a name typed on the line stayed, making look-alike twins and
