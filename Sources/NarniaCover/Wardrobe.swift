@@ -125,9 +125,21 @@ public final class Wardrobe {
     /// Reads the closet again, for what another Wardrobe open at once saved since (review
     /// CU-2); as it was, when the file cannot be read now (the next change says why).
     private func refresh() {
-        guard let file, let current = try? file.load() else { return }
-        closet = current
+        guard let file else { return }
+        do {
+            closet = try file.load()
+            unreadableSaid = false
+        } catch let e as CommandFailure {
+            // Said once, not at every line (review DA-5: listings went on from memory without
+            // a word).
+            guard !unreadableSaid else { return }
+            unreadableSaid = true
+            console.writeError(shownText("wardrobe: warning: \(e.message); showing the closet as it was last read", onTerminal: console.isTerminal,
+                                         allowingLineBreaks: false) + "\n")
+        } catch {}
     }
+    /// Whether the closet file's being unreadable was said since it last read.
+    private var unreadableSaid = false
 
     /// Changes the closet and saves it; nothing changes when saving fails. The change applies to
     /// the closet as the file holds it now, read again under the folder's lock: what another

@@ -139,6 +139,22 @@ final class WardrobeTests: XCTestCase {
         XCTAssertNotNil(w.closet.garment(named: "tee", in: .tops))
     }
 
+    /// Review DA-5: a closet file damaged while the Wardrobe is open is said, once.
+    func testAClosetFileDamagedMidSessionIsSaidOnce() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = ClosetFile(path: dir.path + "/wardrobe/closet.json")
+        let (w, c) = wardrobe(file: file)
+        _ = ok(w, c, "add -c red Tops/tee")
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: file.path))
+        XCTAssertTrue(w.run(line: "ls Tops"))
+        XCTAssertTrue(c.err.contains("is not a closet file; showing the closet as it was last read"), c.err)
+        XCTAssertTrue(c.out.contains("tee"))
+        c.err = ""
+        XCTAssertTrue(w.run(line: "ls Tops"))
+        XCTAssertEqual(c.err, "")
+    }
+
     /// Review DA-1: a garment named twice in one rm was found gone the second time, and
     /// nothing was removed.
     func testRmOfAGarmentNamedTwiceRemovesIt() throws {
