@@ -37,6 +37,13 @@ final class WardrobeTests: XCTestCase {
         return (Wardrobe(closet: closet, file: file, console: console), console)
     }
 
+    /// A closet file in a fresh folder, removed when the test ends.
+    private func temporaryClosetFile() -> ClosetFile {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return ClosetFile(path: dir.path + "/wardrobe/closet.json")
+    }
+
     /// Runs a line that must succeed and returns what it printed.
     private func ok(_ w: Wardrobe, _ c: RecordingConsole, _ line: String, file: StaticString = #filePath, lineNo: UInt = #line) -> String {
         c.out = ""
@@ -141,9 +148,7 @@ final class WardrobeTests: XCTestCase {
 
     /// Review DA-5: a closet file damaged while the Wardrobe is open is said, once.
     func testAClosetFileDamagedMidSessionIsSaidOnce() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = ClosetFile(path: dir.path + "/wardrobe/closet.json")
+        let file = temporaryClosetFile()
         let (w, c) = wardrobe(file: file)
         _ = ok(w, c, "add -c red Tops/tee")
         try Data("not json".utf8).write(to: URL(fileURLWithPath: file.path))
@@ -158,9 +163,7 @@ final class WardrobeTests: XCTestCase {
     /// Review DA-1: a garment named twice in one rm was found gone the second time, and
     /// nothing was removed.
     func testRmOfAGarmentNamedTwiceRemovesIt() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (w, c) = wardrobe(file: ClosetFile(path: dir.path + "/wardrobe/closet.json"))
+        let (w, c) = wardrobe(file: temporaryClosetFile())
         _ = ok(w, c, "add -c red Tops/shirt; rm Tops/shirt /Tops/shirt")
         XCTAssertNil(w.closet.garment(named: "shirt", in: .tops))
     }
@@ -179,9 +182,7 @@ final class WardrobeTests: XCTestCase {
     /// Review CU-2: two Wardrobes open on one closet each saved the closet they had loaded, the
     /// last one's over the other's change.
     func testTwoWardrobesOnOneClosetKeepEachOthersChanges() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = ClosetFile(path: dir.path + "/wardrobe/closet.json")
+        let file = temporaryClosetFile()
         let (a, ca) = wardrobe(file: file)
         let (b, cb) = wardrobe(file: file)
         _ = ok(a, ca, "add -c navy Outerwear/raincoat")
@@ -281,9 +282,7 @@ final class WardrobeTests: XCTestCase {
     }
 
     func testTheClosetFileRoundTripsAndIsReplacedWhole() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("closet-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = ClosetFile(path: dir.path + "/wardrobe/closet.json")
+        let file = temporaryClosetFile()
         XCTAssertFalse(file.exists)
         XCTAssertEqual(try file.load(), Closet())
         let (w, c) = wardrobe(file: file)
