@@ -11,10 +11,10 @@ public struct ClosetFile: Sendable {
 
     public init(path: String) { self.path = path }
 
-    /// The default location, from the values of `XDG_DATA_HOME` or `HOME` (nil when unset).
-    public static func defaultLocation(dataHome: String?, home: String?) -> ClosetFile {
-        let data = dataHome ?? (home ?? ".") + "/.local/share"
-        return ClosetFile(path: data + "/wardrobe/closet.json")
+    /// The closet's place under the user's data folder (`$XDG_DATA_HOME`, or
+    /// `$HOME/.local/share`: the launcher decides, and refuses to guess with neither).
+    public static func location(inDataHome dataHome: String) -> ClosetFile {
+        ClosetFile(path: dataHome + "/wardrobe/closet.json")
     }
 
     /// Whether the file (or anything at its path) exists.

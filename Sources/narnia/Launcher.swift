@@ -42,9 +42,12 @@ struct Launcher {
         if let v = environment("NARNIA_VAULT") { return FileSystem.absolute(expandingTilde(v)) }
         // The cover's start names no vault option (review DA-2): it needs HOME for the closet
         // anyway.
-        let hint = options.mode == .cover ? "set HOME, or XDG_DATA_HOME to an absolute path" : "give --vault DIR, or set HOME"
+        let hint = options.mode == .cover ? closetHint : "give --vault DIR, or set HOME"
         return FileSystem.absolute(dataHome(or: hint) + "/lining")
     }
+
+    /// What to do when HOME is unset, for the Wardrobe, which takes no option for its closet.
+    static let closetHint = "set HOME, or XDG_DATA_HOME to an absolute path"
 
     /// Where this user's data goes: `$XDG_DATA_HOME` when it is an absolute path (the XDG
     /// specification ignores a relative one), else `$HOME/.local/share`; with neither, a usage
@@ -126,7 +129,7 @@ struct Launcher {
 
     /// Where the Wardrobe keeps its garments.
     var closetFile: ClosetFile {
-        ClosetFile(path: Launcher.dataHome(or: "set HOME, or XDG_DATA_HOME to an absolute path") + "/wardrobe/closet.json")
+        ClosetFile.location(inDataHome: Launcher.dataHome(or: Launcher.closetHint))
     }
 
     /// The very first run: neither a store (a non-empty store directory) nor the Wardrobe's
