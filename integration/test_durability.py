@@ -124,10 +124,11 @@ def test_on_fuse_a_process_killed_before_a_new_journal_s_first_record_leaves_no_
 @pytest.mark.parametrize("on_fuse", [False, True], ids=["unnamed-file", "staging-folder-on-fuse"])
 def test_a_new_journal_whose_name_does_not_reach_the_disk_is_taken_back_not_emptied(narnia_bin, tmp_path, request, on_fuse):
     """Review AD: a new journal's first record is written, the journal is named (linked, or on
-    FUSE renamed from its staging folder), and its folder's `fsync` fails (EIO, injected as the
-    second `fsync`: the first is the store folder's). The failed append cut the file, under
-    its name by then, to 0 bytes and left it: every device reported it at every open, for
-    good. Now the name is taken back, and the command says what failed."""
+    FUSE renamed from its staging folder), and its folder's `fsync` fails (EIO, injected into
+    the first `fsync` of a shard folder, whichever of the 256 the new device's is: counting
+    all `fsync`s missed it when that shard was already there, as init's is). The failed append
+    cut the file, under its name by then, to 0 bytes and left it: every device reported it at
+    every open, for good. Now the name is taken back, and the command says what failed."""
     n = Narnia(narnia_bin, tmp_path)
     if on_fuse:
         n.vault = request.getfixturevalue("fuse_mount") / "vault"
@@ -135,7 +136,8 @@ def test_a_new_journal_whose_name_does_not_reach_the_disk_is_taken_back_not_empt
     other = Narnia(narnia_bin, tmp_path / "other")
     other.vault = n.vault.parent / "vault2"
     subprocess.run(["cp", "-a", str(n.vault), str(other.vault)], check=True)
-    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:error=EIO:when=2"] \
+    shard_folders = [word for shard in range(256) for word in ("-P", f"{other.vault}/{shard:02x}")]
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=fsync", *shard_folders, "-e", "inject=fsync:error=EIO:when=1"] \
         + other.argv(["-c", "mkdir /x"])
     r = subprocess.run(argv, capture_output=True, text=True, env=other.env, cwd=other.workdir)
     assert r.returncode == 1 and re.search(r"error: mkdir: .*/vault2/[0-9a-f]{2}: input/output error", r.stderr), r.stderr
