@@ -347,6 +347,12 @@ void narnia_guard_if_asked(int argc, char **argv) {
     if (fcntl(lifeline, F_SETFD, FD_CLOEXEC) < 0 || fcntl(reports, F_SETFD, FD_CLOEXEC) < 0) return;
     // A fresh process of one thread, so fork is safe here. Signals stay blocked, as narnia
     // left them: the terminal's keys are the program's.
+    // The terminal's modes are kept, to put back should narnia die while the program has it:
+    // taken before the program starts, which may change them at once (when the fork went
+    // first, less's raw mode was once saved here, and "restored" after narnia's SIGKILL).
+    struct termios terminal_modes;
+    int had_terminal = 0;
+    for (int fd = 0; fd < 3 && !had_terminal; fd++) had_terminal = isatty(fd) && tcgetattr(fd, &terminal_modes) == 0;
     pid_t guard = getpid();
     pid_t program = fork();
     if (program == 0) {
@@ -358,11 +364,7 @@ void narnia_guard_if_asked(int argc, char **argv) {
     }
     if (program < 0) { narnia_guard_report(reports, NARNIA_GUARD_ENDED, 127 << 8); _exit(127); }
     narnia_guard_report(reports, NARNIA_GUARD_STARTED, program);
-    // Hold nothing of the program's: its standard streams, its terminal, the content. The
-    // terminal's modes are kept, to put back should narnia die while the program has it.
-    struct termios terminal_modes;
-    int had_terminal = 0;
-    for (int fd = 0; fd < 3 && !had_terminal; fd++) had_terminal = isatty(fd) && tcgetattr(fd, &terminal_modes) == 0;
+    // Hold nothing of the program's: its standard streams, its terminal, the content.
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; fd < 3; fd++) if (fd != null) dup2(null, fd);
     if (null > 2) close(null);
