@@ -19,7 +19,7 @@ import pytest
 
 from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_device_housekeeping import carry, compact_and_exchange, exchange, know_each_other
-from test_devices import device
+from test_devices import device, device_not_yet_written
 
 
 def two_devices(narnia: Narnia, host: Path, tmp_path: Path) -> Narnia:
@@ -231,6 +231,31 @@ def test_a_compaction_keeps_where_a_removed_file_was_while_others_may_change_it(
     for n in (narnia, laptop):
         assert "the laptop's new content\n" in texts(n, passphrase="rotated"), listing(n, passphrase="rotated")
         assert "all intact" in n.ok("verify", passphrase="rotated").out
+
+
+def test_a_compaction_keeps_where_a_removed_file_was_for_a_device_not_known_yet(narnia, host, tmp_path):
+    """Review DB-1: the same, the other device being a copy of the store made before the
+    removal that had written nothing (a new machine started from a copy of the remote, a
+    restored backup): not known, it did not count among those that "may still change it", so
+    the desk's snapshot dropped the file's place. The new content showed as a copy for one
+    session, then nowhere, its object deleted, `verify` all intact. A removed file's place is
+    now kept in every snapshot, as a removed folder's creation is."""
+    narnia.init()
+    remote = tmp_path / "remote"
+    (host / "a.txt").write_text("first\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}; sync {q(str(remote))}")
+    desktop = device_not_yet_written(narnia, tmp_path / "desktop")
+    narnia.ok("rm /a.txt")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(DEFAULT_PASSPHRASE)))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    give(desktop, host, "the desktop's new content\n", "/a.txt")
+    desktop.c(f"sync {q(str(remote))}")   # stops: the rotated journals need a new session
+    for _ in range(3):
+        for n in (desktop, narnia):
+            n.ok(f"sync {q(str(remote))}")
+    for n in (narnia, desktop):
+        assert "the desktop's new content\n" in texts(n), listing(n)
+        assert "all intact" in n.ok("verify").out
 
 
 def test_compaction_keeps_what_a_dropped_change_replaced(narnia, host, tmp_path):

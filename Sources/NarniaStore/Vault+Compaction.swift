@@ -22,7 +22,7 @@ extension Vault {
         let oldFiles = journals.values.filter { $0.device == device }
         let old = oldFiles.map(\.id)
         let reads = try oldFiles.flatMap { try journalReads(of: $0) }
-        let records = try state.ownSnapshot(chunkBytes: 16 << 20, othersHaveRead: state.everyDeviceHasRead(knowledge))
+        let records = try state.ownSnapshot(chunkBytes: 16 << 20)
         isCompacting = true
         defer { isCompacting = false }
         journal = nil
@@ -44,12 +44,14 @@ extension MergeState {
     /// places and contents it gave that still win, its removals, settings, attachments,
     /// retirements, kept objects, notes and upgrades.
     ///
-    /// A removed file's place is kept (as a `move`) while another device may still change it
-    /// without knowing of the removal — not every device has read all this one has
-    /// (`othersHaveRead` false) — or while it has conflict copies: where they stand derives
-    /// from it (docs/FORMAT.md, "Merging", rule 7). Throws when the key table cannot take a
-    /// copy of a head's key: the compaction then fails, and the journals stay as they were.
-    func ownSnapshot(chunkBytes: Int, othersHaveRead: Bool) throws -> [[Operation]] {
+    /// A removed file's place is kept (as a `move`) in every snapshot, as a removed folder's
+    /// creation is: a device not known yet — a copy of the store made before the removal —
+    /// may still give the file new content, which is shown as a conflict copy where the file
+    /// stood (docs/FORMAT.md, "Merging", rule 7; review DB-1: kept only while a known device
+    /// had not read the removal, such content was shown nowhere and its object deleted).
+    /// Throws when the key table cannot take a copy of a head's key: the compaction then
+    /// fails, and the journals stay as they were.
+    func ownSnapshot(chunkBytes: Int) throws -> [[Operation]] {
         var records: [[Operation]] = []
         var current: [Operation] = []
         var currentStamp: Stamp?
@@ -65,7 +67,7 @@ extension MergeState {
             // A removed file's creation is gone once one compaction kept only its place: the
             // next keeps the place all the same.
             if tombstones.contains(id) && record.creation?.isFolder != true {
-                if record.placeIsOwn && (!othersHaveRead || contentVersions[id] != nil) {
+                if record.placeIsOwn {
                     add(.move(id: id, place: place, from: nil), record.placeStamp, size: 64 + place.name.utf8.count)
                 }
                 continue
