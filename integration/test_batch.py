@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import DEFAULT_PASSPHRASE, Narnia
+from harness import DEFAULT_PASSPHRASE, Narnia, q
 from terminal import Terminal
 
 
@@ -68,6 +68,21 @@ def test_dash_prefix_may_fail(vault, tmp_path):
     assert names(vault) == ["after"], "the run went on after the `-` command"
     r = vault.c("-rmdir /nope; mkdir /after2")
     assert r.rc == 0 and names(vault) == ["after", "after2"], "`-` prefix in -c after `;`" + r.describe()
+
+
+def test_a_failed_import_or_export_marked_dash_goes_on_and_still_fails_the_run(vault, tmp_path):
+    """Review DC-4: `-export` that wrote half its files exited 0; BRIEF: never 0 after a
+    partial import or export. The run goes on, as the mark says, and ends with status 1."""
+    (tmp_path / "x.txt").write_text("x")
+    r = vault.c(f"-import {q(str(tmp_path / 'x.txt'))} {q(str(tmp_path / 'nothere'))}; mkdir /after")
+    assert r.rc == 1 and names(vault) == ["after", "x.txt"], r.describe()
+    out = tmp_path / "out"
+    r = vault.c(f"-export /nothere {q(str(out))}; mkdir /after2")
+    assert r.rc == 1 and "after2" in names(vault), r.describe()
+    batch = tmp_path / "b"
+    batch.write_text(f"-get /nothere {q(str(out))}\nmkdir /after3\n")
+    r = vault("-b", str(batch))
+    assert r.rc == 1 and "after3" in names(vault), r.describe()
 
 
 def test_dash_prefix_excuses_only_its_own_command(vault, tmp_path):

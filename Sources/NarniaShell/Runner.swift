@@ -160,9 +160,15 @@ extension Session {
                 err.flush()
                 return index == 0 && mayFail
             }
-            if !run(words: words, source: host ? Substring(source) : nil) && !excused {
-                ok = false
-                if !keepGoing { break }
+            if !run(words: words, source: host ? Substring(source) : nil) {
+                if excused {
+                    if let name = words.first.flatMap({ CommandTable.find($0.text)?.name }), name == "import" || name == "export" {
+                        excusedTransferFailed = true
+                    }
+                } else {
+                    ok = false
+                    if !keepGoing { break }
+                }
             }
         }
         return ok

@@ -89,6 +89,10 @@ public final class Session: @unchecked Sendable {
     /// run of lines (`-c`, `-b`) stops there, `--keep-going` and a `-` mark notwithstanding,
     /// for the lines after it may be the host's (review CQ-5, CQ-7).
     public internal(set) var runMustStop = false
+    /// Set when an `import` or `export` marked `-` failed (`Runner`): the run goes on, and
+    /// still ends with status 1, for a partial import or export is never 0 (BRIEF; review
+    /// DC-4: a nightly `-export` that wrote half its files exited 0).
+    public internal(set) var excusedTransferFailed = false
 
     public init(vault: Vault, out: Output, err: Output, interactive: Bool) {
         self.vault = vault

@@ -133,8 +133,9 @@ struct BatchRunner {
         session.out.flush()
         if let stopped = Self.stopStatus() { return stopped }
         // Damage is never quiet: content that failed authentication fails the run, even when
-        // a `-` line let its command fail without stopping.
-        return failed || session.vault.damageFound > 0 ? 1 : 0
+        // a `-` line let its command fail without stopping; so does an import or export that
+        // did not do all it was asked.
+        return failed || session.vault.damageFound > 0 || session.excusedTransferFailed ? 1 : 0
     }
 
     /// The status of a run a signal stopped: 128 + N for SIGTERM or SIGHUP, 130 for Ctrl-C
