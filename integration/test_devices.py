@@ -775,6 +775,24 @@ def test_a_current_folder_a_sync_merges_with_another_devices_is_still_the_curren
     assert r.out_lines[-3:] == ["/F", "from-a", "from-b"], r.describe()
 
 
+def test_a_sync_names_the_items_other_devices_removed(narnia, host, tmp_path):
+    """Review DB-2: two devices swapped two names with `mv -f` while apart, and after the sync
+    both files were gone (FORMAT's rule 3: each `mv -f` removed the item the other renamed);
+    the sync said only "1 item was removed on another device". It names where each removed
+    item was (a folder once, not what it held)."""
+    narnia.init()
+    a = device(narnia, host / "A")
+    remote = tmp_path / "remote"
+    a.ok(f"import - draft.txt; import - final.txt; mkdir /trip; cd /trip; import - x.jpg; sync {q(str(remote))}", input=b"d")
+    b = device(a, host / "B")
+    a.ok("mv -f /draft.txt /final.txt; rm -r /trip")
+    b.ok("mv -f /final.txt /draft.txt")
+    a.ok(f"sync {q(str(remote))}")
+    r = b.ok(f"sync {q(str(remote))}")
+    assert ["removed: /draft.txt", "removed: /trip"] == [l for l in r.out_lines if l.startswith("removed:")], r.describe()
+    assert "3 items were removed on other devices" in r.out_lines, r.describe()
+
+
 def a_session_whose_journal_is_put_back(narnia: Narnia, before: str | None, typed: bytes) -> tuple[subprocess.Popen, Path]:
     """A `-b -` session on a new store whose journal is saved once it holds /one; `before` runs
     first, then the session reads `typed` (which lists /one and /two), then a sync engine puts

@@ -567,7 +567,12 @@ extension Vault {
         let after = view.items
         let appeared = after.keys.filter { before[$0] == nil }
         let moved = after.count { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }
-        return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: before.keys.filter { after[$0] == nil }.count,
+        let gone = before.keys.filter { after[$0] == nil }
+        // Where each removed item was, but for those whose folder went too (review DB-2: a
+        // count said nothing of which files another device's changes took away).
+        let goneTops = gone.filter { id in before[id].map { $0.parent == .root || after[$0.parent] != nil } ?? false }
+        return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: gone.count,
+                          removedPaths: goneTops.map { "/" + Self.pathComponents(of: $0, in: before).joined(separator: "/") },
                           addedItems: appeared, moved: moved)
     }
 }
@@ -578,14 +583,17 @@ public struct TreeChange: Sendable {
     public let added: [String]
     /// How many items went.
     public let removed: Int
+    /// Where the items that went were, but for those whose folder went too.
+    public let removedPaths: [String]
     /// The items that appeared.
     public let addedItems: [Identifier]
     /// How many items stayed but moved or were renamed.
     public let moved: Int
 
-    public init(added: [String], removed: Int, addedItems: [Identifier] = [], moved: Int = 0) {
+    public init(added: [String], removed: Int, removedPaths: [String] = [], addedItems: [Identifier] = [], moved: Int = 0) {
         self.added = added
         self.removed = removed
+        self.removedPaths = removedPaths
         self.addedItems = addedItems
         self.moved = moved
     }

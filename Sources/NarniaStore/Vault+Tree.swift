@@ -51,9 +51,14 @@ extension Vault {
 
     /// The names from the root down to `id` (empty for the root).
     public func pathComponents(of id: Identifier) -> [String] {
+        Self.pathComponents(of: id, in: view.items)
+    }
+
+    /// The names from the root down to `id` in the tree `items` (this one, or one shown before).
+    static func pathComponents(of id: Identifier, in items: DenseTable<Item>) -> [String] {
         var parts: [String] = []
         var current = id
-        while current != .root, let item = view.items[current] {
+        while current != .root, let item = items[current] {
             parts.append(item.name)
             current = item.parent
         }

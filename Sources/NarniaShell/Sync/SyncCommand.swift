@@ -606,6 +606,14 @@ enum SyncCommand {
         let shown = s.interactive ? Array(added.prefix(20)) : added
         for path in shown { say("new: \(s.shown(VaultPath.resolve(path, relativeTo: .root), on: on))") }   // #N under hide-names (CC-6)
         if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
+        // Where removed items were (with what they held), but not under hide-names on a
+        // terminal, where names are not shown and a gone item has no number.
+        if !(on.isTerminal && ViewingPreferences(s).hideNames) {
+            let gone = change.removedPaths.sorted(by: utf8Order)
+            let shownGone = s.interactive ? Array(gone.prefix(20)) : gone
+            for path in shownGone { say("removed: \(on.name(path))") }
+            if shownGone.count < gone.count { say("… and \(gone.count - shownGone.count) more removed") }
+        }
         if change.removed > 0 { say(change.removed == 1 ? "1 item was removed on another device" : "\(change.removed) items were removed on other devices") }
         if let failure { throw failure }
     }
