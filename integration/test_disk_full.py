@@ -186,6 +186,24 @@ def test_export_onto_a_full_disk_stops_at_the_first_file_that_does_not_fit(narni
         assert left == ["f0.bin"] and (mount / "src" / "f0.bin").read_bytes() == (src / "f0.bin").read_bytes(), left
 
 
+def test_export_onto_a_read_only_disk_stops_at_the_first_file(narnia_bin, tmp_path):
+    """Review DC-11: a read-only destination gave one error per file (10,000 lines for 10,000
+    files), where a full disk stops at the first; now alike."""
+    n = Narnia(narnia_bin, tmp_path)
+    n.init()
+    src = tmp_path / "many"
+    (src / "a").mkdir(parents=True)
+    for i in range(40):
+        (src / "a" / f"f{i:02}").write_text(f"{i}\n")
+    n.ok(f"import {q(str(src))}")
+    with small_tmpfs(tmp_path / "ro", "1m") as mount:
+        (mount / "many" / "a").mkdir(parents=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        r = n.c(f"export /many {q(str(mount))}")
+        assert r.rc == 1 and len(r.errors) == 1, r.describe()
+        assert "/many/a/f00: not exported: the file system is read-only; the files after it were not exported either" in r.errors[0], r.describe()
+
+
 def test_a_copy_that_does_not_fit_says_the_disk_is_full_not_a_store_file(small_vault, tmp_path):
     """Review AE: `cp` onto a full disk named the store file it was writing ("/…/91/91be…: the
     disk is full"), which says nothing to the user. It says the disk holding the vault is full;

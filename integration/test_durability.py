@@ -244,6 +244,36 @@ def test_exported_files_are_on_disk_before_they_are_named_and_reported(vault, tm
         assert (out / "data" / "f3.txt").read_bytes() == b"content 3\n"
 
 
+def test_exported_files_whose_names_the_disk_did_not_confirm_are_said_so_and_synced_when_skipped(vault, tmp_path):
+    """Review DC-1: when the `syncfs` after the files took their names failed, the export said
+    "3 files not exported", though all three stood in place, whole; the rerun the hint leads to,
+    `export --skip-existing`, took them for done and exited 0 without syncing anything. The
+    message says they are in place, unconfirmed, and `--skip-existing` makes what it skips
+    durable (and fails when it cannot)."""
+    src = tmp_path / "d"
+    src.mkdir()
+    for i in range(3):
+        (src / f"f{i}.txt").write_bytes(b"file %d\n" % i)
+    vault.ok(f"import {q(str(src))}")
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def export(command, inject_when=None):
+        log = tmp_path / "strace.log"
+        inject = ["-e", f"inject=syncfs:error=EIO:when={inject_when}"] if inject_when else []
+        argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs", *inject] + vault.argv(["-c", command])
+        r = subprocess.run(argv, capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
+        return r, log.read_text().count("syncfs(")
+
+    r, _ = export(f"export /d {q(str(out))}", inject_when=2)
+    assert r.returncode == 1 and "3 files are in place, but the disk did not confirm their names" in r.stderr, r.stderr
+    assert sorted(p.name for p in (out / "d").iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
+    r, _ = export(f"export --skip-existing /d {q(str(out))}", inject_when=1)
+    assert r.returncode == 1 and "input/output error" in r.stderr, r.stderr
+    r, syncs = export(f"export --skip-existing /d {q(str(out))}")
+    assert r.returncode == 0 and syncs >= 1 and r.stdout.count("(already there)") == 3, (syncs, r.stdout, r.stderr)
+
+
 def test_on_fuse_each_exported_file_and_its_folder_is_fsynced(vault, fuse_mount, tmp_path):
     """Where `syncfs` does not reach the disk (FUSE), every exported file is `fsync`ed before it
     takes its name, and the folders after."""

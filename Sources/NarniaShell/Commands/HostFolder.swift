@@ -25,6 +25,9 @@ final class HostFolder {
     /// The names in the folders at these components that are not in NFC, by their NFC form,
     /// read when first needed (`otherForm`).
     private var otherForms: [[String]: [String: String]] = [:]
+    /// The file systems synced whole, and the folders synced, by `makeExistingDurable`.
+    private var confirmedFileSystems = Set<UInt64>()
+    private var confirmedFolders = Set<HostFileIdentity>()
     /// The folders looked into for temporary files left (`leftTemporaryFiles`).
     private var lookedForLeftFiles = Set<[String]>()
     /// The host paths of temporary files (`temporaryName`) found in the folders files are
@@ -98,17 +101,41 @@ final class HostFolder {
     /// (`--skip-existing`: a file exported before, `Transfer.isCopiedBefore`), not following
     /// links. A file there under another spelling (`Photo.jpg` for `photo.jpg` on FAT) is not.
     func holdsFile(_ components: [String], size: UInt64, modified: Int64) throws -> Bool {
-        guard let dir = try folder(Array(components.dropLast()), create: false) else { return false }
-        let st: stat
-        if let found = try dir.statusOfEntry(components.last!) {
-            guard (try? checkSameName(components, found: found, in: dir)) != nil else { return false }
-            st = found
-        } else if let other = try otherForm(of: components, in: dir), let found = try dir.statusOfEntry(other) {
-            st = found   // exported before under that spelling, or imported from it
-        } else {
-            return false
-        }
+        guard let (_, _, st) = try entry(components) else { return false }
         return st.isRegularFile && Transfer.isCopiedBefore(size: size, modified: modified, there: (UInt64(st.st_size), st.modifiedNanoseconds))
+    }
+
+    /// Makes a file `holdsFile` found durable, bytes and name, as an export makes those it
+    /// writes: it may be one an export placed and never confirmed, killed before its names'
+    /// sync or told by the disk that it failed (review DC-1: `--skip-existing` took such
+    /// files for done, exit 0, and a script then removed the vault's copies).
+    func makeExistingDurable(_ components: [String]) throws {
+        guard let (dir, name, _) = try entry(components) else { return }
+        let file = try dir.open(name, .readOnly, options: [.noFollow], displayPath: path(components))
+        // One `syncfs` per file system covers every file found (none is written meanwhile);
+        // elsewhere each file, and each folder once.
+        for descriptor in [file, top] + chain.map(\.folder) {
+            let st = try descriptor.status()
+            if descriptor.syncFileSystemReachesDisk {
+                if confirmedFileSystems.insert(UInt64(st.st_dev)).inserted { try descriptor.syncFileSystem() }
+            } else if descriptor === file || confirmedFolders.insert(HostFileIdentity(st)).inserted {
+                try descriptor.sync()
+            }
+        }
+    }
+
+    /// The folder, name and status of what stands at `components`, not following links: the
+    /// entry of that very name (`checkSameName`), or of the name in another Unicode form.
+    private func entry(_ components: [String]) throws -> (FileDescriptor, String, stat)? {
+        guard let dir = try folder(Array(components.dropLast()), create: false) else { return nil }
+        if let found = try dir.statusOfEntry(components.last!) {
+            guard (try? checkSameName(components, found: found, in: dir)) != nil else { return nil }
+            return (dir, components.last!, found)
+        }
+        if let other = try otherForm(of: components, in: dir), let found = try dir.statusOfEntry(other) {
+            return (dir, other, found)   // exported before under that spelling, or imported from it
+        }
+        return nil
     }
 
     /// The name in `dir` (the folder of `components`) that is the last of `components` in

@@ -24,9 +24,10 @@ enum Transfer {
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
         return Int(max(8, min(256, limit.rlim_cur / 4)))
     }()
-    /// Files an export writes before it makes them durable and puts them in place, each
-    /// holding a descriptor meanwhile; or this much content.
-    static let exportBatchFiles = retainedFolders
+    /// Descriptors the files an export writes may hold before it makes them durable and puts
+    /// them in place: each file's own and its folders' (review DC-2: counted one per file, a
+    /// batch of files in folders of their own ran out); or this much content.
+    static let exportBatchDescriptors = retainedFolders
     static let exportBatchBytes: UInt64 = batchBytes
 
     /// `--skip-existing`'s check, rsync's quick check: a file of the same size and
@@ -235,6 +236,7 @@ enum Transfer {
         if skipExisting {
             plan = try plan.filter { item, components in
                 guard try host.holdsFile(components, size: item.size, modified: item.modified) else { return true }
+                try host.makeExistingDurable(components)
                 skipped.append("skipped \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components))) (already there)")
                 return false
             }
@@ -270,13 +272,14 @@ enum Transfer {
             report.finish()
         }
         var failed = !refused.isEmpty
-        var stoppedByFullDisk = false
+        var stoppedEarly = false
         // Files are reported once they are in place and on disk, a batch at a time: one
         // `syncfs` covers many small files, and a power cut leaves only whole ones.
         var pending: [(item: Item, file: PendingFile)] = []
         var pendingBytes: UInt64 = 0
+        var pendingFolders = Set<ObjectIdentifier>()
         func placePending() {
-            defer { pending.removeAll(); pendingBytes = 0 }
+            defer { pending.removeAll(); pendingBytes = 0; pendingFolders.removeAll() }
             var placed: [(item: Item, file: PendingFile)] = []
             do {
                 try host.makeDurable(pending.map(\.file))
@@ -289,19 +292,40 @@ enum Transfer {
                         failed = true
                     }
                 }
-                try host.makeNamesDurable(placed.map(\.file))
             } catch {
                 let files = pending.count
                 s.error("export", "\(files) file\(files == 1 ? "" : "s") not exported: could not write \(files == 1 ? "it" : "them") to disk: \(describe(error))")
                 failed = true
                 return
             }
+            do {
+                try host.makeNamesDurable(placed.map(\.file))
+            } catch {
+                // In place, whole, but their names may not be on the disk (review DC-1: said
+                // "not exported", and `--skip-existing` then took them for done).
+                let files = placed.count
+                s.error("export", "\(files) file\(files == 1 ? " is" : "s are") in place, but the disk did not confirm \(files == 1 ? "its name" : "their names"): \(describe(error))",
+                        hint: "export them again with -f once the disk is sound: --skip-existing would take them for done")
+                failed = true
+                return
+            }
             for (item, file) in placed {
                 report.done(bytes: item.size, "exported \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(file.components)))")
             }
+            exported += placed.count
+        }
+        var exported = 0
+        // Interrupted: the files not placed go (`PendingFile`), and so do the folders made for
+        // them that hold nothing; the note says what was done (review DC-10: the whole tree was
+        // left, empty, and "interrupted" said nothing more).
+        func interrupted() -> Cancelled {
+            pending.removeAll()
+            host.removeEmptyFoldersMade()
+            s.note("export", "\(exported) of \(plan.count) file\(plan.count == 1 ? " was" : "s were") exported before the interruption; 'export --skip-existing' with the same operands does the rest")
+            return Cancelled()
         }
         for (item, components) in plan {
-            if Session.interruptRequested != 0 { throw Cancelled() }
+            if Session.interruptRequested != 0 { throw interrupted() }
             // Its `#N` under hide-names, as every listing shows it (review AQ).
             progress?.begin(item: HiddenNames.maskedName(of: item, in: s) ?? item.name)
             do {
@@ -310,14 +334,16 @@ enum Transfer {
                 }
                 pending.append((item, file))
                 pendingBytes += item.size
-                if pending.count >= Self.exportBatchFiles || pendingBytes >= Self.exportBatchBytes { placePending() }
+                pendingFolders.formUnion(file.folders.map(ObjectIdentifier.init))
+                if pending.count + pendingFolders.count >= Self.exportBatchDescriptors || pendingBytes >= Self.exportBatchBytes { placePending() }
             } catch is Cancelled {
-                throw Cancelled()
-            } catch let e as SystemError where e.isDiskFull {
-                // Every file after it would fail the same way: stop, as import does.
-                s.error("export", "\(s.shown(item.id, on: s.err)): not exported: the disk is full; the files after it were not exported either")
+                throw interrupted()
+            } catch let e as SystemError where e.isDiskFull || e.code == EROFS {
+                // Every file after it would fail the same way: stop, as import does (review
+                // DC-11: a read-only disk gave one error per file).
+                s.error("export", "\(s.shown(item.id, on: s.err)): not exported: \(e.isDiskFull ? "the disk is full" : "the file system is read-only"); the files after it were not exported either")
                 failed = true
-                stoppedByFullDisk = true
+                stoppedEarly = true
                 break
             } catch {
                 s.error("export", "\(s.shown(item.id, on: s.err)): \(describe(error))")
@@ -325,7 +351,7 @@ enum Transfer {
             }
         }
         placePending()
-        if stoppedByFullDisk { host.removeEmptyFoldersMade() }
+        if stoppedEarly { host.removeEmptyFoldersMade() }
         if failed { throw Reported() }
     }
 
