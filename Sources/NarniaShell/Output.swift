@@ -59,6 +59,11 @@ public final class Output {
     /// in `standardOutputFailure`, which makes the run fail at its end.
     public func flush() {
         guard !buffer.isEmpty else { return }
+        if fd == 1 && StandardDescriptors.outputWasClosed {
+            _ = Output.failure.compareExchange(expected: 0, desired: EBADF, ordering: .relaxed)
+            buffer.removeAll(keepingCapacity: true)
+            return
+        }
         if isTerminal { Output.beforeTerminalWrite() }
         var done = 0
         buffer.withUnsafeBytes { b in
@@ -82,12 +87,6 @@ public final class Output {
     public static var standardOutputFailure: Int32? {
         let code = failure.load(ordering: .relaxed)
         return code == 0 ? nil : code
-    }
-
-    /// Writes raw bytes (for `cat`), after any buffered text.
-    public func writeRaw(_ p: UnsafeRawPointer, count: Int) throws {
-        flush()
-        try FileDescriptor.borrowing(fd, name: "standard output").writeAll(p, count: count)
     }
 
     /// The raw descriptor.

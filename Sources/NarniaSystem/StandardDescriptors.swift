@@ -21,4 +21,9 @@ public enum StandardDescriptors {
 
     /// Whether standard input was closed when the process started (and is `/dev/null` now).
     public static var inputWasClosed: Bool { closedAtStart.contains(0) }
+
+    /// Whether standard output was closed when the process started (and is `/dev/null` now):
+    /// what is written there is lost, and the run must not report success (review DC-7:
+    /// `narnia -c 'cat /a.txt' >&-` printed nothing and exited 0).
+    public static var outputWasClosed: Bool { closedAtStart.contains(1) }
 }

@@ -65,7 +65,7 @@ Signals.leaveViewerScreen()
 // Output that could not be written (a full disk, `> /dev/full`) fails the run; a reader gone
 // (`| head`) does not.
 if let code = Output.standardOutputFailure, status == 0 {
-    Launcher.say("narnia: error: standard output: \(SystemError.reason(for: code))")
+    Launcher.say("narnia: error: standard output\(StandardDescriptors.outputWasClosed ? " is closed" : ": \(SystemError.reason(for: code))")")
     status = 1
 }
 exit(status)

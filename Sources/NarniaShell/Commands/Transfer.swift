@@ -373,6 +373,7 @@ enum Transfer {
             }
         }
         s.out.flush()
+        if s.out.descriptor == 1 && StandardDescriptors.outputWasClosed { throw CommandFailure("standard output is closed") }
         // Content goes straight to the descriptor, after the buffered text flushed above; on a
         // terminal (without --force) with its control characters made harmless, as `open` shows
         // text without a pager, so a text file's escape sequences cannot drive the terminal.
