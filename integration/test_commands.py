@@ -945,6 +945,19 @@ def test_an_interrupted_export_leaves_no_empty_folders_and_says_what_it_did(vaul
     assert "not-run" not in vault.ok("ls /").out_lines
 
 
+def test_an_export_destination_with_a_trailing_slash_is_a_folder(sample, host):
+    """Review DC-8: `export /docs newd/` (newd missing) was "no such folder" where `export /docs
+    newd` and `cp -r d newd/` make it; onto a file, `a.txt/` said "no such folder"."""
+    sample.ok(f"export /docs {q(str(host / 'newd'))}/")
+    assert (host / "newd" / "notes.txt").read_bytes() == NOTES
+    (host / "a.txt").write_text("a")
+    r = sample.fails(f"export -f /docs/notes.txt {q(str(host / 'a.txt'))}/", "export")
+    assert r.err_lines[-1].endswith("a.txt: not a folder"), r.describe()
+    r = sample.fails(f"export /docs/notes.txt {q(str(host / 'missing'))}/", "export")
+    assert r.err_lines[-1].endswith("missing: no such folder"), r.describe()
+    assert (host / "a.txt").read_text() == "a" and not (host / "missing").exists()
+
+
 def test_export_force(sample, host):
     target = host / "exists.txt"
     target.write_bytes(b"precious")

@@ -151,7 +151,7 @@ enum Transfer {
         }
         // One operand: into the current host folder (`lcd`), as sftp's get does; and every
         // operand a vault path for `mget`, as sftp's (review AJ: `mget a b` wrote a to b).
-        let dest: String
+        var dest: String
         let named: ArraySlice<Word>
         if a.operands.count == 1 || a.typedName == "mget" {
             dest = try s.currentHostDirectory()
@@ -164,6 +164,19 @@ enum Transfer {
         }
         var sources: [(VaultPath, Identifier)] = []
         for word in named { sources += try s.existing(word) }
+        // A trailing `/` only says the destination is a folder, as for `cp -r d newd/`
+        // (review DC-8: `export /d newd/` was "no such folder" where `export /d newd` made it).
+        let slashed = dest.count > 1 && dest.hasSuffix("/")
+        if slashed {
+            dest = String(dest.reversed().drop { $0 == "/" }.reversed())
+            if dest.isEmpty { dest = "/" }
+            if FileSystem.isDirectory(dest) == false, (try? FileSystem.lstatIfExists(dest)) != nil {
+                throw CommandFailure("\(s.err.name(dest)): not a folder")
+            }
+            if sources.count == 1, !s.vault.isFolder(sources[0].1), !FileSystem.isDirectory(dest) {
+                throw CommandFailure("\(s.err.name(dest)): no such folder")
+            }
+        }
         // The destination named may be a folder (or a link to one, as cp allows): the items go
         // inside it. Otherwise it is a new name in an existing folder, for one item.
         let destIsFolder = FileSystem.isDirectory(dest)
