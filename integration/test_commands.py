@@ -958,6 +958,25 @@ def test_an_export_destination_with_a_trailing_slash_is_a_folder(sample, host):
     assert (host / "a.txt").read_text() == "a" and not (host / "missing").exists()
 
 
+def test_export_gives_the_folders_it_makes_their_times(vault, host):
+    """Review DC-5: the vault keeps a folder's modification time from the host, but export gave
+    every folder the time of the export (cp -a, rsync -a and tar x keep them). A folder that
+    was there before keeps its own."""
+    (host / "d" / "sub").mkdir(parents=True)
+    (host / "d" / "sub" / "x").write_text("x")
+    os.utime(host / "d" / "sub" / "x", (1273017600, 1273017600))           # 2010-05-05
+    for folder in (host / "d" / "sub", host / "d"):
+        os.utime(folder, (978307200, 978307200))                            # 2001-01-01
+    vault.ok(f"import {q(str(host / 'd'))}")
+    vault.ok(f"export /d {q(str(host / 'out'))}")
+    for path, seconds in (("out", 978307200), ("out/sub", 978307200), ("out/sub/x", 1273017600)):
+        assert int((host / path).stat().st_mtime) == seconds, path
+    shutil.copytree(host / "out", host / "there" / "d")
+    os.utime(host / "there" / "d", (0, 0))
+    vault.ok(f"export --skip-existing /d {q(str(host / 'there'))}")
+    assert int((host / "there" / "d").stat().st_mtime) == 0
+
+
 def test_export_force(sample, host):
     target = host / "exists.txt"
     target.write_bytes(b"precious")

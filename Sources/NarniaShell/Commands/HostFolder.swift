@@ -19,6 +19,8 @@ final class HostFolder {
     /// at: on a file system that does not tell names apart by case (FAT, exFAT, NTFS), `photo.jpg`
     /// finds the `Photo.jpg` written just before, which must not be taken for its own.
     private var made: [HostFileIdentity: [String]] = [:]
+    /// The components of the folders this export made (`setTimeOfFolderMade`).
+    private var foldersMade = Set<[String]>()
     /// The exact names (bytes) in the folders at these components, read when first needed: an
     /// entry that was there before the export counts only if it bears the very name asked for.
     private var listings: [[String]: Set<[UInt8]>] = [:]
@@ -323,8 +325,16 @@ final class HostFolder {
         }
     }
 
+    /// Gives the folder at `components` the modification time `modified`, if this export made
+    /// it (a folder that was there keeps its own, as the user left it).
+    func setTimeOfFolderMade(_ components: [String], modified: Int64) {
+        guard foldersMade.contains(components), let folder = try? folder(components, create: false) else { return }
+        folder.setTimes(nanoseconds: modified)
+    }
+
     /// Notes a file or folder this export made at `components`.
     private func remember(_ components: [String], _ st: stat) {
+        if st.isDirectory { foldersMade.insert(components) }
         made[HostFileIdentity(st)] = components
         listings[Array(components.dropLast())]?.insert(Array(components.last!.utf8))
     }

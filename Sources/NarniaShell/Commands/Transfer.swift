@@ -198,18 +198,25 @@ enum Transfer {
         // Plan every file first, so that a refusal changes nothing on the host.
         var plan: [(Item, [String])] = []
         var folders: [[String]] = []
+        var folderTimes: [[String]: Int64] = [:]
         for (path, id) in sources {
             let top = destIsFolder ? (path.lastComponent ?? "vault") : dest.lastPathComponent ?? ""
             guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(nameInMessage(dest)): not a name to export to") }
             if s.vault.isFolder(id) {
                 folders.append([top])
+                folderTimes[[top]] = s.vault.item(id)?.modified
                 let depth = s.vault.pathComponents(of: id).count
                 // In path order, so that the lines a script reads come the same way every time.
                 let below = s.vault.descendants(of: id)
                     .map { ($0, [top] + s.vault.pathComponents(of: $0.id).dropFirst(depth)) }
                     .sorted { $0.1.lexicographicallyPrecedes($1.1) }
                 for (item, relative) in below {
-                    if item.isFolder { folders.append(relative) } else { plan.append((item, relative)) }
+                    if item.isFolder {
+                        folders.append(relative)
+                        folderTimes[relative] = item.modified
+                    } else {
+                        plan.append((item, relative))
+                    }
                 }
             } else {
                 plan.append((s.vault.item(id)!, [top]))
@@ -365,6 +372,11 @@ enum Transfer {
         }
         placePending()
         if stoppedEarly { host.removeEmptyFoldersMade() }
+        // The folders made get the times the vault shows, deepest first, once nothing more is
+        // put in them (review DC-5: every folder had the export's time; cp -a keeps them).
+        for folder in folders.sorted(by: { $0.count > $1.count }) {
+            if let modified = folderTimes[folder] { host.setTimeOfFolderMade(folder, modified: modified) }
+        }
         if failed { throw Reported() }
     }
 
