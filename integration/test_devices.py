@@ -793,6 +793,25 @@ def test_a_sync_names_the_items_other_devices_removed(narnia, host, tmp_path):
     assert "3 items were removed on other devices" in r.out_lines, r.describe()
 
 
+def test_verify_names_a_folder_whose_move_was_skipped_to_break_a_cycle(narnia, host, tmp_path):
+    """Review DB-3: A moved /x into /y while B moved /y into /x; B's move, the later, is skipped
+    (FORMAT.md rule 2) and /y stays at the root, where B saw it. verify noted only a count
+    ("1 moves made …"), naming no folder."""
+    from test_device_housekeeping import exchange
+    narnia.init()
+    a = device(narnia, host / "A")
+    a.ok("mkdir /x /y")
+    b = device(a, host / "B")
+    a.ok("mv /x /y/")
+    b.ok("mv /y /x/")
+    exchange(a, b)
+    for n in (a, b):
+        assert n.ok("find /").out_lines == ["/y", "/y/x"]
+        r = n.ok("verify")
+        assert "narnia: note: verify: moves made on different devices at once would have put a folder inside itself; " \
+            "the latest was skipped, and the folder stays where it stood before it: /y" in r.err_lines, r.describe()
+
+
 def a_session_whose_journal_is_put_back(narnia: Narnia, before: str | None, typed: bytes) -> tuple[subprocess.Popen, Path]:
     """A `-b -` session on a new store whose journal is saved once it holds /one; `before` runs
     first, then the session reads `typed` (which lists /one and /two), then a sync engine puts

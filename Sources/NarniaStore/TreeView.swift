@@ -27,8 +27,6 @@ struct TreeView {
     private(set) var irregular = Set<Identifier>()
     /// Items whose folder has not arrived.
     private(set) var held = 0
-    /// Moves skipped because they would have formed a cycle.
-    private(set) var skippedMoves = 0
     /// Where the items whose move was skipped are shown instead (their fallback places).
     private(set) var fallenBack: [Identifier: Place] = [:]
 
@@ -105,7 +103,6 @@ struct TreeView {
                     fallbacks[latest] = 2
                 }
                 parent[latest] = parentIndex(places[latest])
-                view.skippedMoves += 1
             }
         }
 

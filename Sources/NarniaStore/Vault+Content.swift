@@ -24,9 +24,21 @@ public struct VerifyReport: Sendable {
     /// Files named like store files whose names are not UTF-8, as the bytes of their paths in
     /// the store: not read. Said after the notes (`undecodableNote`).
     public var undecodableStoreFiles: [[UInt8]] = []
+    /// The folders whose latest move, made on one device while another device's move put
+    /// them in a cycle, was skipped (FORMAT.md, "Merging", rule 2), by path: a note names them
+    /// (`skippedMovesNote`).
+    public var skippedMoves: [Identifier] = []
 
     /// True when nothing is damaged, missing or otherwise wrong.
     public var isWhole: Bool { damaged.isEmpty && missing.isEmpty && problems.isEmpty }
+
+    /// The note naming the folders in `skippedMoves`, each shown by `name` for the stream the
+    /// note goes to (review DB-3: a count, "1 moves …", named none); nil when there are none.
+    public func skippedMovesNote(showing name: (Identifier) -> String) -> String? {
+        guard !skippedMoves.isEmpty else { return nil }
+        let one = skippedMoves.count == 1
+        return "moves made on different devices at once would have put \(one ? "a folder inside itself; the latest was skipped, and the folder stays where it stood before it" : "folders inside themselves; the latest of each cycle was skipped, and those folders stay where they stood before it"): \(firstFew(skippedMoves.map(name)))"
+    }
 
     /// The note naming `undecodableStoreFiles`, each spelled by `spell` for the stream the note
     /// goes to (`?` on a terminal, review BD-6); nil when there are none.
@@ -328,9 +340,7 @@ extension Vault {
         if view.held > 0 {
             report.problems.append(view.held == 1 ? "1 item waits for a folder whose records have not arrived" : "\(view.held) items wait for folders whose records have not arrived")
         }
-        if view.skippedMoves > 0 {
-            report.notes.append("\(view.skippedMoves) moves made on different devices at once would have put a folder inside itself; the latest of each was skipped")
-        }
+        report.skippedMoves = view.fallenBack.keys.map { ($0, path(of: $0)) }.sorted { $0.1 < $1.1 }.map(\.0)
         // Once the lost records are back (a whole journal restored), the objects they name are
         // no longer kept for them: not worth a note.
         let keptUnnamed = state.kept.filter { !state.referencedObjects.contains($0) && inventory.files[$0] != nil }

@@ -32,6 +32,7 @@ enum Maintenance {
         for failure in report.missing { s.error("verify", "\(s.shown(failure.item.id, on: s.err)): \(failure.reason)") }
         for problem in report.problems { s.error("verify", problem) }
         for note in report.notes { s.note("verify", note) }
+        if let note = report.skippedMovesNote(showing: { s.shown($0, on: s.err) }) { s.note("verify", note) }
         if let note = report.undecodableNote(spelling: s.err.undecodableName) { s.note("verify", note) }
         guard report.isWhole else { throw Reported() }
         s.out.line("verified \(report.checked) item\(report.checked == 1 ? "" : "s"), all intact")
