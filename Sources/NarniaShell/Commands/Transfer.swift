@@ -265,7 +265,10 @@ enum Transfer {
             do { try host.checkWritable(components, force: force, skipping: skipExisting) } catch let e as CommandFailure { return e }
             return nil
         })
-        for left in host.leftTemporaryFiles {
+        // A vault item may bear such a name itself: its own destination is no leftover (review
+        // DC-6: called one, "delete it", beside "skipped … (already there)").
+        let destinationPaths = Set(destinations.map(host.path))
+        for left in host.leftTemporaryFiles where !destinationPaths.contains(left) {
             s.warning("export", "\(s.err.name(left)): left by an export killed before it renamed it into place, unless an export into this folder is running now; it holds a copy of a vault file, whole or in part: delete it once none is")
         }
         for line in skipped { report.skip(line) }
