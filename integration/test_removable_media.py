@@ -71,6 +71,9 @@ def test_names_a_stick_takes_for_one_are_refused_not_overwritten(twins, stick, f
     assert r.rc == 1, r.describe()
     assert "pics/photo.jpg" in r.err and "pics/Photo.jpg" in r.err, r.describe()
     assert "pics/dir" in r.err and "pics/Dir" in r.err, r.describe()
+    # Review DC-9: written by this export an instant before, not "already there" (fusefat
+    # numbers a file anew at each lookup).
+    assert "pics/Photo.jpg, exported just before" in r.err and "pics/Dir, exported just before" in r.err, r.describe()
     assert "exported /pics/photo.jpg" not in r.out and "exported /pics/dir/f" not in r.out, r.describe()
     pics = stick / "pics"
     assert sorted(p.name for p in pics.iterdir()) == ["Dir", "Photo.jpg"]

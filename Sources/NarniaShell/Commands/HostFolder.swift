@@ -19,8 +19,9 @@ final class HostFolder {
     /// at: on a file system that does not tell names apart by case (FAT, exFAT, NTFS), `photo.jpg`
     /// finds the `Photo.jpg` written just before, which must not be taken for its own.
     private var made: [HostFileIdentity: [String]] = [:]
-    /// The components of the folders this export made (`setTimeOfFolderMade`).
-    private var foldersMade = Set<[String]>()
+    /// The components of the files and folders this export made: on a file system that numbers
+    /// a file anew at each lookup (fusefat), `made` misses them by identity.
+    private var madePaths = Set<[String]>()
     /// The exact names (bytes) in the folders at these components, read when first needed: an
     /// entry that was there before the export counts only if it bears the very name asked for.
     private var listings: [[String]: Set<[UInt8]>] = [:]
@@ -173,8 +174,12 @@ final class HostFolder {
             listings[parent] = Set(listed.entries.map { Array($0.name.utf8) } + listed.undecodable)
         }
         guard !listings[parent]!.contains(Array(name.utf8)) else { return }
-        let other = listedName(of: HostFileIdentity(found), like: name, in: dir).map { path(parent + [$0]) } ?? "another name"
-        throw CommandFailure("\(path(components)): this file system takes it for \(other), already there (it does not tell the two names apart)")
+        let listed = listedName(of: HostFileIdentity(found), like: name, in: dir)
+        // Made by this export all the same, where the identity changed (review DC-9: fusefat's
+        // `Photo.jpg`, written an instant before, was "already there").
+        let madeJustBefore = listed.map { madePaths.contains(parent + [$0]) } ?? false
+        let other = listed.map { path(parent + [$0]) } ?? "another name"
+        throw CommandFailure("\(path(components)): this file system takes it for \(other), \(madeJustBefore ? "exported just before" : "already there") (it does not tell the two names apart)")
     }
 
     /// The name under which `dir` lists the file or folder `identity` (or, where the file
@@ -328,13 +333,13 @@ final class HostFolder {
     /// Gives the folder at `components` the modification time `modified`, if this export made
     /// it (a folder that was there keeps its own, as the user left it).
     func setTimeOfFolderMade(_ components: [String], modified: Int64) {
-        guard foldersMade.contains(components), let folder = try? folder(components, create: false) else { return }
+        guard madePaths.contains(components), let folder = try? folder(components, create: false) else { return }
         folder.setTimes(nanoseconds: modified)
     }
 
     /// Notes a file or folder this export made at `components`.
     private func remember(_ components: [String], _ st: stat) {
-        if st.isDirectory { foldersMade.insert(components) }
+        madePaths.insert(components)
         made[HostFileIdentity(st)] = components
         listings[Array(components.dropLast())]?.insert(Array(components.last!.utf8))
     }
