@@ -222,18 +222,25 @@ def traced_export(n: Narnia, command: str, tmp_path) -> list[str]:
     return traced_calls(n, command, tmp_path / "strace.log", ["fsync", "syncfs", "linkat", "renameat", "renameat2"])
 
 
+def imported_files_and_an_export_folder(vault: Narnia, tmp_path, name: str, count: int) -> Path:
+    """Imports a folder `name` of `count` files `fI.txt` (holding "content I"); returns an empty
+    host folder to export into."""
+    src = tmp_path / name
+    src.mkdir()
+    for i in range(count):
+        (src / f"f{i}.txt").write_bytes(b"content %d\n" % i)
+    vault.ok(f"import {q(str(src))}")
+    out = tmp_path / "out"
+    out.mkdir()
+    return out
+
+
 def test_exported_files_are_on_disk_before_they_are_named_and_reported(vault, tmp_path):
     """An export named its files before their bytes reached the disk and never synced them: after
     a power cut, every file of `export /data DEST; rm -r /data` was there with 0 bytes, the vault
     empty (a review, on ext4, XFS and Btrfs). A `syncfs` now comes before the first file takes its
     name, and another after the last, before the export returns; with `-f` too."""
-    src = tmp_path / "data"
-    src.mkdir()
-    for i in range(5):
-        (src / f"f{i}.txt").write_bytes(b"content %d\n" % i)
-    vault.ok(f"import {q(str(src))}")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = imported_files_and_an_export_folder(vault, tmp_path, "data", 5)
     for command in (f"export /data {q(str(out))}", f"export -f /data {q(str(out))}"):
         calls = traced_export(vault, command, tmp_path)
         named = [i for i, c in enumerate(calls) if ("linkat" in c or "rename" in c) and str(out) in c]
@@ -250,13 +257,7 @@ def test_exported_files_whose_names_the_disk_did_not_confirm_are_said_so_and_syn
     `export --skip-existing`, took them for done and exited 0 without syncing anything. The
     message says they are in place, unconfirmed, and `--skip-existing` makes what it skips
     durable (and fails when it cannot)."""
-    src = tmp_path / "d"
-    src.mkdir()
-    for i in range(3):
-        (src / f"f{i}.txt").write_bytes(b"file %d\n" % i)
-    vault.ok(f"import {q(str(src))}")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = imported_files_and_an_export_folder(vault, tmp_path, "d", 3)
 
     def export(command, inject_when=None):
         log = tmp_path / "strace.log"
