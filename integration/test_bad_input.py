@@ -549,10 +549,10 @@ def test_closed_standard_descriptors_neither_hang_nor_end_the_run(vault):
     # Review DC-7: what goes to a closed standard output is lost, so the run fails, as
     # coreutils' `cat f >&-` does (`cat` wrote the content into /dev/null, exit 0).
     vault.ok("cd /a; import - f.txt", input=b"content")
-    for command in ("cat /a/f.txt", "ls /"):
-        r = subprocess.run(vault.argv(["-c", command]), preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE,
+    for argv in (["-c", "cat /a/f.txt"], ["-c", "ls /"], ["--version"]):   # --version: review DD-4
+        r = subprocess.run(vault.argv(argv), preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE,
                            env=vault.env, cwd=str(vault.workdir), timeout=30)
-        assert r.returncode == 1 and b"standard output is closed" in r.stderr, (command, r)
+        assert r.returncode == 1 and b"standard output is closed" in r.stderr, (argv, r)
     inbox = vault.argv(["drop", "-", "empty.txt"])
     r = subprocess.run(inbox, preexec_fn=lambda: os.close(0), capture_output=True, env=vault.env, cwd=str(vault.workdir), timeout=30)
     assert r.returncode == 1 and r.stderr.decode().startswith("narnia: error: drop: -: standard input is closed"), r

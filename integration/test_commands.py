@@ -994,6 +994,23 @@ def test_an_item_named_like_a_partial_export_is_no_leftover_of_its_own_export(va
     assert "left by an export killed" not in r.err and "(already there)" in r.out, r.describe()
 
 
+def test_skip_existing_passes_over_a_file_it_may_not_read(vault, host):
+    """Review DD-1: `--skip-existing` makes what it skips durable (DC-1); opening a skipped
+    file this user may not read (mode 0200) failed the whole export, new files too. (As root
+    the file opens; the run as an ordinary user is the one that tells.)"""
+    (host / "d").mkdir()
+    (host / "d" / "a.txt").write_text("a")
+    vault.ok(f"import {q(str(host / 'd'))}")
+    out = host / "out"
+    out.mkdir()
+    vault.ok(f"export /d {q(str(out))}")
+    (out / "d" / "a.txt").chmod(0o200)
+    (host / "c.txt").write_text("c")
+    vault.ok(f"cd /d; import {q(str(host / 'c.txt'))}")
+    r = vault.ok(f"export --skip-existing /d {q(str(out))}")
+    assert (out / "d" / "c.txt").read_text() == "c" and "skipped /d/a.txt" in r.out, r.describe()
+
+
 def test_export_force(sample, host):
     target = host / "exists.txt"
     target.write_bytes(b"precious")

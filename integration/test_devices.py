@@ -773,6 +773,8 @@ def test_a_current_folder_a_sync_merges_with_another_devices_is_still_the_curren
     r = a.ok(f"cd /F; sync {q(str(remote))}; pwd; ls")
     assert not [l for l in r.err_lines if "current folder" in l], r.describe()
     assert r.out_lines[-3:] == ["/F", "from-a", "from-b"], r.describe()
+    # Review DD-2: the merged folder is neither removed nor new; only b's file is.
+    assert [l for l in r.out_lines if l.startswith(("new:", "removed:")) or "removed on" in l] == ["new: /F/from-b"], r.describe()
 
 
 def test_a_sync_names_the_items_other_devices_removed(narnia, host, tmp_path):

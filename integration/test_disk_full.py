@@ -202,6 +202,10 @@ def test_export_onto_a_read_only_disk_stops_at_the_first_file(narnia_bin, tmp_pa
         r = n.c(f"export /many {q(str(mount))}")
         assert r.rc == 1 and len(r.errors) == 1, r.describe()
         assert "/many/a/f00: not exported: the file system is read-only; the files after it were not exported either" in r.errors[0], r.describe()
+        # Review DD-5: folders to make, one error each before; said once too.
+        n.ok("mkdir /many/b /many/c; cp /many/a/f00 /many/b/; cp /many/a/f00 /many/c/")
+        r = n.c(f"export /many {q(str(mount))}")
+        assert r.rc == 1 and len(r.errors) == 1 and r.errors[0].endswith("the file system is read-only; nothing was exported"), r.describe()
 
 
 def test_a_copy_that_does_not_fit_says_the_disk_is_full_not_a_store_file(small_vault, tmp_path):

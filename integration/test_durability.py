@@ -268,6 +268,7 @@ def test_exported_files_whose_names_the_disk_did_not_confirm_are_said_so_and_syn
 
     r, _ = export(f"export /d {q(str(out))}", inject_when=2)
     assert r.returncode == 1 and "3 files are in place, but the disk did not confirm their names" in r.stderr, r.stderr
+    assert "run the export again with --skip-existing, which makes what it skips durable" in r.stderr, r.stderr   # DD-3
     assert sorted(p.name for p in (out / "d").iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
     r, _ = export(f"export --skip-existing /d {q(str(out))}", inject_when=1)
     assert r.returncode == 1 and "input/output error" in r.stderr, r.stderr

@@ -565,9 +565,14 @@ extension Vault {
         generation += 1
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
         let after = view.items
-        let appeared = after.keys.filter { before[$0] == nil }
+        // A folder merged with another device's of its name (FORMAT.md rule 4) is shown under
+        // one of their identifiers: the one it had is neither gone nor the one it has new
+        // (review DD-2: `mkdir -p /photos/2024` on two devices, synced, said "removed: /photos"
+        // of the folder holding both photos).
+        let mergedInto = Set(view.members.values.joined())
+        let appeared = after.keys.filter { id in before[id] == nil && !view.members(of: id).contains { before[$0] != nil } }
         let moved = after.count { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }
-        let gone = before.keys.filter { after[$0] == nil }
+        let gone = before.keys.filter { after[$0] == nil && !mergedInto.contains($0) }
         // Where each removed item was, but for those whose folder went too (review DB-2: a
         // count said nothing of which files another device's changes took away).
         let goneTops = gone.filter { id in before[id].map { $0.parent == .root || after[$0.parent] != nil } ?? false }

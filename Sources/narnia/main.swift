@@ -43,6 +43,10 @@ for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
 /// Prints `text` and exits 0, or 1 when it could not be written (review CA-7: `--version >
 /// /dev/full` exited 0); a reader gone (`| head`) is no failure, as for every run.
 func printAndExit(_ text: String) -> Never {
+    if StandardDescriptors.outputWasClosed {   // review DD-4, as for every other output (DC-7)
+        Launcher.say("narnia: error: standard output is closed")
+        exit(1)
+    }
     fputs(text + "\n", StandardStream.output)
     if fflush(StandardStream.output) != 0, errno != EPIPE {
         Launcher.say("narnia: error: standard output: \(SystemError.reason(for: errno))")

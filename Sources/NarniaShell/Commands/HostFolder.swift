@@ -114,15 +114,22 @@ final class HostFolder {
     /// files for done, exit 0, and a script then removed the vault's copies).
     func makeExistingDurable(_ components: [String]) throws {
         guard let (dir, name, _) = try entry(components) else { return }
-        let file = try dir.open(name, .readOnly, options: [.noFollow], displayPath: path(components))
-        // One `syncfs` per file system covers every file found (none is written meanwhile);
-        // elsewhere each file, and each folder once.
-        for descriptor in [file, top] + chain.map(\.folder) {
-            let st = try descriptor.status()
-            if descriptor.syncFileSystemReachesDisk {
-                if confirmedFileSystems.insert(UInt64(st.st_dev)).inserted { try descriptor.syncFileSystem() }
-            } else if descriptor === file || confirmedFolders.insert(HostFileIdentity(st)).inserted {
-                try descriptor.sync()
+        // One `syncfs` per file system covers every file found (none is written meanwhile),
+        // through its folder; elsewhere each file, and each folder once. A file this user may
+        // not read (mode 0200, another user's) was not written by an export of this user: its
+        // folders are synced all the same (review DD-1: it failed the whole export).
+        if !dir.syncFileSystemReachesDisk {
+            do {
+                try dir.open(name, .readOnly, options: [.noFollow], displayPath: path(components)).sync()
+            } catch let e as SystemError where e.code == EACCES || e.code == EPERM {
+            }
+        }
+        for folder in [top] + chain.map(\.folder) {
+            let st = try folder.status()
+            if folder.syncFileSystemReachesDisk {
+                if confirmedFileSystems.insert(UInt64(st.st_dev)).inserted { try folder.syncFileSystem() }
+            } else if confirmedFolders.insert(HostFileIdentity(st)).inserted {
+                try folder.sync()
             }
         }
     }

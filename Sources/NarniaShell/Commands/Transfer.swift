@@ -281,9 +281,16 @@ enum Transfer {
             } catch let e as CommandFailure {
                 s.error("export", e.message)
                 refused.append(folder)
+            } catch let e as SystemError where e.isDiskFull || e.code == EROFS {
+                // Every folder and file after it would fail the same way: said once, and the
+                // folders made before it go (review DD-5: one error per folder).
+                s.error("export", "\(describe(e)); nothing was exported")
+                host.removeEmptyFoldersMade()
+                refused.append([])
+                break
             } catch let e as SystemError {
-                // Not made (permission denied, a read-only or full disk): said, and the files
-                // below it are not tried; the rest is exported (review AR2).
+                // Not made (permission denied): said, and the files below it are not tried;
+                // the rest is exported (review AR2).
                 s.error("export", describe(e))
                 refused.append(folder)
             }
@@ -328,7 +335,7 @@ enum Transfer {
                 // "not exported", and `--skip-existing` then took them for done).
                 let files = placed.count
                 s.error("export", "\(files) file\(files == 1 ? " is" : "s are") in place, but the disk did not confirm \(files == 1 ? "its name" : "their names"): \(describe(error))",
-                        hint: "export them again with -f once the disk is sound: --skip-existing would take them for done")
+                        hint: "once the disk is sound, run the export again with --skip-existing, which makes what it skips durable")
                 failed = true
                 return
             }
