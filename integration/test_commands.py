@@ -928,6 +928,7 @@ def test_an_interrupted_export_leaves_no_empty_folders_and_says_what_it_did(vaul
         (tree / folder).mkdir(parents=True)
         for i in range(60):
             (tree / folder / f"f{i:02}").write_text(f"{folder} {i}\n")
+        os.utime(tree / folder, (978307200, 978307200))                     # 2001-01-01
     vault.ok(f"import {q(str(tree))}")
     out = host / "out"
     out.mkdir()
@@ -940,6 +941,8 @@ def test_an_interrupted_export_leaves_no_empty_folders_and_says_what_it_did(vaul
     assert r.returncode == 130, r.stderr
     placed = sorted(p.name for p in (out / "many" / "a").iterdir())
     assert 0 < len(placed) < 60 and not (out / "many" / "b").exists(), (placed, r.stderr)
+    # Review DE-2: the folder kept has the vault's time, which the rerun would leave as it is.
+    assert int((out / "many" / "a").stat().st_mtime) == 978307200
     assert f"narnia: note: export: {len(placed)} of 120 files were exported before the interruption; " \
         "'export --skip-existing' with the same operands does the rest" in r.stderr, r.stderr
     assert "not-run" not in vault.ok("ls /").out_lines

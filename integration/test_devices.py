@@ -814,6 +814,22 @@ def test_verify_names_a_folder_whose_move_was_skipped_to_break_a_cycle(narnia, h
             "the latest was skipped, and the folder stays where it stood before it: /y" in r.err_lines, r.describe()
 
 
+def test_a_sync_that_removes_half_of_a_merged_folder_names_what_went(narnia, host, tmp_path):
+    """Review DE-1: b's /F was merged with a's; t, which knew only a's, removed it. b's sync said
+    "new: /F", "removed: /F" and "2 items were removed", of a folder still there with b's file,
+    and never named a's file, the one that went."""
+    narnia.init()
+    a, b, t = (device(narnia, host / name) for name in "ABT")
+    remote = tmp_path / "remote"
+    a.ok(f"mkdir /F; cd /F; import - from-a; sync {q(str(remote))}", input=b"a")
+    t.ok(f"sync {q(str(remote))}")
+    b.ok(f"mkdir /F; cd /F; import - from-b; sync {q(str(remote))}", input=b"b")
+    t.ok(f"rm -r /F; sync {q(str(remote))}")
+    r = b.ok(f"sync {q(str(remote))}; ls /F")
+    said = [l for l in r.out_lines if l.startswith(("new:", "removed")) or "removed on" in l]
+    assert said == ["removed: /F/from-a", "1 item was removed on another device"] and r.out_lines[-1] == "from-b", r.describe()
+
+
 def a_session_whose_journal_is_put_back(narnia: Narnia, before: str | None, typed: bytes) -> tuple[subprocess.Popen, Path]:
     """A `-b -` session on a new store whose journal is saved once it holds /one; `before` runs
     first, then the session reads `typed` (which lists /one and /two), then a sync engine puts

@@ -538,6 +538,7 @@ extension Vault {
     /// on with what it had, never with half a merge.
     public func reload() throws -> TreeChange {
         let before = view.items
+        let membersBefore = view.members
         let savedWarnings = warnings
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
@@ -565,17 +566,21 @@ extension Vault {
         generation += 1
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
         let after = view.items
-        // A folder merged with another device's of its name (FORMAT.md rule 4) is shown under
-        // one of their identifiers: the one it had is neither gone nor the one it has new
-        // (review DD-2: `mkdir -p /photos/2024` on two devices, synced, said "removed: /photos"
-        // of the folder holding both photos).
-        let mergedInto = Set(view.members.values.joined())
-        let appeared = after.keys.filter { id in before[id] == nil && !view.members(of: id).contains { before[$0] != nil } }
+        // Folders of one name that several devices made are shown as one, under one of their
+        // identifiers (FORMAT.md rule 4), which may change as such folders arrive or go: a
+        // folder is new, or gone, only when none of the folders it stands for was shown, or
+        // is (review DD-2: `mkdir -p /photos/2024` on two devices, synced, said "removed:
+        // /photos" of the folder holding both photos; DE-1: so did a removal of one half).
+        let membersAfter = view.members
+        let shownBefore = Set(before.keys).union(membersBefore.values.joined())
+        let shownAfter = Set(after.keys).union(membersAfter.values.joined())
+        let appeared = after.keys.filter { id in !(membersAfter[id] ?? [id]).contains(where: shownBefore.contains) }
+        func stillShown(_ id: Identifier) -> Bool { id == .root || (membersBefore[id] ?? [id]).contains(where: shownAfter.contains) }
         let moved = after.count { id, item in before[id].map { $0.parent != item.parent || $0.name != item.name } ?? false }
-        let gone = before.keys.filter { after[$0] == nil && !mergedInto.contains($0) }
+        let gone = before.keys.filter { !stillShown($0) }
         // Where each removed item was, but for those whose folder went too (review DB-2: a
         // count said nothing of which files another device's changes took away).
-        let goneTops = gone.filter { id in before[id].map { $0.parent == .root || after[$0.parent] != nil } ?? false }
+        let goneTops = gone.filter { id in before[id].map { stillShown($0.parent) } ?? false }
         return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: gone.count,
                           removedPaths: goneTops.map { "/" + Self.pathComponents(of: $0, in: before).joined(separator: "/") },
                           addedItems: appeared, moved: moved)

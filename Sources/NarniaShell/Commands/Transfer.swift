@@ -348,9 +348,17 @@ enum Transfer {
         // Interrupted: the files not placed go (`PendingFile`), and so do the folders made for
         // them that hold nothing; the note says what was done (review DC-10: the whole tree was
         // left, empty, and "interrupted" said nothing more).
+        // The folders made get the times the vault shows, deepest first, once nothing more is
+        // put in them (review DC-5: every folder had the export's time; cp -a keeps them).
+        func setFolderTimes() {
+            for folder in folders.sorted(by: { $0.count > $1.count }) {
+                if let modified = folderTimes[folder] { host.setTimeOfFolderMade(folder, modified: modified) }
+            }
+        }
         func interrupted() -> Cancelled {
             pending.removeAll()
             host.removeEmptyFoldersMade()
+            setFolderTimes()   // review DE-2: the rerun finds them there, and keeps their time
             s.note("export", "\(exported) of \(plan.count) file\(plan.count == 1 ? " was" : "s were") exported before the interruption; 'export --skip-existing' with the same operands does the rest")
             return Cancelled()
         }
@@ -382,11 +390,7 @@ enum Transfer {
         }
         placePending()
         if stoppedEarly { host.removeEmptyFoldersMade() }
-        // The folders made get the times the vault shows, deepest first, once nothing more is
-        // put in them (review DC-5: every folder had the export's time; cp -a keeps them).
-        for folder in folders.sorted(by: { $0.count > $1.count }) {
-            if let modified = folderTimes[folder] { host.setTimeOfFolderMade(folder, modified: modified) }
-        }
+        setFolderTimes()
         if failed { throw Reported() }
     }
 
