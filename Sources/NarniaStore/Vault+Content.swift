@@ -25,7 +25,7 @@ public struct VerifyReport: Sendable {
     /// the store: not read. Said after the notes (`undecodableNote`).
     public var undecodableStoreFiles: [[UInt8]] = []
     /// The folders whose latest move, made on one device while another device's move put
-    /// them in a cycle, was skipped (FORMAT.md, "Merging", rule 2), by path: a note names them
+    /// them in a cycle, was skipped (FORMAT.md, "Merging", rule 2), in path order: a note names them
     /// (`skippedMovesNote`).
     public var skippedMoves: [Identifier] = []
 

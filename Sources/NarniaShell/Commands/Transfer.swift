@@ -166,11 +166,10 @@ enum Transfer {
         for word in named { sources += try s.existing(word) }
         // A trailing `/` only says the destination is a folder, as for `cp -r d newd/`
         // (review DC-8: `export /d newd/` was "no such folder" where `export /d newd` made it).
-        let slashed = dest.count > 1 && dest.hasSuffix("/")
-        if slashed {
+        if dest.count > 1 && dest.hasSuffix("/") {
             dest = String(dest.reversed().drop { $0 == "/" }.reversed())
             if dest.isEmpty { dest = "/" }
-            if FileSystem.isDirectory(dest) == false, (try? FileSystem.lstatIfExists(dest)) != nil {
+            if !FileSystem.isDirectory(dest), (try? FileSystem.lstatIfExists(dest)) != nil {
                 throw CommandFailure("\(s.err.name(dest)): not a folder")
             }
             if sources.count == 1, !s.vault.isFolder(sources[0].1), !FileSystem.isDirectory(dest) {
@@ -345,9 +344,6 @@ enum Transfer {
             exported += placed.count
         }
         var exported = 0
-        // Interrupted: the files not placed go (`PendingFile`), and so do the folders made for
-        // them that hold nothing; the note says what was done (review DC-10: the whole tree was
-        // left, empty, and "interrupted" said nothing more).
         // The folders made get the times the vault shows, deepest first, once nothing more is
         // put in them (review DC-5: every folder had the export's time; cp -a keeps them).
         func setFolderTimes() {
@@ -355,6 +351,9 @@ enum Transfer {
                 if let modified = folderTimes[folder] { host.setTimeOfFolderMade(folder, modified: modified) }
             }
         }
+        // Interrupted: the files not placed go (`PendingFile`), and so do the folders made for
+        // them that hold nothing; the note says what was done (review DC-10: the whole tree was
+        // left, empty, and "interrupted" said nothing more).
         func interrupted() -> Cancelled {
             pending.removeAll()
             host.removeEmptyFoldersMade()
