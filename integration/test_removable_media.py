@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -95,10 +96,12 @@ checked before any file), and the export fails."""
     assert (stick / "pics" / "Photo.jpg").read_bytes() == b"upper photo\n"
 
 
-def move_rewriting_the_original(vault, original, rewritten: bytes, tmp_path) -> str:
+def move_rewriting_the_original(vault, original, rewritten: bytes, tmp_path, other_name: Path | None = None) -> str:
     """Runs `import --move ORIGINAL` and, while its commit's `syncfs` is held 3 s (between the
     original's read and its removal), rewrites the original in place with `rewritten` (of the
-    same size) and puts its times back, so that its status does not change. Returns stderr."""
+    same size) and puts its times back, so that its status does not change (but for its change
+    time and link count, when `other_name`, another name of it, is removed first). Returns
+    stderr."""
     log = tmp_path / "strace.log"
     argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
         + vault.argv(["-c", f"import --move {q(str(original))}"])
@@ -109,14 +112,33 @@ def move_rewriting_the_original(vault, original, rewritten: bytes, tmp_path) -> 
         time.sleep(0.05)
     before = os.stat(original)
     assert len(rewritten) == before.st_size
+    if other_name:
+        other_name.unlink()
     with open(original, "r+b") as f:
         f.write(rewritten)
     os.utime(original, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(original)
-    assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert other_name or after.st_ctime_ns == before.st_ctime_ns
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     return err
+
+
+def test_move_keeps_an_original_rewritten_as_another_name_of_it_went(vault, tmp_path):
+    """Review DF-4: a new link count excused a new change time (so that two hard links imported
+    together do not call each other changed); removing another name of the original and
+    rewriting it in place with its times put back, after it was read, then went unseen, and
+    the new version was removed with it. Its bytes are compared now."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    original = folder / "f"
+    original.write_bytes(b"version 1 of the text\n")
+    os.utime(original, (1767261600, 1767261600))                           # 2026-01-01: not racy
+    os.link(original, tmp_path / "f.bak")
+    err = move_rewriting_the_original(vault, original, b"VERSION 2 of the text\n", tmp_path, other_name=tmp_path / "f.bak")
+    assert "changed while it was imported; the original is kept" in err, err
+    assert original.read_bytes() == b"VERSION 2 of the text\n"
 
 
 @pytest.mark.parametrize("age", ["new", "an-hour-old"])
