@@ -177,6 +177,20 @@ def test_on_fuse_every_object_is_fsynced_before_the_originals_go(fuse_store, tmp
     assert n.c("cat /small.txt").out == "hello\n"
 
 
+def test_on_fuse_move_says_the_lease_saw_no_writer_beneath(vault, fuse_mount, tmp_path):
+    """Review DF-1: on FUSE the kernel grants the read lease but sees only the openers through
+    the mount: a program appending to the original beneath it (on the server, the backing
+    folder here) was not seen, and `import --move` removed the original without a word (not
+    even CB-4's warning). It is removed, as the lease found no writer, and said to be so."""
+    backing = tmp_path / "backing"
+    (backing / "log.txt").write_text("line 1\n")
+    with open(backing / "log.txt", "a") as writer:
+        r = vault.ok(f"import --move {q(str(fuse_mount / 'log.txt'))}")
+        writer.write("line 2\n")
+    assert "removed without the check that no other program had it open for writing: on this file system (FUSE" in r.err, r.describe()
+    assert vault.ok("cat /log.txt").out == "line 1\n"
+
+
 def test_on_a_local_file_system_one_syncfs_does(vault, tmp_path):
     narnia = vault
     """The fast path stays: on the test folder's own (local) file system, one `syncfs`."""
@@ -546,7 +560,9 @@ def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_t
     (host / ".narnia-removing-3f2a9c").write_bytes(b"taken in before")
     r = vault.ok(f"import --move {q(str(host))}; ls -a /{host.name}")
     assert r.out_lines[-1:] == ["photo.jpg"], r.describe()
-    assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: an original an import --move was removing when it was killed" in r.err, r.describe()
+    # Review DF-3: said as what it most likely is, not as a fact, nor with "delete it".
+    assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: named as an import --move names an original it is removing" in r.err, r.describe()
+    assert "check before you delete it" in r.err and "its vault copy was committed" not in r.err, r.describe()
     assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]
 
 

@@ -243,7 +243,17 @@ public final class FileDescriptor: @unchecked Sendable {
         case writer
         /// No lease could be taken (the error: `EACCES` for a file of another user, `EINVAL`
         /// where the file system has none): `body` ran without one, and nothing was checked.
+        /// `EREMOTE`: a lease was taken, but on a file system whose files others open elsewhere
+        /// (FUSE), which it does not see: `body` ran under it, and only this machine's openers
+        /// through the mount were checked.
         case unchecked(Int32)
+    }
+
+    /// False on FUSE (sshfs, rclone mount, bindfs): the kernel grants a lease there, but sees
+    /// only the openers through this mount, not a program writing to the file beneath it, on
+    /// the server or on another machine (review DF-1).
+    public var leaseSeesEveryOpener: Bool {
+        narnia_file_system_type(raw) != 0x6573_5546
     }
 
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
@@ -261,7 +271,7 @@ public final class FileDescriptor: @unchecked Sendable {
         }
         defer { _ = narnia_release_lease(raw) }
         try body { narnia_lease_type(self.raw) != F_RDLCK }
-        return .noWriter
+        return leaseSeesEveryOpener ? .noWriter : .unchecked(EREMOTE)
     }
 
     /// Runs `body` holding a write lease on the file (`F_SETLEASE`, `F_WRLCK`; the descriptor

@@ -155,7 +155,10 @@ extension HostTreeVisitor {
                     } else if kind == S_IFDIR {
                         subfolders.append((fd, entry, child, try ItemName.validated(entry), place))
                     } else if kind == S_IFREG && entry.hasPrefix(Original.asidePrefix) {
-                        warn("\(child): skipped: an original an import --move was removing when it was killed (its vault copy was committed); delete it, or rename it to take it in")
+                        // Said of what such a name most likely is, never as a fact: the vault
+                        // it went into may be another, or no longer hold it, and the name may
+                        // have been made by hand (review DF-3: "delete it" could lose the only copy).
+                        warn("\(child): skipped: named as an import --move names an original it is removing, left if it was killed then; the vault it was imported into should hold it (its name there is not kept here): check before you delete it, or rename it to import it")
                     } else if kind == S_IFREG {
                         let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
                         visitFile(file, path: child, name: try ItemName.validated(entry), folder: fd, entry: entry, in: place)

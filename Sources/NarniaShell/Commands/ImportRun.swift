@@ -352,6 +352,7 @@ struct ImportRun: HostTreeVisitor {
         removedWithOtherNames.removeAll()
         if let (path, code) = removedUnchecked.first {
             let why = code == EACCES ? "only a file's owner may take a lease on it"
+                : code == EREMOTE ? "on this file system (FUSE: sshfs, an rclone mount) a lease sees only the programs that opened the file through this mount, not one writing to it beneath, on the server or on another machine"
                 : "no lease could be taken (\(SystemError.reason(for: code)): the file system takes none, or leases are off)"
             let which = removedUnchecked.count == 1 ? session.err.name(path) : "\(session.err.name(path)) and \(removedUnchecked.count - 1) more"
             warn("\(which): removed without the check that no other program had \(removedUnchecked.count == 1 ? "it" : "them") open for writing: \(why); what such a program writes after goes to the removed file")
