@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -189,6 +190,35 @@ def test_on_fuse_move_says_the_lease_saw_no_writer_beneath(vault, fuse_mount, tm
         writer.write("line 2\n")
     assert "removed without the check that no other program had it open for writing: on this file system (FUSE" in r.err, r.describe()
     assert vault.ok("cat /log.txt").out == "line 1\n"
+
+
+def test_sigterm_while_originals_are_removed_keeps_the_rest_and_says_so(vault, tmp_path):
+    """Review DF-2: SIGTERM while `import --move` removed its originals, on a slow file system
+    (each unlink held 0.3 s here, as a round trip to an sshfs server may be), ended the process
+    after its grace wherever it was: one original left under a hidden name, the rest gone or
+    kept without a word, no `imported` line. No removal is begun once it is asked to end; what
+    was imported is said, and the originals kept."""
+    src = tmp_path / "d"
+    src.mkdir()
+    for i in range(20):
+        (src / f"f{i:02}").write_text(f"file {i}\n")
+    log = tmp_path / "strace.log"
+    argv = ["strace", "-f", "-o", str(log), "-e", "trace=renameat,renameat2,unlinkat", "-e", "inject=unlinkat:delay_enter=300000"] \
+        + vault.argv(["-c", f"import --move {q(str(src))}"])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
+    deadline = time.monotonic() + 30
+    while "rename" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, "the import never began removing its originals"
+        time.sleep(0.02)
+    narnia = int(Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()[0])
+    os.kill(narnia, signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert out.count("imported ") == 20, out
+    kept = sorted(f.name for f in src.iterdir())
+    assert not [name for name in kept if name.startswith(".narnia-removing-")], kept
+    assert len(kept) >= 18 and f"the originals of the last {len(kept)} files imported are kept" in err, (kept, err)
+    assert all(vault.ok(f"cat /d/{name}").out == (src / name).read_text() for name in kept)
 
 
 def test_on_a_local_file_system_one_syncfs_does(vault, tmp_path):

@@ -39,6 +39,14 @@ public final class Session: @unchecked Sendable {
         set { interruptFlag.store(newValue, ordering: .relaxed) }
     }
     private static let interruptFlag = Atomic<Int32>(0)
+    /// Set by the SIGTERM and SIGHUP handlers (with `interruptRequested`): the process ends
+    /// after a grace, wherever it is, so what cannot be finished in it is not begun (review
+    /// DF-2: the removal of originals after an import's commit).
+    public static var terminationRequested: Bool {
+        get { terminationFlag.load(ordering: .relaxed) }
+        set { terminationFlag.store(newValue, ordering: .relaxed) }
+    }
+    private static let terminationFlag = Atomic<Bool>(false)
     /// True when the commands themselves arrive on standard input (so `import -` cannot use it).
     public var commandsFromStandardInput = false
     /// True when the commands are typed for this run (the interactive shell, `-c`), not read

@@ -65,6 +65,7 @@ enum Signals {
         signal(SIGIO, SIG_IGN)   // a lease break (import --move, `whileNoOneWrites`) must not end the program
         // Touch every global a handler uses, so that none is lazily initialised inside one.
         Session.interruptRequested = 0
+        Session.terminationRequested = false
         Session.panicRequested = 0
         terminationSignal = 0
         viewerHadTerminal.store(false, ordering: .relaxed)
@@ -149,6 +150,7 @@ enum Signals {
             if ChildProcesses.jobOnTerminal { viewerHadTerminal.store(true, ordering: .relaxed) }
             terminationSignal = signal
         }
+        Session.terminationRequested = true
         Session.interruptRequested = 1
         wake(terminationByte)
     }

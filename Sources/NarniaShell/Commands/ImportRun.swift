@@ -273,9 +273,16 @@ struct ImportRun: HostTreeVisitor {
         }
         for folder in pendingFolders { movedFolders.append(folder.identity, path: folder.path, top: folder.top) }
         pendingFolders.removeAll()
+        var keptAtTermination = 0
         for (id, host, original) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
-            if move, let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
+            if move && Session.terminationRequested {
+                // The process ends within its grace, wherever it is: no removal is begun, and
+                // what was imported is said (review DF-2: cut inside one, on a slow file
+                // system, a hidden copy was left and nothing said).
+                keptAtTermination += 1
+                session.out.flush()
+            } else if move, let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
                 session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
             } else if move {
                 do {
@@ -302,6 +309,9 @@ struct ImportRun: HostTreeVisitor {
             }
         }
         session.out.flush()
+        if keptAtTermination > 0 {
+            session.warning("import", "ended by a signal: the originals of the last \(keptAtTermination) file\(keptAtTermination == 1 ? "" : "s") imported are kept (the vault holds \(keptAtTermination == 1 ? "it" : "them"))")
+        }
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
         batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
