@@ -373,6 +373,20 @@ def skip_unless_root_for_strace_paths() -> None:
         pytest.skip("strace -y cannot name the files of a process that is not dumpable unless run as root")
 
 
+def started_under_strace(n: "Narnia", command: str, log: Path, strace_options: list[str], until: str, what: str) -> subprocess.Popen:
+    """Starts `narnia -c COMMAND` under strace (children too, `strace_options` given, the calls
+    traced written to `log`) and returns it, running, once `until` appears in the log: the
+    call it waits at, which `strace_options` may delay. `what` says what it never reached."""
+    import time
+    argv = ["strace", "-f", "-o", str(log)] + strace_options + n.argv(["-c", command])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=n.env, cwd=n.workdir)
+    deadline = time.monotonic() + 30
+    while until not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, f"the command never reached {what}"
+        time.sleep(0.02)
+    return p
+
+
 def traced_calls(n: "Narnia", command: str, log: Path, calls: list[str]) -> list[str]:
     """Runs `narnia -c COMMAND` (which must succeed) under strace, children too, with the paths
     of descriptors shown; returns the lines of the system calls `calls`, in order."""

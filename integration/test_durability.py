@@ -23,7 +23,7 @@ import time
 import pytest
 from pathlib import Path
 
-from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, a_day_later, mounted_fuse, q, skip_unless_root_for_strace_paths, traced_calls
+from harness import DEFAULT_PASSPHRASE, INSECURE_KDF_WARNING, Narnia, a_day_later, mounted_fuse, q, skip_unless_root_for_strace_paths, started_under_strace, traced_calls
 from terminal import Terminal
 from test_devices import torn_import
 from test_store_forks import a_fork_whose_fetch_is_cut_off
@@ -202,14 +202,9 @@ def test_sigterm_while_originals_are_removed_keeps_the_rest_and_says_so(vault, t
     src.mkdir()
     for i in range(20):
         (src / f"f{i:02}").write_text(f"file {i}\n")
-    log = tmp_path / "strace.log"
-    argv = ["strace", "-f", "-o", str(log), "-e", "trace=renameat,renameat2,unlinkat", "-e", "inject=unlinkat:delay_enter=300000"] \
-        + vault.argv(["-c", f"import --move {q(str(src))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 30
-    while "rename" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline and p.poll() is None, "the import never began removing its originals"
-        time.sleep(0.02)
+    p = started_under_strace(vault, f"import --move {q(str(src))}", tmp_path / "strace.log",
+                             ["-e", "trace=renameat,renameat2,unlinkat", "-e", "inject=unlinkat:delay_enter=300000"],
+                             until="rename", what="the removal of its originals")
     narnia = int(Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()[0])
     os.kill(narnia, signal.SIGTERM)
     out, err = p.communicate(timeout=60)

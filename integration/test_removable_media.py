@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import blank_image, mounted_fuse, q, unmount_fuse
+from harness import blank_image, mounted_fuse, q, started_under_strace, unmount_fuse
 
 
 @pytest.fixture
@@ -102,14 +102,9 @@ def move_rewriting_the_original(vault, original, rewritten: bytes, tmp_path, oth
     same size) and puts its times back, so that its status does not change (but for its change
     time and link count, when `other_name`, another name of it, is removed first). Returns
     stderr."""
-    log = tmp_path / "strace.log"
-    argv = ["strace", "-f", "-o", str(log), "-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"] \
-        + vault.argv(["-c", f"import --move {q(str(original))}"])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vault.env, cwd=vault.workdir)
-    deadline = time.monotonic() + 30
-    while "syncfs(" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline and p.poll() is None, "the import never reached its commit"
-        time.sleep(0.05)
+    p = started_under_strace(vault, f"import --move {q(str(original))}", tmp_path / "strace.log",
+                             ["-e", "trace=syncfs,openat", "-e", "inject=syncfs:delay_enter=3000000"],
+                             until="syncfs(", what="its commit")
     before = os.stat(original)
     assert len(rewritten) == before.st_size
     if other_name:
