@@ -586,8 +586,8 @@ def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_t
     r = vault.ok(f"import --move {q(str(host))}; ls -a /{host.name}")
     assert r.out_lines[-1:] == ["photo.jpg"], r.describe()
     # Review DF-3: said as what it most likely is, not as a fact, nor with "delete it".
-    assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: named as an import --move names an original it is removing" in r.err, r.describe()
-    assert "check before you delete it" in r.err and "its vault copy was committed" not in r.err, r.describe()
+    assert f"warning: import: {host}/.narnia-removing-3f2a9c: skipped: an import --move gives an original such a name just before removing it" in r.err, r.describe()
+    assert "check that before you delete it" in r.err and "its vault copy was committed" not in r.err, r.describe()
     assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]
 
 

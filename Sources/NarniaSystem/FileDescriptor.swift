@@ -251,9 +251,14 @@ public final class FileDescriptor: @unchecked Sendable {
 
     /// False on FUSE (sshfs, rclone mount, bindfs): the kernel grants a lease there, but sees
     /// only the openers through this mount, not a program writing to the file beneath it, on
-    /// the server or on another machine (review DF-1).
+    /// the server or on another machine (review DF-1). A FUSE file system on a block device
+    /// (`fuseblk`: ntfs-3g, exfat-fuse on a disk) has no other way in, and shows that device's
+    /// number, where the others show an anonymous one, of major 0 (review DG-1).
     public var leaseSeesEveryOpener: Bool {
-        narnia_file_system_type(raw) != 0x6573_5546
+        guard narnia_file_system_type(raw) == 0x6573_5546 else { return true }
+        guard let st = try? status() else { return false }
+        let device = UInt64(st.st_dev)
+        return ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff) != 0   // glibc's major()
     }
 
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants

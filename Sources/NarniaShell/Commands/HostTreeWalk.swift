@@ -158,7 +158,7 @@ extension HostTreeVisitor {
                         // Said of what such a name most likely is, never as a fact: the vault
                         // it went into may be another, or no longer hold it, and the name may
                         // have been made by hand (review DF-3: "delete it" could lose the only copy).
-                        warn("\(child): skipped: named as an import --move names an original it is removing, left if it was killed then; the vault it was imported into should hold it (its name there is not kept here): check before you delete it, or rename it to import it")
+                        warn("\(child): skipped: an import --move gives an original such a name just before removing it, so this is most likely one left by an import that was killed; the vault it went into should hold it, under a name this one does not tell: check that before you delete it, or rename the file to take it in")
                     } else if kind == S_IFREG {
                         let file = try fd.open(entry, .readOnly, options: [.noFollow, .nonBlocking, .noControllingTerminal], displayPath: child)
                         visitFile(file, path: child, name: try ItemName.validated(entry), folder: fd, entry: entry, in: place)
