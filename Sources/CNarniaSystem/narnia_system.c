@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/vfs.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <linux/close_range.h>
@@ -28,6 +29,12 @@ int64_t narnia_file_system_type(int fd) {
     struct statfs sfs;
     if (fstatfs(fd, &sfs) != 0) return -1;
     return (int64_t)sfs.f_type;
+}
+
+int64_t narnia_file_system_device_major(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    return (int64_t)major(st.st_dev);
 }
 
 int narnia_take_read_lease(int fd) { return fcntl(fd, F_SETLEASE, F_RDLCK); }

@@ -176,7 +176,7 @@ public final class FileDescriptor: @unchecked Sendable {
     /// (their drivers show the modification time), and FUSE file systems give what their
     /// server says (exfat-fuse and fusefat the modification time, sshfs what SFTP carries).
     public var fileSystemKeepsChangeTimes: Bool {
-        ![0x4D44, 0x2011_BAB0, 0x6573_5546].contains(narnia_file_system_type(raw))
+        ![0x4D44, 0x2011_BAB0, Self.fuseType].contains(narnia_file_system_type(raw))
     }
 
     /// The `statfs` magic numbers of the file systems whose `syncfs` writes every dirty inode
@@ -255,11 +255,11 @@ public final class FileDescriptor: @unchecked Sendable {
     /// (`fuseblk`: ntfs-3g, exfat-fuse on a disk) has no other way in, and shows that device's
     /// number, where the others show an anonymous one, of major 0 (review DG-1).
     public var leaseSeesEveryOpener: Bool {
-        guard narnia_file_system_type(raw) == 0x6573_5546 else { return true }
-        guard let st = try? status() else { return false }
-        let device = UInt64(st.st_dev)
-        return ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff) != 0   // glibc's major()
+        narnia_file_system_type(raw) != Self.fuseType || narnia_file_system_device_major(raw) > 0
     }
+
+    /// The `statfs` magic number of FUSE file systems (`fuse` and `fuseblk` alike).
+    private static let fuseType: Int64 = 0x6573_5546
 
     /// Runs `body` holding a read lease on the file (`F_SETLEASE`), which the kernel grants
     /// only while no process has it open for writing; not when one has. Where leases cannot be

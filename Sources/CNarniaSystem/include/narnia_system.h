@@ -27,6 +27,9 @@ int narnia_rename_no_replace(int directory, const char *from, const char *to);
 int narnia_syncfs(int fd);
 /// fstatfs(2)'s f_type of the file system holding fd, or -1 with errno set.
 int64_t narnia_file_system_type(int fd);
+/// major(3) of the device number of the file system holding fd (0 for an anonymous one:
+/// FUSE without a block device, tmpfs), or -1 with errno set.
+int64_t narnia_file_system_device_major(int fd);
 /// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback, does not wait.
 int narnia_start_writeback(int fd, int64_t offset, int64_t length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps and no ptrace by other processes of the user.
