@@ -1092,6 +1092,16 @@ def test_a_line_that_removes_or_moves_nothing_runs_on_what_arrived_while_it_was_
         arrive(narnia, b, "rm -r /trip")
         out = shell.run("pwd")
         assert out.splitlines()[-1] == "/", out
+        # Review CY-3: `cd` to a folder named from the root goes there from any folder; a
+        # relative one, typed in a folder removed meanwhile, still waits.
+        shell.run("cd /keep")
+        arrive(narnia, b, "rm -r /keep")
+        out = shell.run("cd new")
+        assert "narnia: error: the line typed in /keep was not run: that folder was moved or removed on another device" in out, out
+        shell.run("cd /new")
+        arrive(narnia, b, "rm -r /new")
+        out = shell.run("cd /newer; pwd")
+        assert "was not run" not in out and out.splitlines()[-1] == "/newer", out
         arrive(narnia, b, "mkdir /last")
         shell.send("panic\r")
         assert shell.wait(timeout=30) == 0, shell.output[-300:]

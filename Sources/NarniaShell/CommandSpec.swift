@@ -27,11 +27,15 @@ public struct CommandSpec: CommandDescription, Sendable {
     public let treeUse: TreeUse
     /// Flags that make it replace what is there (`export -f`): it then `.reshapes`.
     public let reshapingFlags: [String]
+    /// True for arguments with which the command names no item as seen from the current folder
+    /// (`cd /keep`): it then uses `.none` of the tree.
+    let namesNothingRelative: (@Sendable (ParsedArguments) -> Bool)?
     let run: @Sendable (Session, ParsedArguments) throws -> Void
 
     init(_ name: String, aliases: [String] = [], usage: String = "", aliasUsages: [String: String] = [:], abstract: String,
          details: String = "", flags: [FlagSpec] = [], exclusive: [[String]] = [], operands: [Operand] = [],
-         lastOperandIsHost: Bool = false, treeUse: TreeUse = .namesItems, reshapingFlags: [String] = [], run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
+         lastOperandIsHost: Bool = false, treeUse: TreeUse = .namesItems, reshapingFlags: [String] = [],
+         namesNothingRelative: (@Sendable (ParsedArguments) -> Bool)? = nil, run: @escaping @Sendable (Session, ParsedArguments) throws -> Void) {
         self.name = name
         self.aliases = aliases
         self.usage = usage
@@ -44,12 +48,15 @@ public struct CommandSpec: CommandDescription, Sendable {
         self.exclusive = exclusive
         self.treeUse = treeUse
         self.reshapingFlags = reshapingFlags
+        self.namesNothingRelative = namesNothingRelative
         self.run = run
     }
 
     /// What the command, given `arguments` (nil when they do not parse), needs of the tree.
     func treeUse(of arguments: ParsedArguments?) -> TreeUse {
-        reshapingFlags.contains(where: { arguments?.has($0) == true }) ? .reshapes : treeUse
+        if reshapingFlags.contains(where: { arguments?.has($0) == true }) { return .reshapes }
+        if let arguments, namesNothingRelative?(arguments) == true { return .none }
+        return treeUse
     }
 
     /// What a command needs of the vault's folders, from least to most: what decides whether a
@@ -57,7 +64,7 @@ public struct CommandSpec: CommandDescription, Sendable {
     /// (`Session.readChangesArrived(beforeRunning:typedAtPrompt:)`).
     public enum TreeUse: Int, Comparable, Sendable {
         /// Names no item: the session itself, settings, keys, devices, the host's folders, the
-        /// current folder's path.
+        /// current folder's path; or goes to a folder named from the root (`cd /keep`, `cd`).
         case none
         /// Reads items by path, or adds new ones: on a tree that changed it shows or adds to
         /// what is there now.

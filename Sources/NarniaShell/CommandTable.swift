@@ -19,7 +19,7 @@ public enum CommandTable {
                   .flag("-g", "thumbnail grid: photos, video frames, icons"), .flag("--json", "one JSON object per line")],
           operands: [.vaultPath], run: Browse.ls),
         CommandSpec("cd", usage: "[PATH|-]", abstract: "change the current vault folder",
-          details: "Without PATH, or with ~, go to /. With -, go back to the previous folder.", operands: [.vaultPath], run: Browse.cd),
+          details: "Without PATH, or with ~, go to /. With -, go back to the previous folder.", operands: [.vaultPath], namesNothingRelative: Browse.cdIgnoresTheCurrentFolder, run: Browse.cd),
         CommandSpec("pwd", abstract: "print the current vault folder", treeUse: .none, run: Browse.pwd),
         CommandSpec("tree", usage: "[-d] [-L DEPTH] [PATH]", abstract: "show a folder and everything under it",
           flags: [.flag("-d", "folders only"), .flag("-L", value: "DEPTH", "descend at most DEPTH levels")],

@@ -152,6 +152,13 @@ enum Browse {
         s.cwd = target
     }
 
+    /// True when `cd` goes where it would from any folder: alone, with `~`, or to an absolute
+    /// path (review CY-3: typed in a folder another device removed, `cd /` was not run).
+    @Sendable static func cdIgnoresTheCurrentFolder(_ a: ParsedArguments) -> Bool {
+        guard let word = a.operands.first else { return true }
+        return a.operands.count == 1 && (word.text.hasPrefix("/") || (word.text == "~" && word.quotedScalars.first != true))
+    }
+
     static func pwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "pwd") }
         s.out.line(s.shown(s.cwd, on: s.out))
