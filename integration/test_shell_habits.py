@@ -618,6 +618,22 @@ def test_sigterm_during_a_host_command_is_no_error_of_the_command(vault):
     assert "exited with status" not in err.decode(), err.decode()
 
 
+def test_sigint_sent_to_narnia_stops_a_host_command_without_a_terminal(vault):
+    """Review CZ-11: without a terminal the host command runs in a process group of its own,
+    which no Ctrl-C reaches; a SIGINT sent to narnia (as a supervisor sends it) only raised the
+    interrupt flag, and narnia waited the command out, then exited 130 without a word."""
+    proc = vault.popen("-b", "-", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc.stdin.write(b"!sleep 30\nmkdir /after\n")
+    proc.stdin.flush()
+    time.sleep(1)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "narnia: -:1: !: interrupted" in err.decode().splitlines(), err.decode()
+    assert time.monotonic() - started < 20, "the host command was waited out"
+    assert vault.ok("ls /").out == ""
+
+
 def test_export_meets_a_host_file_whose_name_is_the_same_in_another_unicode_form(vault, host):
     """Review CN-5: a decomposed (NFD) host name is imported as the NFC name every vault name
     is; an export back into that folder wrote a second `café` beside the first."""

@@ -16,6 +16,19 @@ public enum ChildProcesses {
     /// True while a job has the terminal, and may have changed its screen and modes.
     public static var jobOnTerminal: Bool { jobsOnTerminal.load(ordering: .relaxed) > 0 }
 
+    /// The process group of a host command (`!`) that runs in a group of its own (no terminal:
+    /// `-c`, `-b`, a script), 0 while none runs: a SIGINT sent to narnia is passed on to it,
+    /// as a terminal's Ctrl-C reaches its foreground group (review CZ-11: `kill -INT` of
+    /// `narnia -c '!sleep 12'` waited the sleep out).
+    static let interruptibleGroup = Atomic<Int32>(0)
+
+    /// Passes SIGINT on to `interruptibleGroup`; called by the SIGINT handler, so
+    /// async-signal-safe.
+    public static func passOnInterrupt() {
+        let group = interruptibleGroup.load(ordering: .sequentiallyConsistent)
+        if group > 0 { _ = kill(-group, SIGINT) }
+    }
+
     /// Records a started process, and reaps those of this process's children it did not start
     /// that have ended: orphans it adopted (a `!` command's background job, what a viewer
     /// started), which nobody else waits for and which would stay zombies until the session

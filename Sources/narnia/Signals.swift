@@ -7,7 +7,8 @@ import NarniaShell
 /// Signal handling: one module, one watcher thread, one self-pipe, one saved terminal state.
 ///
 /// - SIGINT sets `Session.interruptRequested`: long commands poll it and stop cleanly; at the
-///   prompt it abandons the line (the read is interrupted: no `SA_RESTART`).
+///   prompt it abandons the line (the read is interrupted: no `SA_RESTART`). A host command
+///   in a process group of its own gets it too (`ChildProcesses.passOnInterrupt`).
 /// - SIGTERM and SIGHUP record the signal, ask the running command to stop the same way, and
 ///   wake the watcher. The watcher kills the viewers at once (a shell waiting for one is then
 ///   free), and gives the main thread `grace` to end the session normally, which releases the
@@ -79,7 +80,12 @@ enum Signals {
         wakeRead.store(fds[0], ordering: .relaxed)
         wakeWrite.store(fds[1], ordering: .relaxed)
 
-        handle(SIGINT) { _ in Session.interruptRequested = 1 }
+        handle(SIGINT) { _ in
+            Session.interruptRequested = 1
+            let saved = errno
+            ChildProcesses.passOnInterrupt()
+            errno = saved
+        }
         handle(SIGTERM) { Signals.requestTermination($0) }
         handle(SIGHUP) { Signals.requestTermination($0) }
         // Until the panic key is enabled, SIGQUIT ends the process like SIGTERM (status 131),

@@ -76,6 +76,7 @@ enum HostShell {
         } catch let failure as SpawnFailure {
             throw CommandFailure("\(failure.program): \(failure.missingProgram ? "not found" : SystemError.reason(for: failure.code))")
         }
+        job.passInterruptsOn()
         let status = job.wait()
         // Stopped by Ctrl-C, or killed by narnia itself on SIGTERM or SIGHUP (review CY-4:
         // "exited with status 137", an error of the command's own).

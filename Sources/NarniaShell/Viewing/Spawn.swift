@@ -132,6 +132,16 @@ final class Job {
         return pid
     }
 
+    /// Passes a SIGINT sent to narnia on to the job while it runs, when the job has a process
+    /// group of its own, which no Ctrl-C reaches (`ChildProcesses.interruptibleGroup`); until
+    /// `wait` returns. Called once the job started.
+    func passInterruptsOn() {
+        guard !inShellGroup, group > 0 else { return }
+        ChildProcesses.interruptibleGroup.store(group, ordering: .sequentiallyConsistent)
+        // One that came before the group was stored.
+        if Session.interruptRequested != 0 { _ = Glibc.kill(-group, SIGINT) }
+    }
+
     /// Waits for every process of the job, then restores the terminal's modes. A job stopped by
     /// Ctrl-Z is continued (the shell has no job control).
     /// Returns the exit status of the last process (128+N for a signal).
@@ -143,6 +153,7 @@ final class Job {
             ChildProcesses.unregister(pid)
             if pid == pids.last { last = Self.exitStatus(status) }
         }
+        if !inShellGroup && group > 0 { _ = ChildProcesses.interruptibleGroup.compareExchange(expected: group, desired: 0, ordering: .sequentiallyConsistent) }
         if inShellGroup && !pids.isEmpty { ChildProcesses.jobsOnTerminal.subtract(1, ordering: .relaxed) }
         pids.removeAll()
         if var modes = savedModes { _ = tcsetattr(0, TCSADRAIN, &modes) }
