@@ -910,6 +910,40 @@ def test_a_journal_a_sync_engine_copy_alone_holds_whole_is_carried_on(narnia, ho
         assert r.out_lines == ["imported", "later", "verified 2 items, all intact"], r.describe()
 
 
+@pytest.mark.parametrize("elsewhere", ["top", "shard"])
+def test_a_journal_outside_its_shard_folder_is_said_not_passed_over(narnia, host, elsewhere):
+    """Review DI-1: a file named as a store file but outside the folder its name belongs in (at
+    the store's top, or in another shard folder) was neither read nor said: with the longer
+    version of this device's journal there and an older one in place, the vault showed less
+    than was committed and `verify` said all intact."""
+    narnia.init()
+    journal, _ = own_journal(narnia, "mkdir /first")
+    older = journal.read_bytes()
+    narnia.ok("mkdir /second")
+    newer = journal.read_bytes()
+    if elsewhere == "top":
+        moved = narnia.vault / journal.name
+    else:
+        other = "00" if journal.parent.name != "00" else "01"
+        (narnia.vault / other).mkdir(exist_ok=True)
+        moved = narnia.vault / other / journal.name
+    moved.write_bytes(newer)
+    journal.unlink()
+    journal.write_bytes(older)
+    shown = str(moved.relative_to(narnia.vault))
+    said = (f"{shown}, named as a journal of this vault, is {'at the store' + chr(39) + 's top' if elsewhere == 'top' else 'in ' + shown[:2] + '/'}, "
+            f"not in the folder {journal.parent.name}/ its name belongs in: it is not read, and may hold what the store lacks; "
+            f"move it into {journal.parent.name}/, adding .sync-conflict to its name if a file of that name is there")
+    r = narnia.c("ls /")
+    assert r.rc == 0 and r.out_lines == ["first"] and f"narnia: warning: {said}" in r.err_lines, r.describe()
+    r = narnia.c("verify")
+    assert r.rc == 1 and f"narnia: error: verify: {said}" in r.err_lines, r.describe()
+    # Done as said, nothing is missing.
+    moved.rename(journal.with_name(journal.name + ".sync-conflict"))
+    assert narnia.ok("ls /").out_lines == ["first", "second"]
+    assert narnia.ok("verify").out_lines == ["verified 2 items, all intact"]
+
+
 def test_a_gap_in_this_devices_record_numbers_is_carried_past(narnia, host):
     """Review CF-1, CF-2: an older copy of this device's journal came back after another
     device had read the newer records: every open warned and every `verify` failed, for good,

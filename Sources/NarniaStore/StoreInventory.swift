@@ -35,6 +35,12 @@ struct StoreInventory {
     /// engine gives (`<id>.bak`, say): never read, never deleted, and `verify` names them, since
     /// they may hold what a copy would.
     var unrecognised: [(path: String, id: Identifier)] = []
+    /// Files named as a store file or a copy of one outside the folder their name belongs in:
+    /// in another shard folder (`atTop` false), or at the top without a key file's length
+    /// (`atTop`, also among `keyFiles`, which pass it over). Never read, never deleted: the
+    /// vault names those it may need (review DI-1: a journal moved there, holding records the
+    /// one in place lacked, was passed over without a word, and `verify` said all intact).
+    var misplaced: [(path: String, id: Identifier, atTop: Bool)] = []
     /// Names shaped like a store file's (they begin with its hex digits) that are not valid
     /// UTF-8 (a copy a sync engine named after a host in Latin-1, say), as the bytes of their
     /// paths in the store: a `String` cannot hold them, so they are never read nor deleted, and
@@ -118,6 +124,7 @@ struct StoreInventory {
                     inventory.inboxKeys[id, default: Entry()].add(name, isCopy: isCopy)
                 } else {
                     inventory.keyFiles[id, default: Entry()].add(name, isCopy: isCopy)
+                    if KeyFile.masterCount(ofLength: Int(st.st_size)) == nil { inventory.misplaced.append((name, id, true)) }
                 }
             } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32) {
                 inventory.unrecognised.append((name, id))
@@ -165,6 +172,8 @@ struct StoreInventory {
             entry.legacy = true
             entry.add(path, isCopy: isCopy)
             files[id] = entry
+        } else if let (id, _) = StoreName.identifier(in: name, digits: 32) {
+            misplaced.append((path, id, false))
         } else if let id = StoreName.unrecognisedCopy(in: name, digits: 32)
                     ?? StoreName.unrecognisedCopy(in: name, digits: 30, prefix: shard) {
             unrecognised.append((path, id))
@@ -241,6 +250,7 @@ final class ShardListing: Sendable {
         inventory.files = listed.files
         inventory.shards = listed.shards
         inventory.unrecognised += listed.unrecognised
+        inventory.misplaced += listed.misplaced
         inventory.undecodable += listed.undecodable
         inventory.notShards += listed.notShards
         inventory.temporaryFiles += listed.temporaryFiles

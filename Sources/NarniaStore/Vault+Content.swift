@@ -333,6 +333,9 @@ extension Vault {
         }
         if let lostOwnRecordsFound { report.problems.append(lostOwnRecordsFound) }
         report.problems += inventory.misshapenProblems
+        let misplaced = misplacedFileReports()
+        report.problems += misplaced.problems
+        if let note = misplaced.note { report.notes.append(note) }
         report.problems += dropsLeft.filter { !$0.mayBeArriving }.map(\.said)
         report.notes += dropsLeft.filter(\.mayBeArriving).map(\.said)
         report.problems += unreadableCopies.map { "\($0), named as a file of a journal, does not open as one (no copy of it, or altered)" }

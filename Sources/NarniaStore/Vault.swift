@@ -377,6 +377,7 @@ public final class Vault {
             }
         }
         vault.warnings += vault.inventory.misshapenProblems
+        vault.warnings += vault.misplacedFileReports().problems
         if vault.state.devices[vault.device]?.forgotten == true {
             // Review BN-4: a device forgotten but still in use was never told.
             // It stays forgotten (review CC-9): the warning says how to be waited for again.
