@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Narnia, padme, q
+from harness import DEFAULT_PASSPHRASE, Narnia, padme, q
 from terminal import Terminal
 from test_opacity import STRONG_FORMATS, TEXT_FORMATS, names_a_format
 from test_devices import device, syncthing_merge
@@ -557,6 +557,25 @@ def test_a_drop_finds_an_inbox_key_whenever_a_rotation_is_killed(vault, tmp_path
         assert "dropped" in r.out, r.describe()
     r = vault.ok("ls /Inbox")
     assert len(r.out_lines) == 6, r.describe()
+
+
+@pytest.mark.parametrize("call", ["unlink", "linkat"])
+def test_a_rotation_killed_anywhere_leaves_no_inbox_key_an_old_key_file_reads(vault, call):
+    """Review DH-1: `passwd --rotate` wrote its snapshot under the new master key, which holds
+    the old inbox pairs again (older drops still open), before the new pair: killed between the
+    two, the old pair stayed in force for good, unseen by every later open, and files dropped
+    afterwards opened with the old passphrase and a copy of the store from before. Killed at any
+    step, once the new passphrase opens the vault droppers get a new key."""
+    passphrase, before = DEFAULT_PASSPHRASE, vault.ok("inbox-key").out_lines[0]
+    for when in range(1, 7):
+        new = f"rotated {call} {when}"
+        vault("-c", f"passwd --rotate --new-passphrase-file {q(str(vault.passphrase_file(new)))}", passphrase=passphrase,
+              wrapper=["strace", "-f", "-o", "/dev/null", "-e", f"trace={call}", "-e", f"inject={call}:signal=SIGKILL:when={when}"])
+        r = vault.c("inbox-key; verify", passphrase=new)
+        if r.rc == 3:
+            continue   # killed before the new key file: the old passphrase opens the vault
+        assert r.rc == 0 and r.out_lines[0] != before, f"killed at {call} {when}" + r.describe()
+        passphrase, before = new, r.out_lines[0]
 
 
 def test_a_drop_made_while_a_session_is_open_is_adopted_at_its_next_sync(vault, tmp_path):

@@ -136,9 +136,13 @@ extension Vault {
         // From here only the new passphrase opens the vault: a failure must say so, or the
         // user keeps the old one, believing nothing changed (review CH-3: a full disk said
         // "run the command again", which the old passphrase could no longer do).
+        // The new inbox pair first, in a journal under the new key, then the snapshot: the
+        // snapshot writes the old pairs again under the new key (older drops still open), so
+        // a kill between the two left the old pair in force, read by an old key file, and no
+        // open could tell (review DH-1).
         do {
-            try compact()
             _ = try rotateInboxKey()
+            try compact()
         } catch {
             throw VaultError.refused("the passphrase was changed, and the new one opens the vault now (the old one no longer does), but writing this device's records under the new master key failed (\(error)); the next open with the new passphrase tries again")
         }
