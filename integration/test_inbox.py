@@ -376,6 +376,23 @@ def test_a_forged_public_key_file_is_reported_deleted_and_replaced(vault, host):
     assert not copy.exists() and vault.ok("inbox-key").out == shown
 
 
+def test_a_forged_public_key_file_on_a_sync_remote_is_deleted_there(vault, tmp_path):
+    """Review DJ-1: a public key file the vault did not make, put on a `sync` remote by whoever
+    can write there, was deleted here at each open and fetched again at each sync; it stayed on
+    the remote for good, newest by the date its maker gave it, and droppers writing into the
+    remote sealed their files to it, `inbox-key --rotate` or not."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    vault.ok(f"sync {q(str(remote))}")
+    planted = remote / os.urandom(16).hex()
+    planted.write_bytes(os.urandom(32) + (2 ** 62).to_bytes(8, "little") + os.urandom(32))
+    r = vault.c(f"sync {q(str(remote))}")
+    assert r.rc == 0 and f"narnia: warning: sync: {planted}, an inbox public key file this vault did not make, was deleted there too" in r.err_lines, r.describe()
+    assert not planted.exists() and not (vault.vault / planted.name).exists()
+    r = vault("drop", "--show-key", passphrase=None, vault=remote)
+    assert r.rc == 0 and r.out_lines[0] == vault.ok("inbox-key").out_lines[0], "droppers into the remote get the vault's key" + r.describe()
+
+
 def test_a_folder_drop_arriving_over_two_unlocks_stays_one_folder(vault, host):
     """A folder drop whose name a file holds in the inbox goes to `scans (2)`; the rest of the
     drop, arriving at a later unlock, joins it there (it went to a new `scans (3)`, and every

@@ -176,6 +176,7 @@ enum SyncCommand {
         // drop made meanwhile, which is adopted after the merge: review BK-4): the merge would
         // change nothing, and the plan stands as it was.
         var sending: SyncPlan
+        var forgedThere: [SyncFile] = []
         if report.received > 0 || vault.holdsFilesNotRead(fetching.here.map(\.0)) {
             report.change = try merge(vault)
             report.merged = true
@@ -183,6 +184,12 @@ enum SyncCommand {
                 if takenFiles.contains(where: { $0.path == path }) { report.received -= 1 }
                 report.damagedThere.append("\(s.err.name(Rclone.join(remote, path))) (\(items.map { s.shown(VaultPath.resolve($0, relativeTo: .root), on: s.err) }.joined(separator: ", ")))")
             }
+            // An inbox public key file that arrived and that the vault did not make (put on
+            // the remote by someone who can write there, to read what is dropped into it) is
+            // deleted here, as at open, and there (review DJ-1: fetched again at every sync,
+            // it stayed there for good, and droppers writing into the remote sealed to it).
+            let forged = Set(vault.checkInboxPublicFiles())
+            forgedThere = takenFiles.filter { forged.contains($0.path) }
             sending = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
             try confirmRetiredThere(&sending, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: false)
             // A retired journal the merge read and then deleted here held nothing unread: nor
@@ -250,9 +257,12 @@ enum SyncCommand {
         for file in sending.deleteHere { vault.deleteRetired(file) }
         // This device's temporary copies an interrupted sync left there go too.
         let leftovers = there.keys.map(\.text).filter { isOwnTemporary($0, vault) }
-        if !sending.deleteThere.isEmpty || !leftovers.isEmpty {
-            let outcome = try rclone.delete(sending.deleteThere.map(\.path) + leftovers, in: remote, listIn: folder)
+        if !sending.deleteThere.isEmpty || !leftovers.isEmpty || !forgedThere.isEmpty {
+            let outcome = try rclone.delete(sending.deleteThere.map(\.path) + leftovers + forgedThere.map(\.path), in: remote, listIn: folder)
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
+        }
+        for file in forgedThere {
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))), an inbox public key file this vault did not make, was deleted there too")
         }
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)

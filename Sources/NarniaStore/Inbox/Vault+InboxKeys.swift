@@ -139,9 +139,12 @@ extension Vault {
 
     /// At open: an inbox public file the vault did not make (its authenticator fails) was put
     /// there by someone who can write the store, to read what is dropped later. It is deleted
-    /// (it provably is not the vault's), and the user is told.
-    func checkInboxPublicFiles() {
-        guard !inventory.inboxKeys.isEmpty else { return }
+    /// (it provably is not the vault's), and the user is told. Returns the paths deleted,
+    /// relative to the store (`sync` deletes them on the remote too).
+    @discardableResult
+    public func checkInboxPublicFiles() -> [String] {
+        guard !inventory.inboxKeys.isEmpty else { return [] }
+        var deleted: [String] = []
         let pairs = inboxKeyPairs
         for (id, entry) in inventory.inboxKeys {
             for path in entry.all {
@@ -161,10 +164,12 @@ extension Vault {
                     continue
                 }
                 try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
+                deleted.append(path)
                 if path == entry.main { inventory.inboxKeys[id]?.main = nil }
                 inventory.inboxKeys[id]?.copies.removeAll { $0 == path }
                 if inventory.inboxKeys[id]?.all.isEmpty == true { inventory.inboxKeys[id] = nil }
             }
         }
+        return deleted
     }
 }
