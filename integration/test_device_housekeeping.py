@@ -270,10 +270,15 @@ def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_wh
     narnia.ok(f"sync {q(str(remote))}", passphrase="rotated")
     laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
     (host / "b.txt").write_text("written after the failed sync\n")
-    r = laptop.c(f"-sync {q(str(remote))}; ls; cat /a.txt; import {q(str(host / 'b.txt'))}; cat /b.txt",
-                 passphrase="rotated")
+    chosen = q(str(laptop.passphrase_file("chosen in that session")))
+    r = laptop.c(f"-sync {q(str(remote))}; -passwd --new-passphrase-file {chosen}; -passwd --rotate --new-passphrase-file {chosen}; "
+                 f"ls; cat /a.txt; import {q(str(host / 'b.txt'))}; cat /b.txt", passphrase="rotated")
     assert r.rc == 0, r.describe()
     assert "new master key arrived" in r.err and "goes on with the vault as it was" in r.err, r.describe()
+    # Review DH-2: nor does it change keys: the new passphrase opened only the replaced master
+    # key, and --rotate began a second rotation at once.
+    refused = "narnia: error: passwd: another device changed the vault's master key ('passwd --rotate'), which this session cannot read; nothing was changed: open the vault again, with the passphrase chosen then, and change it there"
+    assert r.err_lines.count(refused) == 2 and "passphrase changed" not in r.out, r.describe()
     assert r.out.splitlines()[:2] == ["a.txt", "kept"], r.describe()
     assert r.out.endswith("written after the failed sync\n"), r.describe()
     laptop.ok(f"sync {q(str(remote))}", passphrase="rotated")

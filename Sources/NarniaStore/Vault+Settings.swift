@@ -51,7 +51,18 @@ extension Vault {
     /// in between leaves exactly one passphrase that opens the vault: the old one (a retired
     /// key file opens while no live one is present) until the new key file exists, then only
     /// the new one.
+    /// Refuses a change of passphrase or master key in a session that found another device's
+    /// `passwd --rotate` and cannot read past it (review DH-2: `passwd` then said "passphrase
+    /// changed" for a passphrase that opened only the replaced master key, and `--rotate`
+    /// began a second rotation at once, after which neither passphrase opened the vault in a
+    /// script).
+    public func refuseKeyChangeAfterRotationElsewhere() throws {
+        guard rotationElsewhereArrived else { return }
+        throw VaultError.refused("another device changed the vault's master key ('passwd --rotate'), which this session cannot read; nothing was changed: open the vault again, with the passphrase chosen then, and change it there")
+    }
+
     public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
+        try refuseKeyChangeAfterRotationElsewhere()
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         try replaceKeyFiles(Array(inventory.keyFiles.keys), kek: kek, salt: salt, parameters: parameters)
@@ -108,6 +119,7 @@ extension Vault {
     /// A crash before the snapshot leaves the new key file, which reads everything: the next
     /// open writes the snapshot (see `resealOwnRecordsIfNeeded`).
     public func rotateMasterKey(passphrase: Secret, parameters: KDFParameters) throws {
+        try refuseKeyChangeAfterRotationElsewhere()
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         var rotated = masters

@@ -560,6 +560,7 @@ extension Vault {
              ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
              bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound) = saved
             warnings = savedWarnings
+            if case MetadataError.unknownMasterKey = error { rotationElsewhereArrived = true }
             throw error
         }
         try tidy(atOpen: false)

@@ -98,6 +98,10 @@ public final class Vault {
     public internal(set) var damageFound = 0
     /// Counts committed changes, so that views derived from the tree know when to recompute.
     public internal(set) var generation = 0
+    /// Set when a reload met journals sealed under a master key this session does not hold
+    /// (another device's `passwd --rotate`): the session goes on with the vault as it was, and
+    /// changes no key (`refuseKeyChangeAfterRotationElsewhere`).
+    var rotationElsewhereArrived = false
     var bytesAtLastCompaction: Int64 = 0
     var isCompacting = false
     /// Object file sizes seen (see `objectFileSize`).

@@ -43,6 +43,7 @@ enum Maintenance {
     /// Ctrl-C at any question cancels the command and changes nothing.
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "passwd") }
+        try s.vault.refuseKeyChangeAfterRotationElsewhere()   // before any question
         let passphrase: Secret
         if let file = a.flags["--new-passphrase-file"] {
             passphrase = try PassphraseSource.readFirstLine(path: file)
