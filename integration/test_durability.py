@@ -801,6 +801,24 @@ def test_on_fuse_a_torn_record_is_kept_not_cut(narnia_bin, tmp_path, fuse_mount)
     assert journal.stat().st_size > size_before, r.describe()
 
 
+@pytest.mark.parametrize("command", ["passwd", "passwd --rotate"])
+def test_passwd_whose_key_file_is_not_written_says_the_old_passphrase_is_in_force(vault, command):
+    """Review DH-3: with the disk full when the new key file was written, `passwd` said only
+    "part of the command was done before the disk filled, and is kept: … look at what is there,
+    then do the rest", not which passphrase opens the vault. (ENOSPC injected into the second
+    `write`, the key file's; the first is the record retiring the old one.)"""
+    vault.ok("mkdir /a")
+    new = vault.passphrase_file("a new passphrase")
+    full = ["strace", "-f", "-o", "/dev/null", "-e", "trace=write", "-e", "inject=write:error=ENOSPC:when=2"]
+    r = subprocess.run(full + vault.argv(["-c", f"{command} --new-passphrase-file {q(str(new))}"]),
+                       capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
+    said = [l for l in r.stderr.splitlines() if l.startswith("narnia: error: passwd: ")]
+    assert r.returncode == 1 and said and said[0].startswith("narnia: error: passwd: the new key file could not be written (") \
+        and said[0].endswith(f"the disk is full): the passphrase was not changed, and the old one still opens the vault; run '{command}' again once that is mended"), r.stderr
+    assert vault.ok("ls /").out_lines == ["a"]
+    assert vault.c("pwd", passphrase="a new passphrase").rc == 3
+
+
 def test_passwd_rotate_cut_short_after_its_key_file_says_the_new_passphrase_is_in_force(vault, tmp_path):
     """Review CH-3: `passwd --rotate` on a full disk wrote the new key file, then failed to
     write the snapshot under the new master key: "the disk holding the vault is full … run the

@@ -87,13 +87,17 @@ extension Vault {
     /// report when the file was written but its name may not be durable: the new passphrase
     /// is in force from then on (the retired key files are kept, and open again only should
     /// the name be lost), which the error says, so that no one throws it away; running
-    /// `command` again finishes the change (review AI).
+    /// `command` again finishes the change (review AI). A key file not written leaves the old
+    /// passphrase in force, which the error says (review DH-3: a full disk said only "look at
+    /// what is there, then do the rest").
     private func writingKeyFile(again command: String, _ write: () throws -> Void) throws -> VaultError? {
         do {
             try write()
             return nil
         } catch let e as WholeFile.NameNotDurable {
             return .refused("\(e): the new passphrase opens the vault now; run '\(command)' again with it as the current one")
+        } catch {
+            throw VaultError.refused("the new key file could not be written (\(error)): the passphrase was not changed, and the old one still opens the vault; run '\(command)' again once that is mended")
         }
     }
 
@@ -110,10 +114,10 @@ extension Vault {
 
     /// `passwd --rotate`: a new master key under a new passphrase (docs/FORMAT.md, "Rotating
     /// the master key"). Every key file present is retired and the new one, holding the new key
-    /// and those it replaced, is written; then this device's records are written anew, as a
-    /// snapshot under the new key, and its old journals retired; last, a new inbox key pair
-    /// is made (its secret half under the new key), or the old key file would read every file
-    /// dropped afterwards (review AH). Nothing written afterwards opens with an old key file.
+    /// and those it replaced, is written; then a new inbox key pair is made (its secret half
+    /// under the new key), or the old key file would read every file dropped afterwards
+    /// (review AH); last, this device's records are written anew, as a snapshot under the new
+    /// key, and its old journals retired. Nothing written afterwards opens with an old key file.
     /// Content keeps its per-item keys.
     ///
     /// A crash before the snapshot leaves the new key file, which reads everything: the next
