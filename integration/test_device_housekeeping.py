@@ -288,6 +288,24 @@ def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_wh
         assert "all intact" in n.ok("verify", passphrase="rotated").out
 
 
+def test_a_sync_that_brings_another_devices_passwd_says_so(narnia, tmp_path):
+    """Review DH-4: a `sync` that brought another device's `passwd` said nothing, and the next
+    open with the passphrase the session was opened with was refused, "wrong passphrase"."""
+    narnia.init()
+    laptop = device(narnia, tmp_path / "laptop")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    laptop.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('changed')))}; sync {q(str(remote))}")
+    r = laptop.ok(f"sync {q(str(remote))}; pwd")
+    assert "narnia: warning: sync: the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault" in r.err_lines, r.describe()
+    assert r.out_lines[-1] == "/", r.describe()
+    assert laptop.c("pwd").rc == 3 and laptop.ok("pwd", passphrase="changed").out == "/\n"
+    r = laptop.ok(f"sync {q(str(remote))}", passphrase="changed")
+    assert "passphrase was changed" not in r.err, "said once" + r.describe()
+
+
 def journal_files(store: Path) -> set[str]:
     """Files in the shard folders still writable by their owner: journals (objects are 0400
     once named)."""

@@ -540,6 +540,8 @@ extension Vault {
         let before = view.items
         let membersBefore = view.members
         let savedWarnings = warnings
+        let ownKeyFile = RetiredFile(kind: .keyFile, id: keyFileID)
+        let ownKeyFileWasRetired = state.retired[ownKeyFile] != nil
         let saved = (keys, state, view, inventory, journals, journal, knowledge, lastSeq, wholeObjectSizes,
                      ownRecordsMayBeLost, keepOwnObjectsAtNextWrite, newlyFoundCuts, othersRecordsMissing,
                      bytesAtLastCompaction, unreadableCopies, recordForks, newOwnForks, journalsWithUnreadRecordsFound)
@@ -566,6 +568,11 @@ extension Vault {
         try tidy(atOpen: false)
         generation += 1
         warnings = Array(warnings.dropFirst(savedWarnings.count).filter { !savedWarnings.contains($0) })
+        // Review DH-4: the next open with this passphrase was refused, "wrong passphrase", and
+        // nothing had said why.
+        if !ownKeyFileWasRetired && state.retired[ownKeyFile] != nil {
+            warnings.append("the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault")
+        }
         let after = view.items
         // Folders of one name that several devices made are shown as one, under one of their
         // identifiers (FORMAT.md rule 4), which may change as such folders arrive or go: a
