@@ -595,6 +595,40 @@ def test_a_rotation_killed_anywhere_leaves_no_inbox_key_an_old_key_file_reads(va
         passphrase, before = new, r.out_lines[0]
 
 
+def test_after_a_rotation_an_old_key_file_reads_no_file_dropped_later(vault, host, tmp_path):
+    """Review DK-1: DH-1's fix recorded the new inbox pair in the journal the session had open,
+    sealed under the old master key: with another device not yet past its retirement, that
+    journal stayed, on the remote too, and whoever held a copy of the store from before the
+    rotation and the old passphrase read every file dropped afterwards."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    vault.ok(f"sync {q(str(remote))}")
+    other = device(vault, tmp_path / "other")
+    other.ok(f"sync {q(str(remote))}")
+    vault.ok(f"sync {q(str(remote))}")
+    backup = tmp_path / "backup"
+    shutil.copytree(vault.vault, backup)
+    new = vault.passphrase_file("rotated")
+    vault.ok(f"passwd --rotate --new-passphrase-file {q(str(new))}; sync {q(str(remote))}")
+    (host / "after.txt").write_text("dropped after the rotation")
+    r = vault("drop", str(host / "after.txt"), passphrase=None, vault=remote)
+    assert r.rc == 0, r.describe()
+    # The attacker's copy: the backup, with the files of the remote it holds shorter (journals
+    # that grew) and the new ones of a drop's size (journals under the new key would make
+    # the old one refuse the vault).
+    for path in remote.rglob("*"):
+        if path.is_file() and "/" in str(path.relative_to(remote)):
+            mine = backup / path.relative_to(remote)
+            if mine.stat().st_size < path.stat().st_size if mine.exists() else path.stat().st_size > 4096:
+                mine.parent.mkdir(exist_ok=True)
+                if mine.exists():
+                    mine.unlink()
+                shutil.copyfile(path, mine)
+    r = vault.c("cat /Inbox/after.txt", vault=backup)
+    assert r.rc == 1 and r.err_lines[-1] == "narnia: error: cat: /Inbox/after.txt: no such file or folder", \
+        "the old key file opens the copy, and reads no file dropped after the rotation" + r.describe()
+
+
 def test_a_drop_made_while_a_session_is_open_is_adopted_at_its_next_sync(vault, tmp_path):
     """Review BK-4: adoption comes "at every unlock and after each sync", but a drop made while
     a session was open was adopted after its `sync` only when the sync received something (the

@@ -146,6 +146,9 @@ extension Vault {
         kdfParameters = parameters
         journalKeyChain.insert(fresh, at: 0)
         for id in journals.keys { journals[id]!.underCurrentMaster = false }
+        // The next record starts a journal under the new key: appended to the one open, it
+        // would be sealed under the old key, which old key files read.
+        journal = nil
         if let notDurable { throw notDurable }
         deleteRetiredFiles(others.map { RetiredFile(kind: .keyFile, id: $0) })
         dateRetiredKeyFilesBack()
