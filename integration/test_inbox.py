@@ -393,6 +393,23 @@ def test_a_forged_public_key_file_on_a_sync_remote_is_deleted_there(vault, tmp_p
     assert r.rc == 0 and r.out_lines[0] == vault.ok("inbox-key").out_lines[0], "droppers into the remote get the vault's key" + r.describe()
 
 
+def test_a_forged_public_key_file_in_place_of_the_vaults_own_on_a_remote_is_replaced_there(vault, tmp_path):
+    """Review DK-2: one put over the vault's own public key file on the remote, under its name
+    and of its length, went unseen: `sync` compared sizes only, and every file dropped into the
+    remote was sealed to whoever put it there."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    vault.ok(f"sync {q(str(remote))}")
+    [own] = [p for p in vault.vault.iterdir() if p.is_file() and p.stat().st_size == 72]
+    there = remote / own.name
+    there.chmod(0o600)
+    there.write_bytes(os.urandom(32) + (2 ** 62).to_bytes(8, "little") + os.urandom(32))
+    r = vault.c(f"sync {q(str(remote))}")
+    assert r.rc == 0 and f"narnia: warning: sync: {there} is not the inbox public key file here (damaged or altered there; it is written once and never changes): it was not taken, and the copy here replaces it" in r.err_lines, r.describe()
+    assert there.read_bytes() == own.read_bytes()
+    assert "is not the inbox public key file here" not in vault.ok(f"sync {q(str(remote))}").err
+
+
 def test_a_folder_drop_arriving_over_two_unlocks_stays_one_folder(vault, host):
     """A folder drop whose name a file holds in the inbox goes to `scans (2)`; the rest of the
     drop, arriving at a later unlock, joins it there (it went to a new `scans (3)`, and every

@@ -1021,10 +1021,11 @@ def test_a_longer_key_file_on_the_remote_never_replaces_the_whole_one_here(narni
     with open(remote / name, "ab") as f:
         f.write(os.urandom(33 if which == "key-file" else 26))   # 131 = 67 + 2 x 32; 98, a key file's
     r = narnia.ok(f"sync {q(str(remote))}")
-    assert f"narnia: warning: sync: {remote / name} is not the key file here (another length: damaged or altered there; a key file is written once and never changes): it was not taken, and the copy here replaces it" in r.err_lines, r.describe()
+    kind = "key file" if which == "key-file" else "inbox public key file"
+    assert f"narnia: warning: sync: {remote / name} is not the {kind} here (damaged or altered there; it is written once and never changes): it was not taken, and the copy here replaces it" in r.err_lines, r.describe()
     assert (narnia.vault / name).read_bytes() == here and (remote / name).read_bytes() == here
     r = narnia.ok(f"ls /; sync {q(str(remote))}; inbox-key")
-    assert r.out_lines[0] == "a" and "not the key file here" not in r.err, r.describe()
+    assert r.out_lines[0] == "a" and f"not the {kind} here" not in r.err, r.describe()
     other = other_device(narnia, remote, tmp_path / "other")
     assert other.ok("ls /").out_lines == ["a"]
 

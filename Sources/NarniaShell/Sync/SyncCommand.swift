@@ -76,6 +76,8 @@ enum SyncCommand {
         var fetching = SyncPlan.make(here: try vault.localSyncFiles(), there: there, vault: vault)
         try compareSameLengthJournals(&fetching, remote: remote, rclone: rclone, vault: vault, listIn: folder,
                                       folderThere: oneFolderHoldingAll(localFolders))
+        let keyFilesDiffering = try differingSameLengthKeyFiles(fetching, remote: remote, rclone: rclone, vault: vault, listIn: folder,
+                                                                folderThere: oneFolderHoldingAll(localFolders))
         var retiredThereConfirmed: [StorePath: Bool] = [:]
         try confirmRetiredThere(&fetching, remote: remote, rclone: rclone, vault: vault, known: &retiredThereConfirmed, fetchingOthers: true)
         let meter = ProgressMeter(session: s, label: "sync", totalBytes: UInt64(fetching.fetchBytes + fetching.sendBytes))
@@ -222,8 +224,12 @@ enum SyncCommand {
             file.kind == .journal && !fetching.forkedThere.contains(file.key) && isHere(file.path)
                 && (report.extendsThere.contains(file.key) || startSize[file.key] == there[file.key])
         }
+        for (file, size) in keyFilesDiffering where vault.isCheckedKeyFile(file) && isHere(file.path) { sending.replaceThere(file, size) }
         for file in sending.keyFilesAlteredThere {
-            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) is not the key file here (another length: damaged or altered there; a key file is written once and never changes): it was not taken, and the copy here replaces it")
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) is not the \(vault.isInboxPublicKeyFile(file) ? "inbox public key file" : "key file") here (damaged or altered there; it is written once and never changes): it was not taken, and the copy here replaces it")
+        }
+        for (file, _) in keyFilesDiffering where !vault.isCheckedKeyFile(file) {
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) differs from the \(vault.isInboxPublicKeyFile(file) ? "inbox public key file" : "key file") of that name here (one of them damaged or altered; it is written once and never changes): neither was changed")
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
@@ -443,6 +449,28 @@ enum SyncCommand {
             for (file, size) in unchecked where differing.contains(file.path) { plan.fetch(file, size) }
         }
     }
+
+    /// The key files and inbox public key files of one length here and there whose bytes
+    /// differ: written once, they never change, so a copy that differs is damage or forgery —
+    /// an inbox public key file put in place of the vault's own on the remote, to read what is
+    /// dropped there (review DK-2: sizes alone were compared, and it stayed there for good).
+    /// Compared byte for byte where the remote is one folder here, else by a hash both sides
+    /// have, else read (they are a few hundred bytes).
+    private static func differingSameLengthKeyFiles(_ plan: SyncPlan, remote: String, rclone: Rclone, vault: Vault, listIn folder: String,
+                                                    folderThere: String?) throws -> [(SyncFile, Int64)] {
+        let files = plan.sameLengthKeyFiles
+        guard !files.isEmpty else { return [] }
+        if let folderThere {
+            return try files.filter { file, _ in try !sameBytes(vault.directory + "/" + file.path, folderThere + "/" + file.path) }
+        }
+        if let differing = try rclone.differing(files.map(\.0.path), here: vault.directory, there: remote, listIn: folder) {
+            return files.filter { differing.contains($0.0.path) }
+        }
+        return try files.filter { file, size in
+            try rclone.bytes(of: Rclone.join(remote, file.path), offset: 0, count: Int(size)) != vault.bytes(of: file, offset: 0, count: Int(size))
+        }
+    }
+
 
     /// True when the files at `a` and `b` hold the same bytes (a file gone counts as differing).
     private static func sameBytes(_ a: String, _ b: String) throws -> Bool {

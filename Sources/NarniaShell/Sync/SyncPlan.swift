@@ -19,6 +19,9 @@ struct SyncPlan {
     /// Journals of the same length on both sides, taken to be the same (see
     /// `SyncCommand.compareSameLengthJournals`).
     var sameLengthJournals: [(SyncFile, Int64)] = []
+    /// Key files and inbox public key files of one length on both sides, compared whole before
+    /// the transfers (`SyncCommand.compareSameLengthKeyFiles`).
+    var sameLengthKeyFiles: [(SyncFile, Int64)] = []
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
     var forkedThere: Set<StorePath> = []
@@ -70,7 +73,9 @@ struct SyncPlan {
                 continue
             }
             switch verdict(file, here: size, there: remote, vault: vault) {
-            case .same: if file.kind == .journal { plan.sameLengthJournals.append((file, size)) }
+            case .same:
+                if file.kind == .journal { plan.sameLengthJournals.append((file, size)) }
+                if file.kind == .keyFile { plan.sameLengthKeyFiles.append((file, size)) }
             case .fetch: plan.fetch(file, remote)
             case .send:
                 if file.kind == .keyFile && vault.isWholeKeyFile(length: size) { plan.keyFilesAlteredThere.append(file) }
@@ -127,6 +132,13 @@ struct SyncPlan {
         case .journal:
             return .compare
         }
+    }
+
+    /// Sends the key file `file` over a copy there that is not it (`keyFilesAlteredThere`).
+    mutating func replaceThere(_ file: SyncFile, _ size: Int64) {
+        guard !sendFirst.contains(file) else { return }
+        keyFilesAlteredThere.append(file)
+        send(file, size)
     }
 
     private mutating func send(_ file: SyncFile, _ size: Int64) {
