@@ -387,7 +387,7 @@ def test_a_forged_public_key_file_on_a_sync_remote_is_deleted_there(vault, tmp_p
     planted = remote / os.urandom(16).hex()
     planted.write_bytes(os.urandom(32) + (2 ** 62).to_bytes(8, "little") + os.urandom(32))
     r = vault.c(f"sync {q(str(remote))}")
-    assert r.rc == 0 and f"narnia: warning: sync: {planted}, an inbox public key file this vault did not make, was deleted there too" in r.err_lines, r.describe()
+    assert r.rc == 0 and f"narnia: warning: sync: {planted}, an inbox public key file deleted here for the reason said below, was deleted there too" in r.err_lines, r.describe()
     assert not planted.exists() and not (vault.vault / planted.name).exists()
     r = vault("drop", "--show-key", passphrase=None, vault=remote)
     assert r.rc == 0 and r.out_lines[0] == vault.ok("inbox-key").out_lines[0], "droppers into the remote get the vault's key" + r.describe()

@@ -268,7 +268,9 @@ enum SyncCommand {
             guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
         }
         for file in forgedThere {
-            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))), an inbox public key file this vault did not make, was deleted there too")
+            // Why is the vault's warning, said when the sync ends (review DK-3: "this vault did
+            // not make" was wrong of a rotation on another device whose record had not arrived).
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))), an inbox public key file deleted here for the reason said below, was deleted there too")
         }
         report.deleted = sending.deleteHere.count + sending.deleteThere.count
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
