@@ -1218,6 +1218,19 @@ def test_find(sample):
         r = sample.ok(cmd)
         assert r.out_lines == expected, f"`{cmd}`" + r.describe()
     sample.fails("find / -type nonsense", "find")
+    # Review DM-2: a predicate given twice kept only the last, and listed what the first excluded.
+    for twice in ("-name 'a*' -name '*.jpg'", "-type folder -type photo", "-iname A* -iname '*.PNG'"):
+        r = sample.fails(f"find / {twice}", "find")
+        assert r.err_lines[0] == f"narnia: error: find: {twice.split()[0]} given twice: an item has one name and one kind", r.describe()
+
+
+def test_ls_refuses_flags_that_ask_for_another_listing_or_order(sample):
+    """Reviews DM-1, DM-6: `-g` won over `--json`, `-l`, `-R` and `-1` without a word (a script
+    asking for JSON got box drawing), and `-t` over `-S`."""
+    for flags, said in (("-g --json", "-g and --json"), ("-lg", "-g and -l"), ("-gR", "-g and -R"), ("-1g", "-g and -1"),
+                        ("-tS", "-t and -S")):
+        r = sample.fails(f"ls {flags} /photos", "ls")
+        assert r.err_lines[0] == f"narnia: error: ls: {said} cannot both be given", r.describe()
 
 
 def test_stat(sample):

@@ -478,6 +478,16 @@ def test_grid_draws_a_folder_of_mixed_kinds(tvault, media, tmp_path):
     trace.check()
 
 
+def test_ls_g_draws_in_the_order_asked_for(vault):
+    """Review DM-1: the grid was always in name order, whatever -t, -S or -r asked."""
+    vault.ok("mkdir /g; cd /g; import - a.txt; import - c.txt", input=b"x")
+    vault.ok("cd /g; import - b.txt", input=b"bigger than the others")
+    for flags, order in (("", "abc"), ("-r", "cba"), ("-S", "bac"), ("-Sr", "cab")):
+        plain = ANSI.sub("", vault.ok(f"ls -g {flags} /g").out)
+        shown = "".join(n[0] for n in re.findall(r"\b[abc]\.txt", plain))
+        assert shown == order, f"ls -g {flags}:\n{plain}"
+
+
 def test_grid_of_files_in_several_folders_draws_each_under_its_folder(vault, media):
     """Review AL: `grid /*/*.png` captioned thumbnails of two folders with their bare names."""
     vault.ok(f"mkdir /a /b; cd /a; import {q(str(media / 'photo.png'))}; cd /b; import {q(str(media / 'photo.png'))}")

@@ -64,6 +64,8 @@ public struct ParsedArguments {
     public var flags: [String: String]
     /// The operands, in order, as words (quoting kept for globbing).
     public var operands: [Word]
+    /// Flags taking a value that were given more than once (`flags` holds the last value).
+    public var givenTwice = Set<String>()
 
     public init(command: String, flags: [String: String] = [:], operands: [Word] = []) {
         self.command = command
@@ -119,6 +121,10 @@ extension CommandDescription {
         var parsed = ParsedArguments(command: name)
         var index = 0
         var flagsDone = false
+        func give(_ flag: FlagSpec, _ value: String) {
+            if flag.takesValue && parsed.flags[flag.spelling] != nil { parsed.givenTwice.insert(flag.spelling) }
+            parsed.flags[flag.spelling] = value
+        }
         while index < words.count {
             let word = words[index]
             let text = word.text
@@ -131,25 +137,25 @@ extension CommandDescription {
             if let flag = flag(text) {
                 if flag.takesValue {
                     guard index < words.count else { throw CommandFailure("\(text) needs a value") }
-                    parsed.flags[flag.spelling] = words[index].text
+                    give(flag, words[index].text)
                     index += 1
                 } else {
-                    parsed.flags[flag.spelling] = ""
+                    give(flag, "")
                 }
                 continue
             }
             if text.hasPrefix("--"), let equals = text.firstIndex(of: "="),
                let flag = flag(String(text[..<equals])), flag.takesValue {
-                parsed.flags[flag.spelling] = String(text[text.index(after: equals)...])
+                give(flag, String(text[text.index(after: equals)...]))
                 continue
             }
             // One-letter flags combined, as getopt reads them: `-rf`; one that takes a value
             // takes the rest of the word (`-L2`), or the next word when it ends it (`-dL 1`).
             if !text.hasPrefix("--"), text.count > 2, let cluster = combined(text.dropFirst()) {
-                for (flag, value) in cluster.flags { parsed.flags[flag.spelling] = value ?? "" }
+                for (flag, value) in cluster.flags { give(flag, value ?? "") }
                 if cluster.valueFollows {
                     guard index < words.count else { throw CommandFailure("\(text) needs a value") }
-                    parsed.flags[cluster.flags.last!.0.spelling] = words[index].text
+                    give(cluster.flags.last!.0, words[index].text)
                     index += 1
                 }
                 continue

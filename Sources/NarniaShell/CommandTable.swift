@@ -17,6 +17,9 @@ public enum CommandTable {
                   .flag("-t", "newest first"), .flag("-S", "largest first"), .flag("-r", "reverse the order"),
                   .flag("-R", "list the folders below too, each under its path"),
                   .flag("-g", "thumbnail grid: photos, video frames, icons"), .flag("--json", "one JSON object per line")],
+          // The grid is a listing of its own (review DM-1: -g silently won over --json, -l, -R
+          // and -1); -t and -S are two orders (DM-6: -t silently won).
+          exclusive: [["-g", "--json"], ["-g", "-l"], ["-g", "-R"], ["-g", "-1"], ["-t", "-S"]],
           operands: [.vaultPath], run: Browse.ls),
         CommandSpec("cd", usage: "[PATH|-]", abstract: "change the current vault folder",
           details: "Without PATH, or with ~, go to /. With -, go back to the previous folder.", operands: [.vaultPath], namesNothingRelative: Browse.cdIgnoresTheCurrentFolder, run: Browse.cd),

@@ -215,6 +215,11 @@ enum Browse {
         guard a.operands.count <= 1 else { throw CommandTable.tooManyArguments(for: "find") }
         let (start, id) = try a.operands.first.map { try s.folder($0) } ?? (s.cwd, s.resolve(s.cwd)!)
         guard !(a.has("-name") && a.has("-iname")) else { throw CommandFailure("give -name or -iname, not both") }
+        // An item matches every predicate given, as with find(1): one of them twice kept only
+        // the last (review DM-2: `-name 'a*' -name '*.dat'` listed beta.dat).
+        if let twice = ["-name", "-iname", "-type"].first(where: a.givenTwice.contains) {
+            throw CommandFailure("\(twice) given twice: an item has one name and one kind", hint: "give it once, and run find again for another")
+        }
         let ignoringCase = a.has("-iname")
         let name = (a.flags["-name"] ?? a.flags["-iname"]).map { GlobPattern(unquoted: ItemName.nfc(ignoringCase ? $0.lowercased() : $0)) }
         var kind: ItemKind?

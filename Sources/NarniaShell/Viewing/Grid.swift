@@ -21,7 +21,7 @@ enum Grid {
     /// `ls` on a terminal.
     static func wanted(_ s: Session, _ a: ParsedArguments) -> Bool {
         if a.has("-g") { return true }
-        return s.out.isTerminal && !a.has("-l") && !a.has("--json") && ViewingPreferences(s).grid
+        return s.out.isTerminal && !["-l", "--json", "-R", "-1"].contains(where: a.has) && ViewingPreferences(s).grid
     }
 
     /// `ls -g [-a] [PATH...]` and `grid [-a] [PATH...]`: files named on the command line in
@@ -36,17 +36,17 @@ enum Grid {
             for (i, folder) in fileFolders.keys.sorted(by: { utf8Order($0.description, $1.description) }).enumerated() {
                 if i > 0 { s.out.line("") }
                 s.out.line("\(s.shown(folder, on: s.out)):")
-                render(s, fileFolders[folder]!.map(\.1))
+                render(s, Browse.ordered(fileFolders[folder]!.map(\.1), a))
             }
         } else if !files.isEmpty {
-            render(s, files.map(\.1))
+            render(s, Browse.ordered(files.map(\.1), a))
         }
         for (i, (path, id)) in folders.enumerated() {
             if folders.count + files.count > 1 {
                 if i > 0 || !files.isEmpty { s.out.line("") }
                 s.out.line("\(s.shown(path, on: s.out)):")
             }
-            let children = Browse.sorted(s.vault.children(of: id))
+            let children = Browse.ordered(s.vault.children(of: id), a)
                 .filter { showHidden || !$0.name.hasPrefix(".") }
             render(s, children)
         }
