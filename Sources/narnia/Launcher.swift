@@ -103,12 +103,11 @@ struct Launcher {
         case .initialize:
             return initialize()
         case .enter:
-            return openAndRun(commands: stdinIsTerminal ? .interactive : .standardInput())
+            return openAndRun(commands: stdinIsTerminal ? .interactive : .standardInput)
         case .commands(let text):
             return openAndRun(commands: .text(text))
         case .batchFile(let path):
-            // Its lines are named `-:LINE`, as those of a file are (review AS).
-            if path == "-" { return openAndRun(commands: .standardInput(named: "-")) }
+            if path == "-" { return openAndRun(commands: .standardInput) }
             // Opened before the key derivation, so a mistyped name costs no passphrase.
             do {
                 let file = try FileDescriptor.open(path, .readOnly)
@@ -120,7 +119,7 @@ struct Launcher {
         case .drop(let arguments):
             return DropCommand(store: storeDirectory).run(arguments)
         case .cover:
-            if !stdinIsTerminal { return openAndRun(commands: .standardInput()) }
+            if !stdinIsTerminal { return openAndRun(commands: .standardInput) }
             Signals.enablePanicKey()
             if isFirstRun { return firstRun() }
             return cover()
@@ -465,8 +464,8 @@ struct Launcher {
         case .file(let fd):
             return BatchRunner(session: session, keepGoing: options.keepGoing, file: fd.path, echo: options.verbose)
                 .run(reader: LineReader(fd: fd.raw), keep: fd)
-        case .standardInput(let name):
-            return BatchRunner(session: session, keepGoing: options.keepGoing, file: name, echo: options.verbose).run(reader: LineReader(fd: 0), keep: nil)
+        case .standardInput:
+            return BatchRunner(session: session, keepGoing: options.keepGoing, file: "-", echo: options.verbose).run(reader: LineReader(fd: 0), keep: nil)
         }
     }
 }
@@ -482,8 +481,9 @@ enum CommandSource {
     case text(String)
     /// A batch file, opened before the vault.
     case file(FileDescriptor)
-    /// Piped commands; `named` `-` when given as `-b -`, whose lines messages name.
-    case standardInput(named: String? = nil)
+    /// Piped commands, with `-b -` or without: messages name their lines `-:LINE`, as those
+    /// of a file (reviews AS, DM-5: piped without `-b -`, they named none).
+    case standardInput
 
     var isInteractive: Bool { if case .interactive = self { true } else { false } }
     var isStandardInput: Bool { if case .standardInput = self { true } else { false } }
