@@ -111,6 +111,9 @@ def test_scripts_get_one_unambiguous_line_per_name(narnia, host):
     assert "zw\\u{200b}sp\\u{2060}\\u{feff}\\u{e0041}.txt" in lines, "characters that show as nothing are shown"
     found = narnia.ok("find /evil").out_lines
     assert "/evil/line1\\x0aline2" in found
+    # Review DM-4: the hex view's header too (it used the terminal's `?`).
+    narnia.ok("cd /evil; import - bin$'\\x1b'.dat", input=b"\xfe\x00\x01\x9b\xff" * 600)
+    assert narnia.ok("open /evil/bin$'\\x1b'.dat").out_lines[0] == "/evil/bin\\x1b.dat: data"
 
 
 def test_json_stays_exact(narnia, host):

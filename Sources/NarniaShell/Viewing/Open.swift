@@ -296,7 +296,7 @@ enum Viewing {
     static func hexView(_ s: Session, _ path: VaultPath, _ item: Item) throws {
         let head = (try? s.vault.readPrefix(of: item, limit: 1 << 20)) ?? []
         let description = head.withUnsafeBytes { s.classifier?.describe($0) } ?? "data"
-        let name = HiddenNames.active(s) ? HiddenNames.label(of: item, in: s.vault) : terminalSafe(path.description)
+        let name = HiddenNames.active(s) ? HiddenNames.label(of: item, in: s.vault) : s.shown(path, on: s.out)   // review DM-4: the script form off a terminal
         let header = "\(name): \(terminalSafe(description))\ntype: \(item.content?.mime ?? "")\nsize: \(item.size) bytes\n\n"
         try page(s) { fd in
             try Array(header.utf8).withUnsafeBytes { try writeAll(fd, $0.baseAddress!, $0.count) }
