@@ -332,3 +332,28 @@ def test_after_a_rotation_elsewhere_a_device_reseals_its_records_once(narnia, ho
     assert journal_files(laptop.vault) == resealed, "a new journal for each session"
     carry(laptop.vault, narnia.vault)
     assert narnia.ok("ls -1 /", passphrase="rotated").out == laptop.ok("ls -1 /", passphrase="rotated").out
+
+
+def test_a_device_away_does_not_make_another_compact_at_every_change(narnia, host, tmp_path):
+    """Review DL-1: the journals a compaction retired, kept until a device away reads of it,
+    still counted toward the 8 MiB past which a device compacts: after one compaction every
+    few kilobytes of changes compacted again, each snapshot retiring every journal before it
+    anew (1 MB of renames made 490 MB of journals while the other device was away)."""
+    narnia.init()
+    src = host / "src"
+    src.mkdir()
+    for i in range(1000):
+        (src / f"f{i:04}-with-a-longer-name-to-weigh-more.txt").write_text("x")
+    narnia.ok(f"import {q(str(src))}")
+    away = device(narnia, tmp_path / "away")
+    carry(away.vault, narnia.vault)        # known, so its reading is waited for
+    batch = host / "batch"
+    batch.write_text("cp -r /src /c\nrm -r /c\n" * 45)   # about 10 MB of records: one compaction
+    assert narnia("-b", str(batch)).rc == 0
+    after_one = journal_files(narnia.vault)
+    batch.write_text("cp -r /src /c\nrm -r /c\n" * 15)   # about 3 MB more
+    assert narnia("-b", str(batch)).rc == 0
+    after_more = journal_files(narnia.vault)
+    # One compaction: its snapshot, beside the journal it retired and the other device's.
+    assert len(after_one) == 3 and after_more == after_one, (sorted(after_one), sorted(after_more))
+    assert narnia.ok("ls /; verify").out_lines == ["src", "verified 1001 items, all intact"]

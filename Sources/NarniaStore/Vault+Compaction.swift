@@ -1,15 +1,22 @@
 /// Compaction: this device's journals rewritten as one snapshot of what they still hold
 /// (docs/FORMAT.md, "Compaction").
 extension Vault {
-    /// Rewrites this device's journals when they have grown past 8 MiB and to more than twice
-    /// an estimate of the live metadata, so replay at open stays proportional to the vault,
-    /// not to its history. Housekeeping: the change is committed already, and a failed
-    /// compaction (a full disk) leaves the journals as they were.
+    /// Rewrites this device's journals when those not retired have grown past 8 MiB, and since
+    /// the last snapshot by more than twice an estimate of the live metadata and by more than
+    /// that snapshot, so replay at open stays proportional to the vault, not to its history,
+    /// and no more than half of what is written is snapshots. Housekeeping: the change is
+    /// committed already, and a failed compaction (a full disk) leaves the journals as they
+    /// were.
+    ///
+    /// A snapshot holds more than the live items: the places of the files ever removed and the
+    /// folders ever made ("Compaction" in docs/FORMAT.md). Weighed against the live items
+    /// alone, a snapshot near 8 MiB was written again after every few hundred kilobytes of
+    /// changes (review DL-1, with the retired journals a device away had not read counted).
     func compactIfWorthIt() {
-        let size = ownJournalBytes
+        let size = liveOwnJournalBytes
         let growth = size - bytesAtLastCompaction
         let estimate = Int64(view.items.count) * 160 + 4096
-        guard !isCompacting, size > 8 << 20, growth > 2 * estimate else { return }
+        guard !isCompacting, size > 8 << 20, growth > max(2 * estimate, bytesAtLastCompaction) else { return }
         try? compact()
     }
 
@@ -34,7 +41,7 @@ extension Vault {
             }
             try commit(ops, view: .none, startsSnapshot: index == 0)
         }
-        bytesAtLastCompaction = ownJournalBytes
+        bytesAtLastCompaction = liveOwnJournalBytes
     }
 }
 

@@ -101,12 +101,12 @@ extension Vault {
         bytesAtLastCompaction = ownJournalBytesAtLastCompaction
     }
 
-    /// What this device's journals held when its newest snapshot was written (its older
-    /// journals, still present, and the snapshot): the growth since, not since this session
+    /// What this device's journals not retired held when its newest snapshot was written (the
+    /// snapshot, and any older one not retired): the growth since, not since this session
     /// began, is what `compactIfWorthIt` weighs — a vault used through `-c` and `-b` opened
     /// anew at every command, and never compacted (review AG). Without a snapshot, 0.
     var ownJournalBytesAtLastCompaction: Int64 {
-        let own = journals.values.filter { $0.device == device }
+        let own = liveOwnJournals
         guard let last = own.filter({ $0.snapshotEnd != nil }).max(by: { $0.previousSeq < $1.previousSeq }) else { return 0 }
         return own.filter { $0.previousSeq < last.previousSeq }.reduce(last.snapshotEnd!) { $0 + ($1.end?.offset ?? 0) }
     }
@@ -347,8 +347,18 @@ extension Vault {
     }
 
     /// Bytes of this device's journals present: what compaction can shrink.
-    var ownJournalBytes: Int64 {
-        journals.values.filter { $0.device == device }.reduce(0) { $0 + ($1.end?.offset ?? 0) }
+    /// The bytes of this device's journals that no retirement retired: the newest snapshot and
+    /// what followed it. Retired ones wait for other devices to read their retirement and are
+    /// not counted (review DL-1: counted, they kept the size past 8 MiB after a compaction
+    /// while another device was away, and every few kilobytes of changes compacted again, each
+    /// snapshot retiring all before it anew: 490 MB of journals for 1 MB of renames).
+    var liveOwnJournalBytes: Int64 {
+        liveOwnJournals.reduce(0) { $0 + ($1.end?.offset ?? 0) }
+    }
+
+    /// This device's journals that no retirement retired.
+    private var liveOwnJournals: [JournalFile] {
+        journals.values.filter { $0.device == device && state.retired[RetiredFile(kind: .journal, id: $0.id)] == nil }
     }
 
     /// Derives the tree anew from the merged state.
