@@ -48,7 +48,7 @@ _narnia()
         if [[ $word == drop ]]; then
             # `drop` takes host files (or - NAME) and its own flags; no passphrase.
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(IFS=' ' compgen -W "-v -q --show-key -h --help -" -- "$cur"))
+                COMPREPLY=($(IFS=' ' compgen -W "-v -q --verbose --quiet --show-key -h --help -" -- "$cur"))
             else
                 compopt -o filenames 2>/dev/null
                 COMPREPLY=($(compgen -f -- "$cur"))

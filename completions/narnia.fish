@@ -52,6 +52,6 @@ complete -c narnia -n __narnia_needs_mode -a drop -d 'Add files to the inbox, no
 # After `drop`: host files, - NAME, and the drop command's flags.
 complete -c narnia -n '__fish_seen_subcommand_from drop' -F
 complete -c narnia -n '__fish_seen_subcommand_from drop' -l show-key -d 'Print the key drops are sealed to'
-complete -c narnia -n '__fish_seen_subcommand_from drop' -s v -d 'A line per file dropped'
-complete -c narnia -n '__fish_seen_subcommand_from drop' -s q -d 'No line per file and no summary'
+complete -c narnia -n '__fish_seen_subcommand_from drop' -s v -l verbose -d 'A line per file dropped'
+complete -c narnia -n '__fish_seen_subcommand_from drop' -s q -l quiet -d 'No line per file and no summary'
 complete -c narnia -n '__fish_seen_subcommand_from drop' -s h -l help -d 'Print the usage of drop'

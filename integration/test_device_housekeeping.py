@@ -298,9 +298,24 @@ def test_a_sync_that_brings_another_devices_passwd_says_so(narnia, tmp_path):
     laptop.ok(f"sync {q(str(remote))}")
     narnia.ok(f"sync {q(str(remote))}")
     narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('changed')))}; sync {q(str(remote))}")
+    before = {p.name for p in laptop.vault.iterdir()}
     r = laptop.ok(f"sync {q(str(remote))}; pwd")
     assert "narnia: warning: sync: the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault" in r.err_lines, r.describe()
     assert r.out_lines[-1] == "/", r.describe()
+    # Review DN-1: the old passphrase is refused, saying why and what to do should the new one
+    # be refused too (a forged copy of the new key file locked the device out, without a word).
+    [new_name] = [p.name for p in laptop.vault.iterdir() if p.name not in before and p.is_file() and p.stat().st_size == 98]
+    real = (laptop.vault / new_name).read_bytes()
+    (laptop.vault / new_name).unlink()
+    (laptop.vault / new_name).write_bytes(os.urandom(98))      # altered on the way
+    assert laptop.c("pwd", passphrase="changed").rc == 3
+    r = laptop.c("pwd")
+    assert r.rc == 3 and r.err_lines[-1] == (
+        "narnia: error: this passphrase was changed with 'passwd' (on another device, or here): open the vault with the new one; "
+        f"should that be refused too, the new key file here ({new_name}) may be damaged or altered: put a copy of it from the "
+        "device that changed the passphrase in its place"), r.describe()
+    (laptop.vault / new_name).unlink()
+    (laptop.vault / new_name).write_bytes(real)
     assert laptop.c("pwd").rc == 3 and laptop.ok("pwd", passphrase="changed").out == "/\n"
     r = laptop.ok(f"sync {q(str(remote))}", passphrase="changed")
     assert "passphrase was changed" not in r.err, "said once" + r.describe()

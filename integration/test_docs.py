@@ -360,7 +360,7 @@ def test_fish_drop_completes_host_files_and_its_flags(host_tree):
 
 
 def test_fish_offers_after_drop_only_what_drop_takes(host_tree):
-    assert sorted(fish_complete("narnia drop -", host_tree)) == ["--help", "--show-key", "-h", "-q", "-v"]
+    assert sorted(fish_complete("narnia drop -", host_tree)) == ["--help", "--quiet", "--show-key", "--verbose", "-h", "-q", "-v"]
     offered = set(fish_complete("narnia init -", host_tree))
     assert "-c" not in offered and "-b" not in offered, "a mode is chosen: -c and -b are usage errors now"
     assert "--vault" in offered

@@ -70,6 +70,14 @@ def test_passwd_asks_the_current_passphrase_then_the_new_one_twice(vault):
         assert "passphrase changed" in clean(s.skipped)
         for secret in (DEFAULT_PASSPHRASE, "a brand new passphrase", "not it", "a different one"):
             assert secret.encode() not in s.output, f"{secret!r} was echoed"
+        # Review DP-1: with the new one in a file too (whoever sits at an open session could
+        # write one with `!` and lock its owner out).
+        file = vault.passphrase_file("from a file")
+        s.send(f"passwd --new-passphrase-file {file}\r")
+        s.expect("Current passphrase: ")
+        s.send("not it\r")
+        s.prompt("/")
+        assert "wrong passphrase; nothing was changed" in clean(s.skipped)
         s.send("exit\r")
         assert s.wait() == 0
     finally:

@@ -10,7 +10,7 @@ public enum CommandTable {
 
     static let vaultCommands: [CommandSpec] = [
         CommandSpec("ls", usage: "[-1adlhtSrRg] [--json] [PATH...]", abstract: "list a folder's items",
-          details: "Not on a terminal (or with -1): one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints JSON Lines, one object per item (with \"here\": false for such a file); -R lists every folder below too; -d lists a folder named as itself, not its items; -g draws a thumbnail grid. Names sort by name; -t puts the newest first, -S the largest, -r reverses.",
+          details: "Not on a terminal (or with -1): one name per line. -l adds kind, size and date, and '(not on this device)' after a file whose content has not arrived; --json prints JSON Lines, one object per item (with \"here\": false for such a file); -R lists every folder below too; -d lists a folder named as itself, not its items; -g draws a thumbnail grid (not with -l, -1, -R or --json). Names sort by name; -t puts the newest first, -S the largest (not both), -r reverses.",
           flags: [.flag("-l", "long listing: kind, size, date, name"), .flag("-a", "include names starting with a dot"),
                   .flag("-d", "list folders themselves, not their items"),
                   .flag("-1", "one name per line, on a terminal too"), .flag("-h", "sizes for people (1.5M) in scripts too"),
@@ -66,6 +66,7 @@ public enum CommandTable {
           exclusive: [["-f", "-n"]],
           operands: [.vaultPath], treeUse: .reshapes, run: Rearrange.cp),
         CommandSpec("find", usage: "[PATH] [-name GLOB|-iname GLOB] [-type photo|video|document|other|folder]", abstract: "list items below a folder by name or kind",
+          details: "An item is listed when it matches every option given; each is given at most once.",
           flags: [.flag("-name", value: "GLOB", "match names against GLOB"), .flag("-iname", value: "GLOB", "the same, ignoring case"),
                   .flag("-type", value: "KIND", "match a kind")],
           operands: [.vaultPath], run: Browse.find),

@@ -4,6 +4,11 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     case noVault(String)
     /// The passphrase does not open the store, or the key file was altered (exit status 3).
     case wrongPassphrase
+    /// The passphrase opens only a key file that `passwd` retired, while key files that are not
+    /// retired (`live`, their names) are present: refused as a wrong one, but said (review DN-1:
+    /// a forged copy of another device's new key file locked a device out, and nothing said
+    /// what to do).
+    case retiredPassphrase(live: [String])
     /// Every key file asks for Argon2id limits beyond SENSITIVE, which are refused before
     /// deriving (exit status 3).
     case refusedLimits(KDFParametersDescription)
@@ -22,10 +27,22 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     /// A tree operation's precondition failed; the text says which.
     case refused(String)
 
+    /// True for the answers to a passphrase that opens nothing it may: on a terminal, asked again.
+    public var isWrongPassphrase: Bool {
+        switch self {
+        case .wrongPassphrase, .retiredPassphrase: return true
+        default: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .noVault(let dir): return "no vault at \(dir)"
         case .wrongPassphrase: return "wrong passphrase"
+        case .retiredPassphrase(let live):
+            let files = live.count == 1 ? "the new key file here (\(live[0])) may be damaged or altered: put a copy of it"
+                : "the new key files here (\(live.joined(separator: ", "))) may be damaged or altered: put a copy of the right one"
+            return "this passphrase was changed with 'passwd' (on another device, or here): open the vault with the new one; should that be refused too, \(files) from the device that changed the passphrase in its place"
         case .refusedLimits(let p): return "the store's key file asks for a key derivation of \(p.text), more than narnia accepts (at most 4 passes and 1 GiB); it may have been altered"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"

@@ -377,10 +377,10 @@ struct Launcher {
                 }, anotherPassphrase: askAnother)
             } catch VaultError.noVault(let dir) {
                 failNoVault(dir)
-            } catch VaultError.wrongPassphrase {
+            } catch let error as VaultError where error.isWrongPassphrase {
                 // On a terminal, two more tries, as sudo gives, each costing the whole derivation.
-                guard asked && tries < PassphraseQuestions.tries else { Launcher.fail("wrong passphrase", status: 3) }
-                fputs("narnia: wrong passphrase; try again\n", StandardStream.error)
+                guard asked && tries < PassphraseQuestions.tries else { Launcher.fail(error.description, status: 3) }
+                fputs("narnia: \(error.description); try again\n", StandardStream.error)
                 tries += 1
                 do { secret = try questions.ask("Passphrase: ") } catch { Launcher.failAsking(error) }
             } catch VaultError.refusedLimits(let limits) {

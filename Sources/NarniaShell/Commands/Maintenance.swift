@@ -45,21 +45,30 @@ enum Maintenance {
         guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "passwd") }
         try s.vault.refuseKeyChangeAfterRotationElsewhere()   // before any question
         let passphrase: Secret
-        if let file = a.flags["--new-passphrase-file"] {
-            passphrase = try PassphraseSource.readFirstLine(path: file)
-            try PassphraseSource.checkNew(passphrase, from: file)
-        } else if let questions = s.passphraseQuestions {
+        let file = a.flags["--new-passphrase-file"]
+        if let questions = s.passphraseQuestions {
+            // The current passphrase first, as passwd(1) asks, wherever the new one comes from
+            // (review DP-1: with the file nothing was asked, and whoever sat at an open session
+            // could write one with `!` and lock its owner out).
             do {
                 let current = try questions.ask("Current passphrase: ")
                 guard try s.vault.opens(withPassphrase: current) else {
                     throw CommandFailure("wrong passphrase; nothing was changed")
                 }
-                passphrase = try questions.newPassphrase()
+                if let file {
+                    passphrase = try PassphraseSource.readFirstLine(path: file)
+                    try PassphraseSource.checkNew(passphrase, from: file)
+                } else {
+                    passphrase = try questions.newPassphrase()
+                }
             } catch PassphraseError.interrupted {
                 throw Cancelled()
             } catch PassphraseError.mismatch {
                 throw CommandFailure("the two passphrases differ; nothing was changed")
             }
+        } else if let file {
+            passphrase = try PassphraseSource.readFirstLine(path: file)
+            try PassphraseSource.checkNew(passphrase, from: file)
         } else {
             // A -c or -b run never asks, on a terminal or not (review CA-4: it said there was none).
             throw s.interactive
