@@ -252,6 +252,16 @@ def test_sync_carries_a_rotated_inbox_key_so_drops_go_on(narnia, host, tmp_path)
     assert other.ok("cat /Inbox/a.txt").out == "dropped after the rotation\n"
 
 
+def a_laptop_synced_through_a_remote(narnia: Narnia, tmp_path: Path) -> tuple[Narnia, Path]:
+    """Another device of narnia's vault, and a folder remote both have synced with."""
+    laptop = device(narnia, tmp_path / "laptop")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    laptop.ok(f"sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    return laptop, remote
+
+
 def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_whole(narnia, host, tmp_path):
     """Another device ran `passwd --rotate`: its journals are sealed under a master key this
     session does not hold. The sync used to fail with the merge half done (the session's item
@@ -261,11 +271,7 @@ def test_a_sync_that_brings_another_devices_new_master_key_leaves_the_session_wh
     narnia.init()
     (host / "a.txt").write_text("kept\n")
     narnia.ok(f"import {q(str(host / 'a.txt'))}")
-    laptop = device(narnia, tmp_path / "laptop")
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    laptop.ok(f"sync {q(str(remote))}")
-    narnia.ok(f"sync {q(str(remote))}")
+    laptop, remote = a_laptop_synced_through_a_remote(narnia, tmp_path)
     narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
     narnia.ok(f"sync {q(str(remote))}", passphrase="rotated")
     laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
@@ -292,11 +298,7 @@ def test_a_sync_that_brings_another_devices_passwd_says_so(narnia, tmp_path):
     """Review DH-4: a `sync` that brought another device's `passwd` said nothing, and the next
     open with the passphrase the session was opened with was refused, "wrong passphrase"."""
     narnia.init()
-    laptop = device(narnia, tmp_path / "laptop")
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    laptop.ok(f"sync {q(str(remote))}")
-    narnia.ok(f"sync {q(str(remote))}")
+    laptop, remote = a_laptop_synced_through_a_remote(narnia, tmp_path)
     narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('changed')))}; sync {q(str(remote))}")
     before = {p.name for p in laptop.vault.iterdir()}
     r = laptop.ok(f"sync {q(str(remote))}; pwd")
