@@ -346,7 +346,6 @@ extension Vault {
         journals.values.filter { $0.device == device }.max { $0.firstSeq < $1.firstSeq }
     }
 
-    /// Bytes of this device's journals present: what compaction can shrink.
     /// The bytes of this device's journals that no retirement retired: the newest snapshot and
     /// what followed it. Retired ones wait for other devices to read their retirement and are
     /// not counted (review DL-1: counted, they kept the size past 8 MiB after a compaction

@@ -43,14 +43,6 @@ extension Vault {
 
     // MARK: The passphrase
 
-    /// Wraps the master key under a new passphrase in a new key file with a fresh name and
-    /// salt, and retires every other key file present: once every device has heard, they are
-    /// deleted, and one that comes back is never used. Content is not re-encrypted.
-    ///
-    /// The retirement is recorded first and the new key file written after, so that a crash
-    /// in between leaves exactly one passphrase that opens the vault: the old one (a retired
-    /// key file opens while no live one is present) until the new key file exists, then only
-    /// the new one.
     /// Refuses a change of passphrase or master key in a session that found another device's
     /// `passwd --rotate` and cannot read past it (review DH-2: `passwd` then said "passphrase
     /// changed" for a passphrase that opened only the replaced master key, and `--rotate`
@@ -61,6 +53,14 @@ extension Vault {
         throw VaultError.refused("another device changed the vault's master key ('passwd --rotate'), which this session cannot read; nothing was changed: open the vault again, with the passphrase chosen then, and change it there")
     }
 
+    /// Wraps the master key under a new passphrase in a new key file with a fresh name and
+    /// salt, and retires every other key file present: once every device has heard, they are
+    /// deleted, and one that comes back is never used. Content is not re-encrypted.
+    ///
+    /// The retirement is recorded first and the new key file written after, so that a crash
+    /// in between leaves exactly one passphrase that opens the vault: the old one (a retired
+    /// key file opens while no live one is present) until the new key file exists, then only
+    /// the new one.
     public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
         try refuseKeyChangeAfterRotationElsewhere()
         let salt = randomBytes(PassphraseKey.saltLength)

@@ -137,9 +137,6 @@ extension Vault {
         file.kind == .object ? state.objectUses[file.id]?.length : nil
     }
 
-    /// True when a key file of `length` bytes is whole as far as its length tells (as
-    /// `liveKeyFile` judges), or is an inbox public key file's length: both are written once,
-    /// whole, under fresh names, so another version of one is damage or forgery, never newer.
     /// True for a key file here whose bytes this session has checked: the key file it opened,
     /// and the inbox public key files, judged at open (`checkInboxPublicFiles`).
     public func isCheckedKeyFile(_ file: SyncFile) -> Bool {
@@ -151,6 +148,9 @@ extension Vault {
         file.kind == .keyFile && inventory.inboxKeys[file.id] != nil
     }
 
+    /// True when a key file of `length` bytes is whole as far as its length tells (as
+    /// `liveKeyFile` judges), or is an inbox public key file's length: both are written once,
+    /// whole, under fresh names, so another version of one is damage or forgery, never newer.
     public func isWholeKeyFile(length: Int64) -> Bool {
         if length == Int64(InboxPublicKeyFile.length) { return true }
         guard let count = KeyFile.masterCount(ofLength: Int(length)) else { return false }

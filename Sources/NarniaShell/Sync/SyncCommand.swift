@@ -473,7 +473,6 @@ enum SyncCommand {
         }
     }
 
-
     /// True when the files at `a` and `b` hold the same bytes (a file gone counts as differing).
     private static func sameBytes(_ a: String, _ b: String) throws -> Bool {
         guard let one = try? FileDescriptor.open(a, .readOnly), let other = try? FileDescriptor.open(b, .readOnly) else { return false }

@@ -20,7 +20,7 @@ struct SyncPlan {
     /// `SyncCommand.compareSameLengthJournals`).
     var sameLengthJournals: [(SyncFile, Int64)] = []
     /// Key files and inbox public key files of one length on both sides, compared whole before
-    /// the transfers (`SyncCommand.compareSameLengthKeyFiles`).
+    /// the transfers (`SyncCommand.differingSameLengthKeyFiles`).
     var sameLengthKeyFiles: [(SyncFile, Int64)] = []
     /// Those of them fetched because their ends differ: the remote holds another version of
     /// this device's journal, and the version here must never be sent over it.
