@@ -1160,6 +1160,24 @@ def test_a_batch_line_read_in_a_folder_another_device_moved_or_replaced_is_not_r
     assert "tmp" in b.ok("ls /archive").out_lines and "tmp" in b.ok("ls /trip").out_lines
 
 
+def test_a_line_read_in_a_folder_merged_with_another_devices_of_its_name_runs(narnia, host):
+    """Review DO-1: `mkdir -p` of one folder on two devices merges the two (rule 4), under the
+    identifier of the one made first: a session standing in the other refused its next line,
+    "that folder was moved or removed on another device", though nothing was."""
+    narnia.init()
+    b = device_not_yet_written(narnia, host / "B")
+    narnia.ok("mkdir -p /p/x; cd /p/x; import - a.txt", input=b"a")   # made first
+    session = b.popen("-b", "-", stdin=subprocess.PIPE)
+    session.stdin.write(b"mkdir -p /p/x\ncd /p/x\npwd\n")
+    session.stdin.flush()
+    assert session.stdout.readline() == b"/p/x\n"
+    carry(narnia.vault, b.vault)
+    time.sleep(0.2)
+    out, err = session.communicate(b"mkdir y\nls\n", timeout=60)
+    assert session.returncode == 0, err.decode()
+    assert out.decode().splitlines()[-2:] == ["a.txt", "y"], (out, err)
+
+
 def test_a_journal_replaced_after_the_sessions_last_write_is_saved_when_it_ends(narnia, host):
     """Review CJ-2: replaced after the session's last write, the journal was found by no
     append, and what the session had written (reported done) was lost when it ended."""

@@ -162,7 +162,8 @@ public final class Vault {
         return vault
     }
 
-    /// Checks that a vault can be created in `directory`: it must be missing or an empty folder.
+    /// Checks that a vault can be created in `directory`: it must be missing or an empty folder
+    /// (but for what Syncthing keeps in a folder it shares, `syncEngineMarkers`).
     /// Returns true when the folder must be created.
     /// - Throws: `VaultError.alreadyExists` when it holds a store, `.notAFolder` for a file,
     ///   `.notEmpty` for a folder holding anything else.
@@ -171,12 +172,18 @@ public final class Vault {
         guard let st = try FileSystem.statIfExists(directory) else { return true }
         guard st.isDirectory else { throw VaultError.notAFolder(directory) }
         let names = try FileSystem.listDirectoryCountingUndecodable(directory)
-        guard names.names.isEmpty && names.undecodable.isEmpty else {
+        guard names.names.allSatisfy(syncEngineMarkers.contains) && names.undecodable.isEmpty else {
             let hasKeyFile = names.names.contains { StoreName.identifier(in: $0, digits: 32) != nil }
             throw hasKeyFile ? VaultError.alreadyExists(directory) : VaultError.notEmpty(directory)
         }
         return false
     }
+
+    /// What Syncthing keeps in a folder it shares, the store's among them (the man page says to
+    /// share the store's folder itself): its marker, its ignore patterns and its versions,
+    /// which the store leaves alone (review DO-2: `init` in a folder shared empty was refused,
+    /// "not an empty folder").
+    static let syncEngineMarkers: Set<String> = [".stfolder", ".stignore", ".stversions"]
 
     /// True when `directory` holds nothing but empty folders named like a store's shard folders:
     /// what an `init` killed before its first file leaves, or what a sync engine that makes

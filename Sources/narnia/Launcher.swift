@@ -412,7 +412,7 @@ struct Launcher {
             hint = "\(shown) is not a folder; give --vault the store's folder"
         } else if Vault.holdsOnlyEmptyShardFolders(dir) {
             hint = Self.emptyShardFoldersHint
-        } else if let names = try? FileSystem.listDirectory(dir), !names.isEmpty {
+        } else if (try? Vault.checkCanCreate(at: dir)) == nil {
             hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
         } else {
             hint = "create one with: narnia --vault \(shellQuote(dir)) init"
