@@ -535,7 +535,7 @@ final class MergeTests: XCTestCase {
             let v = try open(dir)
             compacted = snapshots(v)
             XCTAssertFalse(compacted.isEmpty, "never compacted")
-            XCTAssertLessThan(v.ownJournalBytes, 8 << 20)
+            XCTAssertLessThan(v.liveOwnJournalBytes, 8 << 20)
         }
         for i in 0..<3 {
             do { try open(dir).setSetting("small\(i)", "v") }
