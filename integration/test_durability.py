@@ -216,6 +216,28 @@ def test_sigterm_while_originals_are_removed_keeps_the_rest_and_says_so(vault, t
     assert all(vault.ok(f"cat /d/{name}").out == (src / name).read_text() for name in kept)
 
 
+def test_import_move_says_what_it_imported_before_it_removes_an_original(vault, tmp_path):
+    """Review DR-1: the `imported` lines of a batch waited in the output's buffer while its
+    originals were removed: killed then, originals were gone and a script's log held none of
+    them. Killed at any removal, every original gone is named in the log."""
+    src = tmp_path / "d"
+    log = tmp_path / "import.log"
+    for when in (1, 5, 15):
+        src.mkdir()
+        for i in range(20):
+            (src / f"f{i:02}").write_text(f"file {i}\n")
+        with open(log, "w") as out:
+            r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=unlinkat", "-e", f"inject=unlinkat:signal=KILL:when={when}"]
+                               + vault.argv(["-c", f"import --move {q(str(src))}"]), stdout=out, stderr=subprocess.PIPE,
+                               env=vault.env, cwd=vault.workdir)
+        left = {f.name for f in src.iterdir()}
+        said = {line.split(" -> ")[0].rsplit("/", 1)[-1] for line in log.read_text().splitlines() if line.startswith("imported ")}
+        gone = {f"f{i:02}" for i in range(20)} - left
+        assert r.returncode in (-9, 137) and gone and gone <= said, (when, sorted(gone), sorted(said))
+        vault.ok("rm -r /d")
+        shutil.rmtree(src)
+
+
 def test_on_a_local_file_system_one_syncfs_does(vault, tmp_path):
     narnia = vault
     """The fast path stays: on the test folder's own (local) file system, one `syncfs`."""

@@ -274,17 +274,21 @@ struct ImportRun: HostTreeVisitor {
         for folder in pendingFolders { movedFolders.append(folder.identity, path: folder.path, top: folder.top) }
         pendingFolders.removeAll()
         var keptAtTermination = 0
-        for (id, host, original) in pendingOriginals {
+        for (id, host, _) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
-            if move && Session.terminationRequested {
-                // The process ends within its grace, wherever it is: no removal is begun, and
-                // what was imported is said (review DF-2: cut inside one, on a slow file
-                // system, a hidden copy was left and nothing said).
+        }
+        // Every file committed is said before the first original goes (review DR-1: the lines
+        // waited in the buffer, and a kill during the removals left originals gone and the
+        // log of a script without a word of them).
+        session.out.flush()
+        for (id, host, original) in pendingOriginals where move {
+            if Session.terminationRequested {
+                // The process ends within its grace, wherever it is: no removal is begun (review
+                // DF-2: cut inside one, on a slow file system, a hidden copy was left).
                 keptAtTermination += 1
-                session.out.flush()
-            } else if move, let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
+            } else if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
                 session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
-            } else if move {
+            } else {
                 do {
                     let removal = try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
