@@ -1178,6 +1178,39 @@ def test_a_line_read_in_a_folder_merged_with_another_devices_of_its_name_runs(na
     assert out.decode().splitlines()[-2:] == ["a.txt", "y"], (out, err)
 
 
+def test_a_line_read_in_a_removed_folder_shown_again_and_merged_is_not_run(narnia, host):
+    """Review DQ-1: B stands in /m, which A removes while B puts a file in it (so it is shown
+    again, rule 3) and C, unknown to both, made a /m of its own first (rule 4 merges them): the
+    fix of DO-1 took the merged folder for B's, and `rm *` read in it removed C's file, never
+    shown on B."""
+    def push(source: Narnia, target: Narnia):   # as a sync engine: what is new or longer
+        for p in sorted(source.vault.rglob("*")):
+            t = target.vault / p.relative_to(source.vault)
+            if p.is_dir():
+                t.mkdir(exist_ok=True)
+            elif not t.exists() or t.stat().st_size < p.stat().st_size:
+                shutil.copy2(p, t.with_name(t.name + ".carrying"))
+                os.replace(t.with_name(t.name + ".carrying"), t)
+    narnia.init()
+    b, c = device_not_yet_written(narnia, host / "B"), device_not_yet_written(narnia, host / "C")
+    c.ok("mkdir /m; cd /m; import - c-secret.txt", input=b"c")
+    session = b.popen("-b", "-", stdin=subprocess.PIPE)
+    session.stdin.write(b"mkdir -p /m\ncd /m\npwd\n")
+    session.stdin.flush()
+    assert session.stdout.readline() == b"/m\n"
+    push(b, narnia)
+    narnia.ok("rm -r /m")
+    session.stdin.write(b"mkdir late\npwd\n")     # B, not yet told
+    session.stdin.flush()
+    assert session.stdout.readline() == b"/m\n"
+    push(narnia, b)
+    push(c, b)
+    time.sleep(0.2)
+    out, err = session.communicate(b"rm -r *\n", timeout=60)
+    assert session.returncode == 1 and "the line typed in /m was not run: that folder was moved or removed on another device" in err.decode(), err.decode()
+    assert "c-secret.txt" in b.ok("ls /m").out_lines
+
+
 def test_a_journal_replaced_after_the_sessions_last_write_is_saved_when_it_ends(narnia, host):
     """Review CJ-2: replaced after the session's last write, the journal was found by no
     append, and what the session had written (reported done) was lost when it ended."""

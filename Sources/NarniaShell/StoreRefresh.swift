@@ -36,9 +36,11 @@ extension Session {
         if typedAtPrompt && change.changedTree && use == .reshapes {
             err.messageLine("narnia: error: the line was not run: other devices' changes arrived while it was typed, after the prompt showed the vault")
             err.messageLine("narnia: hint: look again; Up brings the line back")
-        } else if use > .none && (cwd != typedIn || (cwdID != folder && !vault.folder(cwdID, standsFor: folder))) {
+        } else if use > .none && (cwd != typedIn || (cwdID != folder && !(vault.folder(cwdID, standsFor: folder) && !vault.wasRemoved(folder)))) {
             // (A folder merged with another device's of its name — `mkdir -p` on both — is
-            // still the folder the line was typed in: review DO-1.)
+            // still the folder the line was typed in: review DO-1; not one removed there and
+            // shown again for what this device put in it meanwhile, DQ-1: `rm *` removed what
+            // a third device's folder of its name held, never shown here.)
             err.messageLine("narnia: error: \(located)the line typed in \(inMessage(typedIn)) was not run: that folder was moved or removed on another device")
         } else {
             return true

@@ -38,6 +38,12 @@ extension Vault {
         view.members(of: shown).contains(id)
     }
 
+    /// True when a device removed the item `id` (it may still be shown, when another device
+    /// put items in it meanwhile: rule 3 of "Merging" in docs/FORMAT.md).
+    public func wasRemoved(_ id: Identifier) -> Bool {
+        state.tombstones.contains(id)
+    }
+
     /// The item called `name` directly inside `folder`.
     public func child(named name: String, in folder: Identifier) -> Item? {
         guard let id = view.children[folder]?[name] else { return nil }
