@@ -501,6 +501,22 @@ def test_first_run_sets_up_then_every_start_shows_the_wardrobe(narnia, spawn):
     assert p.wait() == 0
 
 
+def test_first_run_in_a_store_folder_syncthing_shares_empty(narnia, spawn):
+    """Review DQ-3: a store folder holding only Syncthing's marker was taken for a store: the
+    Wardrobe, no set-up offer, at every start."""
+    (narnia.vault / ".stfolder").mkdir(parents=True)
+    p = spawn()
+    p.expect("New passphrase: ")
+    assert "Nothing is stored here yet" in plain(p.before)
+    p.sendline("short")
+    p.expect("Repeat it: ")
+    p.sendline("short")
+    p.expect(VAULT_PROMPT)
+    p.sendline("exit")
+    assert p.wait() == 0
+    assert (narnia.vault / ".stfolder").is_dir() and narnia.store().key_file()
+
+
 def test_first_run_only_when_neither_store_nor_closet_exists(narnia, spawn):
     # A closet but no store: the wardrobe, not set-up (the door must not reveal the absence).
     make_closet(narnia)

@@ -313,9 +313,10 @@ def test_a_sync_that_brings_another_devices_passwd_says_so(narnia, tmp_path):
     assert laptop.c("pwd", passphrase="changed").rc == 3
     r = laptop.c("pwd")
     assert r.rc == 3 and r.err_lines[-1] == (
-        "narnia: error: this passphrase was changed with 'passwd' (on another device, or here): open the vault with the new one; "
-        f"should that be refused too, the new key file here ({new_name}) may be damaged or altered: put a copy of it from the "
-        "device that changed the passphrase in its place"), r.describe()
+        "narnia: error: the key file this passphrase opens was replaced (by 'passwd' on another device or here, or by a merge "
+        "of key files after two rotations at once): if the passphrase was changed, open the vault with the new one; should that "
+        f"be refused too, or if it was not changed, the key file that replaced it ({new_name}) may be damaged or altered: put a "
+        "copy of it from another device in its place"), r.describe()
     (laptop.vault / new_name).unlink()
     (laptop.vault / new_name).write_bytes(real)
     assert laptop.c("pwd").rc == 3 and laptop.ok("pwd", passphrase="changed").out == "/\n"

@@ -183,7 +183,7 @@ public final class Vault {
     /// share the store's folder itself): its marker, its ignore patterns and its versions,
     /// which the store leaves alone (review DO-2: `init` in a folder shared empty was refused,
     /// "not an empty folder").
-    static let syncEngineMarkers: Set<String> = [".stfolder", ".stignore", ".stversions"]
+    public static let syncEngineMarkers: Set<String> = [".stfolder", ".stignore", ".stversions"]
 
     /// True when `directory` holds nothing but empty folders named like a store's shard folders:
     /// what an `init` killed before its first file leaves, or what a sync engine that makes

@@ -40,9 +40,9 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
         case .noVault(let dir): return "no vault at \(dir)"
         case .wrongPassphrase: return "wrong passphrase"
         case .retiredPassphrase(let live):
-            let files = live.count == 1 ? "the new key file here (\(live[0])) may be damaged or altered: put a copy of it"
-                : "the new key files here (\(live.joined(separator: ", "))) may be damaged or altered: put a copy of the right one"
-            return "this passphrase was changed with 'passwd' (on another device, or here): open the vault with the new one; should that be refused too, \(files) from the device that changed the passphrase in its place"
+            let files = live.count == 1 ? "the key file that replaced it (\(live[0])) may be damaged or altered: put a copy of it"
+                : "the key files that replaced it (\(live.joined(separator: ", "))) may be damaged or altered: put a copy of the right one"
+            return "the key file this passphrase opens was replaced (by 'passwd' on another device or here, or by a merge of key files after two rotations at once): if the passphrase was changed, open the vault with the new one; should that be refused too, or if it was not changed, \(files) from another device in its place"
         case .refusedLimits(let p): return "the store's key file asks for a key derivation of \(p.text), more than narnia accepts (at most 4 passes and 1 GiB); it may have been altered"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
         case .alreadyExists(let dir): return "a store already exists at \(dir)"

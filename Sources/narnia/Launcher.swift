@@ -138,12 +138,14 @@ struct Launcher {
     /// never been used: there is nothing to hide yet.)
     var isFirstRun: Bool { !storeExists && !closetFile.exists }
 
-    /// A store directory that is there and holds something, or that cannot be looked into
-    /// (review CU-5: an unreadable store was announced as "nothing is stored here yet").
+    /// A store directory that is there and holds something but what Syncthing keeps in a
+    /// folder it shares (review DQ-3: a folder shared empty was no first run), or that cannot
+    /// be looked into (review CU-5: an unreadable store was announced as "nothing is stored
+    /// here yet").
     var storeExists: Bool {
         do {
             guard try FileSystem.statIfExists(storeDirectory) != nil else { return false }
-            return try !FileSystem.listDirectory(storeDirectory).isEmpty
+            return try !FileSystem.listDirectory(storeDirectory).allSatisfy(Vault.syncEngineMarkers.contains)
         } catch {
             return true
         }
