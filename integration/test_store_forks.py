@@ -1100,3 +1100,20 @@ def test_an_older_copy_there_of_a_journal_retired_and_gone_here_is_no_other_copy
         assert not forked(r.err) and "another copy of this store" not in r.err, r.describe()
         assert r.out_lines[-3:] == ["verified 2 items, all intact", "a", "b"], r.describe()
     assert r.out_lines[0].endswith("received 0, deleted 0 retired"), r.describe()
+
+
+def test_a_journal_is_not_fetched_when_an_object_it_names_did_not_arrive(narnia, host, tmp_path):
+    """Review DR-2: objects and journals were fetched in one rclone run, which went on past an
+    object it could not fetch (a full disk): the journal naming it arrived, its items were said
+    `new:` and shown, and did not read. The journals come only once the objects did."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = set(journal_sizes(remote))
+    narnia.ok(f"import --keep {q(str(new_file(host, 'late.bin', 5000)))}; sync {q(str(remote))}")
+    [obj] = set(journal_sizes(remote)) - before   # the journal was there: the new file is the object
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-P", str(remote / obj), "-e", "trace=openat", "-e", "inject=openat:error=EIO"]
+                       + other.argv(["-c", f"sync {q(str(remote))}"]), capture_output=True, text=True, env=other.env, cwd=other.workdir)
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "new: /late.bin" not in r.stderr + r.stdout, r.stderr
+    assert other.ok("ls /; verify").out_lines == ["a", "verified 1 item, all intact"]
+    r = other.ok(f"sync {q(str(remote))}")
+    assert "new: /late.bin" in r.out_lines and other.ok("cat /late.bin").outb == (host / "late.bin").read_bytes()

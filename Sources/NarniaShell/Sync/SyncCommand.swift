@@ -106,7 +106,7 @@ enum SyncCommand {
         // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
-            let outcome = try rclone.copy(fetching.fetch.map(\.path), from: remote, to: folder, listIn: folder)
+            let outcome = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
             if outcome.cancelled { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
@@ -450,6 +450,18 @@ enum SyncCommand {
         } else if let differing = try rclone.differing(unchecked.map(\.0.path), here: vault.directory, there: remote, listIn: folder) {
             for (file, size) in unchecked where differing.contains(file.path) { plan.fetch(file, size) }
         }
+    }
+
+    /// Fetches `files` into `folder`: objects and key files in one rclone run, then, only if it
+    /// fetched them all, the journals, which name them (review DR-2: in one run, rclone went on
+    /// past an object it could not fetch, a full disk, and the journal naming it arrived: its
+    /// items were said `new:` and shown, and did not read).
+    private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String, to folder: String) throws -> Rclone.Outcome {
+        let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
+        var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
+        if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
+        guard outcome.status == 0, !outcome.cancelled, !journals.isEmpty else { return outcome }
+        return try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder)
     }
 
     /// The key files and inbox public key files of one length here and there whose bytes
