@@ -352,26 +352,53 @@ def test_after_a_rotation_elsewhere_a_device_reseals_its_records_once(narnia, ho
     assert narnia.ok("ls -1 /", passphrase="rotated").out == laptop.ok("ls -1 /", passphrase="rotated").out
 
 
-def test_a_device_away_does_not_make_another_compact_at_every_change(narnia, host, tmp_path):
-    """Review DL-1: the journals a compaction retired, kept until a device away reads of it,
-    still counted toward the 8 MiB past which a device compacts: after one compaction every
-    few kilobytes of changes compacted again, each snapshot retiring every journal before it
-    anew (1 MB of renames made 490 MB of journals while the other device was away)."""
+def a_thousand_small_files(narnia: Narnia, host: Path):
+    """A new vault holding /src, a folder of 1,000 small files."""
     narnia.init()
     src = host / "src"
     src.mkdir()
     for i in range(1000):
         (src / f"f{i:04}-with-a-longer-name-to-weigh-more.txt").write_text("x")
     narnia.ok(f"import {q(str(src))}")
+
+
+def churn(narnia: Narnia, host: Path, pairs: int, wrapper=()):
+    """Runs `pairs` times `cp -r /src /c; rm -r /c` in one batch: about 200 KB of records each."""
+    batch = host / "batch"
+    batch.write_text("cp -r /src /c\nrm -r /c\n" * pairs)
+    return narnia("-b", str(batch), wrapper=wrapper)
+
+
+def test_a_device_away_does_not_make_another_compact_at_every_change(narnia, host, tmp_path):
+    """Review DL-1: the journals a compaction retired, kept until a device away reads of it,
+    still counted toward the 8 MiB past which a device compacts: after one compaction every
+    few kilobytes of changes compacted again, each snapshot retiring every journal before it
+    anew (1 MB of renames made 490 MB of journals while the other device was away)."""
+    a_thousand_small_files(narnia, host)
     away = device(narnia, tmp_path / "away")
     carry(away.vault, narnia.vault)        # known, so its reading is waited for
-    batch = host / "batch"
-    batch.write_text("cp -r /src /c\nrm -r /c\n" * 45)   # about 10 MB of records: one compaction
-    assert narnia("-b", str(batch)).rc == 0
+    assert churn(narnia, host, 45).rc == 0   # about 10 MB of records: one compaction
     after_one = journal_files(narnia.vault)
-    batch.write_text("cp -r /src /c\nrm -r /c\n" * 15)   # about 3 MB more
-    assert narnia("-b", str(batch)).rc == 0
+    assert churn(narnia, host, 15).rc == 0   # about 3 MB more
     after_more = journal_files(narnia.vault)
     # One compaction: its snapshot, beside the journal it retired and the other device's.
     assert len(after_one) == 3 and after_more == after_one, (sorted(after_one), sorted(after_more))
     assert narnia.ok("ls /; verify").out_lines == ["src", "verified 1001 items, all intact"]
+
+
+def test_a_compaction_the_disk_has_no_room_for_is_said_and_the_journal_goes_on(narnia, host):
+    """Review DR-3: a compaction that failed for lack of space said nothing, and left the device
+    without a journal: every change after it began a new one (here, where no file can be
+    made, the next change failed, "the disk holding the vault is full"), and tried the
+    snapshot again, megabytes written in vain each time. (ENOSPC injected into every linkat:
+    no new file of the store can be named.)"""
+    a_thousand_small_files(narnia, host)
+    before = journal_files(narnia.vault)
+    full = ["strace", "-f", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:error=ENOSPC"]
+    r = churn(narnia, host, 45, wrapper=full)
+    assert r.rc == 0, r.describe()
+    said = [l for l in r.err_lines if "could not be compacted" in l]
+    assert len(said) == 1 and said[0].endswith("the disk is full); nothing is lost, they grow on, and a later change tries again"), r.describe()
+    assert journal_files(narnia.vault) == before
+    assert narnia.ok("ls /; verify").out_lines == ["src", "verified 1001 items, all intact"]
+    assert churn(narnia, host, 1).rc == 0 and len(journal_files(narnia.vault)) == 1, "compacted once there is room"

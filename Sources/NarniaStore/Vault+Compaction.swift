@@ -17,7 +17,17 @@ extension Vault {
         let growth = size - bytesAtLastCompaction
         let estimate = Int64(view.items.count) * 160 + 4096
         guard !isCompacting, size > 8 << 20, growth > max(2 * estimate, bytesAtLastCompaction) else { return }
-        try? compact()
+        do {
+            try compact()
+        } catch {
+            // Said once, and tried again only once the journals have grown as much again (review
+            // DR-3: on a nearly full disk every change wrote megabytes of snapshot in vain,
+            // without a word).
+            bytesAtLastCompaction = size
+            guard !compactionFailureSaid else { return }
+            compactionFailureSaid = true
+            warningsSinceOpen.append("this device's journals could not be compacted (\(error)); nothing is lost, they grow on, and a later change tries again")
+        }
     }
 
     /// Starts a new journal for this device holding, as a snapshot, every value its journals
@@ -32,6 +42,7 @@ extension Vault {
         let records = try state.ownSnapshot(chunkBytes: 16 << 20)
         isCompacting = true
         defer { isCompacting = false }
+        let appendingTo = journal
         journal = nil
         for (index, ops) in records.enumerated() {
             var ops = ops
@@ -39,7 +50,14 @@ extension Vault {
                 let known = knowledgeOfNextRecord
                 ops += reads.map { .journalRead($0) } + old.sorted().map { .retire(RetiredFile(kind: .journal, id: $0), known) }
             }
-            try commit(ops, view: .none, startsSnapshot: index == 0)
+            do {
+                try commit(ops, view: .none, startsSnapshot: index == 0)
+            } catch {
+                // No snapshot begun (its new journal is abandoned): the device goes on in the
+                // journal it appended to (review DR-3: a new journal for every attempt).
+                if index == 0 && journal == nil { journal = appendingTo }
+                throw error
+            }
         }
         bytesAtLastCompaction = liveOwnJournalBytes
     }

@@ -104,6 +104,8 @@ public final class Vault {
     var rotationElsewhereArrived = false
     var bytesAtLastCompaction: Int64 = 0
     var isCompacting = false
+    /// Set once a compaction failed in this session, and said (`compactIfWorthIt`).
+    var compactionFailureSaid = false
     /// Object file sizes seen (see `objectFileSize`).
     var wholeObjectSizes: [String: Int64] = [:]
     /// Hashes of journal files' prefixes, by path and length (see `digest(ofCopy:length:)`).
