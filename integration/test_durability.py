@@ -236,6 +236,15 @@ def test_import_move_says_what_it_imported_before_it_removes_an_original(vault, 
         assert r.returncode in (-9, 137) and gone and gone <= said, (when, sorted(gone), sorted(said))
         vault.ok("rm -r /d")
         shutil.rmtree(src)
+    # Review DS-1: nor when the lines could not be written: every original stays.
+    src.mkdir()
+    for i in range(20):
+        (src / f"f{i:02}").write_text(f"file {i}\n")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(vault.argv(["-c", f"import --move {q(str(src))}"]), stdout=full, stderr=subprocess.PIPE, text=True,
+                           env=vault.env, cwd=vault.workdir)
+    assert r.returncode == 1 and len(list(src.iterdir())) == 20, r.stderr
+    assert "narnia: warning: import: standard output could not be written: the originals of 20 files imported are kept, as nothing says which they are (the vault holds them)" in r.stderr, r.stderr
 
 
 def test_on_a_local_file_system_one_syncfs_does(vault, tmp_path):

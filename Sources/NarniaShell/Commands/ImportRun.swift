@@ -273,7 +273,7 @@ struct ImportRun: HostTreeVisitor {
         }
         for folder in pendingFolders { movedFolders.append(folder.identity, path: folder.path, top: folder.top) }
         pendingFolders.removeAll()
-        var keptAtTermination = 0
+        var keptAtTermination = 0, keptUnreported = 0
         for (id, host, _) in pendingOriginals {
             report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
         }
@@ -281,11 +281,16 @@ struct ImportRun: HostTreeVisitor {
         // waited in the buffer, and a kill during the removals left originals gone and the
         // log of a script without a word of them).
         session.out.flush()
+        // Nor does one go whose line could not be written (review DS-1: `> /dev/full`, every
+        // original removed and none named anywhere).
+        let reportLost = Output.standardOutputFailure != nil
         for (id, host, original) in pendingOriginals where move {
             if Session.terminationRequested {
                 // The process ends within its grace, wherever it is: no removal is begun (review
                 // DF-2: cut inside one, on a slow file system, a hidden copy was left).
                 keptAtTermination += 1
+            } else if reportLost {
+                keptUnreported += 1
             } else if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
                 session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
             } else {
@@ -315,6 +320,9 @@ struct ImportRun: HostTreeVisitor {
         session.out.flush()
         if keptAtTermination > 0 {
             session.warning("import", "ended by a signal: the originals of the last \(keptAtTermination) file\(keptAtTermination == 1 ? "" : "s") imported are kept (the vault holds \(keptAtTermination == 1 ? "it" : "them"))")
+        }
+        if keptUnreported > 0 {
+            session.warning("import", "standard output could not be written: the originals of \(keptUnreported) file\(keptUnreported == 1 ? "" : "s") imported are kept, as nothing says which they are (the vault holds \(keptUnreported == 1 ? "it" : "them"))")
         }
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
