@@ -452,16 +452,20 @@ enum SyncCommand {
         }
     }
 
-    /// Fetches `files` into `folder`: objects and key files in one rclone run, then, only if it
-    /// fetched them all, the journals, which name them (review DR-2: in one run, rclone went on
-    /// past an object it could not fetch, a full disk, and the journal naming it arrived: its
-    /// items were said `new:` and shown, and did not read).
+    /// Fetches `files` into `folder`: objects and key files in one rclone run, then the
+    /// journals, which name them, in another, whatever became of the first: one object that
+    /// cannot be fetched (a full disk, a bad sector there) must not hold back every device's
+    /// changes (review DS-2). Its items show as not on this device, which the sync says (review
+    /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
+    /// of an object it could not fetch were said `new:` as if whole). The first failure is
+    /// the outcome.
     private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String, to folder: String) throws -> Rclone.Outcome {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
         var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
-        guard outcome.status == 0, !outcome.cancelled, !journals.isEmpty else { return outcome }
-        return try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder)
+        guard !outcome.cancelled, !journals.isEmpty else { return outcome }
+        let second = try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder)
+        return outcome.status != 0 && !second.cancelled ? outcome : second
     }
 
     /// The key files and inbox public key files of one length here and there whose bytes
@@ -657,6 +661,12 @@ enum SyncCommand {
         let shown = s.interactive ? Array(added.prefix(20)) : added
         for path in shown { say("new: \(s.shown(VaultPath.resolve(path, relativeTo: .root), on: on))") }   // #N under hide-names (CC-6)
         if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
+        let notHere = added.count { path in
+            s.resolve(VaultPath.resolve(path, relativeTo: .root)).flatMap(s.vault.item).map { !$0.isFolder && !s.vault.isHere($0) } ?? false
+        }
+        if notHere > 0 {
+            s.note("sync", "\(notHere == 1 ? "1 new item is" : "\(notHere) new items are") not on this device yet (their content has not arrived): 'ls -l' marks them; a later sync brings it")
+        }
         // Where removed items were (with what they held), but not under hide-names on a
         // terminal, where names are not shown and a gone item has no number.
         if !(on.isTerminal && ViewingPreferences(s).hideNames) {
