@@ -398,7 +398,7 @@ def test_a_compaction_the_disk_has_no_room_for_is_said_and_the_journal_goes_on(n
     r = churn(narnia, host, 45, wrapper=full)
     assert r.rc == 0, r.describe()
     said = [l for l in r.err_lines if "could not be compacted" in l]
-    assert len(said) == 1 and said[0].endswith("the disk is full); nothing is lost, they grow on, and a later change tries again"), r.describe()
+    assert len(said) == 1 and said[0].endswith("could not be compacted (the disk holding the vault is full); nothing is lost, they grow on, and a later change tries again"), r.describe()
     assert journal_files(narnia.vault) == before
     assert narnia.ok("ls /; verify").out_lines == ["src", "verified 1001 items, all intact"]
     assert churn(narnia, host, 1).rc == 0 and len(journal_files(narnia.vault)) == 1, "compacted once there is room"

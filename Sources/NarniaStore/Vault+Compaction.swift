@@ -1,3 +1,5 @@
+import NarniaSystem
+
 /// Compaction: this device's journals rewritten as one snapshot of what they still hold
 /// (docs/FORMAT.md, "Compaction").
 extension Vault {
@@ -26,7 +28,8 @@ extension Vault {
             bytesAtLastCompaction = size
             guard !compactionFailureSaid else { return }
             compactionFailureSaid = true
-            warningsSinceOpen.append("this device's journals could not be compacted (\(error)); nothing is lost, they grow on, and a later change tries again")
+            let why = (error as? SystemError)?.isDiskFull == true ? "the disk holding the vault is full" : "\(error)"
+            warningsSinceOpen.append("this device's journals could not be compacted (\(why)); nothing is lost, they grow on, and a later change tries again")
         }
     }
 
