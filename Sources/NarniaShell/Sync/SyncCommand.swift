@@ -86,7 +86,6 @@ enum SyncCommand {
             rclone.progress = meter.map { m in { m.update(itemBytes: $0) } }
         }
         var report = Report()
-        var fetchFailure: CommandFailure?
         // Journals there that do not read and hold more than the copies here: not taken, and
         // said when the sync ends, after this device's own files went (review BE-4).
         var unreadThere: [UnreadJournal] = []
@@ -163,11 +162,11 @@ enum SyncCommand {
             }
             try vault.syncReceived(in: folder, fetching.fetch, placed: true)
             // What could not be fetched (a file rclone cannot open there, a full disk here)
-            // fails the sync at its end, after this device's own changes went (review DT-1:
-            // one object that could never be fetched kept them from the remote for good).
-            if outcome.status != 0 {
-                fetchFailure = rclone.failure("fetch from \(remote)", outcome)
-            } else if missing > 0 {
+            // fails the sync before anything is sent: the plan to send was made against files
+            // there that were to be read first (review DU-1: sent after a failed fetch, a torn
+            // copy here of another device's journal replaced the whole one there, unread).
+            if outcome.status != 0 { return try finish(s, remote, report, rclone.failure("fetch from \(remote)", outcome)) }
+            if missing > 0 {
                 // rclone says nothing of a listed file that went before it was fetched (review
                 // AB): the remote changed during the sync, and what was planned against its
                 // listing (the version of a forked journal to send, say) no longer holds.
@@ -281,7 +280,7 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        try finish(s, remote, report, fetchFailure ?? unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+        try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
     }
 
     /// Puts a journal sent under a temporary name in place with `rename(2)`, which replaces the
