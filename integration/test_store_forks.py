@@ -1121,3 +1121,43 @@ def test_an_object_that_did_not_arrive_is_said_and_holds_back_no_journal(narnia,
     assert "(not on this device)" in other.ok("ls -l /late.bin").out
     r = other.ok(f"sync {q(str(remote))}")
     assert "not on this device" not in r.err and other.ok("cat /late.bin").outb == (host / "late.bin").read_bytes(), r.describe()
+
+
+def test_a_sync_whose_fetch_failed_sends_nothing(narnia, host, tmp_path):
+    """Review DU-1: a sync that went on to send after a failed fetch (DT-1's change) sent a torn
+    copy here of another device's journal (whole in length, the last record's first byte still
+    zero, as a sync engine copies a journal being appended to) over the whole one there, which it
+    was to fetch and read first: that record was gone for every device."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    b = other_device(narnia, remote, tmp_path / "b")
+    c = other_device(narnia, remote, tmp_path / "c")
+    b.ok(f"import --keep {q(str(new_file(host, 'f1.bin', 300)))}; sync {q(str(remote))}")
+    narnia.ok(f"sync {q(str(remote))}")
+    before = journal_sizes(b.vault)
+    f2 = new_file(host, "f2.bin", 300)
+    b.ok(f"import --keep {q(str(f2))}; sync {q(str(remote))}")
+    after = journal_sizes(b.vault)
+    [journal] = [p for p in before if after[p] > before[p]]
+    for p in set(after) - set(before):              # f2's object, as a sync engine carried it
+        (narnia.vault / p).parent.mkdir(exist_ok=True)
+        shutil.copyfile(b.vault / p, narnia.vault / p)
+    torn = bytearray((b.vault / journal).read_bytes())
+    torn[before[journal]] = 0
+    (narnia.vault / journal).unlink()
+    (narnia.vault / journal).write_bytes(bytes(torn))
+    # rclone's fetch of that journal fails (its `cat` and `check` do not).
+    wrapper = tmp_path / "bin" / "rclone"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"""#!/bin/bash
+if [ "$1" = copy ] && [[ " $* " == *" {remote} "* ]] && [[ " $* " != *" {remote}" ]]; then
+  exec strace -f -o /dev/null -P {q(str(remote / journal))} -e trace=openat -e inject=openat:error=EIO {shutil.which("rclone")} "$@"
+fi
+exec {shutil.which("rclone")} "$@"
+""")
+    wrapper.chmod(0o755)
+    env = dict(narnia.env, PATH=f"{wrapper.parent}:{narnia.env['PATH']}")
+    r = subprocess.run(narnia.argv(["-c", f"sync {q(str(remote))}"]), capture_output=True, text=True, env=env, cwd=narnia.workdir)
+    assert r.returncode == 1 and "could not fetch" in r.stderr, r.stderr
+    assert (remote / journal).read_bytes() == (b.vault / journal).read_bytes(), "the whole journal there was replaced"
+    c.ok(f"sync {q(str(remote))}")
+    assert c.ok("cat /f2.bin").outb == f2.read_bytes()
