@@ -50,12 +50,12 @@ public struct VerifyReport: Sendable {
 }
 
 /// "1 file is" or "N files are".
-private func someFiles(_ names: [String]) -> String {
+func someFiles(_ names: [String]) -> String {
     names.count == 1 ? "1 file is" : "\(names.count) files are"
 }
 
 /// The first three of `names`, with an ellipsis when there are more.
-private func firstFew(_ names: [String]) -> String {
+func firstFew(_ names: [String]) -> String {
     names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", …" : "")
 }
 

@@ -24,7 +24,6 @@ extension Vault {
             }
         }
         guard !others.isEmpty else { return (problems, nil) }
-        let one = others.count == 1
-        return (problems, "\(one ? "1 file is" : "\(others.count) files are") named like store files outside the folders their names belong in, and not read: \(others.prefix(3).joined(separator: ", "))\(others.count > 3 ? ", …" : "")")
+        return (problems, "\(someFiles(others)) named like store files outside the folders their names belong in, and not read: \(firstFew(others))")
     }
 }

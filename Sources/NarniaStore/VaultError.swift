@@ -4,8 +4,9 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     case noVault(String)
     /// The passphrase does not open the store, or the key file was altered (exit status 3).
     case wrongPassphrase
-    /// The passphrase opens only a key file that `passwd` retired, while key files that are not
-    /// retired (`live`, their names) are present: refused as a wrong one, but said (review DN-1:
+    /// The passphrase opens only a key file that was retired (by `passwd`, or by a merge of key
+    /// files), while key files that are not retired (`live`, their names) are present: refused
+    /// as a wrong one, but said (review DN-1:
     /// a forged copy of another device's new key file locked a device out, and nothing said
     /// what to do).
     case retiredPassphrase(live: [String])

@@ -46,6 +46,11 @@ enum Maintenance {
         try s.vault.refuseKeyChangeAfterRotationElsewhere()   // before any question
         let passphrase: Secret
         let file = a.flags["--new-passphrase-file"]
+        func readNew(from file: String) throws -> Secret {
+            let passphrase = try PassphraseSource.readFirstLine(path: file)
+            try PassphraseSource.checkNew(passphrase, from: file)
+            return passphrase
+        }
         if let questions = s.passphraseQuestions {
             // The current passphrase first, as passwd(1) asks, wherever the new one comes from
             // (review DP-1: with the file nothing was asked, and whoever sat at an open session
@@ -55,20 +60,14 @@ enum Maintenance {
                 guard try s.vault.opens(withPassphrase: current) else {
                     throw CommandFailure("wrong passphrase; nothing was changed")
                 }
-                if let file {
-                    passphrase = try PassphraseSource.readFirstLine(path: file)
-                    try PassphraseSource.checkNew(passphrase, from: file)
-                } else {
-                    passphrase = try questions.newPassphrase()
-                }
+                passphrase = try file.map(readNew) ?? questions.newPassphrase()
             } catch PassphraseError.interrupted {
                 throw Cancelled()
             } catch PassphraseError.mismatch {
                 throw CommandFailure("the two passphrases differ; nothing was changed")
             }
         } else if let file {
-            passphrase = try PassphraseSource.readFirstLine(path: file)
-            try PassphraseSource.checkNew(passphrase, from: file)
+            passphrase = try readNew(from: file)
         } else {
             // A -c or -b run never asks, on a terminal or not (review CA-4: it said there was none).
             throw s.interactive

@@ -229,11 +229,12 @@ enum SyncCommand {
                 && (report.extendsThere.contains(file.key) || startSize[file.key] == there[file.key])
         }
         for (file, size) in keyFilesDiffering where vault.isCheckedKeyFile(file) && isHere(file.path) { sending.replaceThere(file, size) }
+        func kind(of file: SyncFile) -> String { vault.isInboxPublicKeyFile(file) ? "inbox public key file" : "key file" }
         for file in sending.keyFilesAlteredThere {
-            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) is not the \(vault.isInboxPublicKeyFile(file) ? "inbox public key file" : "key file") here (damaged or altered there; it is written once and never changes): it was not taken, and the copy here replaces it")
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) is not the \(kind(of: file)) here (damaged or altered there; it is written once and never changes): it was not taken, and the copy here replaces it")
         }
         for (file, _) in keyFilesDiffering where !vault.isCheckedKeyFile(file) {
-            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) differs from the \(vault.isInboxPublicKeyFile(file) ? "inbox public key file" : "key file") of that name here (one of them damaged or altered; it is written once and never changes): neither was changed")
+            s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) differs from the \(kind(of: file)) of that name here (one of them damaged or altered; it is written once and never changes): neither was changed")
         }
         if !sending.sendFirst.isEmpty {
             watch("sending")
