@@ -57,8 +57,7 @@ viewers:
 test: test-deps release
 	swift build --build-tests --explicit-target-dependency-import-check error $(SWIFT_FLAGS)
 	swift test --skip-build $(SWIFT_FLAGS)
-	NARNIA_BIN=$(CURDIR)/$(RELEASE) python3 -m pytest -q integration
-	NARNIA_BIN=$(CURDIR)/$(RELEASE) bash integration/as-ordinary-user.sh
+	NARNIA_BIN=$(CURDIR)/$(RELEASE) bash integration/run-all.sh
 
 bench: bench-deps release
 	swift build -c release --product narnia-bench $(SWIFT_FLAGS)

@@ -6,7 +6,7 @@
 # read-only files and kills and inspects other users' processes: so the crash, sync, device,
 # tamper and viewing tests run again too. Tests that need root skip themselves (FUSE without
 # access to /dev/fuse, `strace -y` on a process that is not dumpable, loop mounts).
-# Run by `make test` after the whole suite; as an ordinary user already, there is nothing to add.
+# Run by `make test` beside the whole suite (`run-all.sh`); as an ordinary user already, there is nothing to add.
 #
 #   NARNIA_BIN   the narnia binary to test
 set -euo pipefail

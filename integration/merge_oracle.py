@@ -14,13 +14,17 @@ The rules modelled (FORMAT.md section in brackets):
   wrote it (for conflict names).
 - Registers ["Merging", the table]: an item exists from its `create`; its place (folder, name)
   is the `create`/`move` with the greatest stamp; a file's content is the `set content` with the
-  greatest stamp, else the `create file` with the greatest stamp; removed items are the union of every `remove`; a setting is
+  greatest stamp, else the `create file` with the greatest stamp; a setting is
   the `set` with the greatest stamp; a device's name its `device name` with the greatest stamp;
   retired key files a union.
 - Cycles [rule 2]: while the places form cycles, the latest move in each cycle is skipped: the
   folder falls back to its move's `from` place, or to the root when that closes a cycle too.
-- Removal [rule 3]: a removed item is gone; a removed folder that still holds an item that is
-  not removed is shown again, with its name.
+- Removal [rule 3]: a `remove` lists each item with the stamp of the place its device showed.
+  An item a `remove` lists is removed unless it, or a folder holding it (by the places in
+  force) through folders the same `remove` lists, has a place given by a `move` stamped later
+  than the place that `remove` saw of it — a folder's only when every place between it and the
+  item is stamped before that move (what the move carried). A removed item is gone; a removed folder that still holds an
+  item that is not removed is shown again, with its name.
 - Held items [rule 6]: an item whose folder (or an ancestor) has no `create` here is not shown.
 - Folders of one name [rule 4] are one folder, under the identifier of the one placed first;
   what a device then does to it applies to all of them (a move moves every one, a removal
@@ -148,7 +152,7 @@ class Stamp:
 #   ("mkcopy", id, parent, name, Content, Stamp)  a changed or moved conflict copy's own
 #                                                 creation and a move to its place, under its
 #                                                 version's stamp (rule 7)
-#   ("remove", frozenset(ids))
+#   ("remove", frozenset((id, stamp of the place the device showed))
 #   ("set", key, value)
 #   ("retire_keys", frozenset(key file names))
 #   ("devname", name)
@@ -219,6 +223,9 @@ class View:
     skipped: int = 0                # moves skipped to break cycles
     fallen: dict = field(default_factory=dict)  # id -> Place shown instead of a skipped move
     revived: set = field(default_factory=set)   # removed folders shown again (rule 3)
+    removed: set = field(default_factory=set)   # removed items (rule 3)
+    registers: dict = field(default_factory=dict)  # id -> Place in force (before rule 2)
+    removals: dict = field(default_factory=dict)   # id -> {removal's stamp: place it saw}
 
     def listing(self):
         """`ls -alR --json /` order: each folder's entries (sorted by name), then its
@@ -258,7 +265,7 @@ def merge(records) -> View:
     place: dict[int, Place] = {}
     # (is a `set content`, stamp): a change of a file wins over the content its creation gave.
     content: dict[int, tuple[tuple[bool, Stamp], Content]] = {}
-    removed: set[int] = set()
+    removals: dict[int, dict[Stamp, Stamp]] = {}  # id -> {removal's stamp: place it saw}
     settings: dict[str, tuple[Stamp, str]] = {}
     retired_keys: set[str] = set()
     devnames: dict[str, tuple[Stamp, str]] = {}
@@ -310,7 +317,9 @@ def merge(records) -> View:
                 if c.unit not in gone:
                     heads[c.unit] = (s, c)
             elif kind == "remove":
-                removed |= set(op[1])
+                for i, seen in op[1]:
+                    saw = removals.setdefault(i, {})
+                    saw[s] = max(saw.get(s, seen), seen)
             elif kind == "set":
                 _, key, value = op
                 if key not in settings or settings[key][0] < s:
@@ -322,6 +331,26 @@ def merge(records) -> View:
                     devnames[s.device] = (s, op[1])
             else:
                 raise ValueError(f"unknown operation {op!r}")
+
+    # -- rule 3: which listed items are removed
+    def takes(by: Stamp, i: int) -> bool:
+        j = i
+        latest = None   # the latest place stamp below j on the way up: a move carries what it held
+        for _ in range(len(place) + 1):
+            seen = removals.get(j, {}).get(by)
+            if j == ROOT or j not in place or seen is None:
+                return True
+            moved = place_key[j][0] and place_key[j][1] > seen
+            if moved and (latest is None or latest < place_key[j][1]):
+                return False
+            latest = place_key[j][1] if latest is None else max(latest, place_key[j][1])
+            j = place[j].parent
+        return True
+
+    def is_removed(i: int) -> bool:
+        return any(takes(by, i) for by in removals.get(i, {}))
+
+    removed = {i for i in removals if is_removed(i)}
 
     # -- concurrent contents: every head but the file's content is a conflict copy beside it;
     # of a removed file, every head (the remover listed the copy of the version it showed)
@@ -341,7 +370,11 @@ def merge(records) -> View:
                                None, None), False)
             if j not in content or content[j][0] < (False, s):
                 content[j] = ((False, s), c)
-            if j not in removed:
+            # placed beside its file, a listed copy follows the folders holding it
+            if is_removed(j):
+                removed.add(j)
+            else:
+                removed.discard(j)
                 derived[j] = s
 
     items = set(created)
@@ -479,7 +512,8 @@ def merge(records) -> View:
     return View(root=root, by_path=by_path,
                 settings={k: v[1] for k, v in settings.items()},
                 retired_keys=retired_keys, device_names=names, place=eff, held=held,
-                skipped=skipped, revived=visible & removed, fallen=fallen)
+                skipped=skipped, revived=visible & removed, fallen=fallen, removed=removed,
+                registers=dict(place), removals=removals)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,12 +582,30 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     conflict copy only derived (`device` wrote no creation of it), last its creation under its
     version's stamp, as `cp -f` writes it (rule 7)."""
     ops = [("move", j, p.parent, p.name, p.parent, p.name)
-           for j, p in sorted(view.fallen.items()) if j not in node.ids]
+           for j, p in sorted(view.fallen.items()) if j not in node.ids and j not in view.removed]
     if replace is not None:
-        ops.append(("remove", removal_list([replace])))
+        ops.append(("remove", removal_list(view, [replace])))
     for i in node.ids:
         p = view.place[i]
         ops.append(("move", i, first_id(dest_folder), dest_name, p.parent, p.name))
+    # a folder a removal listed (shown again to hold what survived it, or taken out of it by a
+    # move made elsewhere) carries nothing out of it as it moves: what that removal took under
+    # it, through folders it listed, is removed anew
+    listing = {by for i in node.ids for by in view.removals.get(i, {})}
+
+    def under(j, by):
+        k = view.registers[j].parent
+        for _ in range(len(view.registers) + 1):
+            if k == ROOT or k not in view.registers or by not in view.removals.get(k, {}):
+                return False
+            if k in node.ids:
+                return True
+            k = view.registers[k].parent
+        return False
+    again = frozenset((j, view.registers[j].stamp) for j in view.removed
+                      if j in view.registers and any(under(j, by) for by in view.removals.get(j, {}) if by in listing))
+    if again:
+        ops.append(("remove", again))
     if node.derived is not None and device not in node.derived[2]:
         stamp, (parent, name), _ = node.derived
         ops.append(("mkcopy", node.ids[0], parent, name, node.content, stamp))
@@ -590,20 +642,23 @@ def ops_copy_onto(src: Node, dest: Node, unit: int, device: str = "") -> list:
     return [change, ("mkcopy", dest.ids[0], parent, name, dest.content, stamp)]
 
 
-def removal_list(nodes) -> frozenset:
+def removal_list(view: View, nodes) -> frozenset:
     """What a removal of `nodes` lists: their identifiers, and for each file the conflict copy of
-    the version it shows (FORMAT.md "Concurrent contents")."""
-    ids = set()
+    the version it shows (FORMAT.md "Concurrent contents"), each with the stamp of the place in
+    force (rule 3); a copy not derived here, with its file's."""
+    listed = set()
     for n in nodes:
-        ids |= set(n.ids)
+        listed |= {(i, view.place[i].stamp) for i in n.ids}
         if not n.is_folder:
-            ids |= {conflict_copy_id(i, n.content.unit) for i in n.ids}
-    return frozenset(ids)
+            for i in n.ids:
+                j = conflict_copy_id(i, n.content.unit)
+                listed.add((j, view.place[j].stamp if j in view.place else view.place[i].stamp))
+    return frozenset(listed)
 
 
-def ops_remove(node: Node) -> list:
+def ops_remove(view: View, node: Node) -> list:
     """`rm [-r]`: every item the device shows under what it removes (FORMAT.md rule 3)."""
-    return [("remove", removal_list([node, *node.descendants()]))]
+    return [("remove", removal_list(view, [node, *node.descendants()]))]
 
 
 def key_files_usable(present: set[str], retired: set[str]) -> set[str]:

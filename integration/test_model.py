@@ -191,6 +191,7 @@ class Device:
         self.journal: str | None = None        # base rel path of its journal
         self.invs: list[Invocation] = []
         self.whole: set[str] = set()           # objects whole here (written or delivered)
+        self.deleted: set[str] = set()         # objects the last invocation deleted
 
 
 class Unit:
@@ -201,6 +202,9 @@ class Unit:
         self.device = device
         self.objects: list[str] = []
         self.sizes: dict[str, int] = {}
+        # written and deleted by the command that wrote them (its item removed in the same
+        # invocation; a move elsewhere may show it again, FORMAT.md rule 3)
+        self.vanished = False
 
 
 class Scenario:
@@ -338,6 +342,8 @@ class Scenario:
                 unit.sizes[r] = after[r]
                 self.object_unit[r] = unit.uid
                 d.whole.add(r)
+        if unit is not None and not unit.objects:
+            unit.vanished = True
         if passwd:
             if len(new_top) != 1:
                 self.fail(f"{what}: passwd should write exactly one new key file; new: {new_top}")
@@ -366,6 +372,11 @@ class Scenario:
                           f"{[f.path for f in view.files() if base in self.units[f.content.unit].objects]}")
         if not self.present_keys(d, after):
             self.fail(f"{what}: no key file is left in {d.label}")
+        # An object deleted is not here any more: a move made on a copy this device did not know
+        # yet may show its file again (FORMAT.md rule 3), "not on this device".
+        left = {split_name(r)[0] for r in after}
+        d.deleted = {split_name(r)[0] for r in before if r not in after and split_name(r)[0] not in left}
+        d.whole -= d.deleted
 
     # -- delivering files between devices (the sync engine)
 
@@ -558,7 +569,8 @@ class Scenario:
                 out.append((node.path, "folder", "folder", None, None))
             else:
                 c = node.content
-                here = all(o in d.whole for o in self.units[c.unit].objects)
+                unit = self.units[c.unit]
+                here = not unit.vanished and all(o in d.whole for o in unit.objects)
                 out.append((node.path, "file", c.kind, c.size, here))
         return out
 
@@ -655,7 +667,7 @@ class Scenario:
 
     def expected_here(self, d: Device, f: mo.Node) -> bool:
         unit = self.units[f.content.unit]
-        return all(o in d.whole for o in unit.objects)
+        return not unit.vanished and all(o in d.whole for o in unit.objects)
 
     def try_command(self, kind, d, view, folders, nodes, files, here_files):
         rng = self.rng
@@ -719,7 +731,7 @@ class Scenario:
             if not nodes:
                 return None
             node = rng.choice(nodes)
-            ops = mo.ops_remove(node)
+            ops = mo.ops_remove(view, node)
             return (f"rm {'-r ' if node.is_folder else ''}{q(node.path)}", ops, [], None, None, kind)
         if kind == "set":
             key, value = rng.choice(SETTING_CHOICES)
@@ -903,7 +915,10 @@ class Scenario:
         post_lines = [l for l in lines[first:] if l.startswith("{")]
         if register and named != [f"this device is now called {d.label}"]:
             self.fail(f"{what}: naming the device said {named}" + res.describe())
+        # the objects its commands deleted were here when it listed
+        after_commands, d.whole = d.whole, d.whole | d.deleted
         self.compare_listing(d, pre_view, ls_lines, what)
+        d.whole = after_commands
         self.compare_settings(d, pre_view, set_lines, what)
         self.compare_listing(d, self.view(d), post_lines,
                              f"{what}, after its commands (in the same session)")
@@ -1172,7 +1187,7 @@ def test_oracle_follows_the_worked_examples():
     base = names + [rec("A", ("mkdir", trip, mo.ROOT, "trip"),
                         ("mkfile", old, trip, "old.jpg", text["a"]))]
     v = mo.merge(base)
-    ra = rec("A", *mo.ops_remove(v.by_path["/trip"]))
+    ra = rec("A", *mo.ops_remove(v, v.by_path["/trip"]))
     ops, _ = mo.ops_import_file(v.by_path["/trip"], "new.jpg", text["b"], ids)
     rb = rec("B", *ops)
     assert paths(base + [ra, rb]) == ["/trip", "/trip/new.jpg"]
@@ -1202,7 +1217,7 @@ def test_oracle_follows_the_worked_examples():
     assert merged.by_path["/photos/IMG_1.jpg"].content.data == b"a"
     # the names are derived: removing the first gives the next its name back
     v = mo.merge(base + [ra, rb])
-    gone = rec("A", *mo.ops_remove(v.by_path["/photos/IMG_1.jpg"]))
+    gone = rec("A", *mo.ops_remove(v, v.by_path["/photos/IMG_1.jpg"]))
     assert paths(base + [ra, rb, gone]) == ["/photos", "/photos/IMG_1.jpg"]
 
     # rule 7: A runs cp -f /b.txt /a.txt and B, later, cp -f /c.txt /a.txt, neither seeing the other
@@ -1221,9 +1236,9 @@ def test_oracle_follows_the_worked_examples():
     seen = rec("B", *mo.ops_copy_onto(v.by_path["/c.txt"], mo.merge(base + [ra]).by_path["/a.txt"], 12))
     assert paths(base + [ra, seen]) == ["/a.txt", "/b.txt", "/c.txt"]
     # a removal takes what its device saw; new content given meanwhile stays, as a copy
-    gone = rec("B", *mo.ops_remove(v.by_path["/a.txt"]))
+    gone = rec("B", *mo.ops_remove(v, v.by_path["/a.txt"]))
     assert paths(base + [ra, gone]) == ["/a (conflict 2026-12-01 A).txt", "/b.txt", "/c.txt"]
-    assert paths(base + [ra, rec("B", *mo.ops_remove(mo.merge(base + [ra]).by_path["/a.txt"]))]) == ["/b.txt", "/c.txt"]
+    assert paths(base + [ra, rec("B", *mo.ops_remove(mo.merge(base + [ra]), mo.merge(base + [ra]).by_path["/a.txt"]))]) == ["/b.txt", "/c.txt"]
 
     # names: extensions, keep-both numbering
     assert mo.split_extension("a.tar.gz") == ("a", ".tar.gz")

@@ -21,6 +21,9 @@ public struct Stamp: Hashable, Comparable, Sendable {
     /// Older than every real stamp: what format-1 records are given when a store is upgraded.
     static func legacy(_ index: UInt32, device: Identifier) -> Stamp { Stamp(wall: 0, counter: index, device: device) }
 
+    /// Later than every real stamp: what a removal that saw every place is given.
+    static let latest = Stamp(wall: .max, counter: .max, device: Identifier(high: .max, low: .max))
+
     public static func < (a: Stamp, b: Stamp) -> Bool {
         if a.wall != b.wall { return a.wall < b.wall }
         if a.counter != b.counter { return a.counter < b.counter }

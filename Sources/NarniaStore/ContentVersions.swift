@@ -138,10 +138,14 @@ extension MergeState {
 
     /// What a removal of `ids` lists: the items, and for each file the conflict copy its
     /// version in force would become were another device to change the file meanwhile.
-    func removalList(_ ids: [Identifier]) -> [Identifier] {
-        ids + ids.compactMap { id in
+    /// Each with the stamp of the place this device shows it in (rule 3: a move stamped later
+    /// keeps it); a copy not derived here stands where its file does.
+    func removalList(_ ids: [Identifier]) -> [RemovedItem] {
+        let placeStamp = { (id: Identifier) in self.items[id]?.placeStamp ?? Stamp.latest }
+        return ids.map { RemovedItem(id: $0, seenPlace: placeStamp($0)) } + ids.compactMap { id in
             guard let record = items[id], record.content != nil else { return nil }
-            return Self.conflictCopyIdentifier(of: id, version: record.contentLineage.version)
+            let copy = Self.conflictCopyIdentifier(of: id, version: record.contentLineage.version)
+            return RemovedItem(id: copy, seenPlace: items[copy]?.placeStamp ?? record.placeStamp)
         }
     }
 
@@ -178,7 +182,9 @@ extension MergeState {
         create(copy, Creation(isFolder: false, created: head.modified, modified: head.modified, stamp: head.stamp), own: false)
         setPlace(copy, conflictCopyPlace(head, beside: place), from: nil, stamp: head.stamp, initial: true, own: false)
         // A removed copy is known, not shown: changes made to it meanwhile elsewhere are its
-        // own heads, shown as copies in turn.
+        // own heads, shown as copies in turn. Placed beside its file, it follows the folders
+        // holding it out of a removal (rule 3).
+        settleRemoval(copy)
         guard !tombstones.contains(copy) else { return false }
         derivedCopies.insert(copy)
         var content = head.content

@@ -1,6 +1,7 @@
 /// The merged metadata of every journal present: one register per item field, setting and
-/// attachment, each keeping the value with the greatest stamp, plus the grow-only sets of
-/// removed items, retired files and kept objects (docs/FORMAT.md, "Merging").
+/// attachment, each keeping the value with the greatest stamp, the latest place each item's
+/// removals saw, plus the grow-only sets of retired files and kept objects (docs/FORMAT.md,
+/// "Merging").
 ///
 /// Applying an operation twice, or operations in any order, gives the same state: the
 /// registers keep their maximum, the sets their union. That is what lets every device merge
@@ -69,7 +70,14 @@ struct MergeState {
     /// The conflict copies shown because a version of their file is a head (created by the
     /// derivation, whether or not a record creates them too).
     var derivedCopies = Set<Identifier>()
+    /// The items removed: those a `remove` lists and no `move` made meanwhile elsewhere took
+    /// out of it (see `settleRemovals`). A removed item keeps its values, its content
+    /// uncounted in `objectUses`.
     var tombstones = Set<Identifier>()
+    /// Every removal of each item, with the place it saw (see `Removals.swift`).
+    var removals: [Identifier: ItemRemovals] = [:]
+    /// The listed items moved since a removal of them saw them (see `settleRemovals`).
+    var movedSinceRemoved = Set<Identifier>()
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
     var devices: [Identifier: DeviceRecord] = [:]
@@ -94,7 +102,6 @@ struct MergeState {
     let device: Identifier
     /// What this device's own journals removed, retired, read of retired journals, kept, noted
     /// and forgot.
-    var ownTombstones = Set<Identifier>()
     var ownRetired: [RetiredFile: [Knowledge]] = [:]
     var ownKept = Set<Identifier>()
     var ownNotedTails: [Identifier: (offset: Int64, bytes: Int64)] = [:]
@@ -139,9 +146,8 @@ struct MergeState {
             try noteVersion(of: id, ContentVersions.Version(content: content, lineage: lineage, modified: modified, stamp: stamp, isOwn: own),
                             key: key)
             try setContent(id, content, lineage: lineage, modified: modified, stamp: stamp, initial: false, key: key, own: own)
-        case .remove(let ids):
-            for id in ids { remove(id) }
-            if own { ownTombstones.formUnion(ids) }
+        case .remove(let removed):
+            for item in removed { remove(item.id, Removal(by: stamp, seenPlace: item.seenPlace, isOwn: own)) }
         case .setSetting(let key, let value):
             if let old = settings[key], old.stamp == stamp, old.value == value {
                 if own { settings[key]!.isOwn = true }
@@ -155,7 +161,6 @@ struct MergeState {
                 return
             }
             if let old = attachments[item]?[purpose], !Self.wins(stamp, object.hex, over: old.stamp, old.object.hex) { return }
-            if tombstones.contains(item) { return }
             attachments[item, default: [:]][purpose] = Attachment(object: object, bytes: bytes, stamp: stamp, isOwn: own)
         case .retire(let file, let knowledge):
             var list = retired[file] ?? []
@@ -215,7 +220,6 @@ struct MergeState {
     // The registers change in place (`items[id, default:]`): an item record is a few hundred
     // bytes, and copying it out and back was a fifth of an open of 100,000 items.
     mutating func create(_ id: Identifier, _ creation: Creation, own: Bool) {
-        let tombstoned = tombstones.contains(id)
         var released: ContentInfo?
         func update(_ record: inout ItemRecord) {
             if let existing = record.creation, existing.stamp <= creation.stamp {
@@ -224,15 +228,14 @@ struct MergeState {
             }
             record.creation = creation
             record.creationIsOwn = own
-            // Content that arrived for what turns out to be a folder belongs to nothing; a
-            // removed file keeps none.
-            if creation.isFolder || tombstoned, let content = record.content {
+            // Content that arrived for what turns out to be a folder belongs to nothing.
+            if creation.isFolder, let content = record.content {
                 record.content = nil
                 released = content
             }
         }
         update(&items[id, default: ItemRecord()])
-        if let released { releaseContent(released) }
+        if let released { releaseContent(released, counted: !tombstones.contains(id)) }
     }
 
     /// Sets a place register (`initial` for a `create`'s place; see `replaces`).
@@ -254,6 +257,9 @@ struct MergeState {
             record.placeIsOwn = own
         }
         update(&items[id, default: ItemRecord()])
+        // This session's move of a removed folder shown again (rule 3) takes it out of the
+        // removal, as the next open will.
+        if conflictCopiesAdded && removals[id] != nil { settleRemoval(id) }
     }
 
     /// Sets a content register. A replayed value brings its key (`key`), copied in only when
@@ -263,18 +269,12 @@ struct MergeState {
     mutating func setContent(_ id: Identifier, _ content: ContentInfo, lineage: ContentLineage, modified: Int64,
                              stamp: Stamp, initial: Bool, key: ArraySlice<UInt8>?, own: Bool) throws {
         referencedObjects.insert(content.objectID)
-        let tombstoned = tombstones.contains(id)
         let keys = self.keys
-        if tombstoned && !items.contains(id) {
-            // Content for a file removed before its creation arrived: no record for it.
-            if key == nil && content.keySlot >= 0 { keys.remove(content.keySlot) }
-            return
-        }
         var content = content
         /// nil: the value does not win (its slot, if it brought one, is wiped unless the record
         /// holds it); else the value it replaced, if any.
         func update(_ record: inout ItemRecord) throws -> ContentInfo?? {
-            if record.isFolder || tombstoned { return .none }
+            if record.isFolder { return .none }
             if let old = record.content {
                 if old.objectID == content.objectID && record.contentStamp == stamp {
                     if own { record.contentIsOwn = true }
@@ -304,22 +304,14 @@ struct MergeState {
             if key == nil && content.keySlot >= 0 && items[id]?.content?.keySlot != content.keySlot { keys.remove(content.keySlot) }
             return
         }
-        if let replaced { releaseContent(replaced) }
-        useContent(content)
+        // A removed file's content is kept, with its key, uncounted: a move made meanwhile
+        // elsewhere may show the file again (`settleRemovals`).
+        let counted = !tombstones.contains(id)
+        if let replaced { releaseContent(replaced, counted: counted) }
+        if counted { useContent(content) }
     }
 
-    private mutating func remove(_ id: Identifier) {
-        guard tombstones.insert(id).inserted else { return }
-        guard var record = items[id] else { return }
-        if let content = record.content {
-            record.content = nil
-            releaseContent(content)
-        }
-        items[id] = record
-        attachments[id] = nil
-    }
-
-    private mutating func useContent(_ c: ContentInfo) {
+    mutating func useContent(_ c: ContentInfo) {
         var use = objectUses[c.objectID] ?? ObjectUse()
         use.items += 1
         use.liveBytes += ContentFormat.objectLength(size: c.size)
@@ -327,9 +319,15 @@ struct MergeState {
         objectUses[c.objectID] = use
     }
 
-    /// Gives up a content value: its key slot is wiped, and its object counts one user less.
-    private mutating func releaseContent(_ c: ContentInfo) {
+    /// Gives up a content value: its key slot is wiped, and its object counts one user less
+    /// when it counted (`counted`: the item is not removed).
+    private mutating func releaseContent(_ c: ContentInfo, counted: Bool) {
         if c.keySlot >= 0 { keys.remove(c.keySlot) }
+        if counted { releaseUse(c) }
+    }
+
+    /// Counts one user less of a content value's object.
+    mutating func releaseUse(_ c: ContentInfo) {
         guard var use = objectUses[c.objectID], use.items > 1 else {
             objectUses[c.objectID] = nil
             return
@@ -379,9 +377,12 @@ struct MergeState {
     }
 
     /// True when `file` is retired, no item's content is in it, and every device has
-    /// acknowledged one of its retirements.
+    /// acknowledged one of its retirements — of an object, all of them: an item a move shows
+    /// again after its removal (rule 3) may be removed again, and a move made meanwhile
+    /// elsewhere of that removal must have been read before its object goes.
     func mayDelete(_ file: RetiredFile) -> Bool {
-        !isInUse(file) && (retired[file]?.contains { everyDeviceHasRead($0) } ?? false)
+        guard !isInUse(file), let list = retired[file] else { return false }
+        return file.kind == .object ? list.allSatisfy(everyDeviceHasRead) : list.contains(where: everyDeviceHasRead)
     }
 
     /// True for an object that holds an item's content after the merge, retired or not: a

@@ -58,8 +58,9 @@ enum Operation {
     case move(id: Identifier, place: Place, from: Place?)
     /// A file's new content (a repack, `cp -f`), and which version of the file it is.
     case setContent(id: Identifier, modified: Int64, content: ContentInfo, lineage: ContentLineage)
-    /// Removes items: the writing device lists every item it knew under what it removed.
-    case remove([Identifier])
+    /// Removes items: the writing device lists every item it knew under what it removed, each
+    /// with the stamp of the place it showed the item in (docs/FORMAT.md, "Merging", rule 3).
+    case remove([RemovedItem])
     /// Sets a setting, or with nil removes it.
     case setSetting(key: String, value: String?)
     /// Attaches a small blob to an item for one content object, or with nil removes it.
@@ -91,7 +92,21 @@ enum Operation {
         case setContentVersion, replaced
         /// What a retirement of a journal read of one of its copies.
         case journalRead
+        /// A `remove` that gives, with each item, the stamp of the place its device showed
+        /// (`remove`, tag 7, is read as one that saw every place).
+        case removeSeen
     }
+}
+
+/// One item a `remove` lists, and the stamp of the place the removing device showed it in: a
+/// `move` stamped later was made by a device that did not know of the removal, and the item
+/// stays where that move put it (docs/FORMAT.md, "Merging", rule 3).
+struct RemovedItem: Hashable, Sendable {
+    var id: Identifier
+    var seenPlace: Stamp
+
+    /// What a removal written before places were recorded (tag 7) saw: every place.
+    static func everyPlace(_ id: Identifier) -> RemovedItem { RemovedItem(id: id, seenPlace: .latest) }
 }
 
 extension Operation {
@@ -189,8 +204,18 @@ enum RecordCoding {
             w.u8(T.setContentVersion.rawValue); w.raw(id.bytes); encode(content, modified: modified, keys: keys, into: &w)
             w.raw(lineage.version.bytes)
             if let replaced = lineage.replaces { w.u8(1); w.raw(replaced.bytes) } else { w.u8(0) }
-        case .remove(let ids):
-            w.u8(T.remove.rawValue); w.u32(UInt32(ids.count)); for id in ids { w.raw(id.bytes) }
+        case .remove(let items):
+            // Those that saw every place (an upgrade's, or a compaction's of such a removal)
+            // as tag 7, which says so in 16 bytes each; the rest with their stamps.
+            let everyPlace = items.filter { $0.seenPlace == .latest }
+            let seen = items.filter { $0.seenPlace != .latest }
+            if !everyPlace.isEmpty {
+                w.u8(T.remove.rawValue); w.u32(UInt32(everyPlace.count)); for item in everyPlace { w.raw(item.id.bytes) }
+            }
+            if !seen.isEmpty {
+                w.u8(T.removeSeen.rawValue); w.u32(UInt32(seen.count))
+                for item in seen { w.raw(item.id.bytes); w.i64(item.seenPlace.wall); w.u32(item.seenPlace.counter); w.raw(item.seenPlace.device.bytes) }
+            }
         case .setSetting(let key, let value?):
             w.u8(T.setSetting.rawValue); w.string(key); w.string(value)
         case .setSetting(let key, nil):
@@ -275,7 +300,15 @@ enum RecordCoding {
             case .remove:
                 try apply(.remove(try identifiers(&r).map { id in
                     guard id != .root else { throw MalformedRecord(why: "removes the root") }
-                    return id
+                    return .everyPlace(id)
+                }), nil)
+            case .removeSeen:
+                let count = Int(try r.u32())
+                guard count <= (r.bytes.count - r.offset) / 44 else { throw MalformedRecord() }
+                try apply(.remove(try (0..<count).map { _ in
+                    let id = try identifier(&r)
+                    guard id != .root else { throw MalformedRecord(why: "removes the root") }
+                    return RemovedItem(id: id, seenPlace: Stamp(wall: try r.i64(), counter: try r.u32(), device: try identifier(&r)))
                 }), nil)
             case .setSetting:
                 let key = try r.string()

@@ -42,7 +42,7 @@ extension Vault {
         let oldFiles = journals.values.filter { $0.device == device }
         let old = oldFiles.map(\.id)
         let reads = try oldFiles.flatMap { try journalReads(of: $0) }
-        let records = try state.ownSnapshot(chunkBytes: 16 << 20)
+        let records = try state.ownSnapshot(chunkBytes: 16 << 20) { self.inventory.files[$0]?.main != nil }
         isCompacting = true
         defer { isCompacting = false }
         let appendingTo = journal
@@ -77,9 +77,12 @@ extension MergeState {
     /// may still give the file new content, which is shown as a conflict copy where the file
     /// stood (docs/FORMAT.md, "Merging", rule 7; review DB-1: kept only while a known device
     /// had not read the removal, such content was shown nowhere and its object deleted).
+    /// While its content's object is here (`objectIsHere`), a removed file's values are all
+    /// kept: its object is deleted only once every device has read the removal, and until
+    /// then a move made meanwhile elsewhere may show it again (rule 3).
     /// Throws when the key table cannot take a copy of a head's key: the compaction then
     /// fails, and the journals stay as they were.
-    func ownSnapshot(chunkBytes: Int) throws -> [[Operation]] {
+    func ownSnapshot(chunkBytes: Int, objectIsHere: (Identifier) -> Bool) throws -> [[Operation]] {
         var records: [[Operation]] = []
         var current: [Operation] = []
         var currentStamp: Stamp?
@@ -90,11 +93,16 @@ extension MergeState {
             current.append(op)
             bytes += size + 32
         }
+        // Removed files whose values are all kept.
+        var keptWhole = Set<Identifier>()
         for (id, record) in items.sorted(by: { $0.key < $1.key }) {
             guard let place = record.place else { continue }
+            if tombstones.contains(id), record.creation?.isFolder == false, let content = record.content, objectIsHere(content.objectID) {
+                keptWhole.insert(id)
+            }
             // A removed file's creation is gone once one compaction kept only its place: the
             // next keeps the place all the same.
-            if tombstones.contains(id) && record.creation?.isFolder != true {
+            if tombstones.contains(id) && record.creation?.isFolder != true && !keptWhole.contains(id) {
                 if record.placeIsOwn {
                     add(.move(id: id, place: place, from: nil), record.placeStamp, size: 64 + place.name.utf8.count)
                 }
@@ -135,7 +143,7 @@ extension MergeState {
         for (id, versions) in contentVersions.sorted(by: { $0.key < $1.key }) {
             let record = items[id]
             for head in versions.heads.values.sorted(by: { $0.stamp < $1.stamp }) where head.isOwn && head.content.keySlot >= 0 {
-                let written = record.map { $0.contentIsOwn && !$0.contentIsInitial && !tombstones.contains(id)
+                let written = record.map { $0.contentIsOwn && !$0.contentIsInitial && (!tombstones.contains(id) || keptWhole.contains(id))
                     && $0.content?.objectID == head.content.objectID && $0.contentStamp == head.stamp } ?? false
                 if written { continue }
                 // The record hands its content's key slot to the state, which wipes it when the
@@ -152,11 +160,11 @@ extension MergeState {
         for (id, versions) in ownReplaced.sorted(by: { $0.key < $1.key }) {
             add(.replaced(id: id, versions: versions.sorted()), anyStamp, size: 24 + 16 * versions.count)
         }
-        if !ownTombstones.isEmpty { add(.remove(ownTombstones.sorted()), anyStamp, size: 16 * ownTombstones.count) }
+        for removal in ownRemovals { add(.remove(removal.items), removal.by, size: 44 * removal.items.count) }
         for (key, setting) in settings.sorted(by: { $0.key < $1.key }) where setting.isOwn {
             add(.setSetting(key: key, value: setting.value), setting.stamp, size: 16 + key.utf8.count)
         }
-        for (item, list) in attachments.sorted(by: { $0.key < $1.key }) {
+        for (item, list) in attachments.sorted(by: { $0.key < $1.key }) where !tombstones.contains(item) || keptWhole.contains(item) {
             for (purpose, attachment) in list.sorted(by: { $0.key < $1.key }) where attachment.isOwn {
                 add(.setAttachment(item: item, object: attachment.object, purpose: purpose, bytes: attachment.bytes), attachment.stamp,
                     size: 48 + (attachment.bytes?.count ?? 0))

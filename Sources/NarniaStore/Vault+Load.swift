@@ -93,6 +93,7 @@ extension Vault {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.incomplete("its only \(empty)") }
             throw MetadataError.incomplete("no journal")
         }
+        state.settleRemovals()
         try state.addConflictCopies()
         computeKnowledge()
         noteRecordForks(copies: copyForks)

@@ -186,7 +186,9 @@ extension Vault {
         // Moves skipped to break a cycle: the places shown instead are recorded with this move,
         // so that it builds on the tree everyone was shown (docs/FORMAT.md, "Merging", rule 2).
         let members = Set(view.members(of: id))
-        let settled = view.fallenBack.filter { !members.contains($0.key) }.sorted { $0.key < $1.key }
+        // (Not of a removed folder shown again: a move takes it out of its removal, rule 3.)
+        let settled = view.fallenBack.filter { !members.contains($0.key) && !state.tombstones.contains($0.key) }
+            .sorted { $0.key < $1.key }
         ops += settled.map { .move(id: $0.key, place: $0.value, from: $0.value) }
         var victim: Item?
         if let replacing, let target = view.items[replacing], target.id != id {
@@ -197,6 +199,11 @@ extension Vault {
         for member in view.members(of: id) {
             ops.append(.move(id: member, place: Place(parent: parent, name: valid), from: recordedPlace(of: member)))
         }
+        // A folder a removal listed (shown again to hold what survived it, rule 3, or taken
+        // out of it by a move made elsewhere) carries nothing out of it as it moves: what that
+        // removal took under it stays removed.
+        let stillRemoved = state.removedItems(under: members)
+        if !stillRemoved.isEmpty { ops.append(.remove(stillRemoved)) }
         if let content = victim?.content { ops += retirements(freeing: [content]) }
         // A conflict copy moved is kept where it is put, whatever becomes of its version: its
         // creation (and where it stood) go last, under its version's stamp (docs/FORMAT.md,

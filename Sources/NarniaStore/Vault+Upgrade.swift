@@ -120,7 +120,7 @@ struct FormerState {
                 add(.setAttachment(item: id, object: item.content?.objectID ?? id, purpose: purpose, bytes: blob), size: 64 + blob.count)
             }
         }
-        if !removed.isEmpty { add(.remove(removed.sorted()), size: 16 * removed.count) }
+        if !removed.isEmpty { add(.remove(removed.sorted().map(RemovedItem.everyPlace)), size: 16 * removed.count) }
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) { add(.setSetting(key: key, value: value), size: 8 + key.utf8.count + value.utf8.count) }
         current.append(.upgraded(formerJournal: formerJournal, formerKeyFile: formerKeyFile))
         records.append(current)

@@ -85,10 +85,10 @@ final class ContentVersionsTests: XCTestCase {
     }
 
     func testARemovalKeepsTheChangeItsDeviceDidNotSee() throws {
-        let removal: Step = (.remove([file, MergeState.conflictCopyIdentifier(of: file, version: original)]), stamp(30, b), b)
+        let removal: Step = (.remove([file, MergeState.conflictCopyIdentifier(of: file, version: original)].map(RemovedItem.everyPlace)), stamp(30, b), b)
         let copy = ItemName.conflictCopy("f.txt", date: 10, device: String(a.hex.prefix(8)))
         XCTAssertEqual(try shown([create(), change(fromA, by: a, at: 10), removal]), [[copy + " 10"]])
-        let seen: Step = (.remove([file, MergeState.conflictCopyIdentifier(of: file, version: fromA)]), stamp(30, b), b)
+        let seen: Step = (.remove([file, MergeState.conflictCopyIdentifier(of: file, version: fromA)].map(RemovedItem.everyPlace)), stamp(30, b), b)
         XCTAssertEqual(try shown([create(), change(fromA, by: a, at: 10), seen]), [[]])
     }
 

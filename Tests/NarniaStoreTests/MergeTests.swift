@@ -265,7 +265,7 @@ final class MergeTests: XCTestCase {
         XCTAssertEqual(report.notes, [])
     }
 
-    func testRemovalWinsOverWhatTheRemoverKnewOnly() throws {
+    func testRemovalTakesWhatTheRemoverKnewAsItKnewIt() throws {
         let (a, b) = try { let d = try devices(["a", "b"]) { v in
             let trip = try v.makeFolder(named: "trip", in: .root)
             _ = try self.importFile(v, "old.jpg", [1], in: trip.id)
@@ -279,8 +279,9 @@ final class MergeTests: XCTestCase {
         }
         try syncAll([a, b])
         let va = try open(a)
-        XCTAssertEqual(tree(va), ["/trip folder 0", "/trip/new.jpg other 1"],
-                       "what a knew (old.jpg, moved.jpg, even moved away) goes; b's new import survives, with its folder")
+        XCTAssertEqual(tree(va), ["/moved.jpg other 1", "/trip folder 0", "/trip/new.jpg other 1"],
+                       "what a knew as it knew it (old.jpg) goes; b's new import survives, with its folder, and so does "
+                       + "moved.jpg, which b moved away before it read the removal (review DB-2)")
         XCTAssertEqual(tree(try open(b)), tree(va))
         XCTAssertTrue(try va.verify().isWhole)
     }

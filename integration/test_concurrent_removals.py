@@ -1,0 +1,199 @@
+"""A removal takes what its device showed, as it showed it (FORMAT.md "Merging", rule 3): a
+move made meanwhile on another device, which had not read the removal, takes the item — and
+whatever the same removal listed under it — out of that removal (review DB-2: a `mv -f` swap on
+two devices at once lost both files, and a file or folder moved out of a folder another device
+removed meanwhile was lost with it).
+"""
+
+from __future__ import annotations
+
+import json
+
+from harness import Narnia, q
+from test_concurrent_contents import objects, two_devices
+from test_device_housekeeping import carry, exchange
+from test_devices import device
+
+
+def files(n: Narnia, **kw) -> dict[str, str]:
+    """Every file shown, with its content."""
+    shown = (json.loads(line) for line in n.ok("ls -alR --json /", **kw).out_lines if line.startswith("{"))
+    return {d["path"]: n.ok(f"cat {q(d['path'])}", **kw).out for d in shown if d["type"] == "file"}
+
+
+def both_show(desk: Narnia, laptop: Narnia, expected: dict[str, str], **kw):
+    for n in (desk, laptop):
+        assert files(n, **kw) == expected, n.ok("find /", **kw).describe()
+        assert "all intact" in n.ok("verify", **kw).out
+
+
+def trip(desk: Narnia, host) -> None:
+    """/trip/x.jpg, /trip/sub/y.jpg and /trip/sub/z.jpg on the desk."""
+    for name in ("x.jpg", "y.jpg", "z.jpg"):
+        (host / name).write_text(f"{name}\n")
+    desk.ok(f"mkdir -p /trip/sub; cd /trip; import {q(str(host / 'x.jpg'))}; "
+            f"cd sub; import {q(str(host / 'y.jpg'))} {q(str(host / 'z.jpg'))}")
+
+
+def test_a_mv_f_swap_on_two_devices_at_once_keeps_both_files(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    narnia.ok("mv -f /a.txt /b.txt")
+    laptop.ok("mv -f /b.txt /a.txt")
+    exchange(narnia, laptop)
+    # Each device gave one file the other's name: both files stay, each where a device put it.
+    both_show(narnia, laptop, {"/b.txt": "first\n", "/a.txt": "from the desk\n", "/c.txt": "from the laptop\n"})
+
+
+def test_a_file_moved_out_of_a_folder_removed_meanwhile_stays(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    narnia.ok("rm -r /trip")
+    laptop.ok("mv /trip/x.jpg /")
+    exchange(narnia, laptop)
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/x.jpg": "x.jpg\n"}
+    both_show(narnia, laptop, expected)
+
+
+def test_a_folder_moved_out_of_one_removed_meanwhile_keeps_what_it_holds(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    narnia.ok("rm /trip/sub/z.jpg; rm -r /trip")
+    laptop.ok("mv /trip/sub /kept")
+    exchange(narnia, laptop)
+    # z.jpg was removed on its own before: moving its folder does not bring it back.
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/kept/y.jpg": "y.jpg\n"}
+    both_show(narnia, laptop, expected)
+
+
+def test_a_folder_renamed_while_another_device_removed_it_stays_whole(narnia, host, tmp_path):
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    narnia.ok("rm -r /trip")
+    laptop.ok("mv /trip /journey")
+    exchange(narnia, laptop)
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
+                "/journey/x.jpg": "x.jpg\n", "/journey/sub/y.jpg": "y.jpg\n", "/journey/sub/z.jpg": "z.jpg\n"}
+    both_show(narnia, laptop, expected)
+
+
+def test_a_renamed_folder_carries_only_what_it_held_when_it_was_renamed(narnia, host, tmp_path):
+    """The laptop renames /trip; later, not knowing, the desk puts a file in it and removes the
+    whole folder: the rename keeps what the folder held then, not the file it never held."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    laptop.ok("mv /trip /journey")
+    (host / "late.jpg").write_text("late\n")
+    narnia.ok(f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip")
+    exchange(narnia, laptop)
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
+                "/journey/x.jpg": "x.jpg\n", "/journey/sub/y.jpg": "y.jpg\n", "/journey/sub/z.jpg": "z.jpg\n"}
+    both_show(narnia, laptop, expected)
+
+
+def test_a_folder_taken_out_of_a_removal_and_moved_again_brings_back_nothing_removed(narnia, host, tmp_path):
+    """As above; then the folder is moved again: now stamped after the file the desk put in it,
+    the move lists that file as removed anew rather than carry it back."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    laptop.ok("mv /trip /journey")
+    (host / "late.jpg").write_text("late\n")
+    narnia.ok(f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip")
+    exchange(narnia, laptop)
+    for n, move in ((narnia, "mkdir /older; mv /journey /older/"), (laptop, "mkdir /elder; mv /older/journey /elder/")):
+        n.ok(move)
+        r = n.ok("find /")
+        assert not any("late" in line for line in r.out_lines), r.describe()
+        exchange(narnia, laptop)
+        assert not any("late" in line for line in n.ok("find /").out_lines)
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
+                "/elder/journey/x.jpg": "x.jpg\n", "/elder/journey/sub/y.jpg": "y.jpg\n",
+                "/elder/journey/sub/z.jpg": "z.jpg\n"}
+    both_show(narnia, laptop, expected)
+
+
+def test_what_the_remover_saw_moved_is_removed(narnia, host, tmp_path):
+    """A move the removing device had read is one it removed: the item goes, wherever it was."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    laptop.ok("mv /trip/x.jpg /; mv /trip /journey")
+    exchange(narnia, laptop)
+    narnia.ok("rm /x.jpg; rm -r /journey")
+    exchange(narnia, laptop)
+    both_show(narnia, laptop, {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n"})
+
+
+def test_a_move_kept_after_the_remover_compacted_has_its_content(narnia, host, tmp_path):
+    """The remover compacts before the move arrives: its snapshot keeps the removed file whole
+    while its object is here, and the object stays until every device has read the removal."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    narnia.ok("rm -r /trip")
+    laptop.ok("mv /trip/x.jpg /")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
+    for _ in range(3):
+        carry(narnia.vault, laptop.vault)
+        carry(laptop.vault, narnia.vault)
+        narnia.ok("ls", passphrase="rotated")
+        laptop.ok("ls", passphrase="rotated")
+    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/x.jpg": "x.jpg\n"}
+    both_show(narnia, laptop, expected, passphrase="rotated")
+    # Compacted again, now that the move is read, nothing changes.
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('again')))}", passphrase="rotated")
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('again')))}", passphrase="rotated")
+    for _ in range(3):
+        carry(narnia.vault, laptop.vault)
+        carry(laptop.vault, narnia.vault)
+        narnia.ok("ls", passphrase="again")
+        laptop.ok("ls", passphrase="again")
+    both_show(narnia, laptop, expected, passphrase="again")
+
+
+def test_a_file_shown_again_and_removed_again_keeps_its_object_until_that_removal_is_read(narnia, host, tmp_path):
+    """The first removal's retirement of the object was read everywhere long ago; the second
+    one's must be too before the object goes: a device that has not read it may have moved the
+    file again."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    third = device(laptop, tmp_path / "third")
+    for n in (narnia, laptop):
+        carry(third.vault, n.vault)
+    exchange(narnia, laptop)
+    carry(narnia.vault, third.vault)
+    third.ok("ls")
+    narnia.ok("rm -r /trip")
+    laptop.ok("mv /trip/x.jpg /")
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        carry(n.vault, third.vault)
+        carry(third.vault, n.vault)
+    exchange(narnia, laptop)
+    assert narnia.ok("cat /x.jpg").out == "x.jpg\n"
+    # Every device has read the first removal, and said so. The desk removes the file again
+    # while the third device, not knowing, moves it.
+    carry(narnia.vault, third.vault)
+    third.ok("mkdir /t3")
+    for n in (narnia, laptop):
+        carry(third.vault, n.vault)
+    exchange(narnia, laptop)
+    held = objects(narnia.vault)
+    narnia.ok("rm /x.jpg; mkdir /t1")
+    third.ok("mv /x.jpg /saved.jpg")
+    exchange(narnia, laptop)
+    assert objects(narnia.vault) == held and objects(laptop.vault) >= held
+    for n in (narnia, laptop):
+        carry(third.vault, n.vault)
+        carry(n.vault, third.vault)
+    for n in (narnia, laptop, third):
+        n.ok("ls")
+    for n in (narnia, laptop, third):
+        assert n.ok("cat /saved.jpg").out == "x.jpg\n"
+        assert "all intact" in n.ok("verify").out
