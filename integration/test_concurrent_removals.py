@@ -35,85 +35,88 @@ def trip(desk: Narnia, host) -> None:
             f"cd sub; import {q(str(host / 'y.jpg'))} {q(str(host / 'z.jpg'))}")
 
 
+# What two_devices imports, with its content.
+TOP = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n"}
+
+
+def journey(path: str) -> dict[str, str]:
+    """/trip's files, in the folder `path`."""
+    return {f"{path}/x.jpg": "x.jpg\n", f"{path}/sub/y.jpg": "y.jpg\n", f"{path}/sub/z.jpg": "z.jpg\n"}
+
+
+def compact_and_exchange(desk: Narnia, laptop: Narnia, old: str | None, new: str):
+    """The desk compacts its journals (`passwd --rotate`), the laptop takes the passphrase
+    `new` too, then three rounds of carrying files both ways, each device opening after."""
+    kw = {"passphrase": old} if old else {}
+    desk.ok(f"passwd --rotate --new-passphrase-file {q(str(desk.passphrase_file(new)))}", **kw)
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file(new)))}", **kw)
+    for _ in range(3):
+        carry(desk.vault, laptop.vault)
+        carry(laptop.vault, desk.vault)
+        desk.ok("ls", passphrase=new)
+        laptop.ok("ls", passphrase=new)
+
+
+def at_once(narnia: Narnia, host, tmp_path, on_desk: str, on_laptop: str, laptop_first=False) -> Narnia:
+    """Two devices that both hold /trip (see `trip`); the desk runs `on_desk` while the laptop,
+    not knowing, runs `on_laptop` (before it, with `laptop_first`); then they exchange. Returns
+    the laptop."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    for n, command in ((laptop, on_laptop), (narnia, on_desk))[::1 if laptop_first else -1]:
+        n.ok(command)
+    exchange(narnia, laptop)
+    return laptop
+
+
 def test_a_mv_f_swap_on_two_devices_at_once_keeps_both_files(narnia, host, tmp_path):
     laptop = two_devices(narnia, host, tmp_path)
     narnia.ok("mv -f /a.txt /b.txt")
     laptop.ok("mv -f /b.txt /a.txt")
     exchange(narnia, laptop)
     # Each device gave one file the other's name: both files stay, each where a device put it.
-    both_show(narnia, laptop, {"/b.txt": "first\n", "/a.txt": "from the desk\n", "/c.txt": "from the laptop\n"})
+    both_show(narnia, laptop, {**TOP, "/b.txt": "first\n", "/a.txt": "from the desk\n"})
 
 
 def test_a_file_moved_out_of_a_folder_removed_meanwhile_stays(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    trip(narnia, host)
-    exchange(narnia, laptop)
-    narnia.ok("rm -r /trip")
-    laptop.ok("mv /trip/x.jpg /")
-    exchange(narnia, laptop)
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/x.jpg": "x.jpg\n"}
-    both_show(narnia, laptop, expected)
+    laptop = at_once(narnia, host, tmp_path, "rm -r /trip", "mv /trip/x.jpg /")
+    both_show(narnia, laptop, {**TOP, "/x.jpg": "x.jpg\n"})
 
 
 def test_a_folder_moved_out_of_one_removed_meanwhile_keeps_what_it_holds(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    trip(narnia, host)
-    exchange(narnia, laptop)
-    narnia.ok("rm /trip/sub/z.jpg; rm -r /trip")
-    laptop.ok("mv /trip/sub /kept")
-    exchange(narnia, laptop)
+    laptop = at_once(narnia, host, tmp_path, "rm /trip/sub/z.jpg; rm -r /trip", "mv /trip/sub /kept")
     # z.jpg was removed on its own before: moving its folder does not bring it back.
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/kept/y.jpg": "y.jpg\n"}
-    both_show(narnia, laptop, expected)
+    both_show(narnia, laptop, {**TOP, "/kept/y.jpg": "y.jpg\n"})
 
 
 def test_a_folder_renamed_while_another_device_removed_it_stays_whole(narnia, host, tmp_path):
-    laptop = two_devices(narnia, host, tmp_path)
-    trip(narnia, host)
-    exchange(narnia, laptop)
-    narnia.ok("rm -r /trip")
-    laptop.ok("mv /trip /journey")
-    exchange(narnia, laptop)
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
-                "/journey/x.jpg": "x.jpg\n", "/journey/sub/y.jpg": "y.jpg\n", "/journey/sub/z.jpg": "z.jpg\n"}
-    both_show(narnia, laptop, expected)
+    laptop = at_once(narnia, host, tmp_path, "rm -r /trip", "mv /trip /journey")
+    both_show(narnia, laptop, {**TOP, **journey("/journey")})
 
 
 def test_a_renamed_folder_carries_only_what_it_held_when_it_was_renamed(narnia, host, tmp_path):
     """The laptop renames /trip; later, not knowing, the desk puts a file in it and removes the
     whole folder: the rename keeps what the folder held then, not the file it never held."""
-    laptop = two_devices(narnia, host, tmp_path)
-    trip(narnia, host)
-    exchange(narnia, laptop)
-    laptop.ok("mv /trip /journey")
     (host / "late.jpg").write_text("late\n")
-    narnia.ok(f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip")
-    exchange(narnia, laptop)
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
-                "/journey/x.jpg": "x.jpg\n", "/journey/sub/y.jpg": "y.jpg\n", "/journey/sub/z.jpg": "z.jpg\n"}
-    both_show(narnia, laptop, expected)
+    laptop = at_once(narnia, host, tmp_path, f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip",
+                     "mv /trip /journey", laptop_first=True)
+    both_show(narnia, laptop, {**TOP, **journey("/journey")})
 
 
 def test_a_folder_taken_out_of_a_removal_and_moved_again_brings_back_nothing_removed(narnia, host, tmp_path):
     """As above; then the folder is moved again: now stamped after the file the desk put in it,
     the move lists that file as removed anew rather than carry it back."""
-    laptop = two_devices(narnia, host, tmp_path)
-    trip(narnia, host)
-    exchange(narnia, laptop)
-    laptop.ok("mv /trip /journey")
     (host / "late.jpg").write_text("late\n")
-    narnia.ok(f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip")
-    exchange(narnia, laptop)
+    laptop = at_once(narnia, host, tmp_path, f"cd /trip/sub; import {q(str(host / 'late.jpg'))}; rm -r /trip",
+                     "mv /trip /journey", laptop_first=True)
     for n, move in ((narnia, "mkdir /older; mv /journey /older/"), (laptop, "mkdir /elder; mv /older/journey /elder/")):
         n.ok(move)
         r = n.ok("find /")
         assert not any("late" in line for line in r.out_lines), r.describe()
         exchange(narnia, laptop)
         assert not any("late" in line for line in n.ok("find /").out_lines)
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n",
-                "/elder/journey/x.jpg": "x.jpg\n", "/elder/journey/sub/y.jpg": "y.jpg\n",
-                "/elder/journey/sub/z.jpg": "z.jpg\n"}
-    both_show(narnia, laptop, expected)
+    both_show(narnia, laptop, {**TOP, **journey("/elder/journey")})
 
 
 def test_what_the_remover_saw_moved_is_removed(narnia, host, tmp_path):
@@ -125,7 +128,7 @@ def test_what_the_remover_saw_moved_is_removed(narnia, host, tmp_path):
     exchange(narnia, laptop)
     narnia.ok("rm /x.jpg; rm -r /journey")
     exchange(narnia, laptop)
-    both_show(narnia, laptop, {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n"})
+    both_show(narnia, laptop, TOP)
 
 
 def test_a_move_kept_after_the_remover_compacted_has_its_content(narnia, host, tmp_path):
@@ -136,23 +139,11 @@ def test_a_move_kept_after_the_remover_compacted_has_its_content(narnia, host, t
     exchange(narnia, laptop)
     narnia.ok("rm -r /trip")
     laptop.ok("mv /trip/x.jpg /")
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
-    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
-    for _ in range(3):
-        carry(narnia.vault, laptop.vault)
-        carry(laptop.vault, narnia.vault)
-        narnia.ok("ls", passphrase="rotated")
-        laptop.ok("ls", passphrase="rotated")
-    expected = {"/a.txt": "first\n", "/b.txt": "from the desk\n", "/c.txt": "from the laptop\n", "/x.jpg": "x.jpg\n"}
+    compact_and_exchange(narnia, laptop, None, "rotated")
+    expected = {**TOP, "/x.jpg": "x.jpg\n"}
     both_show(narnia, laptop, expected, passphrase="rotated")
     # Compacted again, now that the move is read, nothing changes.
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('again')))}", passphrase="rotated")
-    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('again')))}", passphrase="rotated")
-    for _ in range(3):
-        carry(narnia.vault, laptop.vault)
-        carry(laptop.vault, narnia.vault)
-        narnia.ok("ls", passphrase="again")
-        laptop.ok("ls", passphrase="again")
+    compact_and_exchange(narnia, laptop, "rotated", "again")
     both_show(narnia, laptop, expected, passphrase="again")
 
 
