@@ -8,11 +8,13 @@ removed meanwhile was lost with it).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 from harness import Narnia, q
 from test_concurrent_contents import objects, two_devices
 from test_device_housekeeping import carry, exchange
-from test_devices import device
+from test_devices import device, own_journal
 
 
 def files(n: Narnia, **kw) -> dict[str, str]:
@@ -188,3 +190,38 @@ def test_a_file_shown_again_and_removed_again_keeps_its_object_until_that_remova
     for n in (narnia, laptop, third):
         assert n.ok("cat /saved.jpg").out == "x.jpg\n"
         assert "all intact" in n.ok("verify").out
+
+
+def copy_missing(src, dst, also=()):
+    """Copies the files `dst` lacks (and the files `also`, relative paths) from `src`: a sync
+    engine that has carried some files and not yet others."""
+    for p in sorted(src.rglob("*")):
+        rel = p.relative_to(src)
+        target = dst / rel
+        if p.is_dir():
+            target.mkdir(exist_ok=True)
+        elif not target.exists() or str(rel) in also:
+            shutil.copy2(p, target.with_name(target.name + ".carrying"))
+            os.replace(target.with_name(target.name + ".carrying"), target)
+
+
+def test_an_object_waits_while_records_of_a_device_that_acknowledged_it_are_missing(narnia, host, tmp_path):
+    """The laptop moved the file out of the folder the desk removed, then, in a new journal,
+    acknowledged the removal. Only that new journal has reached the desk: the acknowledgement
+    is no proof that the desk read the laptop's move, and the object must stay (review DV)."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    held = objects(narnia.vault)
+    desk_journal, _ = own_journal(narnia, "rm -r /trip")
+    laptop_journal, _ = own_journal(laptop, "mv /trip/x.jpg /")
+    with open(laptop_journal, "ab") as f:   # a torn tail: the laptop goes on in a new journal
+        f.write(b"\x07\x07\x07")
+    copy_missing(narnia.vault, laptop.vault, also={str(desk_journal.relative_to(narnia.vault))})
+    laptop.ok("ls")      # reads the removal, and acknowledges it in its new journal
+    copy_missing(laptop.vault, narnia.vault)
+    r = narnia.ok("ls /")
+    assert "x.jpg" not in r.out_lines, "the move has not arrived yet" + r.describe()
+    assert held <= objects(narnia.vault), "x.jpg's object was deleted before the move that keeps it was read"
+    exchange(narnia, laptop)
+    both_show(narnia, laptop, {**TOP, "/x.jpg": "x.jpg\n"})

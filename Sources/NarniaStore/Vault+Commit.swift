@@ -193,11 +193,19 @@ extension Vault {
         }
     }
 
+    /// True when a device's latest record here follows records of it that this copy does not
+    /// hold (an older journal of it not arrived yet): what that record acknowledged is no
+    /// proof that every record of it was read here, and one of those may be a move that shows
+    /// a removed file again (docs/FORMAT.md, "Merging", rule 3). No object goes meanwhile.
+    var recordsAcknowledgedAreMissing: Bool {
+        state.waitingDevices.contains { knowledge[$0.key] < $0.value.lastSeq }
+    }
+
     /// Deletes the retired files present that every device has heard of (all of them, or
     /// those in `files`), with every copy a sync engine made of them; never a journal holding
     /// records its retirements had not read (`holdsRecordsItsRetirementsDidNotRead`).
     func deleteRetiredFiles(_ files: [RetiredFile]? = nil) {
-        for file in files ?? Array(state.retired.keys) where state.mayDelete(file) {
+        for file in files ?? Array(state.retired.keys) where state.mayDelete(file) && !(file.kind == .object && recordsAcknowledgedAreMissing) {
             switch file.kind {
             case .object, .journal:
                 guard journal?.id != file.id, !holdsRecordsItsRetirementsDidNotRead(file.id),

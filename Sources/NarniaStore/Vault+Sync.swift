@@ -169,6 +169,7 @@ extension Vault {
     /// `mayDeleteThere`).
     public func mayDelete(_ file: SyncFile) -> Bool {
         state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
+            && !(file.kind == .object && recordsAcknowledgedAreMissing)
     }
 
     /// True when the remote's copy of a retired journal, of `size` bytes, may hold records no
