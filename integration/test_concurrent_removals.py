@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 from harness import Narnia, q
@@ -223,5 +224,37 @@ def test_an_object_waits_while_records_of_a_device_that_acknowledged_it_are_miss
     r = narnia.ok("ls /")
     assert "x.jpg" not in r.out_lines, "the move has not arrived yet" + r.describe()
     assert held <= objects(narnia.vault), "x.jpg's object was deleted before the move that keeps it was read"
+    # Review DW-1: verify says why, and `devices` puts the object on the laptop's account.
+    r = narnia.c("verify")   # fails: the laptop's records it noted are missing here
+    assert any(re.search(r"records? [0-9–]+ of device laptop \(\w{8}\) (is|are) not here yet \(an older journal of it has not "
+                         r"arrived\): no retired object is deleted until", line) for line in r.err_lines), r.describe()
+    r = narnia.ok("devices")
+    assert [re.search(r"holds (\S+)", line)[1] != "0" for line in r.out_lines if " laptop " in line] == [True], r.describe()
     exchange(narnia, laptop)
     both_show(narnia, laptop, {**TOP, "/x.jpg": "x.jpg\n"})
+
+
+def test_devices_names_the_device_an_object_removed_twice_waits_for(narnia, host, tmp_path):
+    """Review DW-2: the desk and the laptop both removed /solo.txt; the third device has read
+    the desk's removal only. The object waits for it to read the laptop's, and `devices` says
+    so (it said every device held nothing)."""
+    laptop = two_devices(narnia, host, tmp_path)
+    (host / "solo.txt").write_text("an object of its own\n")
+    narnia.ok(f"import {q(str(host / 'solo.txt'))}")
+    exchange(narnia, laptop)
+    third = device(laptop, tmp_path / "third")
+    for n in (narnia, laptop):
+        carry(third.vault, n.vault)
+    exchange(narnia, laptop)
+    carry(narnia.vault, third.vault)
+    third.ok("ls")
+    narnia.ok("rm /solo.txt")
+    laptop.ok("rm /solo.txt")
+    carry(narnia.vault, third.vault)
+    third.ok("mkdir /seen")          # has read the desk's removal, not the laptop's
+    carry(third.vault, narnia.vault)
+    carry(third.vault, laptop.vault)
+    exchange(narnia, laptop)
+    r = narnia.ok("devices")
+    holds = {line.split()[1]: re.search(r"holds (\S+)", line)[1] for line in r.out_lines}
+    assert holds["third"] != "0" and holds["laptop"] == "0", r.describe()

@@ -197,15 +197,24 @@ extension Vault {
     /// hold (an older journal of it not arrived yet): what that record acknowledged is no
     /// proof that every record of it was read here, and one of those may be a move that shows
     /// a removed file again (docs/FORMAT.md, "Merging", rule 3). No object goes meanwhile.
-    var recordsAcknowledgedAreMissing: Bool {
-        state.waitingDevices.contains { knowledge[$0.key] < $0.value.lastSeq }
+    var recordsAcknowledgedAreMissing: Bool { !devicesWithRecordsMissing.isEmpty }
+
+    /// The devices whose latest record here follows records of them this copy does not hold.
+    var devicesWithRecordsMissing: [Identifier] {
+        state.waitingDevices.filter { knowledge[$0.key] < $0.value.lastSeq }.map(\.key).sorted()
+    }
+
+    /// True when the retired `file` may be deleted here: every device has read what retired
+    /// it, and, for an object, no device's records are missing here.
+    func mayDeleteRetired(_ file: RetiredFile) -> Bool {
+        state.mayDelete(file) && !(file.kind == .object && recordsAcknowledgedAreMissing)
     }
 
     /// Deletes the retired files present that every device has heard of (all of them, or
     /// those in `files`), with every copy a sync engine made of them; never a journal holding
     /// records its retirements had not read (`holdsRecordsItsRetirementsDidNotRead`).
     func deleteRetiredFiles(_ files: [RetiredFile]? = nil) {
-        for file in files ?? Array(state.retired.keys) where state.mayDelete(file) && !(file.kind == .object && recordsAcknowledgedAreMissing) {
+        for file in files ?? Array(state.retired.keys) where mayDeleteRetired(file) {
             switch file.kind {
             case .object, .journal:
                 guard journal?.id != file.id, !holdsRecordsItsRetirementsDidNotRead(file.id),

@@ -24,11 +24,15 @@ extension Vault {
     /// (a copy just opened on this machine: its `lastWrote` is then 0).
     public var devices: [DeviceInfo] {
         var held: [Identifier: Int64] = [:]
-        for (file, list) in state.retired where !state.mayDelete(file) {
+        let missingRecords = Set(devicesWithRecordsMissing)
+        for (file, list) in state.retired where !mayDeleteRetired(file) {
             let size = retiredFileSize(file)
             guard size > 0 else { continue }
-            for (id, device) in state.waitingDevices where !list.contains(where: { device.lastKnowledge.covers($0) }) {
-                held[id, default: 0] += size
+            // An object waits for every one of its retirements (review DW-2), and while records a
+            // device acknowledged past are missing here, for them (review DW-1).
+            for (id, device) in state.waitingDevices {
+                let covered = file.kind == .object ? list.allSatisfy(device.lastKnowledge.covers) : list.contains(where: device.lastKnowledge.covers)
+                if !covered || file.kind == .object && missingRecords.contains(id) { held[id, default: 0] += size }
             }
         }
         var listed = state.devices.filter { $0.value.lastSeq > 0 || $0.key == device && isKnownDevice }.map { id, record in

@@ -168,8 +168,7 @@ extension Vault {
     /// the remote, where a key file also needs `remoteKeepsAKeyFile`, and a journal
     /// `mayDeleteThere`).
     public func mayDelete(_ file: SyncFile) -> Bool {
-        state.mayDelete(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
-            && !(file.kind == .object && recordsAcknowledgedAreMissing)
+        mayDeleteRetired(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
     }
 
     /// True when the remote's copy of a retired journal, of `size` bytes, may hold records no
