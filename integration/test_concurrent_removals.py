@@ -60,6 +60,18 @@ def compact_and_exchange(desk: Narnia, laptop: Narnia, old: str | None, new: str
         laptop.ok("ls", passphrase=new)
 
 
+def third_device(desk: Narnia, laptop: Narnia, tmp_path) -> Narnia:
+    """A third device, a copy of the laptop's store, that the desk and the laptop know and
+    that has read all they wrote."""
+    third = device(laptop, tmp_path / "third")
+    for n in (desk, laptop):
+        carry(third.vault, n.vault)
+    exchange(desk, laptop)
+    carry(desk.vault, third.vault)
+    third.ok("ls")
+    return third
+
+
 def at_once(narnia: Narnia, host, tmp_path, on_desk: str, on_laptop: str, laptop_first=False) -> Narnia:
     """Two devices that both hold /trip (see `trip`); the desk runs `on_desk` while the laptop,
     not knowing, runs `on_laptop` (before it, with `laptop_first`); then they exchange. Returns
@@ -157,12 +169,7 @@ def test_a_file_shown_again_and_removed_again_keeps_its_object_until_that_remova
     laptop = two_devices(narnia, host, tmp_path)
     trip(narnia, host)
     exchange(narnia, laptop)
-    third = device(laptop, tmp_path / "third")
-    for n in (narnia, laptop):
-        carry(third.vault, n.vault)
-    exchange(narnia, laptop)
-    carry(narnia.vault, third.vault)
-    third.ok("ls")
+    third = third_device(narnia, laptop, tmp_path)
     narnia.ok("rm -r /trip")
     laptop.ok("mv /trip/x.jpg /")
     exchange(narnia, laptop)
@@ -242,12 +249,7 @@ def test_devices_names_the_device_an_object_removed_twice_waits_for(narnia, host
     (host / "solo.txt").write_text("an object of its own\n")
     narnia.ok(f"import {q(str(host / 'solo.txt'))}")
     exchange(narnia, laptop)
-    third = device(laptop, tmp_path / "third")
-    for n in (narnia, laptop):
-        carry(third.vault, n.vault)
-    exchange(narnia, laptop)
-    carry(narnia.vault, third.vault)
-    third.ok("ls")
+    third = third_device(narnia, laptop, tmp_path)
     narnia.ok("rm /solo.txt")
     laptop.ok("rm /solo.txt")
     carry(narnia.vault, third.vault)
