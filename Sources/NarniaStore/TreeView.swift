@@ -87,15 +87,27 @@ struct TreeView {
         }
         var parent = places.map(parentIndex)
 
-        // Cycles: the latest move of each falls back to where its device saw the item, then
-        // to the root. Each round breaks every cycle present; an item falls back at most twice.
+        // Cycles: the latest move of each falls back to where its device saw the item, or, when
+        // that closes a cycle too, to the root (docs/FORMAT.md rule 2: the same folder; it
+        // skipped the latest move of the new cycle instead, another folder's). Each round
+        // breaks every cycle present; an item falls back at most twice.
         var fallbacks = [UInt8](repeating: 0, count: count)
+        /// True when `place`'s folder is `item` or lies inside it, by the places as they stand.
+        func leadsBack(_ place: Place, to item: Int) -> Bool {
+            var i = parentIndex(place)
+            for _ in 0...count {
+                guard i >= 0 else { return false }
+                if i == item { return true }
+                i = parent[i]
+            }
+            return false   // into another cycle, which a round breaks in turn
+        }
         while true {
             let cycles = findCycles(parent)
             if cycles.isEmpty { break }
             for cycle in cycles {
                 let latest = cycle.max { placeStamps[$0] < placeStamps[$1] }!
-                if fallbacks[latest] == 0, let from = froms[latest] {
+                if fallbacks[latest] == 0, let from = froms[latest], !leadsBack(from, to: latest) {
                     places[latest] = from
                     fallbacks[latest] = 1
                 } else {
