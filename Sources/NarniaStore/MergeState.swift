@@ -381,8 +381,14 @@ struct MergeState {
     /// again after its removal (rule 3) may be removed again, and a move made meanwhile
     /// elsewhere of that removal must have been read before its object goes.
     func mayDelete(_ file: RetiredFile) -> Bool {
-        guard !isInUse(file), let list = retired[file] else { return false }
-        return file.kind == .object ? list.allSatisfy(everyDeviceHasRead) : list.contains(where: everyDeviceHasRead)
+        !isInUse(file) && retirements(of: file, areRead: everyDeviceHasRead)
+    }
+
+    /// True when `isRead` holds of `file`'s retirements as its deletion needs (see
+    /// `mayDelete`): of an object every one, of any other file one.
+    func retirements(of file: RetiredFile, areRead isRead: (Knowledge) -> Bool) -> Bool {
+        guard let list = retired[file] else { return false }
+        return file.kind == .object ? list.allSatisfy(isRead) : list.contains(where: isRead)
     }
 
     /// True for an object that holds an item's content after the merge, retired or not: a

@@ -25,13 +25,13 @@ extension Vault {
     public var devices: [DeviceInfo] {
         var held: [Identifier: Int64] = [:]
         let missingRecords = Set(devicesWithRecordsMissing)
-        for (file, list) in state.retired where !mayDeleteRetired(file) {
+        for file in state.retired.keys where !mayDeleteRetired(file) {
             let size = retiredFileSize(file)
             guard size > 0 else { continue }
             // An object waits for every one of its retirements (review DW-2), and while records a
             // device acknowledged past are missing here, for them (review DW-1).
             for (id, device) in state.waitingDevices {
-                let covered = file.kind == .object ? list.allSatisfy(device.lastKnowledge.covers) : list.contains(where: device.lastKnowledge.covers)
+                let covered = state.retirements(of: file, areRead: device.lastKnowledge.covers)
                 if !covered || file.kind == .object && missingRecords.contains(id) { held[id, default: 0] += size }
             }
         }
