@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from harness import DEFAULT_PASSPHRASE, Narnia, q
-from test_devices import device
+from test_devices import device, device_not_yet_written
 
 
 def carry(src: Path, dst: Path, only=lambda rel: True):
@@ -98,6 +98,42 @@ def test_sync_never_deletes_the_last_key_file_of_a_passphrase_change_not_here_ye
     assert other.ok("cat /a.txt", vault=remote, passphrase="a new passphrase").out == "kept\n"
     assert not key_files(remote) & old_keys
     assert other.c("ls", vault=remote).rc == 3
+
+
+def test_a_passwd_retires_again_the_key_files_it_deleted_for_a_device_it_did_not_know(narnia, host, tmp_path):
+    """test_model seed 621: the phone changed the passphrase ("three"); the desk, which knew only
+    the phone, deleted the key file the phone replaced once the phone had read its own
+    retirement, then changed the passphrase again ("four"), retiring only the key file it still
+    held. A laptop the desk did not know yet, holding the desk's records but not the phone's,
+    took the deleted key file for live: the first passphrase opened it, and "three" was refused,
+    blaming the first key file."""
+    narnia.init()
+    (host / "a.txt").write_text("kept\n")
+    narnia.ok(f"import {q(str(host / 'a.txt'))}")
+    first = key_files(narnia.vault)
+    laptop = device_not_yet_written(narnia, tmp_path / "laptop")
+    phone = device(narnia, tmp_path / "phone")
+    phone.ok(f"passwd --new-passphrase-file {q(str(phone.passphrase_file('three')))}")
+    three = key_files(phone.vault) - first
+    phones_journal = {p.relative_to(phone.vault) for p in phone.vault.glob("*/*")} - {
+        p.relative_to(narnia.vault) for p in narnia.vault.glob("*/*")}
+    carry(phone.vault, narnia.vault)
+    narnia.ok("ls", passphrase="three")
+    assert key_files(narnia.vault) == three, "the desk kept the key file the phone replaced"
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('four')))}", passphrase="three")
+    # The laptop gets the desk's journal and the phone's key file, not the phone's journal.
+    carry(narnia.vault, laptop.vault, only=lambda rel: len(rel.parts) == 2 and rel not in phones_journal)
+    shutil.copy2(phone.vault / next(iter(three)), laptop.vault / next(iter(three)))
+    assert key_files(laptop.vault) == first | three
+    r = laptop.ok("cat /a.txt", passphrase="three")
+    assert r.out == "kept\n"
+    assert "the new key file is not here" in r.err, r.describe()
+    assert "the new key file is not here" in laptop.ok("ls").err
+    # Once the desk's key file arrives, only its passphrase opens the laptop's copy.
+    carry(narnia.vault, laptop.vault)
+    assert laptop.ok("cat /a.txt", passphrase="four").out == "kept\n"
+    for old in (DEFAULT_PASSPHRASE, "three"):
+        assert laptop.c("ls", passphrase=old).rc == 3
 
 
 def test_a_passwd_cut_short_keeps_the_old_passphrase_and_says_to_run_it_again(narnia, host, tmp_path):

@@ -859,7 +859,10 @@ class Scenario:
                 passwd_pass = self.fresh_passphrase()
                 pf = self.n.passphrase_file(passwd_pass)
                 cmd = f"passwd --new-passphrase-file {q(str(pf))}"
-                retire = frozenset(self.present_keys(d, before))
+                # every key file present, and those its records retired that are gone (deleted
+                # once every device it knew of had read of them: a device it did not know yet
+                # must not take one for live on reading this record, seed 621)
+                retire = frozenset(self.present_keys(d, before) | view.retired_keys)
                 ops = [("retire_keys", retire)]
             if u is not None:
                 unit = u

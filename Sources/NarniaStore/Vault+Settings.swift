@@ -65,12 +65,27 @@ extension Vault {
         try refuseKeyChangeAfterRotationElsewhere()
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
-        try replaceKeyFiles(Array(inventory.keyFiles.keys), kek: kek, salt: salt, parameters: parameters)
+        try replaceKeyFiles(keyFilesToRetire, kek: kek, salt: salt, parameters: parameters)
     }
 
-    /// Retires `others` (every key file present, those already retired too: a device that
-    /// hears of this record but not of an earlier one must not take an older key file for a
-    /// live one), then writes the master keys under `kek` in a new key file.
+    /// The key files a `passwd` retires: every one present, those already retired too (a
+    /// device that hears of this record but not of an earlier one must not take an older key
+    /// file for a live one), and the key files another device's record retired that are gone
+    /// from here. Those were deleted once every device this one knew of had read of them; a
+    /// device it did not know yet may still hold one, not retired as far as it knows, and
+    /// take it for the live key file until that other record arrives: its passphrase opened
+    /// that copy, and a newer one, retired here, was refused (test_model seed 621). Each is
+    /// retired once by this device (its snapshots carry its own retirements).
+    var keyFilesToRetire: [Identifier] {
+        let gone = state.retired.keys.filter { file in
+            file.kind == .keyFile && state.ownRetired[file] == nil && inventory.keyFiles[file.id] == nil
+                && state.settingValues[Self.inboxKeySettingPrefix + file.id.hex] == nil
+        }
+        return inventory.keyFiles.keys.sorted() + gone.map(\.id).sorted()
+    }
+
+    /// Retires `others` (`keyFilesToRetire`, or the key files a merge replaces), then writes
+    /// the master keys under `kek` in a new key file.
     private func replaceKeyFiles(_ others: [Identifier], kek: Secret, salt: [UInt8], parameters: KDFParameters) throws {
         let id = Identifier.random()
         let known = knowledgeOfNextRecord
@@ -129,9 +144,9 @@ extension Vault {
         var rotated = masters
         try rotated.rotate(to: try Secret.random(count: 32))
         let fresh = try JournalKeys(masterKey: rotated.current)
-        let others = Array(inventory.keyFiles.keys)
+        let others = keyFilesToRetire
         let known = knowledgeOfNextRecord
-        try commit(others.sorted().map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        try commit(others.map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
         let previous = masters
         masters = rotated
         let id = Identifier.random()
