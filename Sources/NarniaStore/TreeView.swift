@@ -111,7 +111,8 @@ struct TreeView {
                     places[latest] = from
                     fallbacks[latest] = 1
                 } else {
-                    places[latest] = Place(parent: .root, name: places[latest].name)
+                    // Under its `from` name, whichever round it falls back in (seed 1092).
+                    places[latest] = Place(parent: .root, name: froms[latest]?.name ?? places[latest].name)
                     fallbacks[latest] = 2
                 }
                 parent[latest] = parentIndex(places[latest])

@@ -678,4 +678,18 @@ final class RecordValidationTests: XCTestCase {
         XCTAssertEqual(vault.descendants(of: .root).count, 2)
         XCTAssertTrue(try vault.verify().isWhole)
     }
+
+    /// A skipped move whose `from` place closes a cycle too puts that same folder at the root,
+    /// under its `from` name (FORMAT.md rule 2; test_model seeds 1050 and 1092).
+    func testASkippedMoveWhoseFromClosesACycleGoesToTheRootUnderItsFromName() throws {
+        do {
+            let vault = try make()
+            let a = try vault.makeFolder(named: "a", in: .root), b = try vault.makeFolder(named: "b", in: .root)
+            try vault.commit([.move(id: a.id, place: Place(parent: b.id, name: "a"), from: Place(parent: .root, name: "a"))], view: .none)
+            try vault.commit([.move(id: b.id, place: Place(parent: a.id, name: "moved"), from: Place(parent: a.id, name: "seen"))], view: .none)
+        }
+        let vault = try open()
+        XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/seen", "/seen/a"])
+        XCTAssertTrue(try vault.verify().isWhole)
+    }
 }
