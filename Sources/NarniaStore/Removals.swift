@@ -5,6 +5,13 @@ struct Removal: Equatable {
     var seenPlace: Stamp
     /// True for a removal this device's journals hold (compaction writes it again).
     var isOwn: Bool
+
+    /// The same removal read again (a copy of a journal, a snapshot beside the journals it
+    /// retired): the later place it saw is kept.
+    mutating func absorb(_ again: Removal) {
+        seenPlace = max(seenPlace, again.seenPlace)
+        isOwn = isOwn || again.isOwn
+    }
 }
 
 /// The removals of one item: almost always one, so the first is held inline.
@@ -19,15 +26,12 @@ struct ItemRemovals {
         first.by == stamp ? first : more.first { $0.by == stamp }
     }
 
-    /// Adds a removal; one read again (a copy of a journal, a snapshot beside the journals it
-    /// retired) keeps the later place it saw.
+    /// Adds a removal, or absorbs one read again.
     mutating func add(_ removal: Removal) {
         if first.by == removal.by {
-            first.seenPlace = max(first.seenPlace, removal.seenPlace)
-            first.isOwn = first.isOwn || removal.isOwn
+            first.absorb(removal)
         } else if let i = more.firstIndex(where: { $0.by == removal.by }) {
-            more[i].seenPlace = max(more[i].seenPlace, removal.seenPlace)
-            more[i].isOwn = more[i].isOwn || removal.isOwn
+            more[i].absorb(removal)
         } else {
             more.append(removal)
         }
