@@ -11,7 +11,7 @@ BUILD_PACKAGES = libsodium-dev libmagic-dev libedit-dev pkg-config
 # Optional at run time: the viewers `open` and the grid use (the shell says what is missing).
 RUN_PACKAGES = less chafa mpv ffmpeg poppler-utils rclone
 # Viewers the tests drive for real, and the tools that make the test corpus.
-TEST_PACKAGES = python3-pytest locales mandoc btrfs-progs file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples rclone syncthing age strace bindfs fuse3 fusefat dosfstools ntfs-3g faketime
+TEST_PACKAGES = python3-pytest python3-pytest-xdist locales mandoc btrfs-progs file bash-completion zsh fish less chafa ffmpeg poppler-utils libheif-examples rclone syncthing age strace bindfs fuse3 fusefat dosfstools ntfs-3g faketime
 BENCH_PACKAGES = age time file rclone ffmpeg
 
 SWIFT_FLAGS ?=

@@ -8,7 +8,10 @@
 # access to /dev/fuse, `strace -y` on a process that is not dumpable, loop mounts).
 # Run by `make test` beside the whole suite (`run-all.sh`); as an ordinary user already, there is nothing to add.
 #
-#   NARNIA_BIN   the narnia binary to test
+# Arguments are passed to pytest (run-all.sh chooses tests with -m).
+#
+#   NARNIA_BIN          the narnia binary to test
+#   NARNIA_TEST_JOBS    tests run at once (default 4)
 set -euo pipefail
 : "${NARNIA_BIN:?set NARNIA_BIN to the narnia binary}"
 if [ "$(id -u)" != 0 ]; then
@@ -29,7 +32,7 @@ if ! runuser -u "$user" -- "$work/narnia" --version >/dev/null 2>&1; then
 fi
 cd "$work/integration"
 runuser -u "$user" -- env -i PATH="$PATH" HOME="$work" LANG=C.UTF-8 NARNIA_BIN="$work/narnia" \
-    python3 -m pytest -q -p no:cacheprovider --basetemp "$work/pytest" \
+    bash -c 'source ./pytest-runner.sh; run_pytest "$@"' run_pytest "${NARNIA_TEST_JOBS:-4}" -q -p no:cacheprovider --basetemp "$work/pytest" "$@" \
     test_commands.py test_shell_habits.py test_inbox.py test_devices.py test_bad_input.py test_auth_lock.py \
     test_crash.py test_sync_engines.py test_store_forks.py test_device_housekeeping.py test_disk_full.py \
     test_hardening.py test_tamper.py test_roundtrip.py test_viewing.py test_cover.py

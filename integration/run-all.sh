@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# The integration part of `make test`: the whole suite, and beside it, at the same time, the
-# ordinary-user pass (`as-ordinary-user.sh`, which does anything only as root). Each spends most
-# of its time waiting on the processes it drives, so together on two cores they take little more
-# than the longer alone (one after the other, about 17 minutes on CI). The ordinary-user pass's
-# output follows the suite's; the status is the suite's, else the pass's.
+# The integration part of `make test`. Most tests spend most of their time waiting on the
+# processes they drive (sleeps, fsync, timeouts), so several run at once (pytest-xdist, Debian's
+# python3-pytest-xdist): first the whole suite, and beside it, at the same time, the
+# ordinary-user pass (`as-ordinary-user.sh`, which does anything only as root); then, alone,
+# the tests marked `serial` (pytest.ini), which hold a system call for seconds to open a window
+# another process must meet, and which that load could make miss it. About 7 minutes on two
+# cores, where one test at a time took about 16. The ordinary-user pass's output follows the
+# suite's; the status is the first failure's.
 #
-#   NARNIA_BIN   the narnia binary to test
+#   NARNIA_BIN          the narnia binary to test
+#   NARNIA_TEST_JOBS    tests run at once by each pass (default 4; 1 runs one at a time)
 set -uo pipefail
 : "${NARNIA_BIN:?set NARNIA_BIN to the narnia binary}"
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/pytest-runner.sh"
+jobs="${NARNIA_TEST_JOBS:-4}"
 log="$(mktemp)"
-bash "$here/as-ordinary-user.sh" > "$log" 2>&1 &
+NARNIA_TEST_JOBS="$jobs" bash "$here/as-ordinary-user.sh" -m "not serial" > "$log" 2>&1 &
 ordinary=$!
 trap 'kill "$ordinary" 2>/dev/null; rm -f "$log"' EXIT
-python3 -m pytest -q "$here"
+run_pytest "$jobs" -q -m "not serial" "$here"
 suite=$?
 wait "$ordinary"
 pass=$?
 echo "as an ordinary user:"
 cat "$log"
-[ "$suite" != 0 ] && exit "$suite"
-exit "$pass"
+echo "alone, the tests that hold a system call for seconds:"
+run_pytest 1 -q -m serial "$here"
+serial=$?
+echo "alone, as an ordinary user:"
+NARNIA_TEST_JOBS=1 bash "$here/as-ordinary-user.sh" -m serial
+ordinary_serial=$?
+for status in "$suite" "$pass" "$serial" "$ordinary_serial"; do
+    [ "$status" != 0 ] && exit "$status"
+done
+exit 0

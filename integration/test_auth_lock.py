@@ -385,6 +385,7 @@ def test_process_hardening(filled):
         first.wait(timeout=30)
 
 
+@pytest.mark.serial
 def test_an_init_that_finds_a_vault_made_while_it_waited_for_the_lock_makes_nothing(narnia):
     """The second of two `init`s checks the folder, then (its lock slowed by strace) takes the
     lock only after the first has made the whole vault and exited: it found the folder empty

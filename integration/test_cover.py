@@ -393,6 +393,7 @@ def test_a_wrong_key_leaves_the_footprint_of_no_store(narnia, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.serial
 def test_the_door_reads_the_store_once_it_holds_its_lock(vault, tmp_path):
     """Review CX-1: the door reads the store's top before it derives, and takes the lock only
     after: a process that wrote and ended meanwhile (new shard folders) was unseen, and the

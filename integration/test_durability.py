@@ -469,6 +469,7 @@ def test_sync_to_a_union_makes_each_of_its_folders_durable(vault, tmp_path):
     assert sum(len(list(folder.rglob("*"))) for folder in folders) > 0
 
 
+@pytest.mark.serial
 def test_import_move_keeps_an_original_a_program_opened_for_writing_while_it_was_compared(vault, host):
     """Review AD: `import --move` holds a read lease on the original while it compares it with
     the vault's copy and removes it; a program that opened it for writing meanwhile (an editor
@@ -497,6 +498,7 @@ def test_import_move_keeps_an_original_a_program_opened_for_writing_while_it_was
     assert "warning: import: " in err.decode() and "another program opened it for writing; the original is kept" in err.decode(), err.decode()
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("arrives", ["before-the-removal", "before-the-removal-on-fuse", "while-it-is-removed"])
 def test_import_move_sees_a_program_that_opens_the_original_as_it_is_removed(vault, host, request, arrives):
     """Review AD's race left by the test above: an opener for writing arriving between the last
@@ -582,6 +584,7 @@ def import_move_held(vault, original: Path, held: str) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("held", ["the-rename-aside", "the-removal-on-fuse"])
 def test_import_move_keeps_a_new_version_saved_over_the_original_as_it_is_removed(vault, host, request, held):
     """Review AR: `import --move` looked at the original through its descriptor, then renamed

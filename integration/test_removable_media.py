@@ -83,6 +83,7 @@ def test_names_a_stick_takes_for_one_are_refused_not_overwritten(twins, stick, f
     assert [p.name for p in pics.rglob(".narnia-partial-*")] == []
 
 
+@pytest.mark.serial
 def test_skip_existing_does_not_take_a_twin_for_a_file_exported_before(twins, stick):
     """After the first export failed on photo.jpg, `export --skip-existing` (the man page's way
     to finish it) said "skipped … (already there)" for it, exit 0: it took Photo.jpg, of the same
