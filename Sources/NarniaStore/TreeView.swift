@@ -103,10 +103,15 @@ struct TreeView {
             return false   // into another cycle, which a round breaks in turn
         }
         while true {
-            let cycles = findCycles(parent)
-            if cycles.isEmpty { break }
-            for cycle in cycles {
-                let latest = cycle.max { placeStamps[$0] < placeStamps[$1] }!
+            // The latest move of each cycle, the latest first: a fallback may close or open a
+            // path another cycle's fallback follows, so the order is the stamps', never the
+            // order the records were read in (review DX-1: devices holding the same records
+            // showed different trees).
+            let latestMoves = findCycles(parent)
+                .map { cycle in cycle.max { placeStamps[$0] < placeStamps[$1] }! }
+                .sorted { placeStamps[$0] > placeStamps[$1] }
+            if latestMoves.isEmpty { break }
+            for latest in latestMoves {
                 if fallbacks[latest] == 0, let from = froms[latest], !leadsBack(from, to: latest) {
                     places[latest] = from
                     fallbacks[latest] = 1

@@ -76,10 +76,11 @@ extension Vault {
     /// take it for the live key file until that other record arrives: its passphrase opened
     /// that copy, and a newer one, retired here, was refused (test_model seed 621). Each is
     /// retired once by this device (its snapshots carry its own retirements).
-    var keyFilesToRetire: [Identifier] {
+    private var keyFilesToRetire: [Identifier] {
+        let settings = state.settingValues
         let gone = state.retired.keys.filter { file in
             file.kind == .keyFile && state.ownRetired[file] == nil && inventory.keyFiles[file.id] == nil
-                && state.settingValues[Self.inboxKeySettingPrefix + file.id.hex] == nil
+                && settings[Self.inboxKeySettingPrefix + file.id.hex] == nil
         }
         return inventory.keyFiles.keys.sorted() + gone.map(\.id).sorted()
     }

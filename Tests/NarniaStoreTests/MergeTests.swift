@@ -692,4 +692,27 @@ final class RecordValidationTests: XCTestCase {
         XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/seen", "/seen/a"])
         XCTAssertTrue(try vault.verify().isWhole)
     }
+
+    /// Two cycles formed at once are broken the latest first, whatever order the records are
+    /// read in (review DX-1: one cycle's fallback changes where the other's leads, and devices
+    /// holding the same records showed different trees). The latest cycle, c and d, is broken
+    /// first: d falls back into a; then b's fallback into c would lead back to b, so b goes to
+    /// the root. Item identifiers are random, so twelve vaults read their records in varied
+    /// orders.
+    func testTwoCyclesFormedAtOnceAreBrokenTheLatestFirst() throws {
+        for _ in 0..<12 {
+            try? FileManager.default.removeItem(atPath: dir)
+            do {
+                let vault = try make()
+                let a = try vault.makeFolder(named: "a", in: .root), c = try vault.makeFolder(named: "c", in: .root)
+                let d = try vault.makeFolder(named: "d", in: a.id), b = try vault.makeFolder(named: "b", in: c.id)
+                for (item, to, from) in [(c, d, Place(parent: .root, name: "c")), (a, b, Place(parent: .root, name: "a")),
+                                         (b, a, Place(parent: c.id, name: "b")), (d, c, Place(parent: a.id, name: "d"))] {
+                    try vault.commit([.move(id: item.id, place: Place(parent: to.id, name: item.name), from: from)], view: .none)
+                }
+            }
+            let vault = try open()
+            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/b", "/b/a", "/b/a/d", "/b/a/d/c"])
+        }
+    }
 }
