@@ -3,10 +3,10 @@
 # processes they drive (sleeps, fsync, timeouts), so several run at once (pytest-xdist, Debian's
 # python3-pytest-xdist): first the whole suite, and beside it, at the same time, the
 # ordinary-user pass (`as-ordinary-user.sh`, which does anything only as root); then, alone,
-# the tests marked `serial` (pytest.ini), which hold a system call for seconds to open a window
-# another process must meet, and which that load could make miss it. About 7 minutes on two
-# cores, where one test at a time took about 16. The ordinary-user pass's output follows the
-# suite's; the status is the first failure's.
+# the tests marked `serial` (pytest.ini), which open a window in time another process must meet
+# (a system call held for seconds, a lease during a long import), and which that load could make
+# miss it. About 8 minutes on two cores, where one test at a time took about 16. The
+# ordinary-user pass's output follows the suite's; the status is the first failure's.
 #
 #   NARNIA_BIN          the narnia binary to test
 #   NARNIA_TEST_JOBS    tests run at once by each pass (default 4; 1 runs one at a time)
@@ -25,7 +25,7 @@ wait "$ordinary"
 pass=$?
 echo "as an ordinary user:"
 cat "$log"
-echo "alone, the tests that hold a system call for seconds:"
+echo "alone, the tests that open a window in time:"
 run_pytest 1 -q -m serial "$here"
 serial=$?
 echo "alone, as an ordinary user:"
