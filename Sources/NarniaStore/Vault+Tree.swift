@@ -210,8 +210,11 @@ extension Vault {
         // "Merging", rule 7).
         for member in view.members(of: id) { ops += try state.recordsKeepingCopy(member) }
         // Conflict copies of the item move with it (see `MergeState.placeConflictCopies`).
+        // An item shown where it fell back is shown where it goes by a rebuild, which forgets the
+        // fallback: moved in place, the view kept it, and the next move recorded that place again
+        // under a newer stamp, undoing this one (test_model seed 1315).
         let regular = settled.isEmpty && view.isRegular(item.parent) && (victim.map { view.isRegular($0.parent) } ?? true)
-            && state.contentVersions[id] == nil
+            && state.contentVersions[id] == nil && members.allSatisfy { view.fallenBack[$0] == nil }
         try commit(ops, view: regular ? .change { view in
             if let victim { view.remove(victim.id) }
             view.move(id, to: parent, name: valid)

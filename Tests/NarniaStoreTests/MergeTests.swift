@@ -715,4 +715,27 @@ final class RecordValidationTests: XCTestCase {
             XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/b", "/b/a", "/b/a/d", "/b/a/d/c"])
         }
     }
+
+    /// A folder shown where it fell back, moved by the user, stays where it was put through the
+    /// session's next move: the view kept its fallback, and the next move recorded that place
+    /// again under a newer stamp (test_model seed 1315).
+    func testAFolderMovedFromWhereItFellBackStaysWhereItWasPut() throws {
+        let b: Identifier
+        do {
+            let vault = try make()
+            let a = try vault.makeFolder(named: "a", in: .root)
+            b = try vault.makeFolder(named: "b", in: .root).id
+            try vault.commit([.move(id: a.id, place: Place(parent: b, name: "a"), from: Place(parent: .root, name: "a"))], view: .none)
+            try vault.commit([.move(id: b, place: Place(parent: a.id, name: "b"), from: Place(parent: .root, name: "b"))], view: .none)
+        }
+        do {
+            let vault = try open()
+            XCTAssertEqual(vault.path(of: b), "/b", "the later move is skipped")
+            let x = try vault.makeFolder(named: "x", in: .root), c = try vault.makeFolder(named: "c", in: .root)
+            try vault.move(b, to: x.id, name: "b")
+            try vault.move(c.id, to: x.id, name: "c")
+            XCTAssertEqual(vault.path(of: b), "/x/b")
+        }
+        XCTAssertEqual(try open().path(of: b), "/x/b")
+    }
 }
