@@ -43,7 +43,8 @@ nothing into a merged folder (FORMAT.md rule 4) whose first member is decided by
 (members placed by one record, as after a device moved the merged folder).
 
 NARNIA_MODEL_SCENARIOS (default 200) sets how many scenarios run, seeds NARNIA_MODEL_FIRST_SEED
-(default 1) onwards; NARNIA_MODEL_SEED=N runs only scenario N (and prints its log);
+(default 1) onwards, and the seeds in REGRESSION_SEEDS, each of which once found a bug;
+NARNIA_MODEL_SEED=N runs only scenario N (and prints its log);
 NARNIA_MODEL_JOBS (default: the number of CPUs, at most 4) runs scenarios in parallel. A failed
 scenario's device directories are kept under pytest's tmp_path (seed-N/devM).
 """
@@ -73,6 +74,10 @@ from harness import Narnia, q
 SCENARIOS = int(os.environ.get("NARNIA_MODEL_SCENARIOS", "200"))
 FIRST_SEED = int(os.environ.get("NARNIA_MODEL_FIRST_SEED", "1"))
 ONLY_SEED = os.environ.get("NARNIA_MODEL_SEED")
+# Seeds past the default range that once found a bug, run with every range: 621 (a key file
+# deleted for a device not known yet), 1050 and 1092 (rule 2's fallback to the root), 1315 (a
+# move from where a folder fell back).
+REGRESSION_SEEDS = [621, 1050, 1092, 1315]
 JOBS = int(os.environ.get("NARNIA_MODEL_JOBS", str(min(4, os.cpu_count() or 1))))
 
 HEX32 = re.compile(r"^([0-9a-f]{32})(.*)$", re.S)
@@ -1115,7 +1120,8 @@ def run_scenario(seed: int, root: Path, binary: Path) -> tuple[str | None, colle
 
 
 def test_model_scenarios(narnia_bin, tmp_path):
-    seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS))
+    seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS)) + [
+        s for s in REGRESSION_SEEDS if not FIRST_SEED <= s < FIRST_SEED + SCENARIOS]
     failures = []
     total = collections.Counter()
     started = time.monotonic()
