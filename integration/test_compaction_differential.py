@@ -26,6 +26,7 @@ from harness import DEFAULT_PASSPHRASE, q
 from test_concurrent_contents import exchange_all, rotate, two_devices
 from test_device_housekeeping import carry
 from test_devices import device
+from test_store_forks import put_back
 
 SEEDS = int(os.environ.get("NARNIA_COMPACTION_SEEDS", "16"))
 
@@ -90,25 +91,18 @@ def scenario(narnia, host, tmp_path, rnd, devices_count, compact_midway):
 
 
 def restore(saved: Path, live: Path):
-    """Puts `saved`'s tree back in `live`, each folder in place: a store folder keeps its inode,
-    and so its device (FORMAT.md "Devices"). Copied anew, each store became a new device, or,
-    when the file system gave a freed inode number to another one, the device another store
-    had been, whose journal it then forked (and `carry`, which keeps the longer copy, lost one
-    version of): the outcome depended on how inodes were reused, which changed under load."""
-    wanted = {p.name for p in saved.iterdir()}
+    """Puts `saved`'s folders (the stores, their runners' folders) back in `live`, each in place
+    (`put_back`): a store folder keeps its inode, and so its device (FORMAT.md "Devices").
+    Copied anew, each store became a new device, or, when the file system gave a freed inode
+    number to another one, the device another store had been, whose journal it then forked (and
+    `carry`, which keeps the longer copy, lost one version of): the outcome depended on how
+    inodes were reused, which changed under load."""
     for p in live.iterdir():
-        if p.name not in wanted or p.is_dir() != (saved / p.name).is_dir() or p.is_symlink():
-            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        if not (saved / p.name).exists():
+            shutil.rmtree(p)
     for p in saved.iterdir():
-        target = live / p.name
-        if p.is_dir() and not p.is_symlink():
-            target.mkdir(exist_ok=True)
-            restore(p, target)
-            shutil.copystat(p, target)
-        else:
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            shutil.copy2(p, target, follow_symlinks=False)
+        (live / p.name).mkdir(exist_ok=True)
+        put_back(p, live / p.name)
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))
