@@ -76,8 +76,9 @@ FIRST_SEED = int(os.environ.get("NARNIA_MODEL_FIRST_SEED", "1"))
 ONLY_SEED = os.environ.get("NARNIA_MODEL_SEED")
 # Seeds past the default range that once found a bug, run with every range: 621 (a key file
 # deleted for a device not known yet), 1050 and 1092 (rule 2's fallback to the root), 1315 (a
-# move from where a folder fell back).
-REGRESSION_SEEDS = [621, 1050, 1092, 1315]
+# move from where a folder fell back), 1506 (an object deleted though a device known only from
+# another's records had moved its file).
+REGRESSION_SEEDS = [621, 1050, 1092, 1315, 1506]
 JOBS = int(os.environ.get("NARNIA_MODEL_JOBS", str(min(4, os.cpu_count() or 1))))
 
 HEX32 = re.compile(r"^([0-9a-f]{32})(.*)$", re.S)
@@ -382,6 +383,8 @@ class Scenario:
         left = {split_name(r)[0] for r in after}
         d.deleted = {split_name(r)[0] for r in before if r not in after and split_name(r)[0] not in left}
         d.whole -= d.deleted
+        if d.deleted:
+            self.note(f"  {d.label} deleted {[o[:11] for o in sorted(d.deleted)]}")
 
     # -- delivering files between devices (the sync engine)
 

@@ -58,6 +58,13 @@ struct MergeState {
         /// When it last wrote (the wall time of its newest record).
         var lastWall: Int64 = 0
         var forgotten = false
+        /// The highest record number of it that a record here (another device's) says was
+        /// read: it wrote at least that many, though none may have reached this copy yet.
+        var seqReadElsewhere: UInt64 = 0
+
+        /// True once it is known to have written: a record of it is here, or another
+        /// device's record says it read one.
+        var hasWritten: Bool { lastSeq > 0 || seqReadElsewhere > 0 }
     }
 
     var items = DenseTable<ItemRecord>()
@@ -337,7 +344,8 @@ struct MergeState {
         objectUses[c.objectID] = use
     }
 
-    /// Notes a record of `device`: its number, what it had read, and when it was written.
+    /// Notes a record of `device`: its number, what it had read, and when it was written;
+    /// and the devices it had read records of, which may have none here yet.
     mutating func noteRecord(device: Identifier, header: RecordHeader) {
         var record = devices[device] ?? DeviceRecord()
         if header.seq >= record.lastSeq {
@@ -346,6 +354,9 @@ struct MergeState {
             record.lastWall = max(record.lastWall, header.wall)
         }
         devices[device] = record
+        for (other, seq) in header.knowledge.seen where other != device && seq > devices[other]?.seqReadElsewhere ?? 0 {
+            devices[other, default: DeviceRecord()].seqReadElsewhere = seq
+        }
     }
 
     // MARK: Reading
@@ -361,9 +372,11 @@ struct MergeState {
         referencedObjects.filter { objectUses[$0] == nil && retired[RetiredFile(kind: .object, id: $0)] == nil }
     }
 
-    /// The devices that hold back deletions: known (they wrote a record) and not forgotten.
+    /// The devices that hold back deletions: known to have written a record and not
+    /// forgotten. One heard of only through another device's records, none of its own here
+    /// yet, has acknowledged nothing here: it may have moved what was removed (rule 3).
     var waitingDevices: [Identifier: DeviceRecord] {
-        devices.filter { $0.value.lastSeq > 0 && !$0.value.forgotten }
+        devices.filter { $0.value.hasWritten && !$0.value.forgotten }
     }
 
     /// True when every device that holds back deletions has read everything `knowledge` covers.

@@ -346,6 +346,9 @@ extension Vault {
             let records = first == last ? "record \(first) of device \(deviceName(other)) (\(other.hex.prefix(8))) is" : "records \(first)–\(last) of device \(deviceName(other)) (\(other.hex.prefix(8))) are"
             report.notes.append("\(records) not here yet (an older journal of it has not arrived): no retired object is deleted until they are, or until 'devices forget \(other.hex.prefix(8))'")
         }
+        for (other, record) in state.waitingDevices.sorted(by: { $0.key < $1.key }) where other != device && record.lastSeq == 0 {
+            report.notes.append("device \(other.hex.prefix(8)) has written records that another device read, none of which is here yet: no retired file is deleted until they are, or until 'devices forget \(other.hex.prefix(8))'")
+        }
         if view.held > 0 {
             report.problems.append(view.held == 1 ? "1 item waits for a folder whose records have not arrived" : "\(view.held) items wait for folders whose records have not arrived")
         }

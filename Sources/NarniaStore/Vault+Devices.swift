@@ -14,6 +14,9 @@ public struct DeviceInfo: Sendable {
     public let isThisDevice: Bool
     /// True once `devices forget` released its hold.
     public let isForgotten: Bool
+    /// False for a device heard of only through another's records: none of its own has
+    /// reached this copy yet (its name and last write are then unknown).
+    public let hasRecordsHere: Bool
 
     /// The first eight hex digits of its identifier.
     public var shortID: String { String(id.hex.prefix(8)) }
@@ -35,12 +38,13 @@ extension Vault {
                 if !covered || file.kind == .object && missingRecords.contains(id) { held[id, default: 0] += size }
             }
         }
-        var listed = state.devices.filter { $0.value.lastSeq > 0 || $0.key == device && isKnownDevice }.map { id, record in
+        var listed = state.devices.filter { $0.key == device ? $0.value.lastSeq > 0 || isKnownDevice : $0.value.hasWritten }.map { id, record in
             DeviceInfo(id: id, name: deviceName(id), lastWrote: record.lastWall, heldBytes: held[id] ?? 0,
-                       isThisDevice: id == device, isForgotten: record.forgotten)
+                       isThisDevice: id == device, isForgotten: record.forgotten, hasRecordsHere: record.lastSeq > 0)
         }
         if !listed.contains(where: \.isThisDevice) {
-            listed.append(DeviceInfo(id: device, name: thisDeviceName, lastWrote: 0, heldBytes: 0, isThisDevice: true, isForgotten: false))
+            listed.append(DeviceInfo(id: device, name: thisDeviceName, lastWrote: 0, heldBytes: 0, isThisDevice: true, isForgotten: false,
+                                     hasRecordsHere: false))
         }
         return listed.sorted { ($0.isThisDevice ? 0 : 1, $0.name, $0.id) < ($1.isThisDevice ? 0 : 1, $1.name, $1.id) }
     }
@@ -75,10 +79,10 @@ extension Vault {
 
     /// Releases the hold of another device on deletions: retired files it has not yet
     /// acknowledged can go. Its records stay part of the vault.
-    /// - Throws: `VaultError.refused` for this device or one that never wrote here.
+    /// - Throws: `VaultError.refused` for this device or one not known to have written.
     public func forgetDevice(_ id: Identifier) throws {
         guard id != device else { throw VaultError.refused("this is the device you are on") }
-        guard state.devices[id]?.lastSeq ?? 0 > 0 else { throw VaultError.refused("no such device") }
+        guard state.devices[id]?.hasWritten ?? false else { throw VaultError.refused("no such device") }
         try commit([.forgetDevice(id)], view: .none)
         deleteRetiredFiles()
     }

@@ -381,6 +381,54 @@ final class MergeTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: object))
     }
 
+    /// A device heard of only through another device's records (b read c's, a has b's but
+    /// not c's yet) holds back deletions like one whose records are here: c may have moved what
+    /// a removes before it read of the removal (rule 3), and a must not delete its object once
+    /// b alone has acknowledged (test_model seed 1506).
+    func testADeviceKnownOnlyThroughAnotherDevicesRecordsHoldsBackDeletions() throws {
+        let d = try devices(["a", "b", "c"]) { v in _ = try self.importFile(v, "f.bin", [1, 2, 3]) }
+        let (a, b, c) = (d[0], d[1], d[2])
+        let before = Set(try FileManager.default.subpathsOfDirectory(atPath: c))
+        do { _ = try open(c).makeFolder(named: "c", in: .root) }
+        let cFiles = Set(try FileManager.default.subpathsOfDirectory(atPath: c)).subtracting(before)
+        try deliver(c, b)
+        do { _ = try open(b).makeFolder(named: "b", in: .root) }   // b's record says it read c's
+        /// Delivers b's files to a, but none of c's journal.
+        func deliverBToA() throws {
+            let held = root + "/held"
+            try? FileManager.default.removeItem(atPath: held)
+            try FileManager.default.copyItem(atPath: b, toPath: held)
+            for rel in cFiles { try? FileManager.default.removeItem(atPath: held + "/" + rel) }
+            try deliver(held, a)
+        }
+        try deliverBToA()
+        let object: String
+        do {
+            let va = try open(a)
+            let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
+            object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
+            try va.remove(item.id)
+        }
+        try deliver(a, b)
+        do { _ = try open(b) }   // b reads the removal and acknowledges it
+        try deliverBToA()
+        do {   // meanwhile c, which has not read of the removal, moves the file
+            let vc = try open(c)
+            try vc.move(try folder(vc, "f.bin"), to: try folder(vc, "c"), name: "f.bin")
+        }
+        do {
+            let va = try open(a)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: a + object), "c has not acknowledged the removal")
+            let heard = try XCTUnwrap(va.devices.first { !$0.isThisDevice && !$0.hasRecordsHere }, "c is listed")
+            XCTAssertEqual(heard.heldBytes, Int64(ContentFormat.objectLength(size: 3)))
+            XCTAssertTrue(try va.verify().notes.contains { $0.hasPrefix("device \(heard.shortID) has written records that another device read") })
+        }
+        try syncAll([a, b, c])
+        let va = try open(a)
+        XCTAssertEqual(try read(va, "c/f.bin"), [1, 2, 3], "c's move shows the file again, whole (rule 3)")
+        XCTAssertEqual(tree(try open(c)), tree(va))
+    }
+
     // MARK: The second loss: a journal cut short
 
     func testACutOwnJournalIsReportedAndItsObjectsKept() throws {

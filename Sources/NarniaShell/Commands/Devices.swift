@@ -31,14 +31,15 @@ enum Devices {
     static let aheadMargin = 86_400 * Nanoseconds.perSecond
 
     /// One line per device: short id, name, when it last wrote, the space its pending
-    /// acknowledgements hold, and marks. A last write stamped after this machine's clock is
+    /// acknowledgements hold, and marks (a device known only because another device read its
+    /// records holds back every deletion until its own records arrive). A last write stamped after this machine's clock is
     /// marked: a device's clock ran ahead, and every device that read its changes stamps after
     /// them since (docs/FORMAT.md, "The clock"), so the date is no time anything happened.
     private static func list(_ s: Session, json: Bool) {
         let devices = s.vault.devices
         if json {
             for d in devices {
-                s.out.line("{\"id\":\"\(d.id.hex)\",\"name\":\(Formatting.json(d.name)),\"last_wrote\":\(d.lastWrote > 0 ? "\"" + Formatting.isoDate(d.lastWrote) + "\"" : "null"),\"held_bytes\":\(d.heldBytes),\"this_device\":\(d.isThisDevice),\"forgotten\":\(d.isForgotten)}")
+                s.out.line("{\"id\":\"\(d.id.hex)\",\"name\":\(Formatting.json(d.name)),\"last_wrote\":\(d.lastWrote > 0 ? "\"" + Formatting.isoDate(d.lastWrote) + "\"" : "null"),\"held_bytes\":\(d.heldBytes),\"this_device\":\(d.isThisDevice),\"forgotten\":\(d.isForgotten),\"records_here\":\(d.hasRecordsHere)}")
             }
             return
         }
@@ -52,6 +53,7 @@ enum Devices {
             var line = "\(d.shortID)  \(name)\(pad)  \(when)  holds \(Formatting.size(UInt64(d.heldBytes), human: human))"
             if d.isThisDevice { line += d.lastWrote > 0 ? "  (this device)" : "  (this device; not written yet)" }
             if d.isForgotten { line += "  (forgotten)" }
+            if !d.isThisDevice && !d.hasRecordsHere { line += "  (known from another device's records; its own have not arrived)" }
             if d.lastWrote > now &+ aheadMargin { line += "  (stamped ahead of this machine's clock)" }
             s.out.line(line)
         }
