@@ -385,6 +385,8 @@ class Scenario:
         d.whole -= d.deleted
         if d.deleted:
             self.note(f"  {d.label} deleted {[o[:11] for o in sorted(d.deleted)]}")
+        if d.deleted:
+            self.note(f"  {d.label} deleted {[o[:11] for o in sorted(d.deleted)]}")
 
     # -- delivering files between devices (the sync engine)
 
@@ -1052,7 +1054,7 @@ class Scenario:
             what = f"{d.label} after full delivery"
             # every file's content too, last, so that its bytes end the output
             files = [n for n in view.listing() if not n.is_folder]
-            lost = [f.path for f in files if not self.expected_here(d, f)]
+            lost = [f"{f.path} (unit {f.content.unit})" for f in files if not self.expected_here(d, f)]
             if lost:
                 self.fail(f"{what}: files that no device removed have no object on any device "
                           f"(deleted everywhere, or never written): {lost}")

@@ -197,7 +197,7 @@ extension Vault {
     /// hold (an older journal of it not arrived yet): what that record acknowledged is no
     /// proof that every record of it was read here, and one of those may be a move that shows
     /// a removed file again (docs/FORMAT.md, "Merging", rule 3). No object goes meanwhile.
-    var recordsAcknowledgedAreMissing: Bool { !devicesWithRecordsMissing.isEmpty }
+    var recordsAcknowledgedAreMissing: Bool { state.waitingDevices.contains { knowledge[$0.key] < $0.value.lastSeq } }
 
     /// The devices whose latest record here follows records of them this copy does not hold.
     var devicesWithRecordsMissing: [Identifier] {

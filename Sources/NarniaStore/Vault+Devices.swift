@@ -28,12 +28,14 @@ extension Vault {
     public var devices: [DeviceInfo] {
         var held: [Identifier: Int64] = [:]
         let missingRecords = Set(devicesWithRecordsMissing)
-        for file in state.retired.keys where !mayDeleteRetired(file) {
+        let waiting = state.waitingDevices
+        // (An object back in use is kept for that, not for any device: review DY-5.)
+        for file in state.retired.keys where !mayDeleteRetired(file) && !state.isInUse(file) {
             let size = retiredFileSize(file)
             guard size > 0 else { continue }
             // An object waits for every one of its retirements (review DW-2), and while records a
             // device acknowledged past are missing here, for them (review DW-1).
-            for (id, device) in state.waitingDevices {
+            for (id, device) in waiting {
                 let covered = state.retirements(of: file, areRead: device.lastKnowledge.covers)
                 if !covered || file.kind == .object && missingRecords.contains(id) { held[id, default: 0] += size }
             }

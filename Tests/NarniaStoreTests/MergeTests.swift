@@ -403,11 +403,13 @@ final class MergeTests: XCTestCase {
         }
         try deliverBToA()
         let object: String
+        let cID: Identifier
         do {
             let va = try open(a)
             let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
             object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
             try va.remove(item.id)
+            cID = try XCTUnwrap(va.devices.first { !$0.isThisDevice && !$0.hasRecordsHere }, "c is listed").id
         }
         try deliver(a, b)
         do { _ = try open(b) }   // b reads the removal and acknowledges it
@@ -427,6 +429,7 @@ final class MergeTests: XCTestCase {
         let va = try open(a)
         XCTAssertEqual(try read(va, "c/f.bin"), [1, 2, 3], "c's move shows the file again, whole (rule 3)")
         XCTAssertEqual(tree(try open(c)), tree(va))
+        XCTAssertEqual(va.devices.first { $0.id == cID }?.heldBytes, 0, "the object is in use again: kept for that, not for c (review DY-5)")
     }
 
     // MARK: The second loss: a journal cut short
