@@ -581,8 +581,8 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     (FORMAT.md "Merging", rule 2: a device that moves records what it was shown); of a
     conflict copy only derived (`device` wrote no creation of it), last its creation under its
     version's stamp, as `cp -f` writes it (rule 7)."""
-    ops = [("move", j, p.parent, p.name, p.parent, p.name)
-           for j, p in sorted(view.fallen.items()) if j not in node.ids and j not in view.removed]
+    recorded = [(j, p) for j, p in sorted(view.fallen.items()) if j not in node.ids and j not in view.removed]
+    ops = [("move", j, p.parent, p.name, p.parent, p.name) for j, p in recorded]
     if replace is not None:
         ops.append(("remove", removal_list(view, [replace])))
     for i in node.ids:
@@ -590,15 +590,17 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
         ops.append(("move", i, first_id(dest_folder), dest_name, p.parent, p.name))
     # a folder a removal listed (shown again to hold what survived it, or taken out of it by a
     # move made elsewhere) carries nothing out of it as it moves: what that removal took under
-    # it, through folders it listed, is removed anew
-    listing = {by for i in node.ids for by in view.removals.get(i, {})}
+    # it, through folders it listed, is removed anew; so too under a folder recorded where it
+    # fell back
+    moved = set(node.ids) | {j for j, _ in recorded}
+    listing = {by for i in moved for by in view.removals.get(i, {})}
 
     def under(j, by):
         k = view.registers[j].parent
         for _ in range(len(view.registers) + 1):
             if k == ROOT or k not in view.registers or by not in view.removals.get(k, {}):
                 return False
-            if k in node.ids:
+            if k in moved:
                 return True
             k = view.registers[k].parent
         return False

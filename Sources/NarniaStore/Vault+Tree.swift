@@ -201,8 +201,10 @@ extension Vault {
         }
         // A folder a removal listed (shown again to hold what survived it, rule 3, or taken
         // out of it by a move made elsewhere) carries nothing out of it as it moves: what that
-        // removal took under it stays removed.
-        let stillRemoved = state.removedItems(under: members)
+        // removal took under it stays removed. So too under a folder recorded where it fell back:
+        // that record keeps the tree as shown, and shows nothing the removal took (test_model
+        // seed 1560: the next open showed, under it, a folder this session did not).
+        let stillRemoved = state.removedItems(under: members.union(settled.map(\.key)))
         if !stillRemoved.isEmpty { ops.append(.remove(stillRemoved)) }
         if let content = victim?.content { ops += retirements(freeing: [content]) }
         // A conflict copy moved is kept where it is put, whatever becomes of its version: its
