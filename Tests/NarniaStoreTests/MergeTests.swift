@@ -82,6 +82,16 @@ final class MergeTests: XCTestCase {
         return sink.bytes
     }
 
+    /// Removes the file `name` at the root of device `dir`: the vault, and the path of the
+    /// file's object in the store, relative to `dir`.
+    func removeRootFile(_ dir: String, _ name: String) throws -> (Vault, String) {
+        let vault = try open(dir)
+        let item = try XCTUnwrap(vault.child(named: name, in: .root))
+        let object = String(vault.objectPath(of: item.content!)!.dropFirst(dir.count))
+        try vault.remove(item.id)
+        return (vault, object)
+    }
+
     func folder(_ vault: Vault, _ path: String) throws -> Identifier {
         var id = Identifier.root
         for name in path.split(separator: "/") { id = try XCTUnwrap(vault.child(named: String(name), in: id), path).id }
@@ -347,10 +357,8 @@ final class MergeTests: XCTestCase {
         try syncAll([a, b])
         let object: String
         do {
-            let va = try open(a)
-            let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
-            object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
-            try va.remove(item.id)
+            let va: Vault
+            (va, object) = try removeRootFile(a, "f.bin")
             XCTAssertTrue(FileManager.default.fileExists(atPath: a + object), "b has not acknowledged the removal yet")
             XCTAssertEqual(va.devices.first { !$0.isThisDevice }?.heldBytes, Int64(ContentFormat.objectLength(size: 3)))
         }
@@ -405,10 +413,8 @@ final class MergeTests: XCTestCase {
         let object: String
         let cID: Identifier
         do {
-            let va = try open(a)
-            let item = try XCTUnwrap(va.child(named: "f.bin", in: .root))
-            object = String(va.objectPath(of: item.content!)!.dropFirst(a.count))
-            try va.remove(item.id)
+            let va: Vault
+            (va, object) = try removeRootFile(a, "f.bin")
             cID = try XCTUnwrap(va.devices.first { !$0.isThisDevice && !$0.hasRecordsHere }, "c is listed").id
         }
         try deliver(a, b)
