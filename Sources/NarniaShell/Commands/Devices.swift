@@ -32,9 +32,10 @@ enum Devices {
 
     /// One line per device: short id, name, when it last wrote, the space its pending
     /// acknowledgements hold, and marks (a device known only because another device read its
-    /// records holds back every deletion until its own records arrive). A last write stamped after this machine's clock is
-    /// marked: a device's clock ran ahead, and every device that read its changes stamps after
-    /// them since (docs/FORMAT.md, "The clock"), so the date is no time anything happened.
+    /// records holds back every deletion until its own records arrive). A last write stamped
+    /// after this machine's clock is marked: a device's clock ran ahead, and every device that
+    /// read its changes stamps after them since (docs/FORMAT.md, "The clock"), so the date is
+    /// no time anything happened.
     private static func list(_ s: Session, json: Bool) {
         let devices = s.vault.devices
         if json {
