@@ -386,8 +386,6 @@ class Scenario:
         d.whole -= d.deleted
         if d.deleted:
             self.note(f"  {d.label} deleted {[o[:11] for o in sorted(d.deleted)]}")
-        if d.deleted:
-            self.note(f"  {d.label} deleted {[o[:11] for o in sorted(d.deleted)]}")
 
     # -- delivering files between devices (the sync engine)
 

@@ -197,11 +197,16 @@ extension Vault {
     /// hold (an older journal of it not arrived yet): what that record acknowledged is no
     /// proof that every record of it was read here, and one of those may be a move that shows
     /// a removed file again (docs/FORMAT.md, "Merging", rule 3). No object goes meanwhile.
-    var recordsAcknowledgedAreMissing: Bool { state.waitingDevices.contains { knowledge[$0.key] < $0.value.lastSeq } }
+    var recordsAcknowledgedAreMissing: Bool { state.waitingDevices.contains(where: recordsAreMissing) }
 
     /// The devices whose latest record here follows records of them this copy does not hold.
     var devicesWithRecordsMissing: [Identifier] {
-        state.waitingDevices.filter { knowledge[$0.key] < $0.value.lastSeq }.map(\.key).sorted()
+        state.waitingDevices.filter(recordsAreMissing).map(\.key).sorted()
+    }
+
+    /// True when `device`'s latest record here follows records of it this copy does not hold.
+    private func recordsAreMissing(_ device: (key: Identifier, value: MergeState.DeviceRecord)) -> Bool {
+        knowledge[device.key] < device.value.lastSeq
     }
 
     /// True when the retired `file` may be deleted here: every device has read what retired
