@@ -581,7 +581,10 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     (FORMAT.md "Merging", rule 2: a device that moves records what it was shown); of a
     conflict copy only derived (`device` wrote no creation of it), last its creation under its
     version's stamp, as `cp -f` writes it (rule 7)."""
-    recorded = [(j, p) for j, p in sorted(view.fallen.items()) if j not in node.ids and j not in view.removed]
+    # (a removed folder shown again to hold what survived it is recorded too, which takes it out
+    # of its removal; a removed folder not shown is not)
+    recorded = [(j, p) for j, p in sorted(view.fallen.items())
+                if j not in node.ids and (j not in view.removed or j in view.revived)]
     ops = [("move", j, p.parent, p.name, p.parent, p.name) for j, p in recorded]
     if replace is not None:
         ops.append(("remove", removal_list(view, [replace])))
@@ -604,7 +607,9 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
                 return True
             k = view.registers[k].parent
         return False
-    again = frozenset((j, view.registers[j].stamp) for j in view.removed
+    # (not the moved folders themselves, though by the registers one may lie under another: a
+    # cycle, rule 2; listed with their old places, their moves would take the rest back out)
+    again = frozenset((j, view.registers[j].stamp) for j in view.removed - moved
                       if j in view.registers and any(under(j, by) for by in view.removals.get(j, {}) if by in listing))
     if again:
         ops.append(("remove", again))

@@ -78,8 +78,9 @@ ONLY_SEED = os.environ.get("NARNIA_MODEL_SEED")
 # deleted for a device not known yet), 1050 and 1092 (rule 2's fallback to the root), 1315 (a
 # move from where a folder fell back), 1506 (an object deleted though a device known only from
 # another's records had moved its file), 1560 and 1680 (a folder recorded where it fell back
-# freed, at the next open only, what a removal had taken under it).
-REGRESSION_SEEDS = [621, 1050, 1092, 1315, 1506, 1560, 1680]
+# freed, at the next open only, what a removal had taken under it), 2242 (a move made while a
+# removed folder stood where it fell back was skipped at the next open).
+REGRESSION_SEEDS = [621, 1050, 1092, 1315, 1506, 1560, 1680, 2242]
 JOBS = int(os.environ.get("NARNIA_MODEL_JOBS", str(min(4, os.cpu_count() or 1))))
 
 HEX32 = re.compile(r"^([0-9a-f]{32})(.*)$", re.S)

@@ -795,4 +795,42 @@ final class RecordValidationTests: XCTestCase {
         }
         XCTAssertEqual(try open().path(of: b), "/x/b")
     }
+
+    /// A move made while a removed folder, shown again for what survived it, stands where it fell
+    /// back builds on that place: the session and the next open show the same tree, and what the
+    /// removal took stays removed (test_model seed 2242: the next open skipped the move, and
+    /// showed a removed folder again). y is renamed inside x, whose skipped move put it under r,
+    /// under y: left unrecorded, x's skipped move came back, and y's fell back instead; and x,
+    /// under y by that skipped move, listed anew with the place its record replaces, took what
+    /// the removal listed under it back out.
+    func testAMoveWhileARemovedFolderStandsWhereItFellBackIsKeptAtTheNextOpen() throws {
+        let x: Identifier, y: Identifier, gone: Identifier
+        do {
+            let vault = try make()
+            x = try vault.makeFolder(named: "x", in: .root).id
+            y = try vault.makeFolder(named: "y", in: x).id
+            gone = try vault.makeFolder(named: "gone", in: x).id
+            let r = try vault.makeFolder(named: "r", in: .root).id
+            try vault.commit([.move(id: r, place: Place(parent: y, name: "r"), from: Place(parent: .root, name: "r"))], view: .none)
+            try vault.commit([.move(id: x, place: Place(parent: r, name: "x"), from: Place(parent: .root, name: "x"))], view: .none)
+            // `rm -r /x`, then a folder another device made in r meanwhile: it survives, and
+            // x, y and r are shown again to hold it
+            try vault.commit([.remove(vault.state.removalList([x, y, r, gone]))], view: .none)
+            let keep = Identifier.random()
+            let made = try XCTUnwrap(vault.item(x)).created
+            try vault.commit([.createFolder(id: keep, place: Place(parent: r, name: "keep"), created: made, modified: made)], view: .none)
+        }
+        let shown: [String]
+        do {
+            let vault = try open()
+            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/x", "/x/y", "/x/y/r", "/x/y/r/keep"], "x fell back")
+            try vault.move(y, to: x, name: "renamed")
+            shown = vault.items.values.map { vault.path(of: $0.id) }.sorted()
+            XCTAssertEqual(shown, ["/x", "/x/renamed", "/x/renamed/r", "/x/renamed/r/keep"])
+        }
+        let after = try open()
+        XCTAssertEqual(after.items.values.map { after.path(of: $0.id) }.sorted(), shown)
+        XCTAssertNil(after.item(gone), "what the removal took stays removed")
+        XCTAssertTrue(try after.verify().isWhole)
+    }
 }
