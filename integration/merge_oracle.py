@@ -574,6 +574,29 @@ def ops_import_tree(folder: Node, dirname: str, files: list[tuple[str, Content]]
     return ops, final
 
 
+def lies_above(view: View, moved: set, folder: int) -> bool:
+    """True when one of `moved` lies above `folder` by any place that can decide where it is
+    shown: the registers (its skipped move's cycle, the `from` it falls back to) and the place
+    shown, of it and of every folder above it (rule 2)."""
+    seen = {folder}
+    pending = [folder]
+    while pending:
+        k = pending.pop()
+        reg = view.registers.get(k)
+        parents = [] if reg is None else [reg.parent, reg.from_parent]
+        if k in view.fallen:
+            parents.append(view.fallen[k].parent)
+        for p in parents:
+            if p is None or p == ROOT:
+                continue
+            if p in moved:
+                return True
+            if p not in seen:
+                seen.add(p)
+                pending.append(p)
+    return False
+
+
 def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
              replace: Node | None = None, device: str = "") -> list:
     """`mv` (with `-f` onto the file `replace`): a move of every identifier of the node, and,
@@ -581,10 +604,10 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     (FORMAT.md "Merging", rule 2: a device that moves records what it was shown); of a
     conflict copy only derived (`device` wrote no creation of it), last its creation under its
     version's stamp, as `cp -f` writes it (rule 7)."""
-    # (a removed folder shown again to hold what survived it is recorded too, which takes it out
-    # of its removal; a removed folder not shown is not)
+    # (a removed folder shown again to hold what survived it only when the node lies above it,
+    # which takes it out of its removal; a removed folder not shown never)
     recorded = [(j, p) for j, p in sorted(view.fallen.items())
-                if j not in node.ids and (j not in view.removed or j in view.revived)]
+                if j not in node.ids and (j not in view.removed or j in view.revived and lies_above(view, set(node.ids), j))]
     ops = [("move", j, p.parent, p.name, p.parent, p.name) for j, p in recorded]
     if replace is not None:
         ops.append(("remove", removal_list(view, [replace])))

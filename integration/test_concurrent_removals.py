@@ -11,6 +11,9 @@ import json
 import os
 import re
 import shutil
+import time
+
+import pytest
 
 from harness import Narnia, q
 from test_concurrent_contents import objects, two_devices
@@ -260,3 +263,55 @@ def test_devices_names_the_device_an_object_removed_twice_waits_for(narnia, host
     r = narnia.ok("devices")
     holds = {line.split()[1]: re.search(r"holds (\S+)", line)[1] for line in r.out_lines}
     assert holds["third"] != "0" and holds["laptop"] == "0", r.describe()
+
+
+def removed_cycle(narnia: Narnia, host, merged: bool = False) -> tuple[Narnia, Narnia]:
+    """A device, "A", showing /x/y/r/keep where /x stands where it fell back (FORMAT.md rule 2)
+    and is removed, shown again only for what survived its removal (rule 3): A moved /r into
+    /x/y while B moved /x into /r (the later move, skipped), then A removed /x while C made
+    /r/keep. With `merged`, /x is merged with another device's earlier /x holding /x/other
+    (rule 4), so the removed /x is the second folder it stands for. Returns A and C."""
+    narnia.init()
+    d = device(narnia, host / "D")
+    if merged:
+        d.ok("mkdir /x /x/other")
+    time.sleep(0.05)
+    a = device(narnia, host / "A")
+    a.ok("mkdir /x /x/y /x/gone /r")
+    b, c = device(a, host / "B"), device(a, host / "C")
+    a.ok("mv /r /x/y/r")
+    time.sleep(0.05)
+    b.ok("mv /x /r/x")
+    c.ok("mkdir /r/keep")
+    carry(b.vault, a.vault)
+    a.ok("rm -r /x")
+    carry(c.vault, a.vault)
+    carry(d.vault, a.vault)
+    other = ["/x/other"] if merged else []
+    assert a.ok("find /").out_lines == sorted(["/x", "/x/y", "/x/y/r", "/x/y/r/keep"] + other)
+    return a, c
+
+
+@pytest.mark.parametrize("merged, command, shown", [
+    (False, "mv /x/y /x/renamed", ["/x", "/x/renamed", "/x/renamed/r", "/x/renamed/r/keep"]),
+    (True, "mv /x/y/r /x/y/r2", ["/x", "/x/other", "/x/y", "/x/y/r2", "/x/y/r2/keep"]),
+])
+def test_a_move_in_the_cycle_of_a_removed_folder_shown_where_it_fell_back_stays(narnia, host, merged, command, shown):
+    """test_model seed 2242, review DZ-1: renaming /x/y, or /x/y/r, made the move the latest of
+    the cycle that /x's skipped move closed: the session showed it, the next open skipped it
+    instead (and showed /x's removed folder `gone` again, or /r at the root). The move now
+    records /x where it is shown, a merged folder's second member too."""
+    a, _ = removed_cycle(narnia, host, merged)
+    assert a.ok(f"{command}; find /").out_lines == shown
+    assert a.ok("find /").out_lines == shown, "the next open"
+    assert "all intact" in a.ok("verify").out
+
+
+def test_a_move_elsewhere_leaves_a_removed_folder_shown_where_it_fell_back_removed(narnia, host):
+    """Review DZ-2: a move anywhere recorded /x where it fell back, which took it out of its
+    removal for good: once what survived in it was removed too, /x stayed, empty."""
+    a, c = removed_cycle(narnia, host)
+    a.ok("mkdir /u; mv /u /u2")
+    c.ok("rm -r /r/keep")
+    carry(c.vault, a.vault)
+    assert a.ok("find /").out_lines == ["/u2"]

@@ -33,6 +33,9 @@ struct TreeView {
     /// The items an identifier shown in the view stands for.
     func members(of id: Identifier) -> [Identifier] { members[id] ?? [id] }
 
+    /// True when `id` is shown: as an item, or as one of the folders a merged folder stands for.
+    func shows(_ id: Identifier) -> Bool { items[id] != nil || members.values.contains { $0.contains(id) } }
+
     // MARK: Deriving
 
     /// Derives the whole view from `state`; `deviceName` names the devices of conflict copies.

@@ -87,6 +87,23 @@ extension Vault {
         }
     }
 
+    /// True when one of `moved` lies above `folder` by any place that can decide where it is
+    /// shown: the recorded ones (its skipped move's cycle, the `from` it falls back to) and the
+    /// one shown, of it and of every folder above it.
+    func lies(_ moved: Set<Identifier>, above folder: Identifier) -> Bool {
+        var seen: Set<Identifier> = [folder]
+        var pending = [folder]
+        while let next = pending.popLast() {
+            let record = state.items[next]
+            for place in [record?.place, record?.from, view.fallenBack[next]] {
+                guard let parent = place?.parent, parent != .root else { continue }
+                if moved.contains(parent) { return true }
+                if seen.insert(parent).inserted { pending.append(parent) }
+            }
+        }
+        return false
+    }
+
     /// Every item in the subtree under `id` (not `id` itself), parents before children.
     public func descendants(of id: Identifier) -> [Item] {
         var out: [Item] = []
@@ -185,14 +202,19 @@ extension Vault {
         var ops: [Operation] = []
         // Moves skipped to break a cycle: the places shown instead are recorded with this move,
         // so that it builds on the tree everyone was shown (docs/FORMAT.md, "Merging", rule 2).
-        // A removed folder shown again to hold what survived it is recorded too, which takes it
-        // out of its removal as a move of it would (rule 3; what the removal took under it is
-        // listed anew below): left out, its skipped move could come back at the next open, when
-        // this move takes the latest place in its cycle (test_model seed 2242). A removed folder
-        // not shown is not recorded: that would show it again.
+        // A removed folder shown again to hold what survived it is recorded when this move can
+        // change where it falls back — the item moved lies above it, by its recorded places or
+        // the one shown — which takes it out of its removal as a move of it would (rule 3; what
+        // the removal took under it is listed anew below): left out, its skipped move came back
+        // at the next open when this move became the latest of its cycle (test_model seed 2242).
+        // Not otherwise: it would stay once what it holds is gone (review DZ-2). A removed
+        // folder not shown is never recorded: that would show it again.
         let members = Set(view.members(of: id))
         let settled = view.fallenBack
-            .filter { fallen, _ in !members.contains(fallen) && (!state.tombstones.contains(fallen) || view.items[fallen] != nil) }
+            .filter { fallen, _ in
+                !members.contains(fallen)
+                    && (!state.tombstones.contains(fallen) || view.shows(fallen) && lies(members, above: fallen))
+            }
             .sorted { $0.key < $1.key }
         ops += settled.map { .move(id: $0.key, place: $0.value, from: $0.value) }
         var victim: Item?
