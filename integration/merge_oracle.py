@@ -574,26 +574,28 @@ def ops_import_tree(folder: Node, dirname: str, files: list[tuple[str, Content]]
     return ops, final
 
 
-def lies_above(view: View, moved: set, folder: int) -> bool:
-    """True when one of `moved` lies above `folder` by any place that can decide where it is
-    shown: the registers (its skipped move's cycle, the `from` it falls back to) and the place
-    shown, of it and of every folder above it (rule 2)."""
+def can_move_the_fallback(view: View, moved: set, folder: int) -> bool:
+    """True when a move of one of `moved` can change where `folder`, shown where it fell back,
+    is shown: one of them lies in the cycle its skipped move closes, or, when it fell back to
+    the root because its `from` led back into it, on the way from its `from` to it — by the
+    registers, and the fallbacks of the folders on the way (rule 2)."""
+    reg = view.registers.get(folder)
+    if reg is None:
+        return False
+    pending = [reg.parent]
+    if view.fallen[folder].parent == ROOT:
+        pending.append(reg.from_parent)
     seen = {folder}
-    pending = [folder]
     while pending:
         k = pending.pop()
-        reg = view.registers.get(k)
-        parents = [] if reg is None else [reg.parent, reg.from_parent]
-        if k in view.fallen:
-            parents.append(view.fallen[k].parent)
-        for p in parents:
-            if p is None or p == ROOT:
-                continue
-            if p in moved:
-                return True
-            if p not in seen:
-                seen.add(p)
-                pending.append(p)
+        if k is None or k == ROOT:
+            continue
+        if k in moved:
+            return True
+        if k in seen:
+            continue
+        seen.add(k)
+        pending += [p.parent for p in (view.registers.get(k), view.fallen.get(k)) if p is not None]
     return False
 
 
@@ -604,10 +606,11 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     (FORMAT.md "Merging", rule 2: a device that moves records what it was shown); of a
     conflict copy only derived (`device` wrote no creation of it), last its creation under its
     version's stamp, as `cp -f` writes it (rule 7)."""
-    # (a removed folder shown again to hold what survived it only when the node lies above it,
-    # which takes it out of its removal; a removed folder not shown never)
+    # (a removed folder shown again to hold what survived it only when the move can change
+    # where it falls back, which takes it out of its removal; a removed folder not shown never)
     recorded = [(j, p) for j, p in sorted(view.fallen.items())
-                if j not in node.ids and (j not in view.removed or j in view.revived and lies_above(view, set(node.ids), j))]
+                if j not in node.ids
+                and (j not in view.removed or j in view.revived and can_move_the_fallback(view, set(node.ids), j))]
     ops = [("move", j, p.parent, p.name, p.parent, p.name) for j, p in recorded]
     if replace is not None:
         ops.append(("remove", removal_list(view, [replace])))

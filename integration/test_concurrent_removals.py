@@ -265,30 +265,32 @@ def test_devices_names_the_device_an_object_removed_twice_waits_for(narnia, host
     assert holds["third"] != "0" and holds["laptop"] == "0", r.describe()
 
 
-def removed_cycle(narnia: Narnia, host, merged: bool = False) -> tuple[Narnia, Narnia]:
+def removed_cycle(narnia: Narnia, host, merged: bool = False, under: str = "") -> tuple[Narnia, Narnia]:
     """A device, "A", showing /x/y/r/keep where /x stands where it fell back (FORMAT.md rule 2)
     and is removed, shown again only for what survived its removal (rule 3): A moved /r into
     /x/y while B moved /x into /r (the later move, skipped), then A removed /x while C made
     /r/keep. With `merged`, /x is merged with another device's earlier /x holding /x/other
-    (rule 4), so the removed /x is the second folder it stands for. Returns A and C."""
+    (rule 4), so the removed /x is the second folder it stands for; with `under`, a folder,
+    /x is in it. Returns A and C."""
     narnia.init()
     d = device(narnia, host / "D")
     if merged:
         d.ok("mkdir /x /x/other")
     time.sleep(0.05)
     a = device(narnia, host / "A")
-    a.ok("mkdir /x /x/y /x/gone /r")
+    x = f"{under}/x"
+    a.ok(f"mkdir -p {x}/y {x}/gone /r")
     b, c = device(a, host / "B"), device(a, host / "C")
-    a.ok("mv /r /x/y/r")
+    a.ok(f"mv /r {x}/y/r")
     time.sleep(0.05)
-    b.ok("mv /x /r/x")
+    b.ok(f"mv {x} /r/x")
     c.ok("mkdir /r/keep")
     carry(b.vault, a.vault)
-    a.ok("rm -r /x")
+    a.ok(f"rm -r {x}")
     carry(c.vault, a.vault)
     carry(d.vault, a.vault)
     other = ["/x/other"] if merged else []
-    assert a.ok("find /").out_lines == sorted(["/x", "/x/y", "/x/y/r", "/x/y/r/keep"] + other)
+    assert a.ok("find /").out_lines == sorted([under] * bool(under) + [x, f"{x}/y", f"{x}/y/r", f"{x}/y/r/keep"] + other)
     return a, c
 
 
@@ -307,11 +309,13 @@ def test_a_move_in_the_cycle_of_a_removed_folder_shown_where_it_fell_back_stays(
     assert "all intact" in a.ok("verify").out
 
 
-def test_a_move_elsewhere_leaves_a_removed_folder_shown_where_it_fell_back_removed(narnia, host):
-    """Review DZ-2: a move anywhere recorded /x where it fell back, which took it out of its
-    removal for good: once what survived in it was removed too, /x stayed, empty."""
-    a, c = removed_cycle(narnia, host)
-    a.ok("mkdir /u; mv /u /u2")
+@pytest.mark.parametrize("under, command, shown", [("", "mkdir /u; mv /u /u2", ["/u2"]), ("/p", "mv /p /p2", ["/p2"])])
+def test_a_move_outside_its_cycle_leaves_a_removed_folder_shown_where_it_fell_back_removed(narnia, host, under, command, shown):
+    """Reviews DZ-2 and EA-1: a move anywhere, then a move of a folder above it, recorded /x
+    where it fell back, which took it out of its removal for good: once what survived in it
+    was removed too, /x stayed, empty."""
+    a, c = removed_cycle(narnia, host, under=under)
+    a.ok(command)
     c.ok("rm -r /r/keep")
     carry(c.vault, a.vault)
-    assert a.ok("find /").out_lines == ["/u2"]
+    assert a.ok("find /").out_lines == shown

@@ -45,6 +45,7 @@ nothing into a merged folder (FORMAT.md rule 4) whose first member is decided by
 NARNIA_MODEL_SCENARIOS (default 200) sets how many scenarios run, seeds NARNIA_MODEL_FIRST_SEED
 (default 1) onwards, and the seeds in REGRESSION_SEEDS, each of which once found a bug;
 NARNIA_MODEL_SEED=N runs only scenario N (and prints its log);
+NARNIA_MODEL_WEIGHTS ("move-folder=30,rm=15") changes how often each kind of command is chosen;
 NARNIA_MODEL_JOBS (default: the number of CPUs, at most 4) runs scenarios in parallel. A failed
 scenario's device directories are kept under pytest's tmp_path (seed-N/devM).
 """
@@ -82,6 +83,9 @@ ONLY_SEED = os.environ.get("NARNIA_MODEL_SEED")
 # removed folder stood where it fell back was skipped at the next open).
 REGRESSION_SEEDS = [621, 1050, 1092, 1315, 1506, 1560, 1680, 2242]
 JOBS = int(os.environ.get("NARNIA_MODEL_JOBS", str(min(4, os.cpu_count() or 1))))
+# Command weights that override `gen_command`'s, as "move-folder=30,rm=15": a sweep aimed at
+# one part of the merge (the same seed then makes another scenario).
+WEIGHTS = {k: int(v) for k, v in (w.split("=") for w in os.environ.get("NARNIA_MODEL_WEIGHTS", "").split(",") if w)}
 
 HEX32 = re.compile(r"^([0-9a-f]{32})(.*)$", re.S)
 HEX2 = re.compile(r"^[0-9a-f]{2}$")
@@ -668,6 +672,7 @@ class Scenario:
                 choices.append(("import-stdin", 6))
         if allow_passwd:
             choices.append(("passwd", 6))
+        choices = [(c, WEIGHTS.get(c, w)) for c, w in choices]
         for _ in range(50):
             kind = rng.choices([c for c, _ in choices], [w for _, w in choices])[0]
             r = self.try_command(kind, d, view, folders, nodes, files, here_files)

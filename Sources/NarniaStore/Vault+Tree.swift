@@ -87,19 +87,21 @@ extension Vault {
         }
     }
 
-    /// True when one of `moved` lies above `folder` by any place that can decide where it is
-    /// shown: the recorded ones (its skipped move's cycle, the `from` it falls back to) and the
-    /// one shown, of it and of every folder above it.
-    func lies(_ moved: Set<Identifier>, above folder: Identifier) -> Bool {
+    /// True when a move of one of `moved` can change where `folder`, shown where it fell back
+    /// (rule 2), is shown at the next open: one of them lies in the cycle its skipped move
+    /// closes, or, when it fell back to the root because its `from` led back into it, on the
+    /// way from its `from` to it — by the places in force, and the fallbacks of the folders on
+    /// the way. Not a folder above where it is shown (review EA-1): moving one carries it along.
+    func canMoveTheFallback(of folder: Identifier, _ moved: Set<Identifier>) -> Bool {
+        guard let record = state.items[folder] else { return false }
+        var pending = [record.place?.parent]
+        if view.fallenBack[folder]?.parent == .root { pending.append(record.from?.parent) }
         var seen: Set<Identifier> = [folder]
-        var pending = [folder]
         while let next = pending.popLast() {
-            let record = state.items[next]
-            for place in [record?.place, record?.from, view.fallenBack[next]] {
-                guard let parent = place?.parent, parent != .root else { continue }
-                if moved.contains(parent) { return true }
-                if seen.insert(parent).inserted { pending.append(parent) }
-            }
+            guard let next, next != .root else { continue }
+            if moved.contains(next) { return true }
+            guard seen.insert(next).inserted else { continue }
+            pending += [state.items[next]?.place?.parent, view.fallenBack[next]?.parent]
         }
         return false
     }
@@ -202,18 +204,17 @@ extension Vault {
         var ops: [Operation] = []
         // Moves skipped to break a cycle: the places shown instead are recorded with this move,
         // so that it builds on the tree everyone was shown (docs/FORMAT.md, "Merging", rule 2).
-        // A removed folder shown again to hold what survived it is recorded when this move can
-        // change where it falls back — the item moved lies above it, by its recorded places or
-        // the one shown — which takes it out of its removal as a move of it would (rule 3; what
-        // the removal took under it is listed anew below): left out, its skipped move came back
-        // at the next open when this move became the latest of its cycle (test_model seed 2242).
-        // Not otherwise: it would stay once what it holds is gone (review DZ-2). A removed
-        // folder not shown is never recorded: that would show it again.
+        // A removed folder shown again to hold what survived it only when this move can change
+        // where it falls back: left out then, its skipped move came back at the next open, this
+        // move being the latest of its cycle (test_model seed 2242). The record takes it out of
+        // its removal, as a move of it would (rule 3; what the removal took under it is listed
+        // anew below); at every move, it left its removal whatever the user moved (review DZ-2).
+        // A removed folder not shown is never recorded: that would show it again.
         let members = Set(view.members(of: id))
         let settled = view.fallenBack
             .filter { fallen, _ in
                 !members.contains(fallen)
-                    && (!state.tombstones.contains(fallen) || view.shows(fallen) && lies(members, above: fallen))
+                    && (!state.tombstones.contains(fallen) || view.shows(fallen) && canMoveTheFallback(of: fallen, members))
             }
             .sorted { $0.key < $1.key }
         ops += settled.map { .move(id: $0.key, place: $0.value, from: $0.value) }
