@@ -833,4 +833,37 @@ final class RecordValidationTests: XCTestCase {
         XCTAssertNil(after.item(gone), "what the removal took stays removed")
         XCTAssertTrue(try after.verify().isWhole)
     }
+
+    /// The same for a folder that fell back to the root because its `from` led back into it: a
+    /// move of a folder on the way from that `from` to it changes where it falls back (here: no
+    /// longer to the root but into c, where the user never saw it), and records it where it is
+    /// shown. b's move into a is skipped; its `from`, c, lies in a, which lies in b.
+    func testAMoveOnTheWayFromTheFromOfARemovedFolderFallenBackToTheRootIsKept() throws {
+        let b: Identifier, c: Identifier
+        do {
+            let vault = try make()
+            let a = try vault.makeFolder(named: "a", in: .root).id
+            b = try vault.makeFolder(named: "b", in: .root).id
+            c = try vault.makeFolder(named: "c", in: a).id
+            try vault.commit([.move(id: a, place: Place(parent: b, name: "a"), from: Place(parent: .root, name: "a"))], view: .none)
+            try vault.commit([.move(id: b, place: Place(parent: a, name: "b"), from: Place(parent: c, name: "seen"))], view: .none)
+            try vault.commit([.remove(vault.state.removalList([a, b, c]))], view: .none)
+            // made meanwhile on another device: they survive the removal
+            let made = try XCTUnwrap(vault.item(a)).created
+            for (parent, name) in [(b, "kept"), (c, "keep")] {
+                try vault.commit([.createFolder(id: .random(), place: Place(parent: parent, name: name), created: made, modified: made)], view: .none)
+            }
+        }
+        let shown: [String]
+        do {
+            let vault = try open()
+            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/seen", "/seen/a", "/seen/a/c", "/seen/a/c/keep", "/seen/kept"])
+            try vault.move(c, to: .root, name: "c2")
+            shown = vault.items.values.map { vault.path(of: $0.id) }.sorted()
+            XCTAssertEqual(shown, ["/c2", "/c2/keep", "/seen", "/seen/kept"])
+        }
+        let after = try open()
+        XCTAssertEqual(after.items.values.map { after.path(of: $0.id) }.sorted(), shown)
+        XCTAssertEqual(after.path(of: b), "/seen")
+    }
 }
