@@ -204,12 +204,13 @@ extension Vault {
         var ops: [Operation] = []
         // Moves skipped to break a cycle: the places shown instead are recorded with this move,
         // so that it builds on the tree everyone was shown (docs/FORMAT.md, "Merging", rule 2).
-        // A removed folder shown again to hold what survived it only when this move can change
-        // where it falls back: left out then, its skipped move came back at the next open, this
-        // move being the latest of its cycle (test_model seed 2242). The record takes it out of
-        // its removal, as a move of it would (rule 3; what the removal took under it is listed
-        // anew below); at every move, it left its removal whatever the user moved (review DZ-2).
-        // A removed folder not shown is never recorded: that would show it again.
+        // So is a removed folder shown again to hold what survived it, but only when this move
+        // can change where it falls back: left out then, its skipped move came back at the next
+        // open, this move being the latest of its cycle (test_model seed 2242). The record takes
+        // it out of its removal, as a move of it would (rule 3; what the removal took under it
+        // is listed anew below); recorded at every move, it left its removal whatever the user
+        // moved (review DZ-2). A removed folder not shown is never recorded: that would show it
+        // again.
         let members = Set(view.members(of: id))
         let settled = view.fallenBack
             .filter { fallen, _ in
