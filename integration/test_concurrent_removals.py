@@ -311,9 +311,9 @@ def test_a_move_in_the_cycle_of_a_removed_folder_shown_where_it_fell_back_stays(
 
 @pytest.mark.parametrize("under, command, shown", [("", "mkdir /u; mv /u /u2", ["/u2"]), ("/p", "mv /p /p2", ["/p2"])])
 def test_a_move_outside_its_cycle_leaves_a_removed_folder_shown_where_it_fell_back_removed(narnia, host, under, command, shown):
-    """Reviews DZ-2 and EA-1: a move anywhere, then a move of a folder above it, recorded /x
+    """Reviews DZ-2 and EA-1: a move elsewhere, and (until EA-1) one of a folder above /x, recorded /x
     where it fell back, which took it out of its removal for good: once what survived in it
-    was removed too, /x stayed, empty."""
+    was removed too, /x stayed, empty. Neither can change where /x falls back."""
     a, c = removed_cycle(narnia, host, under=under)
     a.ok(command)
     c.ok("rm -r /r/keep")
