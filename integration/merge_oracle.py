@@ -608,9 +608,9 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     version's stamp, as `cp -f` writes it (rule 7)."""
     # (a removed folder shown again to hold what survived it only when the move can change
     # where it falls back, which takes it out of its removal; a removed folder not shown never)
+    ids = set(node.ids)
     recorded = [(j, p) for j, p in sorted(view.fallen.items())
-                if j not in node.ids
-                and (j not in view.removed or j in view.revived and can_move_the_fallback(view, set(node.ids), j))]
+                if j not in ids and (j not in view.removed or j in view.revived and can_move_the_fallback(view, ids, j))]
     ops = [("move", j, p.parent, p.name, p.parent, p.name) for j, p in recorded]
     if replace is not None:
         ops.append(("remove", removal_list(view, [replace])))
@@ -621,7 +621,7 @@ def ops_move(view: View, node: Node, dest_folder: Node, dest_name: str,
     # move made elsewhere) carries nothing out of it as it moves: what that removal took under
     # it, through folders it listed, is removed anew; so too under a folder recorded where it
     # fell back
-    moved = set(node.ids) | {j for j, _ in recorded}
+    moved = ids | {j for j, _ in recorded}
     listing = {by for i in moved for by in view.removals.get(i, {})}
 
     def under(j, by):

@@ -92,7 +92,7 @@ extension Vault {
     /// closes, or, when it fell back to the root because its `from` led back into it, on the
     /// way from its `from` to it — by the places in force, and the fallbacks of the folders on
     /// the way. Not a folder above where it is shown (review EA-1): moving one carries it along.
-    func canMoveTheFallback(of folder: Identifier, _ moved: Set<Identifier>) -> Bool {
+    private func canMoveTheFallback(of folder: Identifier, _ moved: Set<Identifier>) -> Bool {
         guard let record = state.items[folder] else { return false }
         var pending = [record.place?.parent]
         if view.fallenBack[folder]?.parent == .root { pending.append(record.from?.parent) }

@@ -695,6 +695,9 @@ final class RecordValidationTests: XCTestCase {
     func make() throws -> Vault { try Vault.create(at: dir, passphrase: MergeTests.secret("pw"), parameters: .insecureTestOnly) }
     func open() throws -> Vault { try Vault.open(at: dir, passphrase: MergeTests.secret("pw")) }
 
+    /// Every path the vault shows, sorted.
+    func paths(_ vault: Vault) -> [String] { vault.items.values.map { vault.path(of: $0.id) }.sorted() }
+
     /// A record naming an item with a name that is not one legal component makes the vault
     /// refuse to open, naming the record: export could otherwise write outside its destination.
     func testANameThatIsNotOneComponentIsRefused() throws {
@@ -731,7 +734,7 @@ final class RecordValidationTests: XCTestCase {
             try vault.commit([.move(id: b.id, place: Place(parent: a.id, name: "b"), from: Place(parent: .root, name: "b"))], view: .none)
         }
         let vault = try open()
-        XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/b", "/b/a"], "the later move is skipped")
+        XCTAssertEqual(paths(vault), ["/b", "/b/a"], "the later move is skipped")
         XCTAssertEqual(vault.descendants(of: .root).count, 2)
         XCTAssertTrue(try vault.verify().isWhole)
     }
@@ -746,7 +749,7 @@ final class RecordValidationTests: XCTestCase {
             try vault.commit([.move(id: b.id, place: Place(parent: a.id, name: "moved"), from: Place(parent: a.id, name: "seen"))], view: .none)
         }
         let vault = try open()
-        XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/seen", "/seen/a"])
+        XCTAssertEqual(paths(vault), ["/seen", "/seen/a"])
         XCTAssertTrue(try vault.verify().isWhole)
     }
 
@@ -769,7 +772,7 @@ final class RecordValidationTests: XCTestCase {
                 }
             }
             let vault = try open()
-            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/b", "/b/a", "/b/a/d", "/b/a/d/c"])
+            XCTAssertEqual(paths(vault), ["/b", "/b/a", "/b/a/d", "/b/a/d/c"])
         }
     }
 
@@ -823,13 +826,13 @@ final class RecordValidationTests: XCTestCase {
         let shown: [String]
         do {
             let vault = try open()
-            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/x", "/x/y", "/x/y/r", "/x/y/r/keep"], "x fell back")
+            XCTAssertEqual(paths(vault), ["/x", "/x/y", "/x/y/r", "/x/y/r/keep"], "x fell back")
             try vault.move(y, to: x, name: "renamed")
-            shown = vault.items.values.map { vault.path(of: $0.id) }.sorted()
+            shown = paths(vault)
             XCTAssertEqual(shown, ["/x", "/x/renamed", "/x/renamed/r", "/x/renamed/r/keep"])
         }
         let after = try open()
-        XCTAssertEqual(after.items.values.map { after.path(of: $0.id) }.sorted(), shown)
+        XCTAssertEqual(paths(after), shown)
         XCTAssertNil(after.item(gone), "what the removal took stays removed")
         XCTAssertTrue(try after.verify().isWhole)
     }
@@ -857,13 +860,13 @@ final class RecordValidationTests: XCTestCase {
         let shown: [String]
         do {
             let vault = try open()
-            XCTAssertEqual(vault.items.values.map { vault.path(of: $0.id) }.sorted(), ["/seen", "/seen/a", "/seen/a/c", "/seen/a/c/keep", "/seen/kept"])
+            XCTAssertEqual(paths(vault), ["/seen", "/seen/a", "/seen/a/c", "/seen/a/c/keep", "/seen/kept"])
             try vault.move(c, to: .root, name: "c2")
-            shown = vault.items.values.map { vault.path(of: $0.id) }.sorted()
+            shown = paths(vault)
             XCTAssertEqual(shown, ["/c2", "/c2/keep", "/seen", "/seen/kept"])
         }
         let after = try open()
-        XCTAssertEqual(after.items.values.map { after.path(of: $0.id) }.sorted(), shown)
+        XCTAssertEqual(paths(after), shown)
         XCTAssertEqual(after.path(of: b), "/seen")
     }
 }
