@@ -535,7 +535,7 @@ def test_two_devices_syncing_with_one_remote_at_once_lose_nothing(narnia, tmp_pa
     """Two devices run `sync R` at the same moment, round after round, each having imported
     new files and removed folders of its own (so that retirements and their deletions on R
     cross the other's sync). Every sync succeeds with nothing on standard error but the test
-    key warning; afterwards both devices list the same tree, every file still there reads
+    key warning (and, beside the other's, the note that content has not arrived yet); afterwards both devices list the same tree, every file still there reads
     back, and both verify (stop 49's note: concurrent syncs were never tried)."""
     rng = random.Random(41)
     host = tmp_path / "host"
@@ -548,8 +548,13 @@ def test_two_devices_syncing_with_one_remote_at_once_lose_nothing(narnia, tmp_pa
     b = make_device(narnia.binary, tmp_path, "B", None, remote=str(remote))
     devices = [a, b]
 
-    def quiet(err: str) -> list[str]:
-        return [l for l in err.splitlines() if "insecure test key derivation" not in l]
+    def quiet(err: str, racing: bool = False) -> list[str]:
+        """The lines of `err` but the test key warning and, for a sync run beside another
+        (`racing`), the note that content has not arrived yet: one sync may list R before the
+        other's objects land there and fetch its journal after, which is the documented outcome
+        of that race; the sequential syncs at the end must bring the content."""
+        return [l for l in err.splitlines() if "insecure test key derivation" not in l
+                and not (racing and "not on this device yet (their content has not arrived)" in l)]
 
     for turn in range(6):
         for d in devices:
@@ -565,7 +570,7 @@ def test_two_devices_syncing_with_one_remote_at_once_lose_nothing(narnia, tmp_pa
         runs = [d.n.popen("-c", f"sync {q(str(remote))}", stdout=subprocess.PIPE, stderr=subprocess.PIPE) for d in devices]
         for d, run in zip(devices, runs):
             out, err = run.communicate(timeout=120)
-            assert run.returncode == 0 and not quiet(err.decode()), \
+            assert run.returncode == 0 and not quiet(err.decode(), racing=True), \
                 f"turn {turn}: {d.name}'s sync, run beside the other's, exit {run.returncode}:\n{out.decode()}{err.decode()}"
     for d in devices * 2:
         assert not quiet(d.sync(str(remote), " (after the concurrent turns)").err)
