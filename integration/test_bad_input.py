@@ -136,6 +136,16 @@ CASES = [
     ("mv-to-empty", "mv /docs/notes.txt ''", "mv", "''", r"^narnia: error: mv: '': a name cannot be empty$"),
     ("import-stdin-empty-name-shown", "import - ''", "import", "''", r"^narnia: error: import: '': a name cannot be empty$"),
     ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder; nothing was copied$"),
+    # A host path under a file is "not a folder", as ls(1) says "Not a directory", never
+    # "no such folder" (review EC-3).
+    ("export-under-a-file", "export /docs/notes.txt HOST/existing.txt/x", "export", "existing.txt", r"existing.txt: not a folder$"),
+    ("export-into-a-file-as-folder", "export /docs/notes.txt HOST/existing.txt/", "export", "existing.txt", r"existing.txt: not a folder$"),
+    ("lls-under-a-file", "lls HOST/existing.txt/x", "lls", "existing.txt/x", r"existing.txt/x: not a folder$"),
+    ("import-under-a-file", "import HOST/existing.txt/x", "import", "existing.txt/x", r"existing.txt/x: not a folder$"),
+    ("lmkdir-under-a-file", "lmkdir HOST/existing.txt/x", "lmkdir", "existing.txt", r"existing.txt: not a folder$"),
+    ("lmkdir-missing-parent", "lmkdir HOST/nodir/x", "lmkdir", "nodir", r"nodir: no such folder$"),
+    # A pattern that names several: all or nothing, and said so (review EC-4).
+    ("rm-pattern-with-a-folder", "rm /docs/*", "rm", "/docs/sub", r"/docs/sub: is a folder; nothing was removed$"),
 ]
 
 

@@ -1123,13 +1123,15 @@ def test_a_destination_ending_in_a_slash_must_be_a_folder(sample, command, desti
 
 
 @pytest.mark.parametrize("command", ["mv", "cp", "mv -f"])
-def test_two_sources_of_one_name_are_refused_before_anything_moves(sample, command):
+@pytest.mark.parametrize("named", ["/a/x.txt /b/x.txt", "/?/x.txt"], ids=["operands", "pattern"])
+def test_two_sources_of_one_name_are_refused_before_anything_moves(sample, command, named):
     """Review AE: `mv /a/x /b/x /dest` moved the first and then failed "already exists", with
     no path, on the second: half done. Two sources bound for one name are refused first, as
-    export refuses two items bound for one host file. One source named twice is one."""
+    export refuses two items bound for one host file. One source named twice is one. Named by
+    one pattern, the refusal says too that nothing was moved (review EC-4)."""
     sample.ok("mkdir -p /a /b /dest; cd /a; import - x.txt; cd /b; import - x.txt", input=b"x")
     before = find_all(sample)
-    r = sample.fails(f"{command} /a/x.txt /b/x.txt /dest", command.split()[0])
+    r = sample.fails(f"{command} {named} /dest", command.split()[0])
     done = "moved" if command.startswith("mv") else "copied"
     assert r.err_lines[-1].endswith(f": /dest/x.txt: more than one source would go there (/a/x.txt and /b/x.txt); nothing was {done}"), r.describe()
     assert find_all(sample) == before

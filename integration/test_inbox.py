@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import random
 import shutil
 import signal
@@ -86,6 +87,13 @@ def test_drop_from_a_pipe_and_the_marks(vault):
     assert vault.ok("cat /Inbox/note.txt").outb == b"from a pipe\n"
     long = vault.ok("ls -l /Inbox").out
     assert "note.txt (dropped)" in long, long
+    # A name cannot pass for the marks: the space that begins them is escaped in it (EC-1).
+    vault.ok("cd /Inbox; import - 'fake.txt (dropped)'; import - 'x.txt (not on this device)'", input=b"x")
+    lines = vault.ok("ls -l /Inbox").out_lines
+    assert [re.match(r"\S+ +\S+ \S+ \S+ (.*)$", l).group(1) for l in lines] == \
+        ["fake.txt\\x20(dropped)", "note.txt (dropped)", "x.txt\\x20(not on this device)"], lines
+    assert vault.ok("ls /Inbox").out_lines == ["fake.txt (dropped)", "note.txt", "x.txt (not on this device)"]
+    vault.ok("rm '/Inbox/fake.txt (dropped)' '/Inbox/x.txt (not on this device)'")
     stat = vault.ok("stat /Inbox/note.txt").out
     assert "dropped: " in stat and "kind: document" in stat, stat
     # Adopted once: a second unlock adds nothing.

@@ -531,6 +531,27 @@ def test_rclone_folder_remote_three_devices_take_turns(narnia, tmp_path):
 # 3. rclone, a network remote
 
 
+def test_a_sync_says_which_file_here_became_a_conflict_copy(narnia, tmp_path):
+    """A and B import /d/same.txt, A first; B's sync shows A's as new and names B's own,
+    now a conflict copy (review EC-2: "new: /d/same.txt" alone pointed at a file that was
+    no longer the user's). A's sync, which finds its own file keeping its name, says none."""
+    remote = tmp_path / "R"
+    narnia.init()
+    a = Device("A", narnia)
+    a.ok("mkdir /d")
+    a.sync(str(remote))
+    b = make_device(narnia.binary, tmp_path, "B", None, remote=str(remote))
+    a.ok("cd /d; import - same.txt", input=b"from A\n")
+    b.ok("cd /d; import - same.txt", input=b"from B\n")
+    assert "conflict:" not in a.sync(str(remote)).out
+    r = b.sync(str(remote))
+    copy = [p for p in b.ok("find /d").out_lines if p.startswith("/d/same (conflict ")]
+    assert len(copy) == 1 and b.ok(f"cat {q(copy[0])}").outb == b"from B\n", r.describe()
+    assert "new: /d/same.txt" in r.out_lines, r.describe()
+    assert f"conflict: /d/same.txt is now {copy[0]}: a file from another device has its name" in r.out_lines, r.describe()
+    assert "conflict:" not in a.sync(str(remote)).out
+
+
 def test_two_devices_syncing_with_one_remote_at_once_lose_nothing(narnia, tmp_path):
     """Two devices run `sync R` at the same moment, round after round, each having imported
     new files and removed folders of its own (so that retirements and their deletions on R

@@ -99,6 +99,8 @@ extension Session {
         var said: [String] = []
         if !change.added.isEmpty { said.append(change.added.count == 1 ? "1 new item" : "\(change.added.count) new items") }
         if change.removed > 0 { said.append(change.removed == 1 ? "1 item removed" : "\(change.removed) items removed") }
+        let copies = change.becameConflictCopies.count
+        if copies > 0 { said.append(copies == 1 ? "1 file here renamed as a conflict copy" : "\(copies) files here renamed as conflict copies") }
         // Only what changed the tree is news (CJ-5: the copy this session saved of its own
         // replaced journal was said as other devices' changes).
         if !said.isEmpty { err.messageLine("narnia: note: other devices' changes arrived: " + said.joined(separator: ", ")) }

@@ -600,9 +600,16 @@ extension Vault {
         // Where each removed item was, but for those whose folder went too (review DB-2: a
         // count said nothing of which files another device's changes took away).
         let goneTops = gone.filter { id in before[id].map { stillShown($0.parent) } ?? false }
+        // Files shown under their own name before and under a conflict copy's name now: a file
+        // placed first elsewhere took the name (review EC-2: only "new:" of the name was said).
+        let becameCopies = after.compactMap { id, item -> (was: String, now: String)? in
+            guard !item.isFolder, let old = before[id], old.parent == item.parent, old.name != item.name,
+                  let place = state.items[id]?.place, place.parent == item.parent, place.name == old.name else { return nil }
+            return ("/" + Self.pathComponents(of: id, in: before).joined(separator: "/"), path(of: id))
+        }
         return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: gone.count,
                           removedPaths: goneTops.map { "/" + Self.pathComponents(of: $0, in: before).joined(separator: "/") },
-                          addedItems: appeared, moved: moved)
+                          addedItems: appeared, moved: moved, becameConflictCopies: becameCopies)
     }
 }
 
@@ -618,13 +625,18 @@ public struct TreeChange: Sendable {
     public let addedItems: [Identifier]
     /// How many items stayed but moved or were renamed.
     public let moved: Int
+    /// Files that kept their place but are shown as conflict copies now (docs/FORMAT.md,
+    /// "Merging", rule 5): where each was, and its name now.
+    public let becameConflictCopies: [(was: String, now: String)]
 
-    public init(added: [String], removed: Int, removedPaths: [String] = [], addedItems: [Identifier] = [], moved: Int = 0) {
+    public init(added: [String], removed: Int, removedPaths: [String] = [], addedItems: [Identifier] = [], moved: Int = 0,
+                becameConflictCopies: [(was: String, now: String)] = []) {
         self.added = added
         self.removed = removed
         self.removedPaths = removedPaths
         self.addedItems = addedItems
         self.moved = moved
+        self.becameConflictCopies = becameConflictCopies
     }
 
     /// True when the tree is not as it was: items appeared, went, moved or were renamed.

@@ -180,6 +180,22 @@ public enum FileSystem {
         throw SystemError.current("stat", path)
     }
 
+    /// Why nothing is found at `path`, as the shell says it: "not a folder" when a part before
+    /// its last is a file (ls(1)'s "Not a directory"; review EC-3), else "no such file or folder".
+    public static func absenceReason(_ path: String) -> String {
+        var st = stat()
+        return SystemError.reason(for: fstatat(AT_FDCWD, path, &st, 0) != 0 && errno == ENOTDIR ? ENOTDIR : ENOENT)
+    }
+
+    /// Why `path` is no folder to put things in, as the shell says it: "no such folder" when
+    /// nothing is there, "not a folder" when a file is, or a part before its last is one
+    /// (review EC-3: "no such folder"), else the system's reason; nil for a folder (links followed).
+    public static func notAFolderReason(_ path: String) -> String? {
+        var st = stat()
+        if fstatat(AT_FDCWD, path, &st, 0) == 0 { return (st.st_mode & S_IFMT) == S_IFDIR ? nil : SystemError.reason(for: ENOTDIR) }
+        return errno == ENOENT ? "no such folder" : SystemError.reason(for: errno)
+    }
+
     /// True when the path names a directory (following links).
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()

@@ -53,6 +53,20 @@ final class TerminalListingTests: XCTestCase {
         XCTAssertTrue(fancy.contains("\u{1B}["), "coloured: \(fancy)")
     }
 
+    func testANameCannotPassForTheMarks() {
+        let items = [
+            ListedItem(name: "fake.txt (dropped)", kind: .other, size: 1, modified: now),
+            ListedItem(name: "real.txt", kind: .other, size: 1, modified: now, dropped: true),
+            ListedItem(name: "x (not on this device)", kind: .other, size: 1, modified: now, here: false),
+            ListedItem(name: "(dropped)", kind: .other, size: 1, modified: now),
+        ]
+        XCTAssertEqual(TerminalListing.long(items, now: now, style: .plain).map { String($0.dropFirst(24)) }, [
+            "fake.txt?(dropped)", "real.txt (dropped)", "x?(not on this device) (not on this device)", "(dropped)",
+        ])
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped)", onTerminal: false), "a\\x20(dropped)")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped) b", onTerminal: false), "a (dropped) b")
+    }
+
     func testNamesAreMadeTerminalSafe() {
         let items = [ListedItem(name: "evil\u{1B}[2Jname", kind: .other, size: 1, modified: now)]
         for line in TerminalListing.long(items, now: now, style: .plain) + TerminalListing.grid(items, width: 80, style: .plain) {

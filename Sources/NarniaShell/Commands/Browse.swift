@@ -106,7 +106,7 @@ enum Browse {
                 let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
                 let pad = String(repeating: " ", count: width - size.count)
                 let mark = ListedItem.marks(here: item.isFolder || s.vault.isHere(item), dropped: s.vault.droppedTime(of: item) != nil)
-                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(plain(entry))\(mark)")
+                s.out.line("\(kind) \(pad)\(size) \(Formatting.shortDate(item.modified)) \(ListedItem.nameBeforeMarks(plain(entry), onTerminal: false))\(mark)")
             }
         } else if s.out.isTerminal && a.has("-1") {
             for entry in entries { s.out.line(HiddenNames.active(s) ? shownAs(entry)! : plain(entry)) }

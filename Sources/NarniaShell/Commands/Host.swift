@@ -36,8 +36,9 @@ enum Host {
                 } else if try FileSystem.lstatIfExists(path) != nil {
                     throw CommandFailure("\(path): already exists")
                 } else {
-                    guard FileSystem.isDirectory(FileSystem.parentDirectory(of: path)) else {
-                        throw CommandFailure("\(FileSystem.parentDirectory(of: path)): no such folder", hint: "use lmkdir -p to create the parents too")
+                    let parent = FileSystem.parentDirectory(of: path)
+                    if let reason = FileSystem.notAFolderReason(parent) {
+                        throw CommandFailure("\(parent): \(reason)", hint: reason == "no such folder" ? "use lmkdir -p to create the parents too" : nil)
                     }
                     try FileSystem.makeDirectory(path, mode: 0o700)
                 }
@@ -58,7 +59,7 @@ enum Host {
         var files: [(String, stat)] = [], folders: [String] = []
         let failed = try s.forEachOperand(words, of: a.command) { word in
             for path in try s.expandHost(word) {
-                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): \(FileSystem.absenceReason(path))") }
                 if st.isDirectory { folders.append(path) } else { files.append((path, st)) }
             }
         }

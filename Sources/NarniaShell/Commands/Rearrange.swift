@@ -47,7 +47,7 @@ enum Rearrange {
         let force = a.has("-f"), recursive = a.has("-r")
         guard !a.operands.isEmpty || force else { throw CommandFailure("missing path", hint: CommandTable.usage(of: "rm")) }
         var targets: [(VaultPath, Identifier)] = []
-        try doingAllOrNone(a.operands.count, "removed") {
+        try doingAllOrNone({ a.operands.count > 1 || !targets.isEmpty }, "removed") {
             for word in a.operands {
                 try refuseDotOrDotDot(word)
                 let matches: [(VaultPath, Identifier)]
@@ -98,7 +98,7 @@ enum Rearrange {
     static func rmdir(_ s: Session, _ a: ParsedArguments) throws {
         guard !a.operands.isEmpty else { throw CommandFailure("missing folder", hint: CommandTable.usage(of: "rmdir")) }
         var targets: [Identifier] = []
-        try doingAllOrNone(a.operands.count, "removed") {
+        try doingAllOrNone({ a.operands.count > 1 || !targets.isEmpty }, "removed") {
             for word in a.operands {
                 try refuseDotOrDotDot(word)
                 for (path, id) in try s.existing(word) {
@@ -115,13 +115,15 @@ enum Rearrange {
     /// Where each source goes for `mv`/`cp`: (source, destination folder, new name, replaced item).
     private typealias Plan = (source: Identifier, sourcePath: VaultPath, folder: Identifier, name: String, replacing: Identifier?)
 
-    private static func plan(_ s: Session, _ a: ParsedArguments, verb: String) throws -> [Plan] {
+    /// `named` is set to the number of sources the operands name.
+    private static func plan(_ s: Session, _ a: ParsedArguments, verb: String, sources named: inout Int) throws -> [Plan] {
         guard a.operands.count >= 2 else { throw CommandFailure("missing destination", hint: CommandTable.usage(of: verb)) }
         let force = a.has("-f")
         var sources: [(VaultPath, Identifier)] = []
         for word in a.operands.dropLast() {
             try refuseDotOrDotDot(word, verb: verb == "mv" ? "move" : "copy")
             sources += try s.existing(word)
+            named = sources.count
         }
         let destWord = a.operands.last!
         guard !destWord.text.isEmpty else { throw CommandFailure("'': \(NameError.empty.description)") }
@@ -238,16 +240,20 @@ enum Rearrange {
     /// as `git rm` and `git mv` do: with several, a failure says that nothing was `done`
     /// (review CN-2: "no such file or folder" of one read, as from coreutils, as if the others
     /// were done, and a script's `rm -r` of the folder they had not left followed).
-    private static func doingAllOrNone<T>(_ operands: Int, _ done: String, _ checks: () throws -> T) throws -> T {
+    /// `several`, asked once a check failed, says whether more than one item was named: by
+    /// several operands, or by a pattern matching several (review EC-4: `mv -f */f.txt z`
+    /// left the sentence out).
+    private static func doingAllOrNone<T>(_ several: () -> Bool, _ done: String, _ checks: () throws -> T) throws -> T {
         do {
             return try checks()
-        } catch let failure as CommandFailure where operands > 1 && !failure.message.hasSuffix("; nothing was \(done)") {
+        } catch let failure as CommandFailure where several() && !failure.message.hasSuffix("; nothing was \(done)") {
             throw CommandFailure(failure.message + "; nothing was \(done)", hint: failure.hint)
         }
     }
 
     static func mv(_ s: Session, _ a: ParsedArguments) throws {
-        let plans = try doingAllOrNone(a.operands.count - 1, "moved") { try plan(s, a, verb: "mv") }
+        var sources = 0
+        let plans = try doingAllOrNone({ sources > 1 || a.operands.count > 2 }, "moved") { try plan(s, a, verb: "mv", sources: &sources) }
         // A source moved is no longer where it was named: the same `mv` would refuse it
         // (review CO-4).
         try carryOut(plans, s, "mv", "moved", rest: "the rest are where they were") { p in
@@ -273,7 +279,8 @@ enum Rearrange {
     }
 
     static func cp(_ s: Session, _ a: ParsedArguments) throws {
-        let plans = try doingAllOrNone(a.operands.count - 1, "copied") { try plan(s, a, verb: "cp") }
+        var sources = 0
+        let plans = try doingAllOrNone({ sources > 1 || a.operands.count > 2 }, "copied") { try plan(s, a, verb: "cp", sources: &sources) }
         // Run again, the same `cp -f` copies what it copied anew, and the rest; otherwise -n
         // skips what was copied (review CW-4: a `cp -r` was told to run `cp -n`, which skipped
         // its folders whole; CY-1: a `cp -f`, whose targets were all there, skipped them all).

@@ -53,7 +53,7 @@ enum Transfer {
         var named = Set<[UInt8]>(), namedFolders = Set<HostFileIdentity>()
         let badSource = try s.forEachOperand(a.operands, of: "import") { word in
             for path in try s.expandHost(word) {
-                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): no such file or folder") }
+                guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(path): \(FileSystem.absenceReason(path))") }
                 guard st.isDirectory || st.isRegularFile else { throw CommandFailure("\(path): not a regular file or folder") }
                 // Named twice (`import b b`, `import d/x d/*`): one copy, as cp warns (review
                 // BG-6: two copies, and --move then warned that the original was missing).
@@ -172,19 +172,18 @@ enum Transfer {
             if !FileSystem.isDirectory(dest), (try? FileSystem.lstatIfExists(dest)) != nil {
                 throw CommandFailure("\(s.err.name(dest)): not a folder")
             }
-            if sources.count == 1, !s.vault.isFolder(sources[0].1), !FileSystem.isDirectory(dest) {
-                throw CommandFailure("\(s.err.name(dest)): no such folder")
+            if sources.count == 1, !s.vault.isFolder(sources[0].1), let reason = FileSystem.notAFolderReason(dest) {
+                throw CommandFailure("\(s.err.name(dest)): \(reason)")
             }
         }
         // The destination named may be a folder (or a link to one, as cp allows): the items go
         // inside it. Otherwise it is a new name in an existing folder, for one item.
         let destIsFolder = FileSystem.isDirectory(dest)
         guard destIsFolder || sources.count == 1 else {
-            let there = (try? FileSystem.lstatIfExists(dest) == nil) != true   // EACCES is not "no such"
-            throw CommandFailure("\(s.err.name(dest)): \(there ? "not a folder" : "no such folder")")
+            throw CommandFailure("\(s.err.name(dest)): \(FileSystem.notAFolderReason(dest) ?? "not a folder")")
         }
         let base = destIsFolder ? dest : FileSystem.parentDirectory(of: dest)
-        guard FileSystem.isDirectory(base) else { throw CommandFailure("\(s.err.name(base)): no such folder") }
+        if let reason = FileSystem.notAFolderReason(base) { throw CommandFailure("\(s.err.name(base)): \(reason)") }
         // Not into the store (`HostFolder.inStore`), here or in a folder below.
         let store = HostFileIdentity(of: s.vault.directory).map { (folder: $0, marker: s.vault.keyFileName) }
         if let store, HostFileIdentity.isInStore(base, store: [store.folder], marker: store.marker) {

@@ -42,6 +42,18 @@ public struct ListedItem: Sendable, Equatable {
     static func marks(here: Bool, dropped: Bool) -> String {
         (dropped ? droppedMark : "") + (here ? "" : notHereMark)
     }
+
+    /// `shown`, a name already escaped for where it goes, as `ls -l` writes it before the
+    /// marks: a name that itself ends in one has the space that begins it escaped (`\x20` in
+    /// scripts, `?` on a terminal), so that a line ends in a mark only when the listing put it
+    /// there (review EC-1: a file named `fake.txt (dropped)` listed as a drop).
+    static func nameBeforeMarks(_ shown: String, onTerminal: Bool) -> String {
+        let bytes = Array(shown.utf8)
+        for mark in [droppedMark, notHereMark] where bytes.count >= mark.utf8.count && bytes.suffix(mark.utf8.count).elementsEqual(mark.utf8) {
+            return String(decoding: bytes.dropLast(mark.utf8.count), as: UTF8.self) + (onTerminal ? "?" : "\\x20") + mark.dropFirst()
+        }
+        return shown
+    }
 }
 
 /// The terminal forms of listings. Output that is not a terminal keeps the stable forms of
@@ -62,7 +74,8 @@ public enum TerminalListing {
         return zip(items, sizes).map { item, size in
             let kind = item.kind.name.padding(toLength: 8, withPad: " ", startingAt: 0)
             let pad = String(repeating: " ", count: width - size.count)
-            return "\(kind) \(pad)\(size) \(coreutilsDate(item.modified, now: now)) \(style.paint(terminalSafe(item.name), item.kind))"
+            let name = ListedItem.nameBeforeMarks(terminalSafe(item.name), onTerminal: true)
+            return "\(kind) \(pad)\(size) \(coreutilsDate(item.modified, now: now)) \(style.paint(name, item.kind))"
                 + ListedItem.marks(here: item.here, dropped: item.dropped)
         }
     }

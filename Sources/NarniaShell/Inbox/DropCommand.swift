@@ -129,7 +129,7 @@ struct DropRun: HostTreeVisitor {
         let base = path.lastPathComponent ?? path
         do {
             let name = try ItemName.validated(base)
-            guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): no such file or folder") }
+            guard let st = try FileSystem.statIfExists(path) else { throw CommandFailure("\(err.name(path)): \(FileSystem.absenceReason(path))") }
             if liesInStore(path) { throw CommandFailure("\(err.name(path)): not dropped: it is the vault's own store, or inside it") }
             if st.isDirectory {
                 walkFolder(try FileDescriptor.open(path, .readOnly, options: .directory), display: path, name: name, in: "")

@@ -666,6 +666,14 @@ enum SyncCommand {
         let shown = s.interactive ? Array(added.prefix(20)) : added
         for path in shown { say("new: \(s.shown(VaultPath.resolve(path, relativeTo: .root), on: on))") }   // #N under hide-names (CC-6)
         if shown.count < added.count { say("… and \(added.count - shown.count) more new items") }
+        // A file here renamed as a conflict copy: its name now holds another device's file,
+        // said above as new (review EC-2). Its old name is not shown under hide-names.
+        let hidden = on.isTerminal && ViewingPreferences(s).hideNames
+        for (was, now) in change.becameConflictCopies.sorted(by: { utf8Order($0.now, $1.now) }) {
+            let copy = s.shown(VaultPath.resolve(now, relativeTo: .root), on: on)
+            say(hidden ? "conflict: \(copy) is a conflict copy now: a file from another device has its name"
+                       : "conflict: \(on.name(was)) is now \(copy): a file from another device has its name")
+        }
         let notHere = added.count { path in
             s.resolve(VaultPath.resolve(path, relativeTo: .root)).flatMap(s.vault.item).map { !$0.isFolder && !s.vault.isHere($0) } ?? false
         }
@@ -674,7 +682,7 @@ enum SyncCommand {
         }
         // Where removed items were (with what they held), but not under hide-names on a
         // terminal, where names are not shown and a gone item has no number.
-        if !(on.isTerminal && ViewingPreferences(s).hideNames) {
+        if !hidden {
             let gone = change.removedPaths.sorted(by: utf8Order)
             let shownGone = s.interactive ? Array(gone.prefix(20)) : gone
             for path in shownGone { say("removed: \(on.name(path))") }
