@@ -1123,8 +1123,30 @@ def test_an_object_that_did_not_arrive_is_said_and_holds_back_no_journal(narnia,
     assert "not on this device" not in r.err and other.ok("cat /late.bin").outb == (host / "late.bin").read_bytes(), r.describe()
 
 
+def test_a_content_file_that_cannot_be_fetched_holds_back_nothing_this_device_sends(narnia, host, tmp_path):
+    """Review DT-1: while one object on the remote could not be fetched (a bad sector there), a
+    device sent nothing to it, so no device's changes reached the others through it. Every
+    journal fetched, the sync goes on to send, and fails at its end, saying what it could not
+    fetch; a journal that could not be fetched still stops it before anything is sent (below)."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = set(journal_sizes(remote))
+    narnia.ok(f"import --keep {q(str(new_file(host, 'late.bin', 5000)))}; sync {q(str(remote))}")
+    [obj] = set(journal_sizes(remote)) - before   # the journal was there: the new file is the object
+    mine = new_file(host, "mine.bin", 7000)
+    other.ok(f"import --keep {q(str(mine))}")
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-P", str(remote / obj), "-e", "trace=openat", "-e", "inject=openat:error=EIO"]
+                       + other.argv(["-c", f"sync {q(str(remote))}"]), capture_output=True, text=True, env=other.env, cwd=other.workdir)
+    assert r.returncode == 1 and "could not fetch" in r.stderr, r.stderr
+    assert any(l.startswith("narnia: note: sync: partly synced with ") and "sent 0 files" not in l for l in r.stderr.splitlines()), r.stderr
+    narnia.ok(f"sync {q(str(remote))}")
+    assert narnia.ok("cat /mine.bin").outb == mine.read_bytes()
+    other.ok(f"sync {q(str(remote))}")
+    assert other.ok("cat /late.bin").outb == (host / "late.bin").read_bytes()
+
+
 def test_a_sync_whose_fetch_failed_sends_nothing(narnia, host, tmp_path):
-    """Review DU-1: a sync that went on to send after a failed fetch (DT-1's change) sent a torn
+    """Review DU-1: a sync that went on to send after a failed fetch (DT-1's first change) sent a torn
     copy here of another device's journal (whole in length, the last record's first byte still
     zero, as a sync engine copies a journal being appended to) over the whole one there, which it
     was to fetch and read first: that record was gone for every device."""

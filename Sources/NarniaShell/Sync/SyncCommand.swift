@@ -89,6 +89,8 @@ enum SyncCommand {
         // Journals there that do not read and hold more than the copies here: not taken, and
         // said when the sync ends, after this device's own files went (review BE-4).
         var unreadThere: [UnreadJournal] = []
+        // A content file that could not be fetched, said once the rest is sent (review DT-1).
+        var fetchFailure: CommandFailure?
         let startSize = Dictionary(fetching.here.map { ($0.0.key, $0.1) }, uniquingKeysWith: { a, _ in a })
         func isHere(_ path: String) -> Bool { (try? FileSystem.lstatIfExists(vault.directory + "/" + path)) != nil }
         // Journals put in place from the remote (some retired, fetched to be read first).
@@ -106,12 +108,12 @@ enum SyncCommand {
         // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
-            let outcome = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
+            let (outcome, journalsFetched) = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
             if outcome.cancelled { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
-            var missing = 0
+            var missing = 0, missingJournals = 0
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
                 // A retired journal no version of which is here: the one a retirement read goes
@@ -157,16 +159,26 @@ enum SyncCommand {
                     }
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
-                    if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil { missing += 1 }
+                    if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil {
+                        missing += 1
+                        if file.kind == .journal { missingJournals += 1 }
+                    }
                 }
             }
             try vault.syncReceived(in: folder, fetching.fetch, placed: true)
-            // What could not be fetched (a file rclone cannot open there, a full disk here)
-            // fails the sync before anything is sent: the plan to send was made against files
-            // there that were to be read first (review DU-1: sent after a failed fetch, a torn
-            // copy here of another device's journal replaced the whole one there, unread).
-            if outcome.status != 0 { return try finish(s, remote, report, rclone.failure("fetch from \(remote)", outcome)) }
-            if missing > 0 {
+            // A journal that could not be fetched (a file rclone cannot open there, a full disk
+            // here) fails the sync before anything is sent: the plan to send was made against
+            // journals there that were to be read first (review DU-1: sent after a failed fetch,
+            // a torn copy here of another device's journal replaced the whole one there, unread).
+            // When every journal came, one content file that could not come (a bad sector
+            // there) holds back nothing this device sends: the sync goes on, and fails at its
+            // end (review DT-1: every device's changes stayed out of that remote for good).
+            if outcome.status != 0 {
+                let failure = rclone.failure("fetch from \(remote)", outcome)
+                guard journalsFetched, missingJournals == 0 else { return try finish(s, remote, report, failure) }
+                fetchFailure = failure
+            }
+            if (fetchFailure == nil && missing > 0) || missingJournals > 0 {
                 // rclone says nothing of a listed file that went before it was fetched (review
                 // AB): the remote changed during the sync, and what was planned against its
                 // listing (the version of a forked journal to send, say) no longer holds.
@@ -281,7 +293,7 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        try finish(s, remote, report, unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+        try finish(s, remote, report, fetchFailure ?? unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
     }
 
     /// Puts a journal sent under a temporary name in place with `rename(2)`, which replaces the
@@ -463,14 +475,16 @@ enum SyncCommand {
     /// changes (review DS-2). Its items show as not on this device, which the sync says (review
     /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
     /// of an object it could not fetch were said `new:` as if whole). The first failure is
-    /// the outcome.
-    private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String, to folder: String) throws -> Rclone.Outcome {
+    /// the outcome; `journalsFetched` is true when the journals' run succeeded (or had none
+    /// to fetch).
+    private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String,
+                                                 to folder: String) throws -> (Rclone.Outcome, journalsFetched: Bool) {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
         var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
-        guard !outcome.cancelled, !journals.isEmpty else { return outcome }
+        guard !outcome.cancelled, !journals.isEmpty else { return (outcome, !outcome.cancelled) }
         let second = try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder)
-        return outcome.status != 0 && !second.cancelled ? outcome : second
+        return (outcome.status != 0 && !second.cancelled ? outcome : second, second.status == 0 && !second.cancelled)
     }
 
     /// The key files and inbox public key files of one length here and there whose bytes
