@@ -53,6 +53,9 @@ def test_wrong_passphrase_exits_3_and_changes_nothing(filled, tmp_path):
     for what, r in runs.items():
         assert_auth_failure(r, what)
         assert filled.store().snapshot() == before, f"{what}: a wrong passphrase changed the store"
+        # Read from a file, it says what was read and that passwd changes it (review EF-11).
+        assert "narnia: hint: the passphrase is the first line of the passphrase file; after 'passwd' on any device only the new passphrase opens the vault" \
+            in r.err_lines, r.describe()
     r = filled.ok("ls /")
     assert r.out_lines == ["docs"], "after wrong passphrases the vault must be as before" + r.describe()
 
@@ -302,6 +305,7 @@ def test_second_process_gets_a_clear_error(filled):
                    for l in second.err_lines), \
             "the second process should say the store is locked / in use" + second.describe()
         assert took < 10, f"the second process waited {took:.1f} s instead of failing at once"
+        assert second.err_lines[-1].startswith("narnia: hint: a session or a script has it open"), second.describe()
         assert filled.store().snapshot() == before, "the refused second process changed the store"
 
         first.stdin.write(b"mkdir x\nls\n")

@@ -323,6 +323,10 @@ def test_a_mistyped_command_gets_a_suggestion(vault):
     for typed, meant in (("cd..", "cd .."), ("ls-l", "ls -l"), ("help exprot", "help export"), ("help ls-l", "help ls")):
         r = vault.c(typed)
         assert r.rc == 1 and f"narnia: hint: did you mean '{meant}'? ('help' lists the commands)" in r.err_lines, r.describe()
+    # Review EF-10: a word as near to two commands got no suggestion; both are named.
+    for typed, meant in (("lss", "'lls' or 'ls'"), ("help lss", "'help lls' or 'help ls'")):
+        r = vault.c(typed)
+        assert r.rc == 1 and f"narnia: hint: did you mean {meant}? ('help' lists the commands)" in r.err_lines, r.describe()
 
 
 # -- 13. Batch files name FILE:LINE, -v echoes -------------------------------------------------

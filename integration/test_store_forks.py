@@ -1145,6 +1145,53 @@ def test_a_content_file_that_cannot_be_fetched_holds_back_nothing_this_device_se
     assert other.ok("cat /late.bin").outb == (host / "late.bin").read_bytes()
 
 
+def eio_sync(device: Narnia, remote: Path, failing: list[Path]) -> subprocess.CompletedProcess:
+    """`sync REMOTE` on `device`, every open of the files `failing` there failing with EIO."""
+    paths = [a for f in failing for a in ("-P", str(f))]
+    return subprocess.run(["strace", "-f", "-o", "/dev/null", *paths, "-e", "trace=openat", "-e", "inject=openat:error=EIO"]
+                          + device.argv(["-c", f"sync {q(str(remote))}"]), capture_output=True, text=True, env=device.env, cwd=device.workdir)
+
+
+def test_a_key_file_that_cannot_be_fetched_holds_the_journals_back(narnia, host, tmp_path):
+    """Review EE-5: after `passwd --rotate` on another device, a sync that could not fetch its
+    new key file took the journals sealed under the new master key: the old passphrase then
+    opened nothing ("changed with passwd --rotate"), and the new one was "wrong": no sync could
+    run to fetch the key file. Now a key file that did not come holds the journals back, and
+    nothing is sent; the next sync takes all."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = {p.name for p in remote.iterdir() if p.is_file()}
+    new = other.passphrase_file("a rotated passphrase")
+    other.ok(f"passwd --rotate --new-passphrase-file {q(str(new))}")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="a rotated passphrase")
+    key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
+    assert key_files, "passwd --rotate wrote no new key file there"
+    narnia.ok("mkdir /mine")
+    r = eio_sync(narnia, remote, key_files)
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
+    r = narnia.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    r = narnia.ok("ls /", passphrase="a rotated passphrase")
+    assert r.out_lines == ["a", "late.bin", "mine"], r.describe()
+
+
+def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):
+    """Review EE-3: when a content file and a journal both could not be fetched, the error
+    named the content file (which holds back nothing sent), and "sent 0 files" followed."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = journal_sizes(remote)
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 5000)))}; sync {q(str(remote))}")
+    after = journal_sizes(remote)
+    [journal] = [p for p in before if after[p] != before[p]] or [p for p in after if p not in before and after[p] < 5000]
+    objects = [p for p in after if p not in before and p != journal]
+    r = eio_sync(narnia, remote, [remote / journal] + [remote / o for o in objects])
+    assert r.returncode == 1 and "sent 0 files" in r.stderr, r.stderr
+    error = [l for l in r.stderr.splitlines() if l.startswith("narnia: error: sync: ")]
+    assert len(error) == 1 and journal.split("/")[1] in error[0], r.stderr
+
+
 def test_a_sync_whose_fetch_failed_sends_nothing(narnia, host, tmp_path):
     """Review DU-1: a sync that went on to send after a failed fetch (DT-1's first change) sent a torn
     copy here of another device's journal (whole in length, the last record's first byte still

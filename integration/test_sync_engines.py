@@ -532,7 +532,7 @@ def test_rclone_folder_remote_three_devices_take_turns(narnia, tmp_path):
 
 
 def test_a_sync_says_which_file_here_became_a_conflict_copy(narnia, tmp_path):
-    """A and B import /d/same.txt, A first; B's sync shows A's as new and names B's own,
+    """A and B import /d/same.txt (and more), A first; B's sync shows A's as new and names B's own,
     now a conflict copy (review EC-2: "new: /d/same.txt" alone pointed at a file that was
     no longer the user's). A's sync, which finds its own file keeping its name, says none."""
     remote = tmp_path / "R"
@@ -541,14 +541,18 @@ def test_a_sync_says_which_file_here_became_a_conflict_copy(narnia, tmp_path):
     a.ok("mkdir /d")
     a.sync(str(remote))
     b = make_device(narnia.binary, tmp_path, "B", None, remote=str(remote))
-    a.ok("cd /d; import - same.txt", input=b"from A\n")
-    b.ok("cd /d; import - same.txt", input=b"from B\n")
+    # In /d, which both know; in /p, which each makes (merged: review EE-1); and at the root,
+    # where A makes a folder of the name (a folder keeps it: review EE-6).
+    a.ok("cd /d; import - same.txt; mkdir /p; cd /p; import - y.txt; mkdir /f.txt", input=b"from A\n")
+    b.ok("cd /d; import - same.txt; mkdir /p; cd /p; import - y.txt; cd /; import - f.txt", input=b"from B\n")
     assert "conflict:" not in a.sync(str(remote)).out
     r = b.sync(str(remote))
-    copy = [p for p in b.ok("find /d").out_lines if p.startswith("/d/same (conflict ")]
-    assert len(copy) == 1 and b.ok(f"cat {q(copy[0])}").outb == b"from B\n", r.describe()
+    copies = [p for p in b.ok("find /").out_lines if " (conflict " in p]
+    assert [c.split(" (conflict ")[0] for c in copies] == ["/d/same", "/f", "/p/y"], r.describe()
+    assert b.ok(f"cat {q(copies[0])}").outb == b"from B\n", r.describe()   # the first import took the input
     assert "new: /d/same.txt" in r.out_lines, r.describe()
-    assert f"conflict: /d/same.txt is now {copy[0]}: a file from another device has its name" in r.out_lines, r.describe()
+    for was, copy, holder in zip(["/d/same.txt", "/f.txt", "/p/y.txt"], copies, ["file", "folder", "file"]):
+        assert f"conflict: {was} is now {copy}: a {holder} from another device has its name" in r.out_lines, r.describe()
     assert "conflict:" not in a.sync(str(remote)).out
 
 

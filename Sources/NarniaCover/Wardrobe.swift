@@ -300,7 +300,15 @@ public final class Wardrobe {
     static func cd(_ w: Wardrobe, _ a: ParsedArguments) throws {
         guard a.operandTexts.count <= 1 else { throw CommandFailure("one tab at a time", hint: "usage: cd [TAB|..]") }
         guard let text = a.operandTexts.first else { w.cwd = nil; return }
-        switch try w.place(text) {
+        let place: Place
+        do {
+            place = try w.place(text)
+        } catch let failure as CommandFailure where w.cwd != nil && !text.utf8.contains(UInt8(ascii: "/")) {
+            // A bare name in a tab is looked for as a tab, from anywhere (review EF-6: "no 'Sho'
+            // in Outerwear" said it was looked for among the garments there).
+            throw CommandFailure(failure.message.hasPrefix("no ") ? "no tab called '\(text)'" : failure.message, hint: failure.hint)
+        }
+        switch place {
         case .top: w.cwd = nil
         case .tab(let tab): w.cwd = tab
         case .garment(_, let g): throw CommandFailure("'\(g.name)' is a garment, not a tab")

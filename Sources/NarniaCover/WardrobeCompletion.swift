@@ -2,8 +2,8 @@ import NarniaLanguage
 
 /// Tab completion in the Wardrobe, through the shell's pure `complete(line:cursor:source:)`:
 /// command names, flags, season values, tabs and garments (tabs behave as folders, so
-/// `cd Out<Tab>` gives `cd Outerwear/`; at the top a garment only one tab holds is offered by
-/// its name alone, as `Wardrobe.place` finds it).
+/// `cd Out<Tab>` gives `cd Outerwear/`, from the top or any tab; at the top a garment only one
+/// tab holds is offered by its name alone, as `Wardrobe.place` finds it).
 public struct WardrobeCompletionSource: CompletionSource {
     let wardrobe: Wardrobe
 
@@ -42,7 +42,12 @@ public struct WardrobeCompletionSource: CompletionSource {
             return tabs + unique.sorted().map { CompletionEntry(name: $0, isFolder: false) }
         case 1:
             guard let tab = Tab(typed: components[0]) else { return [] }
-            return wardrobe.closet.listing(of: tab).map { CompletionEntry(name: $0, isFolder: false) }
+            let garments = wardrobe.closet.listing(of: tab).map { CompletionEntry(name: $0, isFolder: false) }
+            // In a tab, a bare tab name is that tab, as `Wardrobe.place` finds it (review EF-6:
+            // `cd Sho<Tab>` offered nothing from Outerwear).
+            guard folder.isEmpty, wardrobe.cwd != nil else { return garments }
+            let here = Set(garments.map(\.name))
+            return garments + Tab.allCases.filter { !here.contains($0.name) }.map { CompletionEntry(name: $0.name, isFolder: true) }
         default:
             return []
         }

@@ -119,23 +119,30 @@ public enum CommandTable {
         CommandFailure("too many arguments", hint: hint ?? usage(of: name))
     }
 
-    /// The command name or alias closest to a mistyped `word` (`exprot` → `export`): at most
-    /// one edit (a letter added, dropped, changed, or two swapped) for short words, two for
-    /// words of five letters or more, or a command with the space before its argument left
-    /// out (`cd ..`); nil when none is that close, or two are.
-    static func nearest(to word: String) -> String? {
+    /// The command names or aliases closest to a mistyped `word` (`exprot` → `export`; `lss`
+    /// → `lls`, `ls`): at most one edit (a letter added, dropped, changed, or two swapped) for
+    /// short words, two for words of five letters or more, or a command with the space before
+    /// its argument left out (`cd ..`); empty when none is that close, or more than three are.
+    static func nearest(to word: String) -> [String] {
         // A command run into its argument (`cd..`, `ls-l`, `cd/photos`): the space it lacks
         // (review CA-9).
         if let split = word.firstIndex(where: { $0 == "." || $0 == "-" || $0 == "/" }), split > word.startIndex,
            find(String(word[..<split])) != nil {
-            return "\(word[..<split]) \(word[split...])"
+            return ["\(word[..<split]) \(word[split...])"]
         }
         let typed = Array(word.lowercased())
         let limit = typed.count >= 5 ? 2 : 1
         let names = all.flatMap { [$0.name] + $0.aliases }.filter { $0.count > 1 }
         let scored = names.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), scored.filter({ $0.1 == best.1 }).count == 1 else { return nil }
-        return best.0
+        guard let best = scored.map(\.1).min() else { return [] }
+        let closest = Set(scored.filter { $0.1 == best }.map(\.0)).sorted()
+        return closest.count <= 3 ? closest : []
+    }
+
+    /// `'a'`, `'a' or 'b'`, `'a', 'b' or 'c'`: the suggestions of a hint.
+    static func alternatives(_ names: [String]) -> String {
+        let quoted = names.map { "'\($0)'" }
+        return quoted.count < 2 ? quoted.joined() : quoted.dropLast().joined(separator: ", ") + " or " + quoted.last!
     }
 
     /// Optimal string alignment distance: insertions, deletions, substitutions and swaps of

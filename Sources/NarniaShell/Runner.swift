@@ -16,8 +16,9 @@ extension Session {
                              ?? ([String(first.text.dropFirst())] + words.dropFirst().map { HostShell.quoted($0.text) }).joined(separator: " "))
         }
         guard let spec = CommandTable.find(first.text) else {
-            if let near = CommandTable.nearest(to: first.text) {
-                error(first.text, "unknown command", hint: "did you mean '\(near)'? ('help' lists the commands)")
+            let near = CommandTable.nearest(to: first.text)
+            if !near.isEmpty {
+                error(first.text, "unknown command", hint: "did you mean \(CommandTable.alternatives(near))? ('help' lists the commands)")
             } else {
                 error(first.text, "unknown command", hint: "type 'help' for the list of commands")
             }

@@ -602,9 +602,12 @@ extension Vault {
         let goneTops = gone.filter { id in before[id].map { stillShown($0.parent) } ?? false }
         // Files shown under their own name before and under a conflict copy's name now: a file
         // placed first elsewhere took the name (review EC-2: only "new:" of the name was said).
+        // The folder shown may stand for several of one name, under another's identifier
+        // after the merge than before (rule 4; review EE-1: the line was missing there).
         let becameCopies = after.compactMap { id, item -> (was: String, now: String)? in
-            guard !item.isFolder, let old = before[id], old.parent == item.parent, old.name != item.name,
-                  let place = state.items[id]?.place, place.parent == item.parent, place.name == old.name else { return nil }
+            guard !item.isFolder, let old = before[id], old.name != item.name, let place = state.items[id]?.place, place.name == old.name,
+                  (membersBefore[old.parent] ?? [old.parent]).contains(place.parent), view.members(of: item.parent).contains(place.parent)
+            else { return nil }
             return ("/" + Self.pathComponents(of: id, in: before).joined(separator: "/"), path(of: id))
         }
         return TreeChange(added: appeared.compactMap { path(of: $0) }, removed: gone.count,

@@ -381,12 +381,20 @@ struct Launcher {
                 failNoVault(dir)
             } catch let error as VaultError where error.isWrongPassphrase {
                 // On a terminal, two more tries, as sudo gives, each costing the whole derivation.
-                guard asked && tries < PassphraseQuestions.tries else { Launcher.fail(error.description, status: 3) }
+                // Read from a file or a descriptor: what a newcomer most likely got wrong (review
+                // EF-11: the error alone said nothing of either).
+                let given = options.passphraseFile != nil ? "the first line of the passphrase file" : "the first line read from the descriptor"
+                guard asked && tries < PassphraseQuestions.tries else {
+                    Launcher.fail(error.description, hint: asked ? nil : "the passphrase is \(given); after 'passwd' on any device only the new passphrase opens the vault", status: 3)
+                }
                 fputs("narnia: \(error.description); try again\n", StandardStream.error)
                 tries += 1
                 do { secret = try questions.ask("Passphrase: ") } catch { Launcher.failAsking(error) }
             } catch VaultError.refusedLimits(let limits) {
                 Launcher.fail(VaultError.refusedLimits(limits).description, status: 3)
+            } catch VaultError.locked(let dir) {
+                Launcher.fail(VaultError.locked(dir).description,
+                              hint: "a session or a script has it open: run this when it has ended; 'narnia drop' adds files meanwhile", status: 1)
             } catch let e as MetadataError {
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 if case .incomplete = e {

@@ -210,6 +210,8 @@ final class WardrobeTests: XCTestCase {
         XCTAssertTrue(fails(w, c, "add 'walking boots' -c red").contains("already holds"))
         XCTAssertTrue(fails(w, c, "add -s monsoon sandals").contains("not a season"))
         XCTAssertTrue(fails(w, c, "cd /; add -c red cap").contains("which tab"))
+        // In a tab, `cd` looks for a tab of that name, and says so (review EF-6).
+        XCTAssertEqual(fails(w, c, "cd Shoes; cd Sho"), "wardrobe: error: cd: no tab called 'Sho'\n")
     }
 
     func testMoveRenameOpenAndRemove() throws {
@@ -272,7 +274,10 @@ final class WardrobeTests: XCTestCase {
         let (w3, _) = wardrobe(twice)
         XCTAssertFalse(w3.complete(line: "open ", cursor: 5).candidates.contains("scarf"), "in two tabs: the name alone finds neither")
         _ = w.run(line: "cd Outerwear")
-        XCTAssertEqual(w.complete(line: "hold ", cursor: 5).candidates, ["back-panel", "rain coat"])
+        XCTAssertEqual(w.complete(line: "hold ", cursor: 5).candidates.filter { !$0.hasSuffix("/") }, ["back-panel", "rain coat"])
+        // In a tab, a bare tab name is that tab (review EF-6).
+        XCTAssertEqual(w.complete(line: "cd Sho", cursor: 6).insertText, "es/")
+        XCTAssertEqual(w.complete(line: "cd ", cursor: 3).candidates, ["Accessories/", "Bottoms/", "Outerwear/", "Shoes/", "Tops/"])
         XCTAssertEqual(w.complete(line: "mv rain\\ coat ../Sh", cursor: 19).insertText, "oes/")
         for line in ["", "help ", "add -s ", "cd ", "open "] {
             for candidate in w.complete(line: line, cursor: line.utf8.count).candidates {

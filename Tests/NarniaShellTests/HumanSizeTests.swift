@@ -17,6 +17,18 @@ final class HumanSizeTests: XCTestCase {
         }
     }
 
+    /// A summary's size never says less than `ls -lh` of the same bytes (review EF-7).
+    func testSummariesRoundUpAsListingsDo() {
+        let cases: [(UInt64, String)] = [
+            (1, "1 byte"), (1023, "1023 bytes"), (1024, "1.0 KiB"), (1980, "2.0 KiB"), (5970, "5.9 KiB"),
+            (10_240, "10.0 KiB"), (10_241, "10.1 KiB"), (1_048_575, "1.0 MiB"), (1_288_490_188, "1.2 GiB"),
+            (1_288_490_189, "1.3 GiB"), (UInt64.max, "16.0 EiB"),
+        ]
+        for (bytes, expected) in cases {
+            XCTAssertEqual(TransferReport.bytesForPeople(bytes), expected, "\(bytes) bytes")
+        }
+    }
+
     func testRoundsUpAcrossUnitBoundaries() {
         XCTAssertEqual(humanSize(1024 * 1024 - 1), "1.0M")
         XCTAssertEqual(humanSize(1024 * 1023), "1023K")

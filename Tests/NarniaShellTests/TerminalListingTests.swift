@@ -65,6 +65,14 @@ final class TerminalListingTests: XCTestCase {
         ])
         XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped)", onTerminal: false), "a\\x20(dropped)")
         XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped) b", onTerminal: false), "a (dropped) b")
+        // Any blank before the mark's words, and blanks after them (review EE-2).
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a\u{A0}(dropped)", onTerminal: false), "a\\xa0(dropped)")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a\u{2007}(not on this device)", onTerminal: false), "a\\u{2007}(not on this device)")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a\u{3000}(dropped)", onTerminal: true), "a?(dropped)")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped)  ", onTerminal: false), "a\\x20(dropped)\\x20\\x20")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("report ", onTerminal: true), "report?")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("a(dropped)", onTerminal: false), "a(dropped)")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("caf\u{E9} au lait", onTerminal: false), "caf\u{E9} au lait")
     }
 
     func testNamesAreMadeTerminalSafe() {

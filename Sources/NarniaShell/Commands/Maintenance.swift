@@ -92,8 +92,9 @@ enum Maintenance {
         if let name = a.operands.first?.text {
             guard let spec = CommandTable.find(name) else {
                 // `help ls-l` means `help ls` (review CC-13): only the command of a suggestion.
-                let command = CommandTable.nearest(to: name).map { String($0.prefix { $0 != " " }) }
-                throw CommandFailure("no command '\(name)'", hint: command.map { "did you mean 'help \($0)'? ('help' lists the commands)" } ?? "type 'help' for the list")
+                let commands = CommandTable.nearest(to: name).map { "help " + $0.prefix { $0 != " " } }
+                throw CommandFailure("no command '\(name)'", hint: commands.isEmpty ? "type 'help' for the list"
+                                     : "did you mean \(CommandTable.alternatives(commands))? ('help' lists the commands)")
             }
             lines = HelpText.page(spec, width: width)
         } else {

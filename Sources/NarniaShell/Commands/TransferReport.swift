@@ -58,17 +58,25 @@ final class TransferReport {
         return ([Substring(digits)] + groups).joined(separator: ",")
     }
 
-    /// 1288490189 → "1.2 GiB"; under a KiB, "512 bytes".
+    /// 1288490188 → "1.2 GiB"; under a KiB, "512 bytes". Tenths are rounded up, as `ls -lh`
+    /// (`humanSize`) rounds, so that a summary never says less than a listing of the same
+    /// bytes (review EF-7: a 1,980-byte file was `2.0K` in `ls -l` and `1.9 KiB` exported).
     static func bytesForPeople(_ bytes: UInt64) -> String {
         guard bytes >= 1024 else { return "\(bytes) byte\(bytes == 1 ? "" : "s")" }
-        var value = Double(bytes)
-        var unit = 0
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
+        var unit = 1
+        while unit < units.count - 1, bytes >> (10 * (unit + 1)) > 0 { unit += 1 }
+        func tenths(_ unit: Int) -> UInt64 {
+            let divisor = UInt64(1) << (10 * unit)
+            // remainder < 2⁶⁰, so remainder × 10 fits in 64 bits.
+            return bytes / divisor * 10 + (bytes % divisor * 10 + divisor - 1) / divisor
         }
-        return "\(oneDecimal(value)) \(units[unit])"
+        var shown = tenths(unit)
+        if shown >= 10240 && unit < units.count - 1 {   // 1023.95 KiB is 1.0 MiB, not 1024.0 KiB
+            unit += 1
+            shown = tenths(unit)
+        }
+        return "\(shown / 10).\(shown % 10) \(units[unit])"
     }
 
     static func oneDecimal(_ value: Double) -> String {

@@ -44,15 +44,28 @@ public struct ListedItem: Sendable, Equatable {
     }
 
     /// `shown`, a name already escaped for where it goes, as `ls -l` writes it before the
-    /// marks: a name that itself ends in one has the space that begins it escaped (`\x20` in
-    /// scripts, `?` on a terminal), so that a line ends in a mark only when the listing put it
-    /// there (review EC-1: a file named `fake.txt (dropped)` listed as a drop).
+    /// marks: blanks at its end, and a blank before a mark's words it ends in, are escaped
+    /// (`\x20`, `\xa0`, `\u{2007}` in scripts, `?` on a terminal), so that a line ends in
+    /// a mark only when the listing put it there (review EC-1: a file named
+    /// `fake.txt (dropped)` listed as a drop; EE-2: so did `fake.txt\u{A0}(dropped)` and
+    /// `fake.txt (dropped) `).
     static func nameBeforeMarks(_ shown: String, onTerminal: Bool) -> String {
-        let bytes = Array(shown.utf8)
-        for mark in [droppedMark, notHereMark] where bytes.count >= mark.utf8.count && bytes.suffix(mark.utf8.count).elementsEqual(mark.utf8) {
-            return String(decoding: bytes.dropLast(mark.utf8.count), as: UTF8.self) + (onTerminal ? "?" : "\\x20") + mark.dropFirst()
+        func escaped(_ blank: Unicode.Scalar) -> String { onTerminal ? "?" : escapedForScripts(blank) }
+        var scalars = Array(shown.unicodeScalars)
+        var tail = ""
+        while let last = scalars.last, last.properties.isWhitespace {
+            tail = escaped(scalars.removeLast()) + tail
         }
-        return shown
+        for mark in [droppedMark, notHereMark] {
+            let words = Array(mark.unicodeScalars.dropFirst())
+            if scalars.count > words.count, scalars.suffix(words.count).elementsEqual(words),
+               scalars[scalars.count - words.count - 1].properties.isWhitespace {
+                scalars.removeLast(words.count)
+                tail = escaped(scalars.removeLast()) + String(String.UnicodeScalarView(words)) + tail
+                break
+            }
+        }
+        return tail.isEmpty ? shown : String(String.UnicodeScalarView(scalars)) + tail
     }
 }
 

@@ -108,8 +108,8 @@ enum SyncCommand {
         // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
-            let (outcome, journalsFetched) = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
-            if outcome.cancelled { throw Cancelled() }
+            let (ahead, journalsRun) = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
+            if ahead.cancelled || journalsRun?.cancelled == true { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
@@ -173,9 +173,16 @@ enum SyncCommand {
             // When every journal came, one content file that could not come (a bad sector
             // there) holds back nothing this device sends: the sync goes on, and fails at its
             // end (review DT-1: every device's changes stayed out of that remote for good).
-            if outcome.status != 0 {
-                let failure = rclone.failure("fetch from \(remote)", outcome)
-                guard journalsFetched, missingJournals == 0 else { return try finish(s, remote, report, failure) }
+            // Review EE-3: the journals' failure is said when there is one, as it is what
+            // stops the sync.
+            if let journalsRun, journalsRun.status != 0 {
+                return try finish(s, remote, report, rclone.failure("fetch from \(remote)", journalsRun))
+            }
+            if ahead.status != 0 {
+                let failure = rclone.failure("fetch from \(remote)", ahead)
+                guard journalsRun != nil || !fetching.fetch.contains(where: { $0.kind == .journal }), missingJournals == 0 else {
+                    return try finish(s, remote, report, failure)
+                }
                 fetchFailure = failure
             }
             if (fetchFailure == nil && missing > 0) || missingJournals > 0 {
@@ -248,13 +255,19 @@ enum SyncCommand {
         for (file, _) in keyFilesDiffering where !vault.isCheckedKeyFile(file) {
             s.warning("sync", "\(s.err.name(Rclone.join(remote, file.path))) differs from the \(kind(of: file)) of that name here (one of them damaged or altered; it is written once and never changes): neither was changed")
         }
+        // A later failure ends the sync; one to fetch a content file, which it went on
+        // without, is said too (review EE-4: only the later one was).
+        func stop(_ failure: CommandFailure) throws {
+            if let fetchFailure { s.note("sync", "\(fetchFailure.message); the sync went on without it") }
+            try finish(s, remote, report, failure)
+        }
         if !sending.sendFirst.isEmpty {
             watch("sending")
             let outcome = try rclone.copy(sending.sendFirst.map(\.path), from: vault.directory, to: remote, listIn: folder)
             if outcome.cancelled { throw Cancelled() }
             guard outcome.status == 0 else {
                 report.sent += arrivedWhole(sending.sendFirst, of: sending, in: remote, rclone)
-                return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome))
+                return try stop(rclone.failure("send to \(remote)", outcome))
             }
             report.sent += sending.sendFirst.count
         }
@@ -268,13 +281,13 @@ enum SyncCommand {
                 outcome = try rclone.move(Rclone.join(remote, file.path + sendingSuffix), to: Rclone.join(remote, file.path))
             }
             if outcome.cancelled { throw Cancelled() }
-            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            guard outcome.status == 0 else { return try stop(rclone.failure("send to \(remote)", outcome)) }
             report.sent += 1
         }
         for file in report.forks {
             let copy = file.path + copySuffix
             let outcome = try rclone.copy(file: vault.directory + "/" + copy, to: Rclone.join(remote, copy))
-            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("send to \(remote)", outcome)) }
+            guard outcome.status == 0 else { return try stop(rclone.failure("send to \(remote)", outcome)) }
             report.sent += 1
         }
         for file in sending.deleteHere { vault.deleteRetired(file) }
@@ -282,7 +295,7 @@ enum SyncCommand {
         let leftovers = there.keys.map(\.text).filter { isOwnTemporary($0, vault) }
         if !sending.deleteThere.isEmpty || !leftovers.isEmpty || !forgedThere.isEmpty {
             let outcome = try rclone.delete(sending.deleteThere.map(\.path) + leftovers + forgedThere.map(\.path), in: remote, listIn: folder)
-            guard outcome.status == 0 else { return try finish(s, remote, report, rclone.failure("delete retired files in \(remote)", outcome)) }
+            guard outcome.status == 0 else { return try stop(rclone.failure("delete retired files in \(remote)", outcome)) }
         }
         for file in forgedThere {
             // Why is the vault's warning, said when the sync ends (review DK-3: "this vault did
@@ -470,21 +483,24 @@ enum SyncCommand {
     }
 
     /// Fetches `files` into `folder`: objects and key files in one rclone run, then the
-    /// journals, which name them, in another, whatever became of the first: one object that
+    /// journals, which name them, in another, whatever became of the objects: one object that
     /// cannot be fetched (a full disk, a bad sector there) must not hold back every device's
     /// changes (review DS-2). Its items show as not on this device, which the sync says (review
     /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
-    /// of an object it could not fetch were said `new:` as if whole). The first failure is
-    /// the outcome; `journalsFetched` is true when the journals' run succeeded (or had none
-    /// to fetch).
+    /// of an object it could not fetch were said `new:` as if whole). But a key file that did
+    /// not come holds the journals back: one sealed under a master key `passwd --rotate` made
+    /// elsewhere, read without it, left a vault that neither passphrase opened (review EE-5).
+    /// Returns each run's outcome; the journals' is nil when they were not fetched.
     private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String,
-                                                 to folder: String) throws -> (Rclone.Outcome, journalsFetched: Bool) {
+                                                 to folder: String) throws -> (ahead: Rclone.Outcome, journals: Rclone.Outcome?) {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
         var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
-        guard !outcome.cancelled, !journals.isEmpty else { return (outcome, !outcome.cancelled) }
-        let second = try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder)
-        return (outcome.status != 0 && !second.cancelled ? outcome : second, second.status == 0 && !second.cancelled)
+        guard !outcome.cancelled, !journals.isEmpty else { return (outcome, nil) }
+        if outcome.status != 0, try ahead.contains(where: { try $0.kind == .keyFile && FileSystem.lstatIfExists(folder + "/" + $0.path) == nil }) {
+            return (outcome, nil)
+        }
+        return (outcome, try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder))
     }
 
     /// The key files and inbox public key files of one length here and there whose bytes
@@ -685,8 +701,10 @@ enum SyncCommand {
         let hidden = on.isTerminal && ViewingPreferences(s).hideNames
         for (was, now) in change.becameConflictCopies.sorted(by: { utf8Order($0.now, $1.now) }) {
             let copy = s.shown(VaultPath.resolve(now, relativeTo: .root), on: on)
-            say(hidden ? "conflict: \(copy) is a conflict copy now: a file from another device has its name"
-                       : "conflict: \(on.name(was)) is now \(copy): a file from another device has its name")
+            // A folder always keeps the name (rule 5; review EE-6: "a file" of a folder).
+            let holder = s.resolve(VaultPath.resolve(was, relativeTo: .root)).map(s.vault.isFolder) == true ? "a folder" : "a file"
+            say(hidden ? "conflict: \(copy) is a conflict copy now: \(holder) from another device has its name"
+                       : "conflict: \(on.name(was)) is now \(copy): \(holder) from another device has its name")
         }
         let notHere = added.count { path in
             s.resolve(VaultPath.resolve(path, relativeTo: .root)).flatMap(s.vault.item).map { !$0.isFolder && !s.vault.isHere($0) } ?? false
