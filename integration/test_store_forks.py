@@ -1176,6 +1176,27 @@ def test_a_key_file_that_cannot_be_fetched_holds_the_journals_back(narnia, host,
     assert r.out_lines == ["a", "late.bin", "mine"], r.describe()
 
 
+def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_holds_back_nothing(narnia, host, tmp_path):
+    """Review EG-2: every key file that could not be fetched held the journals back, and with
+    them every device's changes, where only a rotation's is needed to read them. A plain
+    `passwd` elsewhere changes no master key: its key file failing, the journals come, this
+    device's changes go, and the old passphrase opens the vault until the key file arrives."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = {p.name for p in remote.iterdir() if p.is_file()}
+    new = other.passphrase_file("a new passphrase")
+    other.ok(f"passwd --new-passphrase-file {q(str(new))}")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="a new passphrase")
+    key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
+    narnia.ok("mkdir /mine")
+    r = eio_sync(narnia, remote, key_files)
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "sent 0 files" not in r.stderr, r.stderr
+    assert narnia.ok("ls /").out_lines == ["a", "late.bin", "mine"]
+    assert other.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase").out_lines[-3:] == ["a", "late.bin", "mine"]
+    narnia.ok(f"sync {q(str(remote))}")
+    assert narnia.ok("ls /", passphrase="a new passphrase").out_lines == ["a", "late.bin", "mine"]
+
+
 def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):
     """Review EE-3: when a content file and a journal both could not be fetched, the error
     named the content file (which holds back nothing sent), and "sent 0 files" followed."""

@@ -132,8 +132,11 @@ public enum CommandTable {
         }
         let typed = Array(word.lowercased())
         let limit = typed.count >= 5 ? 2 : 1
-        let names = all.flatMap { [$0.name] + $0.aliases }.filter { $0.count > 1 }
-        let scored = names.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
+        // Each command once, by its nearest name (review EG-6: `mput` and `put` both named).
+        let scored = all.compactMap { spec -> (String, Int)? in
+            ([spec.name] + spec.aliases).filter { $0.count > 1 }.map { ($0, editDistance(typed, Array($0))) }
+                .filter { $0.1 <= limit }.min { $0.1 < $1.1 }
+        }
         guard let best = scored.map(\.1).min() else { return [] }
         let closest = Set(scored.filter { $0.1 == best }.map(\.0)).sorted()
         return closest.count <= 3 ? closest : []

@@ -536,6 +536,13 @@ extension Vault {
         return true
     }
 
+    /// True when a key file of `length` bytes holds more master keys than this vault knows:
+    /// one a `passwd --rotate` made on another device, without which the journals sealed
+    /// under its new master key cannot be read.
+    public func isKeyFileOfAnotherRotation(length: Int64) -> Bool {
+        KeyFile.masterCount(ofLength: Int(length)).map { $0 > masters.all.count } ?? false
+    }
+
     /// Deletes a retired file here (its copies included) once every device has heard.
     public func deleteRetired(_ file: SyncFile) {
         guard mayDelete(file), !isOwnOpenJournal(file) else { return }

@@ -385,7 +385,8 @@ struct Launcher {
                 // EF-11: the error alone said nothing of either).
                 let given = options.passphraseFile != nil ? "the first line of the passphrase file" : "the first line read from the descriptor"
                 guard asked && tries < PassphraseQuestions.tries else {
-                    Launcher.fail(error.description, hint: asked ? nil : "the passphrase is \(given); after 'passwd' on any device only the new passphrase opens the vault", status: 3)
+                    guard !asked, case .wrongPassphrase = error else { Launcher.fail(error.description, status: 3) }
+                    Launcher.fail(error.description, hint: "the passphrase is \(given); after 'passwd' (here or on another device) it is the one chosen then, once that device's new key file is here", status: 3)
                 }
                 fputs("narnia: \(error.description); try again\n", StandardStream.error)
                 tries += 1

@@ -71,6 +71,7 @@ final class TerminalListingTests: XCTestCase {
         XCTAssertEqual(ListedItem.nameBeforeMarks("a\u{3000}(dropped)", onTerminal: true), "a?(dropped)")
         XCTAssertEqual(ListedItem.nameBeforeMarks("a (dropped)  ", onTerminal: false), "a\\x20(dropped)\\x20\\x20")
         XCTAssertEqual(ListedItem.nameBeforeMarks("report ", onTerminal: true), "report?")
+        XCTAssertEqual(ListedItem.nameBeforeMarks("x\u{2800}(dropped)\u{2800}", onTerminal: false), "x\\u{2800}(dropped)\\u{2800}")
         XCTAssertEqual(ListedItem.nameBeforeMarks("a(dropped)", onTerminal: false), "a(dropped)")
         XCTAssertEqual(ListedItem.nameBeforeMarks("caf\u{E9} au lait", onTerminal: false), "caf\u{E9} au lait")
     }

@@ -51,15 +51,20 @@ public struct ListedItem: Sendable, Equatable {
     /// `fake.txt (dropped) `).
     static func nameBeforeMarks(_ shown: String, onTerminal: Bool) -> String {
         func escaped(_ blank: Unicode.Scalar) -> String { onTerminal ? "?" : escapedForScripts(blank) }
+        // Spaces, and the characters drawn as an empty cell though no space (review EG-3:
+        // the Braille blank U+2800; the Hangul fillers are escaped in names already).
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.properties.isWhitespace || [0x2800, 0x3164, 0xFFA0, 0x115F, 0x1160].contains(scalar.value)
+        }
         var scalars = Array(shown.unicodeScalars)
         var tail = ""
-        while let last = scalars.last, last.properties.isWhitespace {
+        while let last = scalars.last, isBlank(last) {
             tail = escaped(scalars.removeLast()) + tail
         }
         for mark in [droppedMark, notHereMark] {
             let words = Array(mark.unicodeScalars.dropFirst())
             if scalars.count > words.count, scalars.suffix(words.count).elementsEqual(words),
-               scalars[scalars.count - words.count - 1].properties.isWhitespace {
+               isBlank(scalars[scalars.count - words.count - 1]) {
                 scalars.removeLast(words.count)
                 tail = escaped(scalars.removeLast()) + String(String.UnicodeScalarView(words)) + tail
                 break

@@ -108,7 +108,7 @@ enum SyncCommand {
         // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
-            let (ahead, journalsRun) = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
+            let (ahead, journalsRun) = try fetchObjectsThenJournals(fetching.fetch, sizes: there, vault: vault, rclone: rclone, from: remote, to: folder)
             if ahead.cancelled || journalsRun?.cancelled == true { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
@@ -178,11 +178,14 @@ enum SyncCommand {
             if let journalsRun, journalsRun.status != 0 {
                 return try finish(s, remote, report, rclone.failure("fetch from \(remote)", journalsRun))
             }
+            if journalsRun == nil && fetching.fetch.contains(where: { $0.kind == .journal }) {
+                s.note("sync", "the key file of a 'passwd --rotate' on another device did not arrive whole: the journals there wait for it, as those sealed under its master key cannot be read without it; nothing was sent")
+                return try finish(s, remote, report, ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
+                                  : CommandFailure("a key file there did not arrive whole", hint: "sync again; if it never does, a device that holds it whole sends it again at its next sync"))
+            }
             if ahead.status != 0 {
                 let failure = rclone.failure("fetch from \(remote)", ahead)
-                guard journalsRun != nil || !fetching.fetch.contains(where: { $0.kind == .journal }), missingJournals == 0 else {
-                    return try finish(s, remote, report, failure)
-                }
+                guard missingJournals == 0 else { return try finish(s, remote, report, failure) }
                 fetchFailure = failure
             }
             if (fetchFailure == nil && missing > 0) || missingJournals > 0 {
@@ -306,7 +309,10 @@ enum SyncCommand {
         let sent = sending.sendFirst.map(\.path) + (sending.sendJournals + grown).map(\.path)
             + report.forks.map { $0.path + copySuffix }
         for folder in localFolders { try syncLocalRemote(folder, sent) }
-        try finish(s, remote, report, fetchFailure ?? unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere))
+        // Damage there, or a journal there that does not read, is the failure said; a content
+        // file that could not be fetched beside it, a note (review EG-5: it hid them).
+        if let failure = unreadFailure(s, unreadThere) ?? damagedFailure(report.damagedThere) { return try stop(failure) }
+        try finish(s, remote, report, fetchFailure)
     }
 
     /// Puts a journal sent under a temporary name in place with `rename(2)`, which replaces the
@@ -487,19 +493,24 @@ enum SyncCommand {
     /// cannot be fetched (a full disk, a bad sector there) must not hold back every device's
     /// changes (review DS-2). Its items show as not on this device, which the sync says (review
     /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
-    /// of an object it could not fetch were said `new:` as if whole). But a key file that did
-    /// not come holds the journals back: one sealed under a master key `passwd --rotate` made
-    /// elsewhere, read without it, left a vault that neither passphrase opened (review EE-5).
-    /// Returns each run's outcome; the journals' is nil when they were not fetched.
-    private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone, from remote: String,
-                                                 to folder: String) throws -> (ahead: Rclone.Outcome, journals: Rclone.Outcome?) {
+    /// of an object it could not fetch were said `new:` as if whole). But a key file of a
+    /// rotation this device does not know (`Vault.isKeyFileOfAnotherRotation`, told by its
+    /// length there) that is not here whole holds the journals back: those sealed under its
+    /// master key, read without it, left a vault that neither passphrase opened (reviews EE-5,
+    /// EG-1: a full disk left it empty here). Any other file that did not come holds back
+    /// nothing (review EG-2). Returns each run's outcome; the journals' is nil when they were
+    /// not fetched.
+    private static func fetchObjectsThenJournals(_ files: [SyncFile], sizes there: [StorePath: Int64], vault: Vault, rclone: Rclone,
+                                                 from remote: String, to folder: String) throws -> (ahead: Rclone.Outcome, journals: Rclone.Outcome?) {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
         var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
         guard !outcome.cancelled, !journals.isEmpty else { return (outcome, nil) }
-        if outcome.status != 0, try ahead.contains(where: { try $0.kind == .keyFile && FileSystem.lstatIfExists(folder + "/" + $0.path) == nil }) {
-            return (outcome, nil)
+        let rotationMissing = try ahead.contains { file in
+            guard file.kind == .keyFile, let size = there[file.key], vault.isKeyFileOfAnotherRotation(length: size) else { return false }
+            return try FileSystem.lstatIfExists(folder + "/" + file.path).map { Int64($0.st_size) } != size
         }
+        if rotationMissing { return (outcome, nil) }
         return (outcome, try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder))
     }
 
