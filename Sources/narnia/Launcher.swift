@@ -397,6 +397,11 @@ struct Launcher {
                 Launcher.fail(VaultError.locked(dir).description,
                               hint: "a session or a script has it open: run this when it has ended; 'narnia drop' adds files meanwhile", status: 1)
             } catch let e as MetadataError {
+                if case .unknownMasterKey = e {
+                    // Review EG-1: a rotation's journals here without its key file (damaged on
+                    // the remote when they came) left no passphrase that opened, and no word why.
+                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: copy the key files from the top of another device's store (or of the remote), files named by 32 hex digits, into this store's folder", status: 3)
+                }
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 if case .incomplete = e {
                     Launcher.fail(describe(e), hint: "nothing was changed; a store still arriving through a sync engine, or one a first 'sync' to it left cut short: wait for it, or run that sync again from the device that sent it; if neither, its journals were removed: open a copy from another device or a backup", status: 1)
