@@ -536,11 +536,13 @@ extension Vault {
         return true
     }
 
-    /// True when a key file of `length` bytes holds more master keys than this vault knows:
+    /// True when a key file of `length` bytes may hold a master key this vault does not know:
     /// one a `passwd --rotate` made on another device, without which the journals sealed
-    /// under its new master key cannot be read.
-    public func isKeyFileOfAnotherRotation(length: Int64) -> Bool {
-        KeyFile.masterCount(ofLength: Int(length)).map { $0 > masters.all.count } ?? false
+    /// under it cannot be read — it holds more master keys than this vault, or as many (two
+    /// rotations at once, here and there: review EH-1). A plain `passwd`'s holds as many too,
+    /// and cannot be told apart by its length.
+    public func mayBeKeyFileOfAnotherRotation(length: Int64) -> Bool {
+        KeyFile.masterCount(ofLength: Int(length)).map { $0 >= max(masters.all.count, 1) } ?? false
     }
 
     /// Deletes a retired file here (its copies included) once every device has heard.

@@ -400,7 +400,7 @@ struct Launcher {
                 if case .unknownMasterKey = e {
                     // Review EG-1: a rotation's journals here without its key file (damaged on
                     // the remote when they came) left no passphrase that opened, and no word why.
-                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: copy the key files from the top of another device's store (or of the remote), files named by 32 hex digits, into this store's folder", status: 3)
+                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: copy the key files from the top of another device's store (or of the remote, where they are whole), files named by 32 hex digits, into this store's folder", status: 3)
                 }
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 if case .incomplete = e {

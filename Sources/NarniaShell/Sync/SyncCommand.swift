@@ -179,7 +179,7 @@ enum SyncCommand {
                 return try finish(s, remote, report, rclone.failure("fetch from \(remote)", journalsRun))
             }
             if journalsRun == nil && fetching.fetch.contains(where: { $0.kind == .journal }) {
-                s.note("sync", "the key file of a 'passwd --rotate' on another device did not arrive whole: the journals there wait for it, as those sealed under its master key cannot be read without it; nothing was sent")
+                s.note("sync", "a key file of a passphrase change on another device did not arrive whole: the journals there wait for it, as those sealed under a master key it may hold cannot be read without it; nothing was sent")
                 return try finish(s, remote, report, ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
                                   : CommandFailure("a key file there did not arrive whole", hint: "sync again; if it never does, a device that holds it whole sends it again at its next sync"))
             }
@@ -493,13 +493,14 @@ enum SyncCommand {
     /// cannot be fetched (a full disk, a bad sector there) must not hold back every device's
     /// changes (review DS-2). Its items show as not on this device, which the sync says (review
     /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
-    /// of an object it could not fetch were said `new:` as if whole). But a key file of a
-    /// rotation this device does not know (`Vault.isKeyFileOfAnotherRotation`, told by its
-    /// length there) that is not here whole holds the journals back: those sealed under its
-    /// master key, read without it, left a vault that neither passphrase opened (reviews EE-5,
-    /// EG-1: a full disk left it empty here). Any other file that did not come holds back
-    /// nothing (review EG-2). Returns each run's outcome; the journals' is nil when they were
-    /// not fetched.
+    /// of an object it could not fetch were said `new:` as if whole). But a key file that may
+    /// be a rotation's this device does not know (`Vault.mayBeKeyFileOfAnotherRotation`, told
+    /// by its length there: a plain `passwd`'s too) that is not here whole holds the journals
+    /// back: those sealed under its master key, read without it, left a vault that neither
+    /// passphrase opened (reviews EE-5, EH-1; EG-1: a full disk left it empty here). An
+    /// object, an inbox public key file or a stray file that did not come holds back nothing
+    /// (review EG-2). Returns each run's outcome; the journals' is nil when they were not
+    /// fetched.
     private static func fetchObjectsThenJournals(_ files: [SyncFile], sizes there: [StorePath: Int64], vault: Vault, rclone: Rclone,
                                                  from remote: String, to folder: String) throws -> (ahead: Rclone.Outcome, journals: Rclone.Outcome?) {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
@@ -507,7 +508,7 @@ enum SyncCommand {
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
         guard !outcome.cancelled, !journals.isEmpty else { return (outcome, nil) }
         let rotationMissing = try ahead.contains { file in
-            guard file.kind == .keyFile, let size = there[file.key], vault.isKeyFileOfAnotherRotation(length: size) else { return false }
+            guard file.kind == .keyFile, let size = there[file.key], vault.mayBeKeyFileOfAnotherRotation(length: size) else { return false }
             return try FileSystem.lstatIfExists(folder + "/" + file.path).map { Int64($0.st_size) } != size
         }
         if rotationMissing { return (outcome, nil) }
@@ -524,14 +525,22 @@ enum SyncCommand {
                                                     folderThere: String?) throws -> [(SyncFile, Int64)] {
         let files = plan.sameLengthKeyFiles
         guard !files.isEmpty else { return [] }
+        // One there that cannot be read (a bad sector) is not known to differ, and is left as
+        // it is (review EH-2: taken as altered, it was sent again at every sync, the send
+        // failed, and no journal went).
         if let folderThere {
-            return try files.filter { file, _ in try !sameBytes(vault.directory + "/" + file.path, folderThere + "/" + file.path) }
+            return files.filter { file, _ in
+                let there = folderThere + "/" + file.path
+                guard (try? FileDescriptor.open(there, .readOnly)) != nil else { return false }
+                return (try? sameBytes(vault.directory + "/" + file.path, there)) == false
+            }
         }
         if let differing = try rclone.differing(files.map(\.0.path), here: vault.directory, there: remote, listIn: folder) {
             return files.filter { differing.contains($0.0.path) }
         }
         return try files.filter { file, size in
-            try rclone.bytes(of: Rclone.join(remote, file.path), offset: 0, count: Int(size)) != vault.bytes(of: file, offset: 0, count: Int(size))
+            guard let bytes = try? rclone.bytes(of: Rclone.join(remote, file.path), offset: 0, count: Int(size)) else { return false }
+            return try bytes != vault.bytes(of: file, offset: 0, count: Int(size))
         }
     }
 
