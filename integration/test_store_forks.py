@@ -1152,19 +1152,25 @@ def eio_sync(device: Narnia, remote: Path, failing: list[Path], **kw) -> subproc
                           + device.argv(["-c", f"sync {q(str(remote))}"], **kw), capture_output=True, text=True, env=device.env, cwd=device.workdir)
 
 
+def passwd_elsewhere(narnia: Narnia, host: Path, tmp_path: Path, flags: str, passphrase: str) -> tuple[Path, Narnia, list[Path]]:
+    """A vault synced with a remote, and another device that runs `passwd FLAGS` with
+    `passphrase`, imports /late.bin and syncs: the remote, that device, and the files its
+    passwd put there."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = {p.name for p in remote.iterdir() if p.is_file()}
+    other.ok(f"passwd {flags} --new-passphrase-file {q(str(other.passphrase_file(passphrase)))}")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase=passphrase)
+    return remote, other, [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
+
+
 def test_a_key_file_that_cannot_be_fetched_holds_the_journals_back(narnia, host, tmp_path):
     """Review EE-5: after `passwd --rotate` on another device, a sync that could not fetch its
     new key file took the journals sealed under the new master key: the old passphrase then
     opened nothing ("changed with passwd --rotate"), and the new one was "wrong": no sync could
     run to fetch the key file. Now a key file that did not come holds the journals back, and
     nothing is sent; the next sync takes all."""
-    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
-    other = other_device(narnia, remote, tmp_path / "other")
-    before = {p.name for p in remote.iterdir() if p.is_file()}
-    new = other.passphrase_file("a rotated passphrase")
-    other.ok(f"passwd --rotate --new-passphrase-file {q(str(new))}")
-    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="a rotated passphrase")
-    key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
+    remote, other, key_files = passwd_elsewhere(narnia, host, tmp_path, "--rotate", "a rotated passphrase")
     assert key_files, "passwd --rotate wrote no new key file there"
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files)
@@ -1225,13 +1231,7 @@ def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_leaves_the_vault_op
     at once with one here (review EH-1), so its key file not fetched holds the journals back
     too (review EG-2 asked otherwise: it is the price). The old passphrase opens the vault
     meanwhile, and the next sync brings all, after which only the new one does."""
-    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
-    other = other_device(narnia, remote, tmp_path / "other")
-    before = {p.name for p in remote.iterdir() if p.is_file()}
-    new = other.passphrase_file("a new passphrase")
-    other.ok(f"passwd --new-passphrase-file {q(str(new))}")
-    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="a new passphrase")
-    key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
+    remote, other, key_files = passwd_elsewhere(narnia, host, tmp_path, "", "a new passphrase")
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files)
     assert r.returncode == 1 and "the journals there wait for it" in r.stderr, r.stderr
