@@ -5,13 +5,11 @@
 public func humanSize(_ bytes: UInt64) -> String {
     guard bytes >= 1024 else { return String(bytes) }
     let suffixes: [Character] = ["K", "M", "G", "T", "P", "E"]
-    var exponent = 1
-    while exponent < suffixes.count, bytes >> (10 * (exponent + 1)) > 0 { exponent += 1 }
+    var exponent = binaryExponent(of: bytes)
     while true {
         let unit = UInt64(1) << (10 * exponent)
         let whole = bytes / unit, remainder = bytes % unit
-        // remainder < 2⁶⁰, so remainder × 10 fits in 64 bits.
-        let tenths = whole * 10 + (remainder * 10 + unit - 1) / unit
+        let tenths = tenthsRoundedUp(bytes, exponent: exponent)
         let suffix = suffixes[exponent - 1]
         if tenths < 100 {
             return "\(tenths / 10).\(tenths % 10)\(suffix)"
@@ -22,4 +20,20 @@ public func humanSize(_ bytes: UInt64) -> String {
         }
         exponent += 1
     }
+}
+
+/// The power of 1024 whose unit a size of `bytes` (1024 or more) is shown in: 1 for K, up to
+/// 6 for E, the largest not above `bytes`.
+func binaryExponent(of bytes: UInt64) -> Int {
+    var exponent = 1
+    while exponent < 6, bytes >> (10 * (exponent + 1)) > 0 { exponent += 1 }
+    return exponent
+}
+
+/// `bytes` in tenths of the unit 1024^`exponent`, rounded up, as `ls -lh` rounds: a size is
+/// never understated.
+func tenthsRoundedUp(_ bytes: UInt64, exponent: Int) -> UInt64 {
+    let unit = UInt64(1) << (10 * exponent)
+    // remainder < 2⁶⁰, so remainder × 10 fits in 64 bits.
+    return bytes / unit * 10 + (bytes % unit * 10 + unit - 1) / unit
 }

@@ -64,17 +64,11 @@ final class TransferReport {
     static func bytesForPeople(_ bytes: UInt64) -> String {
         guard bytes >= 1024 else { return "\(bytes) byte\(bytes == 1 ? "" : "s")" }
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-        var unit = 1
-        while unit < units.count - 1, bytes >> (10 * (unit + 1)) > 0 { unit += 1 }
-        func tenths(_ unit: Int) -> UInt64 {
-            let divisor = UInt64(1) << (10 * unit)
-            // remainder < 2⁶⁰, so remainder × 10 fits in 64 bits.
-            return bytes / divisor * 10 + (bytes % divisor * 10 + divisor - 1) / divisor
-        }
-        var shown = tenths(unit)
+        var unit = binaryExponent(of: bytes)
+        var shown = tenthsRoundedUp(bytes, exponent: unit)
         if shown >= 10240 && unit < units.count - 1 {   // 1023.95 KiB is 1.0 MiB, not 1024.0 KiB
             unit += 1
-            shown = tenths(unit)
+            shown = tenthsRoundedUp(bytes, exponent: unit)
         }
         return "\(shown / 10).\(shown % 10) \(units[unit])"
     }

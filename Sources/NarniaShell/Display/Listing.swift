@@ -51,11 +51,9 @@ public struct ListedItem: Sendable, Equatable {
     /// `fake.txt (dropped) `).
     static func nameBeforeMarks(_ shown: String, onTerminal: Bool) -> String {
         func escaped(_ blank: Unicode.Scalar) -> String { onTerminal ? "?" : escapedForScripts(blank) }
-        // Spaces, and the characters drawn as an empty cell though no space (review EG-3:
-        // the Braille blank U+2800; the Hangul fillers are escaped in names already).
-        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
-            scalar.properties.isWhitespace || [0x2800, 0x3164, 0xFFA0, 0x115F, 0x1160].contains(scalar.value)
-        }
+        // Spaces, and the Braille blank, drawn as an empty cell though no space (review EG-3;
+        // the Hangul fillers, also drawn so, are escaped in names already: `isInvisibleInName`).
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isWhitespace || scalar.value == 0x2800 }
         var scalars = Array(shown.unicodeScalars)
         var tail = ""
         while let last = scalars.last, isBlank(last) {
