@@ -1200,7 +1200,7 @@ def test_two_rotations_at_once_and_the_other_key_file_not_fetched_hold_the_journ
     key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
     narnia.ok("mkdir /mine", passphrase="alpha horse")
     r = eio_sync(narnia, remote, key_files, passphrase="alpha horse")
-    assert r.returncode == 1 and "the journals there wait for it" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert r.returncode == 1 and "waits for the key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "mine"]
     r = narnia.c(f"sync {q(str(remote))}", passphrase="alpha horse")
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "b1.txt", "mine"], r.describe()
@@ -1226,19 +1226,72 @@ def test_an_inbox_key_file_there_that_cannot_be_read_holds_back_nothing(narnia, 
     assert narnia.ok("inbox-key").out == other.ok("inbox-key").out
 
 
-def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_leaves_the_vault_opening(narnia, host, tmp_path):
-    """A plain `passwd` elsewhere writes a key file of as many master keys as a rotation made
-    at once with one here (review EH-1), so its key file not fetched holds the journals back
-    too (review EG-2 asked otherwise: it is the price). The old passphrase opens the vault
-    meanwhile, and the next sync brings all, after which only the new one does."""
+def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_holds_back_no_journal(narnia, host, tmp_path):
+    """Review EG-2: a plain `passwd` elsewhere writes a key file of as many master keys as a
+    rotation made at once with one here (review EH-1), and while it could not be fetched it held
+    every journal back, and with them all this device sent. Its journals are sealed under the
+    master key this vault holds: they come, this device's changes go, and the sync fails at its
+    end, saying what it could not fetch. The old passphrase opens the vault until the key file
+    arrives; then the new one does."""
     remote, other, key_files = passwd_elsewhere(narnia, host, tmp_path, "", "a new passphrase")
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files)
-    assert r.returncode == 1 and "the journals there wait for it" in r.stderr, r.stderr
-    assert narnia.ok("ls /").out_lines == ["a", "mine"]
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "waits for the key file" not in r.stderr, r.stderr
+    assert narnia.ok("ls /").out_lines == ["a", "late.bin", "mine"]
+    assert other.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase").out_lines[-3:] == ["a", "late.bin", "mine"]
     narnia.ok(f"sync {q(str(remote))}")
     assert narnia.ok("ls /", passphrase="a new passphrase").out_lines == ["a", "late.bin", "mine"]
-    assert other.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase").out_lines[-3:] == ["a", "late.bin", "mine"]
+
+
+def rotation_key_files(files: list[Path]) -> list[Path]:
+    """The key files among `files` (new store files at a remote's top): not inbox public key
+    files, which are 72 bytes."""
+    return [f for f in files if f.stat().st_size != 72]
+
+
+def test_a_rotation_key_file_cut_short_there_holds_its_journals_back(narnia, host, tmp_path):
+    """Review EG-1: after `passwd --rotate` on another device, its new key file cut short on the
+    remote (a sync engine's doing): a sync here refused the key file and took the journals
+    sealed under the new master key, and then neither passphrase opened the vault. Those
+    journals wait for the key file, and the sync sends nothing; the old passphrase opens the
+    vault meanwhile. Once that device has synced again (it sends its key file whole), all come,
+    and the new passphrase opens everything."""
+    remote, other, new_files = passwd_elsewhere(narnia, host, tmp_path, "--rotate", "a rotated passphrase")
+    [key_file] = rotation_key_files(new_files)
+    whole = key_file.read_bytes()
+    key_file.write_bytes(whole[:len(whole) - 20])
+    narnia.ok("mkdir /mine")
+    for _ in range(2):
+        r = narnia.c(f"sync {q(str(remote))}")
+        assert r.rc == 1 and "1 journal there sealed under a master key this vault does not hold waits for the key file" in r.err, r.describe()
+        assert "the key file of a passwd --rotate on another device is not here whole" in r.err and "sent 0 files" in r.err, r.describe()
+        assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
+    other.ok(f"sync {q(str(remote))}", passphrase="a rotated passphrase")
+    assert key_file.read_bytes() == whole
+    r = narnia.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    assert narnia.ok("ls /", passphrase="a rotated passphrase").out_lines == ["a", "late.bin", "mine"]
+
+
+def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_path):
+    """Review EH-3: after two `passwd --rotate` in a row on another device, the first one's key
+    file that could not be fetched held every journal back, though the newer key file, which
+    holds every key of the first, had arrived. It holds back nothing now: the newest passphrase
+    opens everything."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    before = {p.name for p in remote.iterdir() if p.is_file()}
+    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('first rotation')))}")
+    other.ok(f"sync {q(str(remote))}", passphrase="first rotation")
+    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('second rotation')))}", passphrase="first rotation")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="second rotation")
+    key_files = sorted(rotation_key_files([remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]),
+                       key=lambda f: f.stat().st_size)
+    assert len(key_files) == 2, key_files
+    narnia.ok("mkdir /mine")
+    r = eio_sync(narnia, remote, key_files[:1])
+    assert r.returncode == 1 and "journals sealed under a new master key arrived" in r.stderr and "waits for the key file" not in r.stderr, r.stderr
+    assert narnia.ok("ls /", passphrase="second rotation").out_lines == ["a", "late.bin", "mine"]
 
 
 def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):

@@ -305,6 +305,13 @@ extension Vault {
         /// authenticate): not taken, nor kept. The version here, when it holds as much, is
         /// what the other side needs.
         case damaged(String)
+        /// A journal this device has read no version of, sealed under a master key this vault
+        /// does not hold (another device's `passwd --rotate`), while no key file here may
+        /// hold that key (`holdsKeyFileOfAnotherRotation`): not taken, nor kept, until its key
+        /// file is here. Taken without it, it left a vault that neither passphrase opened:
+        /// the old one opens no record of it, and the new one no key file here (reviews EE-5,
+        /// EG-1: the key file did not come, or came cut short).
+        case awaitsKeyFile
     }
 
     /// Puts a received file (at `received`) in place as `file`: an object or key file where
@@ -334,7 +341,11 @@ extension Vault {
             // Any other version is put among the store's journals only if it reads: one that
             // does not (a byte changed in transit or on the remote's disk) would make every
             // open refuse the vault as damaged (review BD-1).
-            if let why = damage(inJournalAt: received, id: file.id) { return .damaged(why) }
+            switch reading(journalAt: received, id: file.id) {
+            case .damaged(let why): return .damaged(why)
+            case .sealedUnderUnknownKey where try !holdsKeyFileOfAnotherRotation(): return .awaitsKeyFile
+            default: break
+            }
         }
         if let here {
             let local = Int64(here.st_size)
@@ -426,24 +437,49 @@ extension Vault {
         return (try? Self.isPrefix(layout.root + "/" + file.path, of: received, length: end.offset)) == true
     }
 
-    /// Why the journal version at `path` (of journal `id`) must not be put among the store's
-    /// journals: a record in it that does not authenticate, other than a cut at its end
-    /// (`MetadataError.damaged`'s words), or a first record that opens under none of the keys
-    /// this device holds when it read a version of that journal (a journal's keys never
-    /// change: review BE-1). Nil when it reads, or when it does not open and this device has
-    /// read no version of it (sealed under a master key whose key file arrives with it, or no
-    /// journal of this store): opening judges those, and sets the latter aside.
-    func damage(inJournalAt path: String, id: Identifier) -> String? {
-        guard let fd = try? JournalReader.openStoreFile(path) else { return nil }
+    /// How a received version of a journal reads with the keys this device holds.
+    enum JournalReading {
+        /// It reads (a cut at its end included), or cannot be opened to tell.
+        case reads
+        /// It must not be put among the store's journals: a record in it that does not
+        /// authenticate, other than a cut at its end (`MetadataError.damaged`'s words), or a
+        /// first record that opens under none of the keys this device holds when it read a
+        /// version of that journal (a journal's keys never change: review BE-1).
+        case damaged(String)
+        /// Its first record opens under none of the keys this device holds, and this device
+        /// has read no version of it: sealed under a master key from another device's
+        /// `passwd --rotate`, whose key file opens it.
+        case sealedUnderUnknownKey
+    }
+
+    /// How the journal version at `path` (of journal `id`) reads here.
+    func reading(journalAt path: String, id: Identifier) -> JournalReading {
+        guard let fd = try? JournalReader.openStoreFile(path) else { return .reads }
         do {
             _ = try JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: "journal \(id.hex.prefix(8))") { _, _, _ in }
-            return nil
+            return .reads
         } catch MetadataError.damaged(let why) {
-            return why
-        } catch MetadataError.unknownMasterKey where (journals[id]?.records ?? 0) > 0 {
-            return "journal \(id.hex.prefix(8)), record 0 does not authenticate"
+            return .damaged(why)
+        } catch MetadataError.unknownMasterKey {
+            guard (journals[id]?.records ?? 0) == 0 else { return .damaged("journal \(id.hex.prefix(8)), record 0 does not authenticate") }
+            return .sealedUnderUnknownKey
         } catch {
-            return nil
+            return .reads
+        }
+    }
+
+    /// True when a key file here may hold a master key this vault does not: one other than
+    /// the key file this session opened, not retired by a record read here, whose length
+    /// says it holds as many master keys as this vault or more (`mayBeKeyFileOfAnotherRotation`:
+    /// a rotation's, made alone or at once with one here; a plain `passwd`'s, which its length
+    /// cannot tell apart). A rotation's key file cut short (by a sync engine, a full disk) has
+    /// a length of no key file, and does not count (review EG-1).
+    func holdsKeyFileOfAnotherRotation() throws -> Bool {
+        try StoreInventory.scanTopLevel(directory).keyFiles.contains { id, entry in
+            guard id != keyFileID, !state.isRetired(RetiredFile(kind: .keyFile, id: id)) else { return false }
+            return try entry.all.contains { path in
+                try FileSystem.lstatIfExists(layout.root + "/" + path).map { $0.isRegularFile && mayBeKeyFileOfAnotherRotation(length: Int64($0.st_size)) } ?? false
+            }
         }
     }
 
@@ -541,7 +577,7 @@ extension Vault {
     /// under it cannot be read — it holds more master keys than this vault, or as many (two
     /// rotations at once, here and there: review EH-1). A plain `passwd`'s holds as many too,
     /// and cannot be told apart by its length.
-    public func mayBeKeyFileOfAnotherRotation(length: Int64) -> Bool {
+    func mayBeKeyFileOfAnotherRotation(length: Int64) -> Bool {
         KeyFile.masterCount(ofLength: Int(length)).map { $0 >= max(masters.all.count, 1) } ?? false
     }
 

@@ -108,12 +108,12 @@ enum SyncCommand {
         // (a fork, whose journal must arrive with it to be seen; review AA).
         if !fetching.fetch.isEmpty {
             watch("fetching")
-            let (ahead, journalsRun) = try fetchObjectsThenJournals(fetching.fetch, sizes: there, vault: vault, rclone: rclone, from: remote, to: folder)
+            let (ahead, journalsRun) = try fetchObjectsThenJournals(fetching.fetch, rclone: rclone, from: remote, to: folder)
             if ahead.cancelled || journalsRun?.cancelled == true { throw Cancelled() }
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
-            var missing = 0, missingJournals = 0
+            var missing = 0, missingJournals = 0, awaitingKeyFile = 0
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
                 // A retired journal no version of which is here: the one a retirement read goes
@@ -157,6 +157,9 @@ enum SyncCommand {
                     } else {
                         unreadThere.append(UnreadJournal(file: file, size: there[file.key] ?? 0, shown: shown, why: why))
                     }
+                case .awaitsKeyFile:
+                    journalsArrived = false
+                    awaitingKeyFile += 1
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
                     if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil {
@@ -178,10 +181,15 @@ enum SyncCommand {
             if let journalsRun, journalsRun.status != 0 {
                 return try finish(s, remote, report, rclone.failure("fetch from \(remote)", journalsRun))
             }
-            if journalsRun == nil && fetching.fetch.contains(where: { $0.kind == .journal }) {
-                s.note("sync", "a key file of a passphrase change on another device did not arrive whole: the journals there wait for it, as those sealed under a master key it may hold cannot be read without it; nothing was sent")
+            // Journals sealed under a master key of another device's rotation whose key file is
+            // not here whole wait for it (`Vault.Received.awaitsKeyFile`); the sync stops, as
+            // what it sends is weighed against the journals there.
+            if awaitingKeyFile > 0 {
+                let journals = awaitingKeyFile == 1 ? "1 journal there sealed under a master key this vault does not hold waits" : "\(awaitingKeyFile) journals there sealed under a master key this vault does not hold wait"
+                s.note("sync", "\(journals) for the key file of the passwd --rotate on another device that made that key, which is not here whole: read without it, they would leave a vault that neither passphrase opens; nothing was sent")
                 return try finish(s, remote, report, ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
-                                  : CommandFailure("a key file there did not arrive whole", hint: "sync again; if it never does, a device that holds it whole sends it again at its next sync"))
+                                  : CommandFailure("the key file of a passwd --rotate on another device is not here whole",
+                                                   hint: "sync again once that device has synced: it sends its key file again where the remote's copy is cut short or damaged"))
             }
             if ahead.status != 0 {
                 let failure = rclone.failure("fetch from \(remote)", ahead)
@@ -493,25 +501,16 @@ enum SyncCommand {
     /// cannot be fetched (a full disk, a bad sector there) must not hold back every device's
     /// changes (review DS-2). Its items show as not on this device, which the sync says (review
     /// DR-2: in one run, rclone fetched journals beside the objects they name, and the items
-    /// of an object it could not fetch were said `new:` as if whole). But a key file that may
-    /// be a rotation's this device does not know (`Vault.mayBeKeyFileOfAnotherRotation`, told
-    /// by its length there: a plain `passwd`'s too) that is not here whole holds the journals
-    /// back: those sealed under its master key, read without it, left a vault that neither
-    /// passphrase opened (reviews EE-5, EH-1; EG-1: a full disk left it empty here). An
-    /// object, an inbox public key file or a stray file that did not come holds back nothing
-    /// (review EG-2). Returns each run's outcome; the journals' is nil when they were not
-    /// fetched.
-    private static func fetchObjectsThenJournals(_ files: [SyncFile], sizes there: [StorePath: Int64], vault: Vault, rclone: Rclone,
+    /// of an object it could not fetch were said `new:` as if whole). A key file that did not
+    /// come holds back only the journals sealed under a master key it alone may hold, once
+    /// fetched (`Vault.Received.awaitsKeyFile`), no other (review EG-2). Returns each run's
+    /// outcome; the journals' is nil when there were none, or the first run was cancelled.
+    private static func fetchObjectsThenJournals(_ files: [SyncFile], rclone: Rclone,
                                                  from remote: String, to folder: String) throws -> (ahead: Rclone.Outcome, journals: Rclone.Outcome?) {
         let (ahead, journals) = (files.filter { $0.kind != .journal }, files.filter { $0.kind == .journal })
         var outcome = Rclone.Outcome(status: 0, output: [], errors: [], cancelled: false)
         if !ahead.isEmpty { outcome = try rclone.copy(ahead.map(\.path), from: remote, to: folder, listIn: folder) }
         guard !outcome.cancelled, !journals.isEmpty else { return (outcome, nil) }
-        let rotationMissing = try ahead.contains { file in
-            guard file.kind == .keyFile, let size = there[file.key], vault.mayBeKeyFileOfAnotherRotation(length: size) else { return false }
-            return try FileSystem.lstatIfExists(folder + "/" + file.path).map { Int64($0.st_size) } != size
-        }
-        if rotationMissing { return (outcome, nil) }
         return (outcome, try rclone.copy(journals.map(\.path), from: remote, to: folder, listIn: folder))
     }
 
