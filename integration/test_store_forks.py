@@ -1200,7 +1200,7 @@ def test_two_rotations_at_once_and_the_other_key_file_not_fetched_hold_the_journ
     key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
     narnia.ok("mkdir /mine", passphrase="alpha horse")
     r = eio_sync(narnia, remote, key_files, passphrase="alpha horse")
-    assert r.returncode == 1 and "waits for the key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert r.returncode == 1 and "it waits for that key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "mine"]
     r = narnia.c(f"sync {q(str(remote))}", passphrase="alpha horse")
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "b1.txt", "mine"], r.describe()
@@ -1232,11 +1232,13 @@ def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_holds_back_no_journ
     every journal back, and with them all this device sent. Its journals are sealed under the
     master key this vault holds: they come, this device's changes go, and the sync fails at its
     end, saying what it could not fetch. The old passphrase opens the vault until the key file
-    arrives; then the new one does."""
+    arrives, as the sync says; then the new one does."""
     remote, other, key_files = passwd_elsewhere(narnia, host, tmp_path, "", "a new passphrase")
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files)
-    assert r.returncode == 1 and "could not fetch" in r.stderr and "waits for the key file" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "for that key file" not in r.stderr, r.stderr
+    # Review EI-4: it said that from the next open only the new passphrase opened the vault.
+    assert "the new key file is not here yet, and until it is, the old passphrase still opens the vault" in r.stderr, r.stderr
     assert narnia.ok("ls /").out_lines == ["a", "late.bin", "mine"]
     assert other.ok(f"sync {q(str(remote))}; ls /", passphrase="a new passphrase").out_lines[-3:] == ["a", "late.bin", "mine"]
     narnia.ok(f"sync {q(str(remote))}")
@@ -1263,8 +1265,9 @@ def test_a_rotation_key_file_cut_short_there_holds_its_journals_back(narnia, hos
     narnia.ok("mkdir /mine")
     for _ in range(2):
         r = narnia.c(f"sync {q(str(remote))}")
-        assert r.rc == 1 and "1 journal there sealed under a master key this vault does not hold waits for the key file" in r.err, r.describe()
-        assert "the key file of a passwd --rotate on another device is not here whole" in r.err and "sent 0 files" in r.err, r.describe()
+        assert r.rc == 1 and "narnia: note: sync: a journal there opens under none of this vault's master keys: " in r.err, r.describe()
+        assert "it waits for that key file" in r.err and "a key file of a passwd --rotate on another device is not here whole" in r.err, r.describe()
+        assert "sent 0 files" in r.err, r.describe()
         assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
     other.ok(f"sync {q(str(remote))}", passphrase="a rotated passphrase")
     assert key_file.read_bytes() == whole
@@ -1273,11 +1276,13 @@ def test_a_rotation_key_file_cut_short_there_holds_its_journals_back(narnia, hos
     assert narnia.ok("ls /", passphrase="a rotated passphrase").out_lines == ["a", "late.bin", "mine"]
 
 
-def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_path):
+@pytest.mark.parametrize("failing", ["first", "second"])
+def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_path, failing):
     """Review EH-3: after two `passwd --rotate` in a row on another device, the first one's key
     file that could not be fetched held every journal back, though the newer key file, which
-    holds every key of the first, had arrived. It holds back nothing now: the newest passphrase
-    opens everything."""
+    holds every key of the first, had arrived: it holds back nothing now, and the newest
+    passphrase opens everything. Review EI-1: the newer one not fetched let the journals in
+    beside the first, and no passphrase opened the vault: it holds them back."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     before = {p.name for p in remote.iterdir() if p.is_file()}
@@ -1289,9 +1294,42 @@ def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_p
                        key=lambda f: f.stat().st_size)
     assert len(key_files) == 2, key_files
     narnia.ok("mkdir /mine")
-    r = eio_sync(narnia, remote, key_files[:1])
-    assert r.returncode == 1 and "journals sealed under a new master key arrived" in r.stderr and "waits for the key file" not in r.stderr, r.stderr
+    r = eio_sync(narnia, remote, key_files[:1] if failing == "first" else key_files[1:])
+    rc, err = r.returncode, r.stderr
+    if failing == "second":
+        assert rc == 1 and "they wait for that key file" in err and "sent 0 files" in err, err
+        assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
+        again = narnia.c(f"sync {q(str(remote))}")
+        rc, err = again.rc, again.err
+    assert rc == 1 and "journals sealed under a new master key arrived" in err and "for that key file" not in err, err
     assert narnia.ok("ls /", passphrase="second rotation").out_lines == ["a", "late.bin", "mine"]
+
+
+def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_file_is_here(narnia, host, tmp_path):
+    """Review EI-1: with two live key files here (`passwd` on two devices at once, which both
+    passphrases open), the other device's `passwd --rotate` whose key file could not be
+    fetched let its journals in, as the other live key file might have held the new master key:
+    no passphrase opened the vault. A key file of the rotation that did not arrive holds them
+    back, whatever key file is here."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('mine')))}")
+    other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file('theirs')))}")
+    narnia.ok(f"sync {q(str(remote))}", passphrase="mine")
+    other.ok(f"sync {q(str(remote))}", passphrase="theirs")
+    narnia.ok(f"sync {q(str(remote))}", passphrase="mine")
+    assert narnia.ok("ls /", passphrase="theirs").out_lines == ["a"], "the two passphrases do not both open the vault"
+    before = {p.name for p in remote.iterdir() if p.is_file()}
+    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('rotated')))}", passphrase="theirs")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="rotated")
+    key_files = rotation_key_files([remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before])
+    narnia.ok("mkdir /mine", passphrase="mine")
+    r = eio_sync(narnia, remote, key_files, passphrase="mine")
+    assert r.returncode == 1 and "it waits for that key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert narnia.ok("ls /", passphrase="mine").out_lines == ["a", "mine"], "the passphrase no longer opens the vault"
+    r = narnia.c(f"sync {q(str(remote))}", passphrase="mine")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    assert narnia.ok("ls /", passphrase="rotated").out_lines == ["a", "late.bin", "mine"]
 
 
 def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):

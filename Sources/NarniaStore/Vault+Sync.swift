@@ -306,18 +306,20 @@ extension Vault {
         /// what the other side needs.
         case damaged(String)
         /// A journal this device has read no version of, sealed under a master key this vault
-        /// does not hold (another device's `passwd --rotate`), while no key file here may
-        /// hold that key (`holdsKeyFileOfAnotherRotation`): not taken, nor kept, until its key
-        /// file is here. Taken without it, it left a vault that neither passphrase opened:
-        /// the old one opens no record of it, and the new one no key file here (reviews EE-5,
-        /// EG-1: the key file did not come, or came cut short).
+        /// does not hold (another device's `passwd --rotate`, or damage), while the key file
+        /// that holds that key may not be here (`mayTakeJournalUnderUnknownKey`): not taken,
+        /// nor kept, until it is. Taken without it, it left a vault that neither passphrase
+        /// opened: the old one opens no record of it, and the new one no key file here
+        /// (reviews EE-5, EG-1, EI-1: the key file did not come, or came cut short).
         case awaitsKeyFile
     }
 
     /// Puts a received file (at `received`) in place as `file`: an object or key file where
     /// none is, or over a copy shorter than it; a journal where none is, or over a copy that it
-    /// extends. `conflictSuffix` names the copy kept when neither extends the other.
-    public func acceptReceived(_ received: String, as file: SyncFile, conflictSuffix: String) throws -> Received {
+    /// extends. `conflictSuffix` names the copy kept when neither extends the other;
+    /// `keyFilesNotArrived`, the lengths there of the key files this sync fetched that are not
+    /// here whole, may hold a journal back (`Received.awaitsKeyFile`).
+    public func acceptReceived(_ received: String, as file: SyncFile, conflictSuffix: String, keyFilesNotArrived: [Int64]) throws -> Received {
         guard let st = try FileSystem.lstatIfExists(received), st.isRegularFile else { return .incomplete }
         let size = Int64(st.st_size)
         if let expected = expectedLength(of: file), size != expected { return .incomplete }
@@ -343,7 +345,7 @@ extension Vault {
             // open refuse the vault as damaged (review BD-1).
             switch reading(journalAt: received, id: file.id) {
             case .damaged(let why): return .damaged(why)
-            case .sealedUnderUnknownKey where try !holdsKeyFileOfAnotherRotation(): return .awaitsKeyFile
+            case .sealedUnderUnknownKey where try !mayTakeJournalUnderUnknownKey(notArrived: keyFilesNotArrived): return .awaitsKeyFile
             default: break
             }
         }
@@ -468,19 +470,31 @@ extension Vault {
         }
     }
 
-    /// True when a key file here may hold a master key this vault does not: one other than
-    /// the key file this session opened, not retired by a record read here, whose length
-    /// says it holds as many master keys as this vault or more (`mayBeKeyFileOfAnotherRotation`:
-    /// a rotation's, made alone or at once with one here; a plain `passwd`'s, which its length
-    /// cannot tell apart). A rotation's key file cut short (by a sync engine, a full disk) has
-    /// a length of no key file, and does not count (review EG-1).
-    func holdsKeyFileOfAnotherRotation() throws -> Bool {
-        try StoreInventory.scanTopLevel(directory).keyFiles.contains { id, entry in
-            guard id != keyFileID, !state.isRetired(RetiredFile(kind: .keyFile, id: id)) else { return false }
-            return try entry.all.contains { path in
-                try FileSystem.lstatIfExists(layout.root + "/" + path).map { $0.isRegularFile && mayBeKeyFileOfAnotherRotation(length: Int64($0.st_size)) } ?? false
+    /// True when a journal sealed under a master key this vault does not hold may be taken:
+    /// a key file here may hold that key, and no key file that may hold a later one failed to
+    /// arrive. `notArrived` are the lengths there of the key files this sync fetched that are
+    /// not here whole (unreadable there, or cut short: a length of no key file).
+    ///
+    /// A key file may hold such a key when it is not the one this session opened, is not
+    /// retired by a record read here, and its length says it holds as many master keys as
+    /// this vault or more: a rotation's, made alone or at once with one here (review EH-1), or
+    /// a plain `passwd`'s, which its length cannot tell apart. One that did not arrive holds
+    /// the journal back unless it is shorter than the longest here: a later rotation's key
+    /// file holds every key of the one before (review EH-3). So the key file of the rotation
+    /// that sealed the journal, not fetched or cut short there, holds it back, whatever other
+    /// key file is here (reviews EE-5, EG-1, EI-1). A key file damaged there at its length
+    /// cannot be told from a whole one without its passphrase.
+    func mayTakeJournalUnderUnknownKey(notArrived: [Int64]) throws -> Bool {
+        let lengths = try StoreInventory.scanTopLevel(directory).keyFiles.flatMap { id, entry -> [Int64] in
+            guard id != keyFileID, !state.isRetired(RetiredFile(kind: .keyFile, id: id)) else { return [] }
+            return try entry.all.compactMap { path in
+                guard let st = try FileSystem.lstatIfExists(layout.root + "/" + path), st.isRegularFile,
+                      mayBeKeyFileOfAnotherRotation(length: Int64(st.st_size)) else { return nil }
+                return Int64(st.st_size)
             }
         }
+        guard let longest = lengths.max() else { return false }
+        return notArrived.allSatisfy { KeyFile.masterCount(ofLength: Int($0)) != nil && $0 < longest }
     }
 
     /// Gives the journal version at `path` the name `copy` before another takes its name: a
@@ -627,7 +641,11 @@ extension Vault {
         // Review DH-4: the next open with this passphrase was refused, "wrong passphrase", and
         // nothing had said why.
         if !ownKeyFileWasRetired && state.retired[ownKeyFile] != nil {
-            warnings.append("the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault")
+            // Review EI-4: said so while the new key file had not arrived, and the old
+            // passphrase opened the vault until it did.
+            let newKeyFileHere = inventory.keyFiles.keys.contains { $0 != keyFileID && liveKeyFile($0) != nil }
+            warnings.append(newKeyFileHere ? "the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault"
+                                           : "the passphrase was changed on another device ('passwd'): this session goes on; the new key file is not here yet, and until it is, the old passphrase still opens the vault (then only the new one)")
         }
         let after = view.items
         // Folders of one name that several devices made are shown as one, under one of their

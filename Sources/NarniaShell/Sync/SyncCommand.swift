@@ -113,7 +113,10 @@ enum SyncCommand {
             try vault.syncReceived(in: folder, fetching.fetch, placed: false)
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
-            var missing = 0, missingJournals = 0, awaitingKeyFile = 0
+            var missing = 0, missingJournals = 0
+            // The lengths there of key files not here whole, and the journals that wait for one.
+            var keyFilesNotArrived: [Int64] = []
+            var awaitingKeyFile: [SyncFile] = []
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
                 // A retired journal no version of which is here: the one a retirement read goes
@@ -122,7 +125,7 @@ enum SyncCommand {
                     readAsRetiredThere.append(file)
                     continue
                 }
-                let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix)
+                let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix, keyFilesNotArrived: keyFilesNotArrived)
                 // The version there was fetched and is read here (or is a prefix of the one
                 // here): once retired, it goes there without another look (`confirmRetiredThere`).
                 if file.kind == .journal && [.taken, .keptAsCopy, .forked, .hereIsLonger].contains(outcome) { retiredThereConfirmed[file.key] = true }
@@ -159,9 +162,12 @@ enum SyncCommand {
                     }
                 case .awaitsKeyFile:
                     journalsArrived = false
-                    awaitingKeyFile += 1
+                    awaitingKeyFile.append(file)
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
+                    // Key files come before the journals (`SyncPlan`): one that did not may
+                    // hold a journal back. An inbox public key file holds none.
+                    if file.kind == .keyFile, let size = there[file.key], size != Int64(InboxPublicKeyFile.length) { keyFilesNotArrived.append(size) }
                     if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil {
                         missing += 1
                         if file.kind == .journal { missingJournals += 1 }
@@ -184,12 +190,12 @@ enum SyncCommand {
             // Journals sealed under a master key of another device's rotation whose key file is
             // not here whole wait for it (`Vault.Received.awaitsKeyFile`); the sync stops, as
             // what it sends is weighed against the journals there.
-            if awaitingKeyFile > 0 {
-                let journals = awaitingKeyFile == 1 ? "1 journal there sealed under a master key this vault does not hold waits" : "\(awaitingKeyFile) journals there sealed under a master key this vault does not hold wait"
-                s.note("sync", "\(journals) for the key file of the passwd --rotate on another device that made that key, which is not here whole: read without it, they would leave a vault that neither passphrase opens; nothing was sent")
+            if !awaitingKeyFile.isEmpty {
+                let named = awaitingKeyFile.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ")
+                s.note("sync", "\(awaitingKeyFile.count == 1 ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named); sealed under the master key of a passwd --rotate on another device, whose key file is not here whole (or damaged there), \(awaitingKeyFile.count == 1 ? "it waits" : "they wait") for that key file: read without it, \(awaitingKeyFile.count == 1 ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
                 return try finish(s, remote, report, ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
-                                  : CommandFailure("the key file of a passwd --rotate on another device is not here whole",
-                                                   hint: "sync again once that device has synced: it sends its key file again where the remote's copy is cut short or damaged"))
+                                  : CommandFailure("a key file of a passwd --rotate on another device is not here whole",
+                                                   hint: "sync again once that device has synced: it sends its key file again where the remote's copy is cut short or damaged. Should no device have run passwd --rotate, the journal is damaged there: its device sends it again whole at its next sync; if that device is gone, delete the journal there"))
             }
             if ahead.status != 0 {
                 let failure = rclone.failure("fetch from \(remote)", ahead)
