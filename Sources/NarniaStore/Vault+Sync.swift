@@ -450,7 +450,7 @@ extension Vault {
         case damaged(String)
         /// Its first record opens under none of the keys this device holds, and this device
         /// has read no version of it: sealed under a master key from another device's
-        /// `passwd --rotate`, whose key file opens it.
+        /// `passwd --rotate`, whose key file opens it, or its first record damaged.
         case sealedUnderUnknownKey
     }
 
