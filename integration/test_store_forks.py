@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness import Narnia, q
+from test_shell_pty import Shell
 
 pytestmark = pytest.mark.skipif(shutil.which("rclone") is None, reason="needs rclone (make test-deps)")
 
@@ -1200,7 +1201,7 @@ def test_two_rotations_at_once_and_the_other_key_file_not_fetched_hold_the_journ
     key_files = [remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]
     narnia.ok("mkdir /mine", passphrase="alpha horse")
     r = eio_sync(narnia, remote, key_files, passphrase="alpha horse")
-    assert r.returncode == 1 and "it waits for that key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert r.returncode == 1 and "it waits for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "mine"]
     r = narnia.c(f"sync {q(str(remote))}", passphrase="alpha horse")
     assert narnia.ok("ls /", passphrase="alpha horse").out_lines == ["a", "b1.txt", "mine"], r.describe()
@@ -1236,7 +1237,7 @@ def test_a_key_file_of_a_plain_passwd_that_cannot_be_fetched_holds_back_no_journ
     remote, other, key_files = passwd_elsewhere(narnia, host, tmp_path, "", "a new passphrase")
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files)
-    assert r.returncode == 1 and "could not fetch" in r.stderr and "for that key file" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "could not fetch" in r.stderr and "for that rotation's key file" not in r.stderr, r.stderr
     # Review EI-4: it said that from the next open only the new passphrase opened the vault.
     assert "the new key file is not here yet, and until it is, the old passphrase still opens the vault" in r.stderr, r.stderr
     assert narnia.ok("ls /").out_lines == ["a", "late.bin", "mine"]
@@ -1266,7 +1267,7 @@ def test_a_rotation_key_file_cut_short_there_holds_its_journals_back(narnia, hos
     for _ in range(2):
         r = narnia.c(f"sync {q(str(remote))}")
         assert r.rc == 1 and "narnia: note: sync: a journal there opens under none of this vault's master keys: " in r.err, r.describe()
-        assert "it waits for that key file" in r.err and "a key file of a passwd --rotate on another device is not here whole" in r.err, r.describe()
+        assert "it waits for that rotation's key file" in r.err and "the key file of a passwd --rotate on another device is not here whole" in r.err, r.describe()
         assert "sent 0 files" in r.err, r.describe()
         assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
     other.ok(f"sync {q(str(remote))}", passphrase="a rotated passphrase")
@@ -1277,12 +1278,13 @@ def test_a_rotation_key_file_cut_short_there_holds_its_journals_back(narnia, hos
 
 
 @pytest.mark.parametrize("failing", ["first", "second"])
-def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_path, failing):
-    """Review EH-3: after two `passwd --rotate` in a row on another device, the first one's key
-    file that could not be fetched held every journal back, though the newer key file, which
-    holds every key of the first, had arrived: it holds back nothing now, and the newest
-    passphrase opens everything. Review EI-1: the newer one not fetched let the journals in
-    beside the first, and no passphrase opened the vault: it holds them back."""
+def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia, host, tmp_path, failing):
+    """After two `passwd --rotate` in a row on another device, the newer key file not fetched let
+    the journals in beside the first one's, and no passphrase opened the vault (review EI-1).
+    Either key file not fetched holds them back: the newer one holds every key of the first,
+    but a key file's length cannot tell a later rotation of one key from another rotation made
+    at once (review EJ-1), so the first one's is waited for too (review EH-3 asked otherwise).
+    The next sync brings all, and the newest passphrase opens everything."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     before = {p.name for p in remote.iterdir() if p.is_file()}
@@ -1295,14 +1297,44 @@ def test_two_rotations_in_a_row_need_only_the_newer_key_file(narnia, host, tmp_p
     assert len(key_files) == 2, key_files
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files[:1] if failing == "first" else key_files[1:])
-    rc, err = r.returncode, r.stderr
-    if failing == "second":
-        assert rc == 1 and "they wait for that key file" in err and "sent 0 files" in err, err
-        assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
-        again = narnia.c(f"sync {q(str(remote))}")
-        rc, err = again.rc, again.err
-    assert rc == 1 and "journals sealed under a new master key arrived" in err and "for that key file" not in err, err
+    assert r.returncode == 1 and "they wait for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
+    r = narnia.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
     assert narnia.ok("ls /", passphrase="second rotation").out_lines == ["a", "late.bin", "mine"]
+
+
+def test_a_device_that_rotated_twice_takes_a_rotation_made_at_once_elsewhere(narnia, host, tmp_path):
+    """Review EJ-2: a device that ran `passwd --rotate` twice held back, at every sync, the
+    journals of a rotation made at once on another device, whose key file holds fewer keys
+    than this vault yet one it lacks: it never synced again. They come; then, as after two
+    rotations at once, a script is told that a terminal must open the vault once, and a
+    terminal asks for the other passphrase and opens everything (review EJ-1: neither
+    passphrase opened it, the longer key file taken for a later rotation of the other's key)."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    other = other_device(narnia, remote, tmp_path / "other")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('first')))}")
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('second')))}", passphrase="first")
+    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('theirs')))}")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="theirs")
+    r = narnia.c(f"mkdir /mine; sync {q(str(remote))}", passphrase="second")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
+    for passphrase in ("second", "theirs"):
+        r = narnia.c("ls /", passphrase=passphrase)
+        assert r.rc == 3 and "the master key was rotated on two devices at once" in r.err, r.describe()
+    s = Shell(narnia)
+    try:
+        s.expect("Passphrase: ")
+        s.send("second\r")
+        s.expect("The other passphrase: ")
+        s.send("theirs\r")
+        s.prompt("/")
+        listed = s.run("ls /")
+        assert all(name in listed for name in ("a/", "late.bin", "mine/")), listed
+        s.send("exit\r")
+        assert s.wait(timeout=30) == 0
+    finally:
+        s.close()
 
 
 def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_file_is_here(narnia, host, tmp_path):
@@ -1325,7 +1357,7 @@ def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_fi
     key_files = rotation_key_files([remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before])
     narnia.ok("mkdir /mine", passphrase="mine")
     r = eio_sync(narnia, remote, key_files, passphrase="mine")
-    assert r.returncode == 1 and "it waits for that key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert r.returncode == 1 and "it waits for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
     assert narnia.ok("ls /", passphrase="mine").out_lines == ["a", "mine"], "the passphrase no longer opens the vault"
     r = narnia.c(f"sync {q(str(remote))}", passphrase="mine")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()

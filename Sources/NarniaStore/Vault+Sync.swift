@@ -317,9 +317,9 @@ extension Vault {
     /// Puts a received file (at `received`) in place as `file`: an object or key file where
     /// none is, or over a copy shorter than it; a journal where none is, or over a copy that it
     /// extends. `conflictSuffix` names the copy kept when neither extends the other;
-    /// `keyFilesNotArrived`, the lengths there of the key files this sync fetched that are not
-    /// here whole, may hold a journal back (`Received.awaitsKeyFile`).
-    public func acceptReceived(_ received: String, as file: SyncFile, conflictSuffix: String, keyFilesNotArrived: [Int64]) throws -> Received {
+    /// `aKeyFileDidNotArrive` (a key file this sync fetched is not here whole) may hold a
+    /// journal back (`Received.awaitsKeyFile`).
+    public func acceptReceived(_ received: String, as file: SyncFile, conflictSuffix: String, aKeyFileDidNotArrive: Bool) throws -> Received {
         guard let st = try FileSystem.lstatIfExists(received), st.isRegularFile else { return .incomplete }
         let size = Int64(st.st_size)
         if let expected = expectedLength(of: file), size != expected { return .incomplete }
@@ -345,7 +345,7 @@ extension Vault {
             // open refuse the vault as damaged (review BD-1).
             switch reading(journalAt: received, id: file.id) {
             case .damaged(let why): return .damaged(why)
-            case .sealedUnderUnknownKey where try !mayTakeJournalUnderUnknownKey(notArrived: keyFilesNotArrived): return .awaitsKeyFile
+            case .sealedUnderUnknownKey where try !mayTakeJournalUnderUnknownKey(aKeyFileDidNotArrive: aKeyFileDidNotArrive): return .awaitsKeyFile
             default: break
             }
         }
@@ -471,30 +471,20 @@ extension Vault {
     }
 
     /// True when a journal sealed under a master key this vault does not hold may be taken:
-    /// a key file here may hold that key, and no key file that may hold a later one failed to
-    /// arrive. `notArrived` are the lengths there of the key files this sync fetched that are
-    /// not here whole (unreadable there, or cut short: a length of no key file).
+    /// no key file this sync fetched failed to arrive whole (`aKeyFileDidNotArrive`), and a
+    /// key file here may hold that key (`mayHoldARotatedKey`) besides the one this session
+    /// opened.
     ///
-    /// A key file may hold such a key when it is not the one this session opened, is not
-    /// retired by a record read here, and its length says it holds as many master keys as
-    /// this vault or more: a rotation's, made alone or at once with one here (review EH-1), or
-    /// a plain `passwd`'s, which its length cannot tell apart. One that did not arrive holds
-    /// the journal back unless it is shorter than the longest here: a later rotation's key
-    /// file holds every key of the one before (review EH-3). So the key file of the rotation
-    /// that sealed the journal, not fetched or cut short there, holds it back, whatever other
-    /// key file is here (reviews EE-5, EG-1, EI-1). A key file damaged there at its length
-    /// cannot be told from a whole one without its passphrase.
-    func mayTakeJournalUnderUnknownKey(notArrived: [Int64]) throws -> Bool {
-        let lengths = try StoreInventory.scanTopLevel(directory).keyFiles.flatMap { id, entry -> [Int64] in
-            guard id != keyFileID, !state.isRetired(RetiredFile(kind: .keyFile, id: id)) else { return [] }
-            return try entry.all.compactMap { path in
-                guard let st = try FileSystem.lstatIfExists(layout.root + "/" + path), st.isRegularFile,
-                      mayBeKeyFileOfAnotherRotation(length: Int64(st.st_size)) else { return nil }
-                return Int64(st.st_size)
-            }
-        }
-        guard let longest = lengths.max() else { return false }
-        return notArrived.allSatisfy { KeyFile.masterCount(ofLength: Int($0)) != nil && $0 < longest }
+    /// A key file's length does not say which keys it holds: one that did not arrive (unreadable
+    /// there, or cut short) may be the rotation's that sealed the journal, whatever key file is
+    /// here — even one holding more keys, as two rotations made at once from one key hold
+    /// different keys (reviews EE-5, EG-1, EI-1, EJ-1: taken, the journals left a vault no
+    /// passphrase opened). A key file damaged there at its own length cannot be told from a
+    /// whole one without its passphrase.
+    func mayTakeJournalUnderUnknownKey(aKeyFileDidNotArrive: Bool) throws -> Bool {
+        guard !aKeyFileDidNotArrive else { return false }
+        let scanned = try StoreInventory.scanTopLevel(directory)
+        return scanned.keyFiles.keys.contains { $0 != keyFileID && mayHoldARotatedKey($0, in: scanned) }
     }
 
     /// Gives the journal version at `path` the name `copy` before another takes its name: a
@@ -586,13 +576,29 @@ extension Vault {
         return true
     }
 
-    /// True when a key file of `length` bytes may hold a master key this vault does not know:
-    /// one a `passwd --rotate` made on another device, without which the journals sealed
-    /// under it cannot be read — it holds more master keys than this vault, or as many (two
-    /// rotations at once, here and there: review EH-1). A plain `passwd`'s holds as many too,
-    /// and cannot be told apart by its length.
-    func mayBeKeyFileOfAnotherRotation(length: Int64) -> Bool {
-        KeyFile.masterCount(ofLength: Int(length)).map { $0 >= max(masters.all.count, 1) } ?? false
+    /// True when a key-named file there of `length` bytes, fetched to `received`, may hold a
+    /// master key from a rotation and is not here whole: unreadable there (not fetched, or
+    /// fetched short), or cut short there (a length of no key file). An inbox public key file,
+    /// and a key file holding the vault's first master key alone (which every key file holds),
+    /// hold none.
+    public func rotationKeyFileDidNotArrive(_ received: String, lengthThere length: Int64) throws -> Bool {
+        guard length != Int64(InboxPublicKeyFile.length) else { return false }
+        guard let count = KeyFile.masterCount(ofLength: Int(length)) else { return true }
+        return try count > 1 && FileSystem.lstatIfExists(received).map { Int64($0.st_size) } != length
+    }
+
+    /// True when key file `id` of `inventory` may hold a master key from a rotation: it is not
+    /// retired by a record read here, and its length says it holds more than the vault's first
+    /// master key. A rotation's, or a plain `passwd`'s made after one, which its length cannot
+    /// tell apart; and it may hold fewer keys than this vault, yet one it lacks (two rotations
+    /// at once from one key, one of them followed by another: review EJ-1).
+    func mayHoldARotatedKey(_ id: Identifier, in inventory: StoreInventory) -> Bool {
+        guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, let entry = inventory.keyFiles[id] else { return false }
+        return entry.all.contains { name in
+            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile,
+                  let count = KeyFile.masterCount(ofLength: Int(st.st_size)) else { return false }
+            return count > 1
+        }
     }
 
     /// Deletes a retired file here (its copies included) once every device has heard.
@@ -645,7 +651,7 @@ extension Vault {
             // passphrase opened the vault until it did.
             let newKeyFileHere = inventory.keyFiles.keys.contains { $0 != keyFileID && liveKeyFile($0) != nil }
             warnings.append(newKeyFileHere ? "the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault"
-                                           : "the passphrase was changed on another device ('passwd'): this session goes on; the new key file is not here yet, and until it is, the old passphrase still opens the vault (then only the new one)")
+                                           : "the passphrase was changed on another device ('passwd', or 'passwd --rotate'): this session goes on; the new key file is not here yet, and until it is, the old passphrase still opens the vault (then only the new one)")
         }
         let after = view.items
         // Folders of one name that several devices made are shown as one, under one of their

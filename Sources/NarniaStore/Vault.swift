@@ -332,11 +332,14 @@ public final class Vault {
                     }
                 }
                 try adopt(&derivations, same: true)
-                // A live key file holding more keys than the one opened is a later rotation's,
-                // which holds that one's keys too (its length tells how many): the passphrase
-                // was replaced, not joined by another one (review AS).
+                // A live key file holding more keys than the one opened, which a record read
+                // here retired, is a later rotation's, which holds that one's keys too (its
+                // length tells how many): the passphrase was replaced, not joined by another
+                // one (review AS). The one opened not retired, a longer key file may be a
+                // rotation made at once from an older key and followed by another, which holds
+                // more keys but not this one's (review EJ-1: no passphrase opened the vault).
                 let opened = unlocked.contents.masters.all.count
-                let superseded = vault.inventory.keyFiles.keys.contains { id in
+                let superseded = vault.state.retired[RetiredFile(kind: .keyFile, id: unlocked.id)] != nil && vault.inventory.keyFiles.keys.contains { id in
                     id != unlocked.id && vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > opened } == true
                 }
                 if masters.all.count == known, !superseded, !askedAnother, let anotherPassphrase {
@@ -347,10 +350,11 @@ public final class Vault {
                     }
                 }
                 guard masters.all.count > known else {
-                    // Another live key file this passphrase does not open, while the one it
-                    // opened is live too: a rotation elsewhere under another passphrase.
-                    let anotherLive = vault.inventory.keyFiles.keys.contains { $0 != unlocked.id && vault.liveKeyFile($0) != nil }
-                    if anotherPassphrase == nil, anotherLive, !superseded, opened > 1 {
+                    // Another rotation's key file this passphrase does not open, while the one
+                    // it opened is live too: a rotation elsewhere under another passphrase — one
+                    // holding fewer keys too (review EJ-1).
+                    let anotherRotation = vault.inventory.keyFiles.keys.contains { $0 != unlocked.id && vault.mayHoldARotatedKey($0, in: vault.inventory) }
+                    if anotherPassphrase == nil, anotherRotation, !superseded, opened > 1 {
                         throw MetadataError.needsAnotherPassphrase(journals)
                     }
                     throw MetadataError.unknownMasterKey(journals)

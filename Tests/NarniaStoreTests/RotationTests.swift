@@ -208,6 +208,41 @@ extension MergeTests {
         for dir in [b, a] { XCTAssertEqual(tree(try open(dir, "one")), ["/pa.txt other 1", "/pb.txt other 1"]) }
     }
 
+    /// Review EJ-1: two rotations at once from one key, one of them followed by another on its
+    /// device: the longer key file holds more keys, but not the other rotation's. Neither
+    /// passphrase opened the vault, even on a terminal: the longer key file was taken for a
+    /// later rotation of the same key, which would hold them all. Each passphrase now needs the
+    /// other, as for two rotations at once, and both open everything.
+    func testConcurrentRotationsOneRotatedAgainNeedBoth() throws {
+        let d = try devices(["a", "b"])
+        let (a, b) = (d[0], d[1])
+        do {
+            let v = try open(a)
+            try v.rotateMasterKey(passphrase: Self.secret("pa"), parameters: .insecureTestOnly)
+            _ = try importFile(v, "pa.txt", [4])
+        }
+        try open(b).rotateMasterKey(passphrase: Self.secret("pb1"), parameters: .insecureTestOnly)
+        do {
+            let v = try open(b, "pb1")
+            try v.rotateMasterKey(passphrase: Self.secret("pb2"), parameters: .insecureTestOnly)
+            _ = try importFile(v, "pb.txt", [5])
+        }
+        try syncAll([a, b])
+        for (dir, passphrase) in [(a, "pa"), (a, "pb2"), (b, "pa"), (b, "pb2")] {
+            var asked = false
+            XCTAssertThrowsError(try Vault.open(at: dir, passphrase: Self.secret(passphrase), anotherPassphrase: { asked = true; return nil })) { error in
+                guard case MetadataError.unknownMasterKey = error else { return XCTFail("got \(error)") }
+            }
+            XCTAssertTrue(asked, "\(passphrase) was not asked for the other passphrase")
+            XCTAssertThrowsError(try open(dir, passphrase)) { error in
+                guard case MetadataError.needsAnotherPassphrase = error else { return XCTFail("got \(error)") }
+            }
+        }
+        for (dir, passphrase, other) in [(a, "pa", "pb2"), (b, "pb2", "pa")] {
+            XCTAssertEqual(tree(try open(dir, passphrase, another: other)), ["/pa.txt other 1", "/pb.txt other 1"])
+        }
+    }
+
     /// Review AS F1: two rotations one after the other on one device of a store another
     /// device knows (so the first's key file stays until that device hears): the passphrase
     /// between them opens the first's key file, whose keys the second's holds too. It was

@@ -114,8 +114,12 @@ enum SyncCommand {
             let own = Set(fetching.fetch.filter(vault.isOwnObject).map(\.key))
             var journalsArrived = true
             var missing = 0, missingJournals = 0
-            // The lengths there of key files not here whole, and the journals that wait for one.
-            var keyFilesNotArrived: [Int64] = []
+            // Key files that may hold a rotation's master key and did not arrive whole
+            // (unreadable there, or cut short), and the journals that wait for such a key file.
+            let keyFilesNotArrived = try fetching.fetch.filter { file in
+                guard file.kind == .keyFile, let size = there[file.key] else { return false }
+                return try vault.rotationKeyFileDidNotArrive(folder + "/" + file.path, lengthThere: size)
+            }
             var awaitingKeyFile: [SyncFile] = []
             for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
                 if own.contains(file.key) && !journalsArrived { break }
@@ -125,7 +129,8 @@ enum SyncCommand {
                     readAsRetiredThere.append(file)
                     continue
                 }
-                let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix, keyFilesNotArrived: keyFilesNotArrived)
+                let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix,
+                                                       aKeyFileDidNotArrive: !keyFilesNotArrived.isEmpty)
                 // The version there was fetched and is read here (or is a prefix of the one
                 // here): once retired, it goes there without another look (`confirmRetiredThere`).
                 if file.kind == .journal && [.taken, .keptAsCopy, .forked, .hereIsLonger].contains(outcome) { retiredThereConfirmed[file.key] = true }
@@ -165,9 +170,6 @@ enum SyncCommand {
                     awaitingKeyFile.append(file)
                 case .incomplete:
                     if file.kind == .journal { journalsArrived = false }
-                    // Key files come before the journals (`SyncPlan`): one that did not may
-                    // hold a journal back. An inbox public key file holds none.
-                    if file.kind == .keyFile, let size = there[file.key], size != Int64(InboxPublicKeyFile.length) { keyFilesNotArrived.append(size) }
                     if (try FileSystem.lstatIfExists(folder + "/" + file.path)) == nil {
                         missing += 1
                         if file.kind == .journal { missingJournals += 1 }
@@ -190,13 +192,7 @@ enum SyncCommand {
             // Journals sealed under a master key of another device's rotation whose key file is
             // not here whole wait for it (`Vault.Received.awaitsKeyFile`); the sync stops, as
             // what it sends is weighed against the journals there.
-            if !awaitingKeyFile.isEmpty {
-                let named = awaitingKeyFile.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ")
-                s.note("sync", "\(awaitingKeyFile.count == 1 ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named); sealed under the master key of a passwd --rotate on another device, whose key file is not here whole (or damaged there), \(awaitingKeyFile.count == 1 ? "it waits" : "they wait") for that key file: read without it, \(awaitingKeyFile.count == 1 ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
-                return try finish(s, remote, report, ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
-                                  : CommandFailure("a key file of a passwd --rotate on another device is not here whole",
-                                                   hint: "sync again once that device has synced: it sends its key file again where the remote's copy is cut short or damaged. Should no device have run passwd --rotate, the journal is damaged there: its device sends it again whole at its next sync; if that device is gone, delete the journal there"))
-            }
+            if !awaitingKeyFile.isEmpty { return try holdBackForKeyFile(s, remote, report, awaitingKeyFile, keyFilesNotArrived, ahead, rclone) }
             if ahead.status != 0 {
                 let failure = rclone.failure("fetch from \(remote)", ahead)
                 guard missingJournals == 0 else { return try finish(s, remote, report, failure) }
@@ -426,6 +422,25 @@ enum SyncCommand {
         }
         return CommandFailure("journals there do not read and hold more than the copies here, and were not taken: \(named)",
                               hint: "a device that holds such a journal whole replaces the copy there at its next sync, where the remote keeps a hash rclone can compare; its writer does when it next changes the vault and syncs, \(unlessForgotten)")
+    }
+
+    /// Ends a sync that left `journals` there, sealed under a master key this vault does not
+    /// hold, waiting for the key file that holds it (`Vault.Received.awaitsKeyFile`): nothing is
+    /// sent, as what a sync sends is weighed against the journals there. Names the journals and
+    /// the key files that did not arrive whole (`notArrived`): a stray file named like a key
+    /// file there holds the journals back too, for good, until deleted (review EJ-3).
+    private static func holdBackForKeyFile(_ s: Session, _ remote: String, _ report: Report, _ journals: [SyncFile], _ notArrived: [SyncFile],
+                                           _ ahead: Rclone.Outcome, _ rclone: Rclone) throws {
+        func named(_ files: [SyncFile]) -> String { files.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ") }
+        let (it, they) = journals.count == 1 ? ("a journal there opens", "it waits") : ("journals there open", "they wait")
+        let which = notArrived.isEmpty ? "which is not here" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
+        s.note("sync", "\(it) under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(they) for that rotation's key file, \(which): read without it, \(journals.count == 1 ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
+        let failure = ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
+            : CommandFailure("the key file of a passwd --rotate on another device is not here whole",
+                             hint: "sync again once that device has synced: it sends its key file again where the copy there is cut short or damaged; "
+                                 + "a file there named like a key file that is none of this vault's holds the journals back until you delete it there. "
+                                 + "Should no device have run passwd --rotate, the journal is damaged there: its device sends it again whole at its next sync")
+        try finish(s, remote, report, failure)
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
