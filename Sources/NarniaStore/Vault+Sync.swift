@@ -650,7 +650,7 @@ extension Vault {
             // Review EI-4: said so while the new key file had not arrived, and the old
             // passphrase opened the vault until it did.
             let newKeyFileHere = inventory.keyFiles.keys.contains { $0 != keyFileID && liveKeyFile($0) != nil }
-            warnings.append(newKeyFileHere ? "the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault"
+            warnings.append(newKeyFileHere ? "the passphrase was changed on another device ('passwd', or 'passwd --rotate'): this session goes on, and from the next open only the new passphrase opens the vault"
                                            : "the passphrase was changed on another device ('passwd', or 'passwd --rotate'): this session goes on; the new key file is not here yet, and until it is, the old passphrase still opens the vault (then only the new one)")
         }
         let after = view.items

@@ -368,7 +368,7 @@ struct Launcher {
         // After rotations of the master key on two devices at once, each with its own
         // passphrase, an interactive session asks for the other one (batch runs never prompt).
         let askAnother: (() -> Secret?)? = commands.isInteractive && TerminalPassphrase.available ? {
-            fputs("narnia: this vault's master key was also rotated elsewhere, under another passphrase\n", StandardStream.error)
+            fputs("narnia: this passphrase does not open every journal: the vault's master key was also rotated elsewhere under another passphrase (or again since this one was chosen: then give the newest)\n", StandardStream.error)
             return try? TerminalPassphrase.ask("The other passphrase: ")
         } : nil
         var opened: Vault?

@@ -435,12 +435,17 @@ enum SyncCommand {
         let (it, they) = journals.count == 1 ? ("a journal there opens", "it waits") : ("journals there open", "they wait")
         let which = notArrived.isEmpty ? "which is not here" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
         s.note("sync", "\(it) under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(they) for that rotation's key file, \(which): read without it, \(journals.count == 1 ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
-        let failure = ahead.status != 0 ? rclone.failure("fetch from \(remote)", ahead)
-            : CommandFailure("the key file of a passwd --rotate on another device is not here whole",
-                             hint: "sync again once that device has synced: it sends its key file again where the copy there is cut short or damaged; "
-                                 + "a file there named like a key file that is none of this vault's holds the journals back until you delete it there. "
-                                 + "Should no device have run passwd --rotate, the journal is damaged there: its device sends it again whole at its next sync")
-        try finish(s, remote, report, failure)
+        // What to do, said as a hint, or as a note beside rclone's failure (review EK-3: its
+        // error took the hint's place).
+        let remedy = "sync again once the device that ran passwd --rotate has synced: it sends its key file again where the copy there is cut short or damaged "
+            + "(or copy that device's key files, named by 32 hex digits, into this store by hand); if the rotation's key file is here and another did not arrive, "
+            + "opening the vault with the passphrase chosen then and syncing takes the journals; a file there named like a key file that is none of this vault's "
+            + "holds them back until you delete it there. Should no device have run passwd --rotate, the journal is damaged there: its device sends it again whole at its next sync"
+        guard ahead.status == 0 else {
+            s.note("sync", remedy)
+            return try finish(s, remote, report, rclone.failure("fetch from \(remote)", ahead))
+        }
+        try finish(s, remote, report, CommandFailure("\(journals.count == 1 ? "a journal there waits" : "journals there wait") for the key file of a passwd --rotate on another device", hint: remedy))
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
