@@ -338,7 +338,7 @@ def test_a_sync_that_brings_another_devices_passwd_says_so(narnia, tmp_path):
     narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('changed')))}; sync {q(str(remote))}")
     before = {p.name for p in laptop.vault.iterdir()}
     r = laptop.ok(f"sync {q(str(remote))}; pwd")
-    assert "narnia: warning: sync: the passphrase was changed on another device ('passwd'): this session goes on, and from the next open only the new passphrase opens the vault" in r.err_lines, r.describe()
+    assert "narnia: warning: sync: the passphrase was changed on another device ('passwd', or 'passwd --rotate'): this session goes on, and from the next open only the new passphrase opens the vault" in r.err_lines, r.describe()
     assert r.out_lines[-1] == "/", r.describe()
     # Review DN-1: the old passphrase is refused, saying why and what to do should the new one
     # be refused too (a forged copy of the new key file locked the device out, without a word).

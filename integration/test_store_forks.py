@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Narnia, q
+from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_shell_pty import Shell
 
 pytestmark = pytest.mark.skipif(shutil.which("rclone") is None, reason="needs rclone (make test-deps)")
@@ -1362,6 +1362,24 @@ def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_fi
     r = narnia.c(f"sync {q(str(remote))}", passphrase="mine")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
     assert narnia.ok("ls /", passphrase="rotated").out_lines == ["a", "late.bin", "mine"]
+
+
+def test_the_old_passphrase_is_not_asked_for_another_after_one_rotation_elsewhere(narnia, host, tmp_path):
+    """Review EL-1: after one `passwd --rotate` on another device whose records under the old key
+    had not arrived (its first act), the old passphrase on a terminal was asked for "the other
+    passphrase", as after two rotations at once. It is told to use the passphrase chosen then."""
+    remote, other, _ = passwd_elsewhere(narnia, host, tmp_path, "--rotate", "a rotated passphrase")
+    r = narnia.c(f"sync {q(str(remote))}")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    s = Shell(narnia)
+    try:
+        s.expect("Passphrase: ")
+        s.send(DEFAULT_PASSPHRASE + "\r")
+        assert s.wait(timeout=30) == 3
+        assert b"the master key was changed with 'passwd --rotate'" in s.output and b"other passphrase" not in s.output, s.output
+    finally:
+        s.close()
+    assert narnia.ok("ls /", passphrase="a rotated passphrase").out_lines == ["a", "late.bin"]
 
 
 def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):

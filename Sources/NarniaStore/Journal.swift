@@ -34,7 +34,7 @@ public enum MetadataError: Error, CustomStringConvertible {
         case .unknownMasterKey(let journals):
             return "this passphrase does not open the vault's current master key: the master key was changed with 'passwd --rotate' (on another device, or since this key file was written), so open the vault with the passphrase chosen then; or the store was altered (\(Self.named(journals)) cannot be read)"
         case .needsAnotherPassphrase(let journals):
-            return "the master key was rotated on two devices at once, with different passphrases, or rotated again since this passphrase was chosen: this one opens one rotation's key file, and another passphrase the other's (\(Self.named(journals))); open the vault with the passphrase chosen last, or once on a terminal with 'narnia enter', which asks for the other passphrase, and run 'passwd' there to set one that opens everything"
+            return "the master key was rotated on two devices at once, with different passphrases, or rotated again since this passphrase was chosen: this one opens one rotation's key file, and another passphrase the other's (\(Self.named(journals))); if it was rotated again, open the vault with the passphrase chosen then; else open it once on a terminal with 'narnia enter', which asks for the other passphrase, and run 'passwd' there to set one that opens everything"
         }
     }
 

@@ -342,7 +342,15 @@ public final class Vault {
                 let superseded = vault.state.retired[RetiredFile(kind: .keyFile, id: unlocked.id)] != nil && vault.inventory.keyFiles.keys.contains { id in
                     id != unlocked.id && vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > opened } == true
                 }
-                if masters.all.count == known, !superseded, !askedAnother, let anotherPassphrase {
+                // The one opened a rotation's, and another rotation's key file here that this
+                // passphrase does not open (one holding fewer keys too, review EJ-1): a
+                // rotation elsewhere under another passphrase, whose passphrase is asked for
+                // (review EL-1: after one rotation elsewhere, the old passphrase was asked for
+                // "the other" where its rotating device's retiring record had not arrived).
+                let anotherRotation = !superseded && opened > 1 && vault.inventory.keyFiles.keys.contains {
+                    $0 != unlocked.id && vault.mayHoldARotatedKey($0, in: vault.inventory)
+                }
+                if masters.all.count == known, anotherRotation, !askedAnother, let anotherPassphrase {
                     askedAnother = true
                     if let another = anotherPassphrase() {
                         var others = KeyFileCandidates.Derivations(passphrase: another, notice: notice)
@@ -350,13 +358,7 @@ public final class Vault {
                     }
                 }
                 guard masters.all.count > known else {
-                    // Another rotation's key file this passphrase does not open, while the one
-                    // it opened is live too: a rotation elsewhere under another passphrase — one
-                    // holding fewer keys too (review EJ-1).
-                    let anotherRotation = vault.inventory.keyFiles.keys.contains { $0 != unlocked.id && vault.mayHoldARotatedKey($0, in: vault.inventory) }
-                    if anotherPassphrase == nil, anotherRotation, !superseded, opened > 1 {
-                        throw MetadataError.needsAnotherPassphrase(journals)
-                    }
+                    if anotherPassphrase == nil, anotherRotation { throw MetadataError.needsAnotherPassphrase(journals) }
                     throw MetadataError.unknownMasterKey(journals)
                 }
             }

@@ -432,9 +432,9 @@ enum SyncCommand {
     private static func holdBackForKeyFile(_ s: Session, _ remote: String, _ report: Report, _ journals: [SyncFile], _ notArrived: [SyncFile],
                                            _ ahead: Rclone.Outcome, _ rclone: Rclone) throws {
         func named(_ files: [SyncFile]) -> String { files.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ") }
-        let (it, they) = journals.count == 1 ? ("a journal there opens", "it waits") : ("journals there open", "they wait")
-        let which = notArrived.isEmpty ? "which is not here" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
-        s.note("sync", "\(it) under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(they) for that rotation's key file, \(which): read without it, \(journals.count == 1 ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
+        let one = journals.count == 1
+        let which = notArrived.isEmpty ? "which is not here whole" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
+        s.note("sync", "\(one ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(one ? "it waits" : "they wait") for that rotation's key file, \(which): read without it, \(one ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
         // What to do, said as a hint, or as a note beside rclone's failure (review EK-3: its
         // error took the hint's place).
         let remedy = "sync again once the device that ran passwd --rotate has synced: it sends its key file again where the copy there is cut short or damaged "
