@@ -252,10 +252,17 @@ extension Vault {
     /// path and length of that whole copy. One still arriving in place, or cut short, is not
     /// live, since it may never open anything.
     func liveKeyFile(_ id: Identifier) -> (path: String, length: Int64)? {
+        unretiredKeyFile(id, in: inventory, holdingAtLeast: max(1, masters.all.count))
+    }
+
+    /// The key file `id` of `inventory` when no record read here retired it and a file of it,
+    /// under its name or a sync engine's copy, has the length of a key file holding at least
+    /// `minimum` master keys: that file's path and length.
+    func unretiredKeyFile(_ id: Identifier, in inventory: StoreInventory, holdingAtLeast minimum: Int) -> (path: String, length: Int64)? {
         guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, let entry = inventory.keyFiles[id] else { return nil }
         for name in entry.all {
             guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile,
-                  let count = KeyFile.masterCount(ofLength: Int(st.st_size)), count >= max(1, masters.all.count) else { continue }
+                  let count = KeyFile.masterCount(ofLength: Int(st.st_size)), count >= minimum else { continue }
             return (name, Int64(st.st_size))
         }
         return nil

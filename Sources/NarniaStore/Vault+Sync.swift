@@ -593,12 +593,7 @@ extension Vault {
     /// tell apart; and it may hold fewer keys than this vault, yet one it lacks (two rotations
     /// at once from one key, one of them followed by another: review EJ-1).
     func mayHoldARotatedKey(_ id: Identifier, in inventory: StoreInventory) -> Bool {
-        guard state.retired[RetiredFile(kind: .keyFile, id: id)] == nil, let entry = inventory.keyFiles[id] else { return false }
-        return entry.all.contains { name in
-            guard let st = try? FileSystem.lstatIfExists(layout.root + "/" + name), st.isRegularFile,
-                  let count = KeyFile.masterCount(ofLength: Int(st.st_size)) else { return false }
-            return count > 1
-        }
+        unretiredKeyFile(id, in: inventory, holdingAtLeast: 2) != nil
     }
 
     /// Deletes a retired file here (its copies included) once every device has heard.

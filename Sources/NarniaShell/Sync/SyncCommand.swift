@@ -445,7 +445,7 @@ enum SyncCommand {
             s.note("sync", remedy)
             return try finish(s, remote, report, rclone.failure("fetch from \(remote)", ahead))
         }
-        try finish(s, remote, report, CommandFailure("\(journals.count == 1 ? "a journal there waits" : "journals there wait") for the key file of a passwd --rotate on another device", hint: remedy))
+        try finish(s, remote, report, CommandFailure("\(one ? "a journal there waits" : "journals there wait") for the key file of a passwd --rotate on another device", hint: remedy))
     }
 
     /// A name at a remote's top that is the user's own: not hidden (`.stfolder`, a sync
