@@ -860,10 +860,11 @@ def test_passwd_rotate_cut_short_after_its_key_file_says_the_new_passphrase_is_i
     while the disk stayed full, every open with the new one failed too (resealing at open),
     naming a store folder. The failure says which passphrase is in force, and an open that
     cannot reseal opens all the same, saying so. (ENOSPC injected into every `linkat` after the
-    key file's: the new journal's name.)"""
+    key file's: the new journal's name. The first names the journal of the rotation's first
+    step, the retirement of the old key file.)"""
     vault.ok("mkdir /a; mkdir /b")
     new = vault.passphrase_file("a new passphrase")
-    full = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:error=ENOSPC:when=2+"]
+    full = ["strace", "-f", "-o", "/dev/null", "-e", "trace=linkat", "-e", "inject=linkat:error=ENOSPC:when=3+"]
     r = subprocess.run(full + vault.argv(["-c", f"passwd --rotate --new-passphrase-file {q(str(new))}"]),
                        capture_output=True, text=True, env=vault.env, cwd=vault.workdir)
     assert r.returncode == 1 and "the passphrase was changed, and the new one opens the vault now (the old one no longer does)" in r.stderr, r.stderr

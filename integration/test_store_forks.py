@@ -1284,7 +1284,10 @@ def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia
     Either key file not fetched holds them back: the newer one holds every key of the first,
     but a key file's length cannot tell a later rotation of one key from another rotation made
     at once (review EJ-1), so the first one's is waited for too (review EH-3 asked otherwise).
-    The next sync brings all, and the newest passphrase opens everything."""
+    The first rotation's retirement of the old key file (sealed under the old key, review EM-1)
+    waits with them: taken, it refused the old passphrase, and only the passphrase of the key
+    file that arrived opened the vault. The next sync brings all, and the newest passphrase
+    opens everything."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     before = {p.name for p in remote.iterdir() if p.is_file()}
@@ -1298,6 +1301,7 @@ def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files[:1] if failing == "first" else key_files[1:])
     assert r.returncode == 1 and "they wait for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
+    assert "retiring the key file here, waits with them" in r.stderr, r.stderr
     assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
     r = narnia.c(f"sync {q(str(remote))}")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
@@ -1380,6 +1384,47 @@ def test_the_old_passphrase_is_not_asked_for_another_after_one_rotation_elsewher
     finally:
         s.close()
     assert narnia.ok("ls /", passphrase="a rotated passphrase").out_lines == ["a", "late.bin"]
+
+
+@pytest.mark.parametrize("wrote_before", [False, True], ids=["rotation-first", "after-unsent-changes"])
+def test_a_passphrase_a_later_rotation_replaced_is_told_so_when_that_rotation_was_a_new_devices_first_act(narnia, host, tmp_path, wrote_before):
+    """Review EM-1: another device rotates (P1) and this one follows; then a third device,
+    new, rotates again (P2) before it ever synced. Its retirement of P1's key file was
+    written under the replaced key in a journal the rotation retired at once, and never sent:
+    P1 was taken for one of two rotations at once, and asked on a terminal for "the other
+    passphrase" for good. That retirement goes to the remote in a journal of its own (and
+    nothing the device wrote before the rotation): P1 is told that the key was rotated."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    first = other_device(narnia, remote, tmp_path / "first")
+    first.ok(f"passwd --rotate --new-passphrase-file {q(str(first.passphrase_file('P1')))}")
+    first.ok(f"sync {q(str(remote))}", passphrase="P1")
+    narnia.c(f"sync {q(str(remote))}")
+    narnia.ok(f"mkdir /mine; sync {q(str(remote))}", passphrase="P1")
+    third = other_device(narnia, remote, tmp_path / "third")
+    unsent_journal: set[str] = set()
+    if wrote_before:
+        before = {str(f.relative_to(third.vault)) for f in third.vault.rglob('*') if f.is_file()}
+        third.ok("mkdir /unsent", passphrase="P1")
+        unsent_journal = {str(f.relative_to(third.vault)) for f in third.vault.rglob('*') if f.is_file()} - before
+        assert len(unsent_journal) == 1, unsent_journal
+    third.ok(f"passwd --rotate --new-passphrase-file {q(str(third.passphrase_file('P2')))}", passphrase="P1")
+    third.ok(f"mkdir /theirs; sync {q(str(remote))}", passphrase="P2")
+    r = narnia.c(f"sync {q(str(remote))}", passphrase="P1")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    r = narnia.c("ls /", passphrase="P1")
+    assert r.rc == 3 and "the master key was changed with 'passwd --rotate'" in r.err and "two devices at once" not in r.err, r.describe()
+    # What the new device wrote before its rotation, under P1's key, did not go with it.
+    assert not unsent_journal & {str(f.relative_to(remote)) for f in remote.rglob('*') if f.is_file()}, "the journal written before the rotation was sent"
+    s = Shell(narnia)
+    try:
+        s.expect("Passphrase: ")
+        s.send("P1\r")
+        assert s.wait(timeout=30) == 3
+        assert b"other passphrase" not in s.output, s.output
+    finally:
+        s.close()
+    expected = ["a", "mine", "theirs"] + (["unsent"] if wrote_before else [])
+    assert narnia.ok("ls /", passphrase="P2").out_lines == expected
 
 
 def test_a_journal_that_cannot_be_fetched_is_the_failure_said(narnia, host, tmp_path):

@@ -146,8 +146,7 @@ extension Vault {
         try rotated.rotate(to: try Secret.random(count: 32))
         let fresh = try JournalKeys(masterKey: rotated.current)
         let others = keyFilesToRetire
-        let known = knowledgeOfNextRecord
-        try commit(others.map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        try retireReplacedKeyFiles(others)
         let previous = masters
         masters = rotated
         let id = Identifier.random()
@@ -180,6 +179,38 @@ extension Vault {
             try compact()
         } catch {
             throw VaultError.refused("the passphrase was changed, and the new one opens the vault now (the old one no longer does), but writing this device's records under the new master key failed (\(error)); the next open with the new passphrase tries again")
+        }
+    }
+
+    /// A rotation's first step: retires the key files it replaces, in a record under the
+    /// master key they hold, so that their passphrases read that a later rotation replaced
+    /// them (`Vault.open`: told to use the passphrase chosen then, not asked for another).
+    /// The record starts a journal of its own, which the snapshot written under the new key
+    /// retires at once, like every older journal of this device, but which is sent all the
+    /// same (`isRotationsRetirementOfKeyFiles`); appended to a journal never sent, it reached
+    /// no one (review EM-1), and sending that journal would have shown its other records,
+    /// written before the rotation, to the replaced key.
+    private func retireReplacedKeyFiles(_ keyFiles: [Identifier]) throws {
+        let known = knowledgeOfNextRecord
+        let appendingTo = journal
+        journal = nil
+        do {
+            try commit(keyFiles.map { .retire(RetiredFile(kind: .keyFile, id: $0), known) }, view: .none)
+        } catch {
+            if journal == nil { journal = appendingTo }
+            throw error
+        }
+    }
+
+    /// True for the journal a rotation wrote its retirement of the replaced key files in
+    /// (`retireReplacedKeyFiles`): sealed under a master key a rotation replaced, one record,
+    /// which retired a key file. Retired by the rotation's snapshot, it is copied where it
+    /// lacks all the same, until every device has read that snapshot: only there do the
+    /// replaced passphrases read the retirement (review EM-1).
+    func isRotationsRetirementOfKeyFiles(_ id: Identifier) -> Bool {
+        guard let file = journals[id], !file.underCurrentMaster, file.records == 1 else { return false }
+        return state.retired.contains { retired, readings in
+            retired.kind == .keyFile && readings.contains { $0[file.device] == file.firstSeq }
         }
     }
 

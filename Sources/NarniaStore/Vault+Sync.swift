@@ -159,9 +159,11 @@ extension Vault {
 
     /// True when the file is retired: it must not be copied to a side that lacks it. A retired
     /// journal that holds records no retirement of it read is not: those records go where
-    /// this store goes.
+    /// this store goes; nor is a rotation's retirement of the key files it replaced, which
+    /// their passphrases read nowhere else (`isRotationsRetirementOfKeyFiles`).
     public func isRetired(_ file: SyncFile) -> Bool {
-        state.isRetired(retiredFile(file)) && !isKeptBackKeyFile(file) && !(file.kind == .journal && holdsRecordsItsRetirementsDidNotRead(file.id))
+        state.isRetired(retiredFile(file)) && !isKeptBackKeyFile(file)
+            && !(file.kind == .journal && (holdsRecordsItsRetirementsDidNotRead(file.id) || isRotationsRetirementOfKeyFiles(file.id)))
     }
 
     /// True when the file is retired and every device has heard: it is deleted here (and on
@@ -485,6 +487,22 @@ extension Vault {
         guard !aKeyFileDidNotArrive else { return false }
         let scanned = try StoreInventory.scanTopLevel(directory)
         return scanned.keyFiles.keys.contains { $0 != keyFileID && mayHoldARotatedKey($0, in: scanned) }
+    }
+
+    /// True when the journal version at `path` (of journal `id`), one this device has read no
+    /// version of, reads under the keys it holds and retires a key file present here: a
+    /// `passwd` elsewhere, or a rotation's first step (`retireReplacedKeyFiles`), whose
+    /// journals under the new key may wait for its key file (`Received.awaitsKeyFile`). Taken
+    /// without them, the retirement refused the old passphrase while no other opened the vault.
+    public func retiresKeyFileHere(journalAt path: String, id: Identifier) -> Bool {
+        guard (journals[id]?.records ?? 0) == 0, let fd = try? JournalReader.openStoreFile(path) else { return false }
+        var retires = false
+        _ = try? JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: "journal \(id.hex.prefix(8))") { _, payload, _ in
+            try RecordCoding.decode(payload, begin: { _ in }) { op, _ in
+                if case .retire(let file, _) = op, file.kind == .keyFile, inventory.keyFiles[file.id] != nil { retires = true }
+            }
+        }
+        return retires
     }
 
     /// Gives the journal version at `path` the name `copy` before another takes its name: a

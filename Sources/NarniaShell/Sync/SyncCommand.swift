@@ -121,13 +121,12 @@ enum SyncCommand {
                 return try vault.rotationKeyFileDidNotArrive(folder + "/" + file.path, lengthThere: size)
             }
             var awaitingKeyFile: [SyncFile] = []
-            for file in fetching.fetch.filter({ !own.contains($0.key) }) + fetching.fetch.filter({ own.contains($0.key) }) {
-                if own.contains(file.key) && !journalsArrived { break }
+            func place(_ file: SyncFile) throws {
                 // A retired journal no version of which is here: the one a retirement read goes
                 // there; another is taken in and read first.
                 if fetching.retiredToCheck.contains(file.key) && vault.isAsRetirementRead(folder + "/" + file.path, as: file) {
                     readAsRetiredThere.append(file)
-                    continue
+                    return
                 }
                 let outcome = try vault.acceptReceived(folder + "/" + file.path, as: file, conflictSuffix: copySuffix,
                                                        aKeyFileDidNotArrive: !keyFilesNotArrived.isEmpty)
@@ -176,6 +175,23 @@ enum SyncCommand {
                     }
                 }
             }
+            // Journals that retire a key file here go in after the others, and only when none
+            // waits for a rotation's key file: a rotation's first step retires the key files it
+            // replaces under the old key, and taken without its key file it refused the old
+            // passphrase while none other opened the vault (review EM-1's cure made it arrive).
+            var retiringKeyFiles: [SyncFile] = []
+            for file in fetching.fetch where !own.contains(file.key) {
+                if file.kind == .journal && vault.retiresKeyFileHere(journalAt: folder + "/" + file.path, id: file.id) {
+                    retiringKeyFiles.append(file)
+                } else {
+                    try place(file)
+                }
+            }
+            if awaitingKeyFile.isEmpty { for file in retiringKeyFiles { try place(file) } }
+            for file in fetching.fetch where own.contains(file.key) {
+                if !journalsArrived { break }
+                try place(file)
+            }
             try vault.syncReceived(in: folder, fetching.fetch, placed: true)
             // A journal that could not be fetched (a file rclone cannot open there, a full disk
             // here) fails the sync before anything is sent: the plan to send was made against
@@ -192,7 +208,9 @@ enum SyncCommand {
             // Journals sealed under a master key of another device's rotation whose key file is
             // not here whole wait for it (`Vault.Received.awaitsKeyFile`); the sync stops, as
             // what it sends is weighed against the journals there.
-            if !awaitingKeyFile.isEmpty { return try holdBackForKeyFile(s, remote, report, awaitingKeyFile, keyFilesNotArrived, ahead, rclone) }
+            if !awaitingKeyFile.isEmpty {
+                return try holdBackForKeyFile(s, remote, report, awaitingKeyFile, retiringKeyFiles, keyFilesNotArrived, ahead, rclone)
+            }
             if ahead.status != 0 {
                 let failure = rclone.failure("fetch from \(remote)", ahead)
                 guard missingJournals == 0 else { return try finish(s, remote, report, failure) }
@@ -428,13 +446,15 @@ enum SyncCommand {
     /// hold, waiting for the key file that holds it (`Vault.Received.awaitsKeyFile`): nothing is
     /// sent, as what a sync sends is weighed against the journals there. Names the journals and
     /// the key files that did not arrive whole (`notArrived`): a stray file named like a key
-    /// file there holds the journals back too, for good, until deleted (review EJ-3).
-    private static func holdBackForKeyFile(_ s: Session, _ remote: String, _ report: Report, _ journals: [SyncFile], _ notArrived: [SyncFile],
-                                           _ ahead: Rclone.Outcome, _ rclone: Rclone) throws {
+    /// file there holds the journals back too, for good, until deleted (review EJ-3). Journals
+    /// that retire a key file here (`retiring`) wait with them.
+    private static func holdBackForKeyFile(_ s: Session, _ remote: String, _ report: Report, _ journals: [SyncFile], _ retiring: [SyncFile],
+                                           _ notArrived: [SyncFile], _ ahead: Rclone.Outcome, _ rclone: Rclone) throws {
         func named(_ files: [SyncFile]) -> String { files.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ") }
         let one = journals.count == 1
         let which = notArrived.isEmpty ? "which is not here whole" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
-        s.note("sync", "\(one ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(one ? "it waits" : "they wait") for that rotation's key file, \(which): read without it, \(one ? "it" : "they") would leave a vault that neither passphrase opens; nothing was sent")
+        let alsoWaiting = retiring.isEmpty ? "" : "; \(named(retiring)), retiring the key file\(retiring.count == 1 ? "" : "s") here, \(retiring.count == 1 ? "waits" : "wait") with \(one ? "it" : "them")"
+        s.note("sync", "\(one ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(one ? "it waits" : "they wait") for that rotation's key file, \(which): read without it, \(one ? "it" : "they") would leave a vault that neither passphrase opens\(alsoWaiting); nothing was sent")
         // What to do, said as a hint, or as a note beside rclone's failure (review EK-3: its
         // error took the hint's place).
         let remedy = "sync again once the device that ran passwd --rotate has synced: it sends its key file again where the copy there is cut short or damaged "
