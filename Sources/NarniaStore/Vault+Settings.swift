@@ -208,10 +208,8 @@ extension Vault {
     /// lacks all the same, until every device has read that snapshot: only there do the
     /// replaced passphrases read the retirement (review EM-1).
     func isRotationsRetirementOfKeyFiles(_ id: Identifier) -> Bool {
-        guard let file = journals[id], !file.underCurrentMaster, file.records == 1 else { return false }
-        return state.retired.contains { retired, readings in
-            retired.kind == .keyFile && readings.contains { $0[file.device] == file.firstSeq }
-        }
+        guard let file = journals[id], !file.underCurrentMaster, file.records == 1, let path = inventory.files[id]?.main else { return false }
+        return retiresKeyFile(journalAt: layout.root + "/" + path, id: id)
     }
 
     /// After a rotation made elsewhere (or one cut short here), this device's journals are

@@ -495,11 +495,17 @@ extension Vault {
     /// journals under the new key may wait for its key file (`Received.awaitsKeyFile`). Taken
     /// without them, the retirement refused the old passphrase while no other opened the vault.
     public func retiresKeyFileHere(journalAt path: String, id: Identifier) -> Bool {
-        guard (journals[id]?.records ?? 0) == 0, let fd = try? JournalReader.openStoreFile(path) else { return false }
+        (journals[id]?.records ?? 0) == 0 && retiresKeyFile(journalAt: path, id: id) { inventory.keyFiles[$0] != nil }
+    }
+
+    /// True when the journal version at `path` (of journal `id`) reads under the keys this
+    /// device holds and a record in it retires a key file that `counts` accepts.
+    func retiresKeyFile(journalAt path: String, id: Identifier, _ counts: (Identifier) -> Bool = { _ in true }) -> Bool {
+        guard let fd = try? JournalReader.openStoreFile(path) else { return false }
         var retires = false
         _ = try? JournalReader.read(fd, id: id, keyChain: journalKeyChain, name: "journal \(id.hex.prefix(8))") { _, payload, _ in
             try RecordCoding.decode(payload, begin: { _ in }) { op, _ in
-                if case .retire(let file, _) = op, file.kind == .keyFile, inventory.keyFiles[file.id] != nil { retires = true }
+                if case .retire(let file, _) = op, file.kind == .keyFile, counts(file.id) { retires = true }
             }
         }
         return retires

@@ -264,6 +264,25 @@ extension MergeTests {
         XCTAssertNoThrow(try open(a, "third"))
     }
 
+    /// Review EM-1: the rotation's retirement of the replaced key files, sealed under the old
+    /// key, is the one record of a journal of its own, which the sync sends though the
+    /// snapshot retires it; the journal of the records written before the rotation is not.
+    func testARotationRetiresTheReplacedKeyFilesInAJournalOfItsOwn() throws {
+        let d = try devices(["a", "b"])
+        _ = try importFile(try open(d[1]), "b.txt", [1])
+        try syncAll(d)   // a waits for b before it deletes anything
+        let v = try open(d[0])
+        _ = try importFile(v, "unsent.txt", [2])
+        let before = Set(v.journals.keys)
+        try v.rotateMasterKey(passphrase: Self.secret("new"), parameters: .insecureTestOnly)
+        let retirement = v.journals.values.filter { !before.contains($0.id) && !$0.underCurrentMaster }
+        XCTAssertEqual(retirement.map(\.records), [1])
+        XCTAssertEqual(v.journals.keys.filter(v.isRotationsRetirementOfKeyFiles), retirement.map(\.id))
+        let ownBefore = before.filter { v.journals[$0]?.device == v.device }
+        XCTAssertFalse(ownBefore.isEmpty)
+        XCTAssertTrue(ownBefore.allSatisfy { v.state.retired[RetiredFile(kind: .journal, id: $0)] != nil })
+    }
+
     /// A rotation cut short after its key file was written and before this device's records
     /// were written anew: the new passphrase reads everything, and the next open finishes.
     func testRotationCutShortIsFinishedAtTheNextOpen() throws {
