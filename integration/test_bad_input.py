@@ -136,6 +136,9 @@ CASES = [
     ("mv-to-empty", "mv /docs/notes.txt ''", "mv", "''", r"^narnia: error: mv: '': a name cannot be empty$"),
     ("import-stdin-empty-name-shown", "import - ''", "import", "''", r"^narnia: error: import: '': a name cannot be empty$"),
     ("cp-several-to-file", "cp /docs/notes.txt /empty /photos/a.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder; nothing was copied$"),
+    # A vault path below a file: "not a folder", as every other command says (review EP-2).
+    ("mv-below-a-file", "mv /docs/notes.txt /photos/a.png/b.png", "mv", "/photos/a.png", r"/photos/a.png: not a folder$"),
+    ("cp-below-a-file", "cp /docs/notes.txt /photos/a.png/b.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder$"),
     # A host path under a file is "not a folder", as ls(1) says "Not a directory", never
     # "no such folder" (review EC-3).
     ("export-under-a-file", "export /docs/notes.txt HOST/existing.txt/x", "export", "existing.txt", r"existing.txt: not a folder$"),

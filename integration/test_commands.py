@@ -484,6 +484,26 @@ def test_import_move_empties_nfc_and_nfd_twin_folders_both(vault, host):
     assert sorted(os.listdir(host)) == [], r.describe()
 
 
+@pytest.mark.parametrize("kind", ["files", "folders"])
+def test_a_host_glob_matching_nfc_and_nfd_twins_takes_both(vault, host, kind):
+    """Review EP-1: a glob matching two host names spelled alike in NFC and NFD took one of
+    them (Swift's == merged the two): `import --move` left the other on the host without a
+    word, exit 0, and `lls` listed one folder. Both come, the NFC one keeping the name."""
+    twins = host / "twins"
+    for name, content in (("caf\u00e9", b"NFC"), ("cafe\u0301", b"NFD")):
+        if kind == "files":
+            write_tree(twins, {name: content})
+        else:
+            write_tree(twins / name, {"in.txt": content})
+    listed = vault.ok(f"lls {q(str(twins))}/caf*").out_lines
+    assert len([line for line in listed if kind == "files" or line == "in.txt"]) == 2, listed
+    r = vault.ok(f"import --move {q(str(twins))}/caf*")
+    assert os.listdir(twins) == [], r.describe()
+    inner = "/in.txt" if kind == "folders" else ""
+    assert vault.ok(f"cat '/caf\u00e9{inner}'").outb == b"NFC"
+    assert vault.ok(f"cat '/caf\u00e9 (2){inner}'").outb == b"NFD"
+
+
 def test_import_move_of_a_linked_folder_with_a_slash_keeps_the_link_without_a_word(vault, host):
     """Review AU: `link/` names the folder through the link, which lstat follows: the link
     was taken for an emptied folder and said not removable."""

@@ -508,8 +508,20 @@ def test_export_refuses_two_items_bound_for_one_host_path(vault, host):
     out = host / "out"
     out.mkdir()
     r = vault.c(f"export -f /f1/same.txt /f2/same.txt {q(str(out))}")
-    assert r.rc == 1 and "more than one item would be exported there" in r.err, r.describe()
+    assert r.rc == 1 and "more than one item would be exported there (/f1/same.txt and /f2/same.txt)" in r.err, r.describe()
     assert list(out.iterdir()) == [], "nothing was written"
+
+
+def test_export_of_one_item_named_twice_exports_it_once(vault, host):
+    """Review EP-3: refused, "more than one item would be exported there (/x/f and
+    another)", the other being the same item. Once, as import does."""
+    (host / "f.txt").write_bytes(b"f")
+    vault.ok(f"import {q(str(host / 'f.txt'))}")
+    out = host / "out"
+    out.mkdir()
+    r = vault.ok(f"export /f.txt /f.txt {q(str(out))}")
+    assert "narnia: warning: export: /f.txt: named before; exported once" in r.err_lines, r.describe()
+    assert [p.name for p in out.iterdir()] == ["f.txt"] and (out / "f.txt").read_bytes() == b"f"
 
 
 def test_export_refuses_a_file_and_a_folder_bound_for_one_host_path(vault, host):

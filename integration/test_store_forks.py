@@ -1301,7 +1301,7 @@ def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia
     narnia.ok("mkdir /mine")
     r = eio_sync(narnia, remote, key_files[:1] if failing == "first" else key_files[1:])
     assert r.returncode == 1 and "they wait for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
-    assert "retiring the key file here, waits with them" in r.stderr, r.stderr
+    assert "which retires a key file here, waits with them" in r.stderr, r.stderr
     assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
     r = narnia.c(f"sync {q(str(remote))}")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()

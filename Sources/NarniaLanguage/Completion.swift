@@ -257,8 +257,9 @@ private struct CompletionRequest {
                 if offers.isEmpty { offers = hostOffers(foldersOnly: false) }
             }
         }
-        var seen = Set<String>()
-        return offers.filter { seen.insert($0.display).inserted }.sorted(by: Offer.listingOrder)
+        // Byte for byte: NFC and NFD twins on the host are two names (review EP-1).
+        var seen = Set<[UInt8]>()
+        return offers.filter { seen.insert(Array($0.display.utf8)).inserted }.sorted(by: Offer.listingOrder)
     }
 
     /// Host entries for the folder typed so far, `~/` standing for the home folder.

@@ -149,7 +149,10 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
                 case .parent:
                     if try children(path) != nil { next.append(path.parent) }
                 case .name(let name):
-                    if let names = try children(path), let stored = names.first(where: { $0 == name }) {
+                    // The name as spelled, byte for byte, before one Swift's == takes for it (NFC
+                    // and NFD): host folders may hold both (review EP-1).
+                    if let names = try children(path),
+                       let stored = names.first(where: { $0.utf8.elementsEqual(name.utf8) }) ?? names.first(where: { $0 == name }) {
                         next.append(path.appending(stored))
                     }
                 case .glob(let pattern):
@@ -158,8 +161,11 @@ public struct PathPattern: Hashable, Sendable, CustomStringConvertible {
                     next.append(contentsOf: matches.map(path.appending))
                 }
             }
-            var seen = Set<TreePath>()
-            current = next.filter { seen.insert($0).inserted }
+            // Paths met twice (`*/..`) are one, byte for byte: NFC and NFD twins on the host,
+            // equal to Swift's ==, are two files (review EP-1: one of them was left out, without a
+            // word, and `import --move` kept it on the host).
+            var seen = Set<[[UInt8]]>()
+            current = next.filter { seen.insert($0.components.map { Array($0.utf8) }).inserted }
         }
         if hasTrailingSlash {
             current = try current.filter { try children($0) != nil }

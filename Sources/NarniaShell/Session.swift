@@ -312,7 +312,10 @@ public final class Session: @unchecked Sendable {
                                  hint: "rename \(unnamed.count == 1 ? "it" : "them") in UTF-8 and run the command again")
         }
         if paths.isEmpty { throw CommandFailure("\(word.text): no match") }
-        return paths.map(text)
+        // In the order an import takes a folder's entries: of NFC and NFD twins, the NFC one
+        // first, to keep the vault name (review EP-1; AR2 for a folder's entries).
+        return paths.sorted { a, b in a.components.map(HostNameOrder.init).lexicographicallyPrecedes(b.components.map(HostNameOrder.init)) }
+            .map(text)
     }
 
     /// The process's working directory (the host side's current folder).

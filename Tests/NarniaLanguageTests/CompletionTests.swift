@@ -481,6 +481,14 @@ final class CompletionTests: XCTestCase {
         assertTab("lcd s", "lcd src/")
     }
 
+    /// Review EP-1: NFC and NFD twins on the host are two names, both listed (Swift's ==
+    /// took them for one).
+    func testHostTwinsSpelledNFCAndNFDAreBothListed() {
+        source.addHost("/tmp/twins", ["caf\u{E9}.txt", "cafe\u{301}.txt", "other.txt"])
+        let (_, completion) = run("import /tmp/twins/c")
+        XCTAssertEqual(completion.candidates.count, 2, "\(completion.candidates)")
+    }
+
     func testHostHiddenOnlyWithDot() {
         assertTab("import ~/", "import ~/", candidates: ["Documents/", "Downloads/", "pic.jpg"])
         assertTab("import ~/.b", "import ~/.bashrc ")

@@ -226,11 +226,27 @@ extension HostTreeVisitor {
     /// AR2: the NFD twin, first in byte order, took it, and the exported `café` held the other
     /// file's bytes).
     static func ordered(_ entries: [(name: String, type: UInt8)]) -> [(name: String, type: UInt8)] {
-        func vaultName(_ name: String) -> String { name.utf8.allSatisfy { $0 < 0x80 } ? name : ItemName.nfc(name) }
-        return entries.map { (entry: $0, nfc: vaultName($0.name)) }.sorted { a, b in
-            guard a.nfc.utf8.elementsEqual(b.nfc.utf8) else { return utf8Order(a.nfc, b.nfc) }
-            let aIsNFC = a.entry.name.utf8.elementsEqual(a.nfc.utf8), bIsNFC = b.entry.name.utf8.elementsEqual(b.nfc.utf8)
-            return aIsNFC != bIsNFC ? aIsNFC : utf8Order(a.entry.name, b.entry.name)
-        }.map(\.entry)
+        entries.map { (entry: $0, order: HostNameOrder($0.name)) }.sorted { $0.order < $1.order }.map(\.entry)
     }
+}
+
+/// A host name in the order an import takes names (`HostTreeWalk.ordered`): by its vault
+/// name (NFC) in UTF-8 byte order, and of two spellings of one vault name, the one spelled as
+/// the vault spells it first. Equal only byte for byte.
+struct HostNameOrder: Comparable {
+    let name: String
+    let vaultName: String
+
+    init(_ name: String) {
+        self.name = name
+        vaultName = name.utf8.allSatisfy { $0 < 0x80 } ? name : ItemName.nfc(name)
+    }
+
+    static func < (a: HostNameOrder, b: HostNameOrder) -> Bool {
+        guard a.vaultName.utf8.elementsEqual(b.vaultName.utf8) else { return utf8Order(a.vaultName, b.vaultName) }
+        let aIsNFC = a.name.utf8.elementsEqual(a.vaultName.utf8), bIsNFC = b.name.utf8.elementsEqual(b.vaultName.utf8)
+        return aIsNFC != bIsNFC ? aIsNFC : utf8Order(a.name, b.name)
+    }
+
+    static func == (a: HostNameOrder, b: HostNameOrder) -> Bool { a.name.utf8.elementsEqual(b.name.utf8) }
 }

@@ -174,8 +174,10 @@ enum Rearrange {
                 folder = destID!
                 name = path.lastComponent!
             } else {
-                guard let parent = s.resolve(dest.parent), s.vault.isFolder(parent) else {
-                    throw CommandFailure("\(s.inMessage(dest.parent)): no such folder")
+                let parentID = s.resolve(dest.parent)
+                guard let parent = parentID, s.vault.isFolder(parent) else {
+                    // As every other command says it (review EP-2).
+                    throw CommandFailure("\(s.inMessage(dest.parent)): \(parentID == nil ? "no such folder" : "not a folder")")
                 }
                 folder = parent
                 name = try validName(dest.lastComponent ?? "")

@@ -197,7 +197,14 @@ enum Transfer {
         var plan: [(Item, [String])] = []
         var folders: [[String]] = []
         var folderTimes: [[String]: Int64] = [:]
+        var namedItems = Set<Identifier>()
         for (path, id) in sources {
+            // Named twice (`export /x/f /x/f DIR`): once, as import says (review EP-3: refused,
+            // "/x/f and another").
+            guard namedItems.insert(id).inserted else {
+                s.warning("export", "\(s.shown(id, on: s.err)): named before; exported once")
+                continue
+            }
             let top = destIsFolder ? (path.lastComponent ?? "vault") : dest.lastPathComponent ?? ""
             guard !top.isEmpty, top != ".", top != ".." else { throw CommandFailure("\(nameInMessage(dest)): not a name to export to") }
             if s.vault.isFolder(id) {
@@ -222,14 +229,16 @@ enum Transfer {
         }
         // Two items bound for one host path (`export -f /a/x /b/x DIR`): the second would
         // replace the file the first just wrote, as cp refuses to.
-        var destinations = Set<[String]>()
-        for (item, components) in plan where !destinations.insert(components).inserted {
-            throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(item.id, on: s.err)) and another)")
+        var destinations: [[String]: Identifier] = [:]
+        for (item, components) in plan {
+            if let earlier = destinations.updateValue(item.id, forKey: components) {
+                throw CommandFailure("\(s.err.name(host.path(components))): more than one item would be exported there (\(s.shown(earlier, on: s.err)) and \(s.shown(item.id, on: s.err)))")
+            }
         }
         // Nor a file where a folder of this export goes (`export /x/d /y/d out`): half was
         // exported before the folder made met the file (review BG-11).
         for folder in folders {
-            if let file = (1...folder.count).lazy.map({ Array(folder[..<$0]) }).first(where: destinations.contains) {
+            if let file = (1...folder.count).lazy.map({ Array(folder[..<$0]) }).first(where: { destinations[$0] != nil }) {
                 throw CommandFailure("\(s.err.name(host.path(file))): a file and a folder would be exported there; nothing was exported")
             }
         }
@@ -265,7 +274,7 @@ enum Transfer {
         })
         // A vault item may bear such a name itself: its own destination is no leftover (review
         // DC-6: called one, "delete it", beside "skipped … (already there)").
-        let destinationPaths = Set(destinations.map(host.path))
+        let destinationPaths = Set(destinations.keys.map(host.path))
         for left in host.leftTemporaryFiles where !destinationPaths.contains(left) {
             s.warning("export", "\(s.err.name(left)): left by an export killed before it renamed it into place, unless an export into this folder is running now; it holds a copy of a vault file, whole or in part: delete it once none is")
         }
@@ -360,7 +369,7 @@ enum Transfer {
             s.note("export", "\(exported) of \(plan.count) file\(plan.count == 1 ? " was" : "s were") exported before the interruption; 'export --skip-existing' with the same operands does the rest")
             return Cancelled()
         }
-        for (item, components) in plan {
+        for (index, (item, components)) in plan.enumerated() {
             if Session.interruptRequested != 0 { throw interrupted() }
             // Its `#N` under hide-names, as every listing shows it (review AQ).
             progress?.begin(item: HiddenNames.maskedName(of: item, in: s) ?? item.name)
@@ -377,7 +386,9 @@ enum Transfer {
             } catch let e as SystemError where e.isDiskFull || e.code == EROFS {
                 // Every file after it would fail the same way: stop, as import does (review
                 // DC-11: a read-only disk gave one error per file).
-                s.error("export", "\(s.shown(item.id, on: s.err)): not exported: \(e.isDiskFull ? "the disk is full" : "the file system is read-only"); the files after it were not exported either")
+                let after = plan.count - index - 1
+                s.error("export", "\(s.shown(item.id, on: s.err)): not exported: \(e.isDiskFull ? "the disk is full" : "the file system is read-only")"
+                        + (after == 0 ? "" : "; the \(after == 1 ? "file" : "\(after) files") after it \(after == 1 ? "was" : "were") not exported either"))
                 failed = true
                 stoppedEarly = true
                 break

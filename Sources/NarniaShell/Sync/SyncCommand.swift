@@ -453,7 +453,7 @@ enum SyncCommand {
         func named(_ files: [SyncFile]) -> String { files.map { s.err.name(Rclone.join(remote, $0.path)) }.joined(separator: ", ") }
         let one = journals.count == 1
         let which = notArrived.isEmpty ? "which is not here whole" : "and \(named(notArrived)) did not arrive whole (unreadable there, or cut short)"
-        let alsoWaiting = retiring.isEmpty ? "" : "; \(named(retiring)), retiring the key file\(retiring.count == 1 ? "" : "s") here, \(retiring.count == 1 ? "waits" : "wait") with \(one ? "it" : "them")"
+        let alsoWaiting = retiring.isEmpty ? "" : "; \(named(retiring)), which retire\(retiring.count == 1 ? "s" : "") a key file here, \(retiring.count == 1 ? "waits" : "wait") with \(one ? "it" : "them")"
         s.note("sync", "\(one ? "a journal there opens" : "journals there open") under none of this vault's master keys: \(named(journals)); sealed under the master key of a passwd --rotate on another device (or damaged there), \(one ? "it waits" : "they wait") for that rotation's key file, \(which): read without it, \(one ? "it" : "they") would leave a vault that neither passphrase opens\(alsoWaiting); nothing was sent")
         // What to do, said as a hint, or as a note beside rclone's failure (review EK-3: its
         // error took the hint's place).
