@@ -1303,8 +1303,16 @@ def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia
     assert r.returncode == 1 and "they wait for that rotation's key file" in r.stderr and "sent 0 files" in r.stderr, r.stderr
     assert "which retires a key file here, waits with them" in r.stderr, r.stderr
     assert narnia.ok("ls /").out_lines == ["a", "mine"], "the old passphrase no longer opens the vault"
-    r = narnia.c(f"sync {q(str(remote))}")
-    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
+    if failing == "first":
+        # Review EO-2: the rotations' inbox public key files came without the records naming
+        # them, and opening with the passphrase whose key file is here took them for ones an
+        # old key file's holder planted, and deleted them. They wait with the journals.
+        r = narnia.c("ls /", passphrase="second rotation")
+        assert r.rc == 0 and "named by no inbox key pair" not in r.err, r.describe()
+        narnia.ok(f"sync {q(str(remote))}", passphrase="second rotation")
+    else:
+        r = narnia.c(f"sync {q(str(remote))}")
+        assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
     assert narnia.ok("ls /", passphrase="second rotation").out_lines == ["a", "late.bin", "mine"]
 
 

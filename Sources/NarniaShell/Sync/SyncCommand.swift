@@ -175,19 +175,23 @@ enum SyncCommand {
                     }
                 }
             }
-            // Journals that retire a key file here go in after the others, and only when none
-            // waits for a rotation's key file: a rotation's first step retires the key files it
-            // replaces under the old key, and taken without its key file it refused the old
-            // passphrase while none other opened the vault (review EM-1's cure made it arrive).
-            var retiringKeyFiles: [SyncFile] = []
+            // Journals that retire a key file here, and inbox public key files, go in after the
+            // others, and only when no journal waits for a rotation's key file. A rotation's
+            // first step retires the key files it replaces under the old key: taken without its
+            // key file, it refused the old passphrase while none other opened the vault (review
+            // EM-1's cure made it arrive). An inbox public key file whose record waits was taken
+            // at open for one planted by an old key file's holder, and deleted (review EO-2).
+            var retiringKeyFiles: [SyncFile] = [], inboxKeyFiles: [SyncFile] = []
             for file in fetching.fetch where !own.contains(file.key) {
                 if file.kind == .journal && vault.retiresKeyFileHere(journalAt: folder + "/" + file.path, id: file.id) {
                     retiringKeyFiles.append(file)
+                } else if file.kind == .keyFile && there[file.key] == Int64(InboxPublicKeyFile.length) {
+                    inboxKeyFiles.append(file)
                 } else {
                     try place(file)
                 }
             }
-            if awaitingKeyFile.isEmpty { for file in retiringKeyFiles { try place(file) } }
+            if awaitingKeyFile.isEmpty { for file in retiringKeyFiles + inboxKeyFiles { try place(file) } }
             for file in fetching.fetch where own.contains(file.key) {
                 if !journalsArrived { break }
                 try place(file)

@@ -12,7 +12,7 @@ import NarniaSystem
 /// A dropper cannot check the last field (it has no key); the vault can, and so notices a file
 /// that someone who can write the store replaced.
 public struct InboxPublicKeyFile: Sendable {
-    static let length = 72
+    public static let length = 72
 
     let id: Identifier
     /// The X25519 public key drops are sealed to.
