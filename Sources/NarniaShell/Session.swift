@@ -314,8 +314,9 @@ public final class Session: @unchecked Sendable {
         if paths.isEmpty { throw CommandFailure("\(word.text): no match") }
         // In the order an import takes a folder's entries: of NFC and NFD twins, the NFC one
         // first, to keep the vault name (review EP-1; AR2 for a folder's entries).
-        return paths.sorted { a, b in a.components.map(HostNameOrder.init).lexicographicallyPrecedes(b.components.map(HostNameOrder.init)) }
-            .map(text)
+        return paths.map { (path: $0, order: $0.components.map(HostNameOrder.init)) }
+            .sorted { $0.order.lexicographicallyPrecedes($1.order) }
+            .map { text($0.path) }
     }
 
     /// The process's working directory (the host side's current folder).
