@@ -59,8 +59,11 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         return Completion(deleteBytes: count, deleteScalars: scalars, insertText: text, candidates: candidates)
     }
 
-    if request.isGlob {
-        // The typed component is a pattern, not a prefix: a unique match replaces it.
+    // The typed component is a pattern, not a prefix, or a unique host file's name spells it
+    // otherwise (`é` typed for a name spelled `e` and a combining accent, NFD): the match
+    // replaces it, as the host spells it (the spelling typed names no file there).
+    let spelledOtherwise = offers.count == 1 && offers[0].onHost && !offers[0].name.unicodeScalars.starts(with: request.prefix.unicodeScalars)
+    if request.isGlob || spelledOtherwise {
         guard offers.count == 1, let offer = offers.first else {
             return Completion(candidates: offers.map(\.display))
         }
@@ -103,13 +106,15 @@ func remainder(of text: String, after prefix: String) -> String {
 }
 
 /// The longest run of whole characters (extended grapheme clusters) that starts every string,
-/// so a common prefix never ends inside a multi-byte character or a grapheme.
+/// so a common prefix never ends inside a multi-byte character or a grapheme. Characters are
+/// compared scalar by scalar: names spelled NFC and NFD on the host, equal to Swift's ==, share
+/// only what they spell alike (review EQ-1: Tab inserted one twin whole while listing both).
 public func longestCommonPrefix(_ strings: [String]) -> String {
     guard let first = strings.first else { return "" }
     var prefix = first[...]
     for string in strings.dropFirst() {
         var a = prefix.startIndex, b = string.startIndex
-        while a < prefix.endIndex, b < string.endIndex, prefix[a] == string[b] {
+        while a < prefix.endIndex, b < string.endIndex, prefix[a].unicodeScalars.elementsEqual(string[b].unicodeScalars) {
             a = prefix.index(after: a)
             b = string.index(after: b)
         }
@@ -133,6 +138,8 @@ private func terminator(_ offer: Offer, _ quote: QuoteState) -> String {
 private struct Offer {
     var name: String
     var isFolder: Bool
+    /// A host file's name, spelled as the host spells it (the vault reads NFD as NFC).
+    var onHost = false
     var display: String { isFolder ? name + "/" : name }
 
     /// The order candidates are listed in: the byte order of their UTF-8, but items' numbers
@@ -268,7 +275,11 @@ private struct CompletionRequest {
         if partial.startsWithBareTilde, folder.utf8.starts(with: "~/".utf8), let home = source.homeDirectory {
             hostFolder = home + (home.unicodeScalars.last == "/" ? "" : "/") + String(folder.unicodeScalars.dropFirst(2))
         }
-        return matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly)
+        return matching(source.hostEntries(in: hostFolder), foldersOnly: foldersOnly).map { offer in
+            var offer = offer
+            offer.onHost = true
+            return offer
+        }
     }
 
     private func matching(_ entries: [CompletionEntry], foldersOnly: Bool) -> [Offer] {
@@ -280,6 +291,13 @@ private struct CompletionRequest {
                   showHidden || !name.hasPrefix(".") else { return nil }
             let matches = glob.map { $0.matchesPrefix(of: name) } ?? startsWith(name, prefix)
             return matches ? Offer(name: name, isFolder: entry.isFolder) : nil
+        }
+        // Of NFC and NFD twins on the host (one name to Swift's ==), the one spelled as typed,
+        // scalar by scalar, is the one meant: the other is not offered beside it (review EQ-1:
+        // the whole of `dé` typed, the twin kept Tab from adding the `/`).
+        let spelledAsTyped = offers.filter { $0.name.unicodeScalars.starts(with: prefix.unicodeScalars) }.map(\.name)
+        offers.removeAll { offer in
+            !offer.name.unicodeScalars.starts(with: prefix.unicodeScalars) && spelledAsTyped.contains { $0 == offer.name }
         }
         if prefix == ".." && glob == nil {
             offers.append(Offer(name: "..", isFolder: true))

@@ -384,6 +384,14 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(Array(edited.utf8), Array("cat /u/e\u{301}cole.txt ".utf8))
     }
 
+    /// On the host, the spelling typed names no file: the name replaces it as the host spells
+    /// it (review EQ-1).
+    func testNFCTypedCompletesAnNFDHostName() {
+        source.addHost("/tmp/u", ["e\u{301}cole.txt"])
+        let (edited, _) = run("import /tmp/u/\u{e9}c")
+        XCTAssertEqual(Array(edited.utf8), Array("import /tmp/u/e\u{301}cole.txt ".utf8))
+    }
+
     func testCommonPrefixWithMultiByteCharacters() {
         source.add("/j", ["日本語.txt", "日本人.txt"])
         assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])
@@ -483,10 +491,18 @@ final class CompletionTests: XCTestCase {
 
     /// Review EP-1: NFC and NFD twins on the host are two names, both listed (Swift's ==
     /// took them for one).
+    /// Review EQ-1: Tab then inserted one of them whole; it inserts what both spell alike, and
+    /// the whole of one typed, scalar by scalar, is that one.
     func testHostTwinsSpelledNFCAndNFDAreBothListed() {
-        source.addHost("/tmp/twins", ["caf\u{E9}.txt", "cafe\u{301}.txt", "other.txt"])
-        let (_, completion) = run("import /tmp/twins/c")
+        source.addHost("/tmp/twins", ["caf\u{E9}.txt", "cafe\u{301}.txt", "other.txt", "d\u{E9}/", "de\u{301}/"])
+        let (edited, completion) = run("import /tmp/twins/c")
         XCTAssertEqual(completion.candidates.count, 2, "\(completion.candidates)")
+        XCTAssertEqual(Array(edited.utf8), Array("import /tmp/twins/caf".utf8))
+        for typed in ["d\u{E9}", "de\u{301}"] {
+            let (edited, completion) = run("lcd /tmp/twins/" + typed)
+            XCTAssertEqual(Array(edited.utf8), Array("lcd /tmp/twins/\(typed)/".utf8))
+            XCTAssertEqual(completion.candidates, [])
+        }
     }
 
     func testHostHiddenOnlyWithDot() {
@@ -528,7 +544,8 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(longestCommonPrefix(["abc"]), "abc")
         XCTAssertEqual(longestCommonPrefix(["abc", "abd", "ab"]), "ab")
         XCTAssertEqual(longestCommonPrefix(["é1", "é2"]), "é")
-        XCTAssertEqual(longestCommonPrefix(["\u{e9}1", "e\u{301}2"]), "\u{e9}", "canonically equal characters")
+        // Spelled otherwise (NFC and NFD), they share nothing: the host tells them apart.
+        XCTAssertEqual(Array(longestCommonPrefix(["\u{e9}1", "e\u{301}2"]).utf8), [])
         XCTAssertEqual(longestCommonPrefix(["🇫🇷", "🇫🇮"]), "")
     }
 }
