@@ -234,6 +234,18 @@ public final class Session: @unchecked Sendable {
         return paths
     }
 
+    /// The failure for a folder `path` that is not there: "not a folder" of the file on its
+    /// way, where one is (as `mkdir -p` says it), else "no such folder" of `path` (review EQ-2:
+    /// `mv a /f.txt/b/c` said `/f.txt/b: no such folder`).
+    func noSuchFolder(_ path: VaultPath) -> CommandFailure {
+        for depth in path.components.indices {
+            let above = VaultPath(components: Array(path.components[...depth]))
+            guard let id = resolve(above) else { break }
+            if !vault.isFolder(id) { return CommandFailure("\(inMessage(above)): not a folder") }
+        }
+        return CommandFailure("\(inMessage(path)): no such folder")
+    }
+
     /// Checks that each `..` of a plain path climbs out of a folder that is there, as a file
     /// system resolves it: `rm -r typo/../keep` with no folder `typo` fails, rather than acting
     /// on `keep` (review AE). (A pattern's `..` already climbs only out of folders it finds.)

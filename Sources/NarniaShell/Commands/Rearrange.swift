@@ -174,10 +174,10 @@ enum Rearrange {
                 folder = destID!
                 name = path.lastComponent!
             } else {
-                let parentID = s.resolve(dest.parent)
-                guard let parent = parentID, s.vault.isFolder(parent) else {
-                    // As every other command says it (review EP-2).
-                    throw CommandFailure("\(s.inMessage(dest.parent)): \(parentID == nil ? "no such folder" : "not a folder")")
+                guard let parent = s.resolve(dest.parent), s.vault.isFolder(parent) else {
+                    // "Not a folder" of a file on the way, as every other command says it
+                    // (reviews EP-2, EQ-2).
+                    throw s.noSuchFolder(dest.parent)
                 }
                 folder = parent
                 name = try validName(dest.lastComponent ?? "")
