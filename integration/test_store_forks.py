@@ -81,6 +81,11 @@ def other_device(narnia: Narnia, remote: Path, at: Path) -> Narnia:
     return d
 
 
+def rotate(device: Narnia, new: str, passphrase: str = DEFAULT_PASSPHRASE) -> None:
+    """`passwd --rotate` on `device`, opened with `passphrase`, to the passphrase `new`."""
+    device.ok(f"passwd --rotate --new-passphrase-file {q(str(device.passphrase_file(new)))}", passphrase=passphrase)
+
+
 @pytest.mark.parametrize("same_length", [True, False], ids=["journals-of-one-length", "journals-of-two-lengths"])
 def test_a_backup_restored_and_used_while_the_original_went_on_loses_nothing(narnia, host, tmp_path, same_length):
     remote = tmp_path / "remote"
@@ -381,7 +386,7 @@ def test_records_a_compaction_had_lost_are_carried_when_they_come_back(narnia, h
     narnia.ok(f"sync {q(str(remote))}")
     os.truncate(narnia.vault / journal, length_before_f2)
     new = "a new passphrase after the cut"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     narnia.ok(f"sync {q(str(remote))}", passphrase=new)    # the whole journal comes back
     other.c(f"sync {q(str(remote))}")                        # the new master key needs the new passphrase
     other.ok(f"sync {q(str(remote))}", passphrase=new)     # reads the retirement, and acknowledges it
@@ -408,7 +413,7 @@ def test_a_remote_copy_holding_records_no_retirement_read_is_read_here_not_delet
     remote, journal, length_before_f2 = three_imports_synced(narnia, host, tmp_path)
     os.truncate(narnia.vault / journal, length_before_f2)
     new = "a new passphrase after the restore"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}; ls /", passphrase=new)
     assert listed(r) == ["f0.bin", "f1.bin", "f2.bin"], r.describe()
     assert narnia.ok("cat /f2.bin", passphrase=new).outb == (host / "f2.bin").read_bytes()
@@ -433,7 +438,7 @@ def compacted_beside_another_device(narnia: Narnia, host: Path, tmp_path: Path) 
     here = journal_sizes(narnia.vault)
     journal = max(here, key=lambda p: here[p])
     new = "a new passphrase"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     return remote, other, journal, new
 
 
@@ -487,7 +492,7 @@ def test_a_retired_journal_ending_in_a_cut_tail_goes_from_the_remote_and_syncs_s
         cut.write(os.urandom(12))
     narnia.c(f"sync {q(str(remote))}")
     new = "a new passphrase"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     r = narnia.ok(f"sync {q(str(remote))}; sync {q(str(remote))}; sync {q(str(remote))}", passphrase=new)
     assert r.out_lines[-1].endswith("sent 0 files, received 0, deleted 0 retired"), r.describe()
     assert not (remote / journal).exists() and not (narnia.vault / journal).exists(), r.describe()
@@ -781,7 +786,7 @@ def test_a_journal_under_the_replaced_master_key_torn_at_its_first_record_is_rea
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     new = "a new passphrase"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     before = journal_sizes(other.vault)
     other.ok("mkdir /b1; mkdir /b2")
     started = [p for p in journal_sizes(other.vault) if p not in before and (other.vault / p).stat().st_size > 300]
@@ -1095,7 +1100,7 @@ def test_an_older_copy_there_of_a_journal_retired_and_gone_here_is_no_other_copy
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     narnia.ok("mkdir /b")
     new = "a rotated passphrase"
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file(new)))}")
+    rotate(narnia, new)
     for _ in range(2):
         r = narnia.ok(f"sync {q(str(remote))}; verify; ls /", passphrase=new)
         assert not forked(r.err) and "another copy of this store" not in r.err, r.describe()
@@ -1291,9 +1296,9 @@ def test_two_rotations_in_a_row_elsewhere_and_either_key_file_not_fetched(narnia
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
     before = {p.name for p in remote.iterdir() if p.is_file()}
-    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('first rotation')))}")
+    rotate(other, "first rotation")
     other.ok(f"sync {q(str(remote))}", passphrase="first rotation")
-    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('second rotation')))}", passphrase="first rotation")
+    rotate(other, "second rotation", passphrase="first rotation")
     other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="second rotation")
     key_files = sorted(rotation_key_files([remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before]),
                        key=lambda f: f.stat().st_size)
@@ -1325,9 +1330,9 @@ def test_a_device_that_rotated_twice_takes_a_rotation_made_at_once_elsewhere(nar
     passphrase opened it, the longer key file taken for a later rotation of the other's key)."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     other = other_device(narnia, remote, tmp_path / "other")
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('first')))}")
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('second')))}", passphrase="first")
-    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('theirs')))}")
+    rotate(narnia, "first")
+    rotate(narnia, "second", passphrase="first")
+    rotate(other, "theirs")
     other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="theirs")
     r = narnia.c(f"mkdir /mine; sync {q(str(remote))}", passphrase="second")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err and "for that rotation's key file" not in r.err, r.describe()
@@ -1364,7 +1369,7 @@ def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_fi
     narnia.ok(f"sync {q(str(remote))}", passphrase="mine")
     assert narnia.ok("ls /", passphrase="theirs").out_lines == ["a"], "the two passphrases do not both open the vault"
     before = {p.name for p in remote.iterdir() if p.is_file()}
-    other.ok(f"passwd --rotate --new-passphrase-file {q(str(other.passphrase_file('rotated')))}", passphrase="theirs")
+    rotate(other, "rotated", passphrase="theirs")
     other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="rotated")
     key_files = rotation_key_files([remote / n for n in {p.name for p in remote.iterdir() if p.is_file()} - before])
     narnia.ok("mkdir /mine", passphrase="mine")
@@ -1404,7 +1409,7 @@ def test_a_passphrase_a_later_rotation_replaced_is_told_so_when_that_rotation_wa
     nothing the device wrote before the rotation): P1 is told that the key was rotated."""
     remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
     first = other_device(narnia, remote, tmp_path / "first")
-    first.ok(f"passwd --rotate --new-passphrase-file {q(str(first.passphrase_file('P1')))}")
+    rotate(first, "P1")
     first.ok(f"sync {q(str(remote))}", passphrase="P1")
     narnia.c(f"sync {q(str(remote))}")
     narnia.ok(f"mkdir /mine; sync {q(str(remote))}", passphrase="P1")
@@ -1415,7 +1420,7 @@ def test_a_passphrase_a_later_rotation_replaced_is_told_so_when_that_rotation_wa
         third.ok("mkdir /unsent", passphrase="P1")
         unsent_journal = {str(f.relative_to(third.vault)) for f in third.vault.rglob('*') if f.is_file()} - before
         assert len(unsent_journal) == 1, unsent_journal
-    third.ok(f"passwd --rotate --new-passphrase-file {q(str(third.passphrase_file('P2')))}", passphrase="P1")
+    rotate(third, "P2", passphrase="P1")
     third.ok(f"mkdir /theirs; sync {q(str(remote))}", passphrase="P2")
     r = narnia.c(f"sync {q(str(remote))}", passphrase="P1")
     assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
