@@ -59,19 +59,26 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         return Completion(deleteBytes: count, deleteScalars: scalars, insertText: text, candidates: candidates)
     }
 
-    // The typed component is a pattern, not a prefix, or a unique host file's name spells it
-    // otherwise (`é` typed for a name spelled `e` and a combining accent, NFD): the match
-    // replaces it, as the host spells it (the spelling typed names no file there).
-    let spelledOtherwise = offers.count == 1 && offers[0].onHost && !offers[0].name.unicodeScalars.starts(with: request.prefix.unicodeScalars)
+    // The typed component is a pattern, not a prefix; or the host spells its matches otherwise
+    // (`é` typed for names spelled `e` and a combining accent, NFD), and what they share is put
+    // in its place as the host spells it (review ER-2: the rest went after the spelling typed,
+    // which names no file there). A unique match replaces it whole.
+    let common = longestCommonPrefix(offers.map(\.name))
+    let spelledOtherwise = offers.allSatisfy(\.onHost) && !common.isEmpty && common.hasPrefix(request.prefix)
+        && !common.unicodeScalars.starts(with: request.prefix.unicodeScalars)
     if request.isGlob || spelledOtherwise {
-        guard offers.count == 1, let offer = offers.first else {
-            return Completion(candidates: offers.map(\.display))
-        }
+        if request.isGlob && offers.count > 1 { return Completion(candidates: offers.map(\.display)) }
+        let unique = offers.count == 1 ? offers.first : nil
+        let replacement = unique?.name ?? common
+        // From the component's `/`, or, where that `/` is not in the line as typed (`$'a\x2fb'`),
+        // the whole word written afresh, folder and all (review ER-1: the folder was dropped).
         var start = context.cursor
         while start > context.partialStart, utf8[start - 1] != UInt8(ascii: "/") { start -= 1 }
-        let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
-        let text = shellEscape(offer.name, in: quote, atWordStart: start == context.partialStart)
-        return edit(deleting: context.cursor - start, inserting: text + terminator(offer, quote))
+        let wholeWord = start == context.partialStart
+        let quote = wholeWord ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
+        let text = shellEscape(wholeWord ? request.folder + replacement : replacement, in: quote, atWordStart: wholeWord)
+        return edit(deleting: context.cursor - start, inserting: text + (unique.map { terminator($0, quote) } ?? ""),
+                    candidates: unique == nil ? offers.map(\.display) : [])
     }
 
     // A backslash waiting to escape something (and in `$'…'` an escape begun) is dropped and
@@ -83,7 +90,6 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
         return edit(deleting: deleting, inserting: text + terminator(offer, context.quote))
     }
-    let common = longestCommonPrefix(offers.map(\.name))
     let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
     return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text, candidates: offers.map(\.display))
@@ -174,7 +180,7 @@ private struct CompletionRequest {
     /// The typed text the candidates must start with (the last path component for paths).
     let prefix: String
     /// The folder part of a typed path, up to and including its last `/`.
-    private let folder: String
+    let folder: String
     /// The typed last component, when it holds bare wildcards.
     private let glob: GlobPattern?
 

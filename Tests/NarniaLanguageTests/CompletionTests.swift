@@ -392,6 +392,23 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(Array(edited.utf8), Array("import /tmp/u/e\u{301}cole.txt ".utf8))
     }
 
+    /// Review ER-2: several host names spelled NFD, NFC typed: what they share goes in place of
+    /// the spelling typed, as the host spells it (it went after it, naming no file).
+    func testNFCTypedExtendsToTheSharedPartOfNFDHostNames() {
+        source.addHost("/tmp/n", ["e\u{301}cole/", "e\u{301}cole2/"])
+        let (edited, completion) = run("import /tmp/n/\u{e9}")
+        XCTAssertEqual(Array(edited.utf8), Array("import /tmp/n/e\u{301}cole".utf8))
+        XCTAssertEqual(completion.candidates, ["e\u{301}cole/", "e\u{301}cole2/"])
+    }
+
+    /// Review ER-1: a `/` written as an escape in `$'…'` is not in the line as typed: the word is
+    /// written afresh, folder and all (the folder was dropped, and another file imported).
+    func testAnEscapedSlashKeepsTheFolderWhenTheNameIsReplaced() {
+        source.addHost("/home/u/work/sub", ["e\u{301}te\u{301}.txt"])
+        let (edited, _) = run("import $'sub\\x2f\u{e9}t")
+        XCTAssertEqual(Array(edited.utf8), Array("import sub/e\u{301}te\u{301}.txt ".utf8))
+    }
+
     func testCommonPrefixWithMultiByteCharacters() {
         source.add("/j", ["日本語.txt", "日本人.txt"])
         assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])
