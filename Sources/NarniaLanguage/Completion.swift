@@ -70,13 +70,9 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         if request.isGlob && offers.count > 1 { return Completion(candidates: offers.map(\.display)) }
         let unique = offers.count == 1 ? offers.first : nil
         let replacement = unique?.name ?? common
-        // From the component's `/`, or, where that `/` is not in the line as typed (`$'a\x2fb'`),
-        // the whole word written afresh, folder and all (review ER-1: the folder was dropped).
-        var start = context.cursor
-        while start > context.partialStart, utf8[start - 1] != UInt8(ascii: "/") { start -= 1 }
-        let wholeWord = start == context.partialStart
-        let quote = wholeWord ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
-        let text = shellEscape(wholeWord ? request.folder + replacement : replacement, in: quote, atWordStart: wholeWord)
+        let start = componentStart(in: line, context, folder: request.folder, numberedItems: source.numbersTypedBare)
+        let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
+        let text = shellEscape(replacement, in: quote, atWordStart: start == context.partialStart)
         return edit(deleting: context.cursor - start, inserting: text + (unique.map { terminator($0, quote) } ?? ""),
                     candidates: unique == nil ? offers.map(\.display) : [])
     }
@@ -93,6 +89,20 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
     return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text, candidates: offers.map(\.display))
+}
+
+/// Where, in `line`, the last component of the path being typed begins: just after the bytes
+/// that spell its folder part (`folder`, as typed: quotes and escapes and all), the word's start
+/// when it has none. A `/` written as an escape in `$'…'` is found too (reviews ER-1, ES-1: the
+/// last `/` in the line as typed was taken for it, and a folder of the path was dropped).
+func componentStart(in line: String, _ context: PartialCommandLine, folder: String, numberedItems: Bool) -> Int {
+    guard !folder.isEmpty else { return context.partialStart }
+    let utf8 = Array(line.utf8)
+    for position in context.partialStart...context.cursor where position == utf8.count || utf8[position] & 0xC0 != 0x80 {
+        let typed = tokenizeForCompletion(line: line, cursor: position, numberedItems: numberedItems).partial.text
+        if typed.unicodeScalars.elementsEqual(folder.unicodeScalars) { return position }
+    }
+    return context.partialStart
 }
 
 /// True when `name` begins with `prefix`: character by character (so `é` typed as `e` and a

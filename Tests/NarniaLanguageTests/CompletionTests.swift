@@ -401,12 +401,19 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(completion.candidates, ["e\u{301}cole/", "e\u{301}cole2/"])
     }
 
-    /// Review ER-1: a `/` written as an escape in `$'…'` is not in the line as typed: the word is
-    /// written afresh, folder and all (the folder was dropped, and another file imported).
+    /// Reviews ER-1, ES-1: a `/` written as an escape in `$'…'` is no `/` in the line: the last
+    /// one there was taken for the component's, and the folders after it were dropped (another
+    /// file imported, another folder entered).
     func testAnEscapedSlashKeepsTheFolderWhenTheNameIsReplaced() {
         source.addHost("/home/u/work/sub", ["e\u{301}te\u{301}.txt"])
+        source.addHost("/home/u/work/sub/in", ["e\u{301}te\u{301}.txt", "e\u{301}cole/", "e\u{301}cole2/"])
         let (edited, _) = run("import $'sub\\x2f\u{e9}t")
-        XCTAssertEqual(Array(edited.utf8), Array("import sub/e\u{301}te\u{301}.txt ".utf8))
+        XCTAssertEqual(Array(edited.utf8), Array("import $'sub\\x2fe\u{301}te\u{301}.txt' ".utf8))
+        let (deeper, _) = run("import $'sub/in\\x2f\u{e9}t")
+        XCTAssertEqual(Array(deeper.utf8), Array("import $'sub/in\\x2fe\u{301}te\u{301}.txt' ".utf8))
+        let (several, completion) = run("lcd sub/$'in\\x2f\u{e9}c")
+        XCTAssertEqual(Array(several.utf8), Array("lcd sub/$'in\\x2fe\u{301}cole".utf8))
+        XCTAssertEqual(completion.candidates.count, 2)
     }
 
     func testCommonPrefixWithMultiByteCharacters() {
