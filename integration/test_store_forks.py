@@ -1354,6 +1354,39 @@ def test_a_device_that_rotated_twice_takes_a_rotation_made_at_once_elsewhere(nar
         s.close()
 
 
+def test_two_rotations_at_once_where_the_other_retired_this_ones_key_file_open_without_a_false_warning(narnia, host, tmp_path):
+    """Two rotations at once, the second made on a device that this one's rotation key file had
+    reached without its journals (a sync cut after the key files): the second retires that key
+    file. Opened on a terminal with both passphrases, the vault said this one's "new key file is
+    not here" (review EO-4): both were. Only the two rotations are said."""
+    remote, _ = with_a_folder_synced_to_a_remote(narnia, tmp_path)
+    before = {p.name for p in narnia.vault.iterdir() if p.is_file()}
+    rotate(narnia, "mine")
+    key_files = rotation_key_files([narnia.vault / n for n in {p.name for p in narnia.vault.iterdir() if p.is_file()} - before])
+    assert len(key_files) == 1, key_files
+    other = other_device(narnia, remote, tmp_path / "other")
+    shutil.copy2(key_files[0], other.vault / key_files[0].name)
+    rotate(other, "theirs")
+    other.ok(f"import --keep {q(str(new_file(host, 'late.bin', 500)))}; sync {q(str(remote))}", passphrase="theirs")
+    r = narnia.c(f"mkdir /mine; sync {q(str(remote))}", passphrase="mine")
+    assert r.rc == 1 and "journals sealed under a new master key arrived" in r.err, r.describe()
+    s = Shell(narnia)
+    try:
+        s.expect("Passphrase: ")
+        s.send("mine\r")
+        s.expect("The other passphrase: ")
+        s.send("theirs\r")
+        s.prompt("/")
+        assert b"rotated on two devices at once, with different passphrases" in s.output, s.output
+        assert b"is not here" not in s.output, s.output
+        listed = s.run("ls /")
+        assert all(name in listed for name in ("a/", "late.bin", "mine/")), listed
+        s.send("exit\r")
+        assert s.wait(timeout=30) == 0
+    finally:
+        s.close()
+
+
 def test_a_rotation_key_file_not_fetched_holds_its_journals_back_whatever_key_file_is_here(narnia, host, tmp_path):
     """Review EI-1: with two live key files here (`passwd` on two devices at once, which both
     passphrases open), the other device's `passwd --rotate` whose key file could not be

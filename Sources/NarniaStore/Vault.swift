@@ -370,7 +370,12 @@ public final class Vault {
         if let former = unlocked.contents.formerJournal {
             try vault.upgrade(formerJournal: former, formerKeyFile: unlocked.id, kek: unlocked.kek,
                               salt: unlocked.salt, parameters: unlocked.parameters)
-        } else if vault.state.retired[RetiredFile(kind: .keyFile, id: vault.keyFileID)] != nil {
+        } else if vault.state.retired[RetiredFile(kind: .keyFile, id: vault.keyFileID)] != nil,
+                  !adopted.contains(where: { vault.state.retired[RetiredFile(kind: .keyFile, id: $0.unlocked.id)] == nil }) {
+            // (Two rotations at once, the other of which retired the key file opened, which had
+            // reached its device before its journals: the passphrases given open that other
+            // rotation's key file too, live, and nothing is refused or missing. Review EO-4: it
+            // was said to be "not here", by a length that counts every key of the merge.)
             // A key file that passwd retired, carried back by a sync engine or a backup: its
             // old passphrase must not let anyone in while the key file that replaced it is here.
             // Until that one arrives (a sync in progress) the old passphrase still opens this
