@@ -140,6 +140,9 @@ CASES = [
     ("mv-below-a-file", "mv /docs/notes.txt /photos/a.png/b.png", "mv", "/photos/a.png", r"/photos/a.png: not a folder$"),
     ("cp-below-a-file", "cp /docs/notes.txt /photos/a.png/b.png", "cp", "/photos/a.png", r"/photos/a.png: not a folder$"),
     ("mv-deep-below-a-file", "mv /docs/notes.txt /photos/a.png/c/d", "mv", "/photos/a.png", r"/photos/a.png: not a folder$"),
+    # Several sources into a folder below a file, and a `..` climbing out of one: the file named.
+    ("mv-several-below-a-file", "mv /docs/notes.txt /empty /photos/a.png/c", "mv", "/photos/a.png", r"/photos/a.png: not a folder; nothing was moved$"),
+    ("rm-climbing-below-a-file", "rm -r /photos/a.png/c/../x", "rm", "/photos/a.png", r"/photos/a.png: not a folder$"),
     # A host path under a file is "not a folder", as ls(1) says "Not a directory", never
     # "no such folder" (review EC-3).
     ("export-under-a-file", "export /docs/notes.txt HOST/existing.txt/x", "export", "existing.txt", r"existing.txt: not a folder$"),

@@ -235,8 +235,8 @@ public final class Session: @unchecked Sendable {
     }
 
     /// The failure for a folder `path` that is not there: "not a folder" of the file on its
-    /// way, where one is (as `mkdir -p` says it), else "no such folder" of `path` (review EQ-2:
-    /// `mv a /f.txt/b/c` said `/f.txt/b: no such folder`).
+    /// way or at its end, where one is (as `mkdir -p` says it), else "no such folder" of `path`
+    /// (review EQ-2: `mv a /f.txt/b/c` said `/f.txt/b: no such folder`).
     func noSuchFolder(_ path: VaultPath) -> CommandFailure {
         for depth in path.components.indices {
             let above = VaultPath(components: Array(path.components[...depth]))
@@ -255,7 +255,7 @@ public final class Session: @unchecked Sendable {
             switch component {
             case .parent:
                 guard childNames(path) != nil else {
-                    throw CommandFailure("\(inMessage(path)): \(resolve(path) == nil ? "no such folder" : "not a folder")")
+                    throw noSuchFolder(path)
                 }
                 path = path.parent
             case .name(let name): path = path.appending(name)

@@ -134,7 +134,7 @@ enum Rearrange {
         let destID = s.resolve(dest)
         let intoFolder = destID.map { s.vault.isFolder($0) } ?? false
         guard intoFolder || sources.count == 1 else {
-            throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
+            throw s.noSuchFolder(dest)
         }
         // As coreutils: `mv -f a b/` with no folder `b` never renames a file to `b`, nor
         // replaces a file `b` (review AE); a folder may still take the name, as there.
@@ -142,7 +142,7 @@ enum Rearrange {
         // and `mv -f a.txt 'b\u{600}/'` replaced a file `b\u{600}` (review BI-1).
         let wantsFolder = destWord.text.endsWithSlash || destWord.text.unicodeScalars.reversed().starts(with: [".", "/"])
         if wantsFolder && !intoFolder, let (_, id) = sources.first, !s.vault.isFolder(id) {
-            throw CommandFailure("\(s.inMessage(dest)): \(destID == nil ? "no such folder" : "not a folder")")
+            throw s.noSuchFolder(dest)
         }
         // Two sources bound for one name (`mv a/x b/x dest`): the second would meet the first
         // half way through (review AE); refused, as export does, before anything moves.
