@@ -59,6 +59,14 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         return Completion(deleteBytes: count, deleteScalars: scalars, insertText: text, candidates: candidates)
     }
 
+    // With the cursor inside a word (before the rest of it, or a quote closed later), a unique
+    // match ends with nothing: the rest stays one word with it, and its quotes balanced (review
+    // ES-3: a closing quote and a space went before the rest, which then opened a quote).
+    let wordGoesOn = context.cursor < utf8.count && (context.quote != .none || !endsWord(utf8[context.cursor]))
+    func ending(_ offer: Offer, _ quote: QuoteState) -> String {
+        offer.isFolder || !wordGoesOn ? terminator(offer, quote) : ""
+    }
+
     // The typed component is a pattern, not a prefix; or the host spells its matches otherwise
     // (`é` typed for names spelled `e` and a combining accent, NFD), and what they share is put
     // in its place as the host spells it (review ER-2: the rest went after the spelling typed,
@@ -73,7 +81,10 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         let start = componentStart(in: line, context, folder: request.folder, numberedItems: source.numbersTypedBare)
         let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
         let text = shellEscape(replacement, in: quote, atWordStart: start == context.partialStart)
-        return edit(deleting: context.cursor - start, inserting: text + (unique.map { terminator($0, quote) } ?? ""),
+        // Written afresh from the component's start, the text leaves the quote open there: the
+        // quote open at the cursor is opened again for the rest of the word (review ES-3).
+        let end = (unique.map { ending($0, quote) } ?? "") + (wordGoesOn ? requote(from: quote, to: context.quote) : "")
+        return edit(deleting: context.cursor - start, inserting: text + end,
                     candidates: unique == nil ? offers.map(\.display) : [])
     }
 
@@ -84,7 +95,7 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     if offers.count == 1, let offer = offers.first {
         let rest = remainder(of: offer.name, after: request.prefix)
         let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
-        return edit(deleting: deleting, inserting: text + terminator(offer, context.quote))
+        return edit(deleting: deleting, inserting: text + ending(offer, context.quote))
     }
     let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
@@ -137,6 +148,29 @@ public func longestCommonPrefix(_ strings: [String]) -> String {
         prefix = prefix[..<a]
     }
     return String(prefix)
+}
+
+/// True for a byte that ends an unquoted word: a blank, or the end of a command.
+private func endsWord(_ byte: UInt8) -> Bool {
+    [" ", "\t", "\r", "\u{0B}", "\u{0C}", "\n", ";"].contains(Unicode.Scalar(byte))
+}
+
+/// What turns the quote open after text written in `from` into the quote `to`: nothing when
+/// they are the same; else the closing of the one and the opening of the other.
+private func requote(from: QuoteState, to: QuoteState) -> String {
+    guard from != to else { return "" }
+    let close = switch from {
+    case .none: ""
+    case .single, .ansiC: "'"
+    case .double: "\""
+    }
+    let open = switch to {
+    case .none: ""
+    case .single: "'"
+    case .ansiC: "$'"
+    case .double: "\""
+    }
+    return close + open
 }
 
 /// What follows a unique match: `/` after a folder (more to come), else the closing quote and

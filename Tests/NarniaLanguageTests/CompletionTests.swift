@@ -416,6 +416,25 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(completion.candidates.count, 2)
     }
 
+    /// Review ES-3: with the cursor inside a word, a unique match ended with a closing quote and
+    /// a space, and a name written afresh dropped the quote opened before it: the rest of the
+    /// word then opened a quote that nothing closed. The rest stays one word with the match.
+    func testInsideAWordTheRestStaysOneWordWithItsQuotesBalanced() {
+        source.addHost("/home/u/work/sub", ["e\u{301}te\u{301}.txt"])
+        source.add("/", ["notes.txt", "photos/"])
+        let escaped = "lls $'sub\\x2f\u{e9}tXX'"
+        let (edited, _) = run(escaped, cursor: escaped.utf8.count - 3)
+        XCTAssertEqual(Array(edited.utf8), Array("lls $'sub\\x2fe\u{301}te\u{301}.txtXX'".utf8))
+        assertReadsBack(edited, ["lls", "sub/e\u{301}te\u{301}.txtXX"])
+        source.addHost("/home/u/work", ["se\u{301}ance.txt"])
+        let (rewritten, _) = run("lls 's\u{e9}XX'", cursor: "lls 's\u{e9}".utf8.count)
+        XCTAssertEqual(Array(rewritten.utf8), Array("lls se\u{301}ance.txt'XX'".utf8))
+        assertReadsBack(rewritten, ["lls", "se\u{301}ance.txtXX"])
+        assertTab("cat 'no'", "cat 'notes.txt'", cursor: 7)
+        assertTab("cat noXX", "cat notes.txtXX", cursor: 6)
+        assertTab("cat 'phXX'", "cat 'photos/XX'", cursor: 7)
+    }
+
     func testCommonPrefixWithMultiByteCharacters() {
         source.add("/j", ["日本語.txt", "日本人.txt"])
         assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])
