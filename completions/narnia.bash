@@ -42,7 +42,7 @@ _narnia()
     esac
 
     # What the words before the cursor have already chosen.
-    local i word mode= source= keep= vault= done= verbose=
+    local i word mode= source= keep= vault= done= verbose= shell=
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
         if [[ $word == drop ]]; then
@@ -62,7 +62,7 @@ _narnia()
             --keep-going) keep=1 ;;
             -v | --verbose) verbose=1 ;;
             --version | --help | -h) done=1 ;;
-            init | enter) mode=1 ;;
+            init | enter) mode=1; shell=1 ;;
         esac
     done
     [[ -n $done ]] && return
@@ -71,8 +71,10 @@ _narnia()
         local opts=
         [[ -z $vault ]] && opts+=" --vault"
         [[ -z $source ]] && opts+=" --passphrase-file --passphrase-fd"
-        [[ -z $keep ]] && opts+=" --keep-going"
-        [[ -z $verbose ]] && opts+=" -v --verbose"
+        # --keep-going and -v go with -c, -b or commands piped in: after init or enter they
+        # are usage errors.
+        [[ -z $keep && -z $shell ]] && opts+=" --keep-going"
+        [[ -z $verbose && -z $shell ]] && opts+=" -v --verbose"
         [[ -z $mode ]] && opts+=" -c -b"
         ((COMP_CWORD == 1)) && opts+=" --version --help -h"
         COMPREPLY=($(IFS=' ' compgen -W "$opts" -- "$cur"))

@@ -17,7 +17,7 @@ function __narnia_needs_mode
         switch $t
             case --vault --passphrase-file --passphrase-fd
                 set skip 1
-            case init enter drop -c -b --version --help
+            case init enter drop -c -b --version --help -h
                 return 1
         end
     end
@@ -38,8 +38,10 @@ set -l not_drop 'not __fish_seen_subcommand_from drop'
 complete -c narnia -n $not_drop -l vault -x -a '(__fish_complete_directories (commandline -ct))' -d 'The store directory'
 complete -c narnia -n $not_drop -l passphrase-file -r -F -d 'Read the passphrase from FILE'
 complete -c narnia -n $not_drop -l passphrase-fd -x -d 'Read the passphrase from descriptor N'
-complete -c narnia -n $not_drop -l keep-going -d 'With -c or -b, go on after a failing command'
-complete -c narnia -n $not_drop -s v -l verbose -d 'With -c or -b, echo each line before it runs'
+# --keep-going and -v go with -c, -b or commands piped in: after init or enter they are usage errors.
+set -l not_shell 'not __fish_seen_subcommand_from drop init enter'
+complete -c narnia -n $not_shell -l keep-going -d 'With -c or -b, go on after a failing command'
+complete -c narnia -n $not_shell -s v -l verbose -d 'With -c or -b, echo each line before it runs'
 complete -c narnia -n $not_drop -l version -d 'Print the version and exit'
 complete -c narnia -n $not_drop -s h -l help -d 'Print a usage summary and exit'
 complete -c narnia -n '__narnia_needs_mode; or __narnia_after -c' -s c -x -d 'Run commands in the vault, then exit'

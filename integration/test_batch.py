@@ -251,6 +251,13 @@ def test_a_vault_command_given_to_narnia_itself_says_how_to_run_it(vault):
     assert r.rc == 2 and "narnia: hint: see narnia --help" in r.err_lines, r.describe()
 
 
+def test_a_mode_or_option_mistyped_gets_the_nearest(vault):
+    """Review EU-7: `narnia entr` got no "did you mean", as a mistyped vault command does."""
+    for typed, meant in [("entr", "enter"), ("inti", "init"), ("--vualt=v", "--vault"), ("--keep-goin", "--keep-going")]:
+        r = vault(typed)
+        assert r.rc == 2 and f"narnia: hint: did you mean '{meant}'?" in r.err_lines, r.describe()
+
+
 def test_exit_codes_summary(vault):
     assert vault.c("pwd").rc == 0
     assert vault.c("ls /nope").rc == 1

@@ -233,6 +233,14 @@ def test_bash_completes_every_option(host_tree):
             "--version", "--help", "-c", "-b"} <= offered
 
 
+def test_bash_offers_no_batch_option_after_init_or_enter(host_tree):
+    """Review EU-5: --keep-going and -v go with -c, -b or piped commands; after init or enter
+    they are usage errors (exit 2), and were offered."""
+    for mode in ("init", "enter"):
+        offered = set(bash_complete(["narnia", mode, "-"], host_tree))
+        assert "--vault" in offered and not offered & {"--keep-going", "-v", "--verbose"}, (mode, offered)
+
+
 def test_bash_vault_completes_directories_only(host_tree):
     assert sorted(bash_complete(["narnia", "--vault", ""], host_tree)) == ["other", "sub dir"]
 
@@ -321,6 +329,12 @@ def test_zsh_tab_completes_the_equals_forms(host_tree):
     assert "--passphrase-file=file.txt" in zsh_tab("narnia --passphrase-file=fi", "file\\.txt", host_tree)
 
 
+def test_zsh_tab_offers_no_batch_option_after_enter(host_tree):
+    """Review EU-5, as in bash."""
+    shown = zsh_tab("narnia enter --", "--vault", host_tree)
+    assert "--vault" in shown and "--keep-going" not in shown and "--verbose" not in shown, shown
+
+
 def test_zsh_tab_vault_lists_directories_only(host_tree):
     shown = zsh_tab("narnia --vault ", r"sub\\ dir/", host_tree)
     assert "other/" in shown and "sub\\ dir/" in shown and "file.txt" not in shown
@@ -364,6 +378,14 @@ def test_fish_offers_after_drop_only_what_drop_takes(host_tree):
     offered = set(fish_complete("narnia init -", host_tree))
     assert "-c" not in offered and "-b" not in offered, "a mode is chosen: -c and -b are usage errors now"
     assert "--vault" in offered
+
+
+def test_fish_offers_no_batch_option_after_init_or_enter_and_no_mode_after_h(host_tree):
+    """Review EU-5, as in bash; review EU-6: `-h` ends the line, as `--help` does."""
+    for mode in ("init", "enter"):
+        offered = set(fish_complete(f"narnia {mode} -", host_tree))
+        assert "--vault" in offered and not offered & {"--keep-going", "-v", "--verbose"}, (mode, offered)
+    assert fish_complete("narnia -h ", host_tree) == []
 
 
 def test_fish_completes_every_option(host_tree):

@@ -142,6 +142,17 @@ public enum CommandTable {
         return closest.count <= 3 ? closest : []
     }
 
+    /// The hint for a word mistyped on narnia's own command line (`narnia entr`, `--vualt`):
+    /// "did you mean …?" of the `candidates` as close as `nearest` asks of a vault command, or
+    /// nil when none is.
+    public static func didYouMean(_ word: String, among candidates: [String]) -> String? {
+        let typed = Array(word.lowercased())
+        let limit = typed.count >= 5 ? 2 : 1
+        let scored = candidates.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
+        guard let best = scored.map(\.1).min() else { return nil }
+        return "did you mean \(alternatives(scored.filter { $0.1 == best }.map(\.0)))?"
+    }
+
     /// `'a'`, `'a' or 'b'`, `'a', 'b' or 'c'`: the suggestions of a hint.
     static func alternatives(_ names: [String]) -> String {
         let quoted = names.map { "'\($0)'" }

@@ -20,7 +20,7 @@ extension Session {
             if !near.isEmpty {
                 error(first.text, "unknown command", hint: "did you mean \(CommandTable.alternatives(near))? ('help' lists the commands)")
             } else {
-                error(first.text, "unknown command", hint: "type 'help' for the list of commands")
+                error(first.text, "unknown command", hint: "'help' lists the commands")
             }
             return false
         }

@@ -21,6 +21,9 @@ struct Options {
     var showVersion = false
     var showHelp = false
 
+    /// narnia's own long options, for the nearest to one mistyped.
+    static let longOptions = ["--vault", "--passphrase-file", "--passphrase-fd", "--keep-going", "--verbose", "--version", "--help"]
+
     struct UsageError: Error, CustomStringConvertible {
         let description: String
         /// What to do instead, where there is better to say than "see narnia --help".
@@ -102,7 +105,9 @@ struct Options {
                 continue
             default:
                 // A vault command given to narnia itself (`narnia ls`): how to run it (review CA-10).
-                let hint = CommandTable.find(arg) != nil && !arg.hasPrefix("-") ? "vault commands run inside the vault: narnia -c '\(arg) ...'" : nil
+                // A typo of a mode or an option: the nearest (review EU-7), as the shell says.
+                let hint = CommandTable.find(arg) != nil && !arg.hasPrefix("-") ? "vault commands run inside the vault: narnia -c '\(arg) ...'"
+                    : CommandTable.didYouMean(flag, among: arg.hasPrefix("-") ? Self.longOptions : ["init", "enter", "drop"])
                 throw UsageError(description: arg.hasPrefix("-") ? "unknown option \(arg)" : "unknown command \(arg)", hint: hint)
             }
             i += 1

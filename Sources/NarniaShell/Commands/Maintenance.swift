@@ -93,7 +93,7 @@ enum Maintenance {
             guard let spec = CommandTable.find(name) else {
                 // `help ls-l` means `help ls` (review CC-13): only the command of a suggestion.
                 let commands = CommandTable.nearest(to: name).map { "help " + $0.prefix { $0 != " " } }
-                throw CommandFailure("no command '\(name)'", hint: commands.isEmpty ? "type 'help' for the list"
+                throw CommandFailure("no command '\(name)'", hint: commands.isEmpty ? "'help' lists the commands"
                                      : "did you mean \(CommandTable.alternatives(commands))? ('help' lists the commands)")
             }
             lines = HelpText.page(spec, width: width)
