@@ -131,7 +131,7 @@ public enum CommandTable {
             return ["\(word[..<split]) \(word[split...])"]
         }
         let typed = Array(word.lowercased())
-        let limit = typed.count >= 5 ? 2 : 1
+        let limit = editsAllowed(typed)
         // Each command once, by its nearest name (review EG-6: `mput` and `put` both named).
         let scored = all.compactMap { spec -> (String, Int)? in
             ([spec.name] + spec.aliases).filter { $0.count > 1 }.map { ($0, editDistance(typed, Array($0))) }
@@ -147,11 +147,14 @@ public enum CommandTable {
     /// nil when none is.
     public static func didYouMean(_ word: String, among candidates: [String]) -> String? {
         let typed = Array(word.lowercased())
-        let limit = typed.count >= 5 ? 2 : 1
+        let limit = editsAllowed(typed)
         let scored = candidates.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
         guard let best = scored.map(\.1).min() else { return nil }
         return "did you mean \(alternatives(scored.filter { $0.1 == best }.map(\.0)))?"
     }
+
+    /// How far a mistyped word may be from what it is taken for: one edit, two from five letters.
+    private static func editsAllowed(_ typed: [Character]) -> Int { typed.count >= 5 ? 2 : 1 }
 
     /// `'a'`, `'a' or 'b'`, `'a', 'b' or 'c'`: the suggestions of a hint.
     static func alternatives(_ names: [String]) -> String {
