@@ -1339,6 +1339,9 @@ def test_a_device_that_rotated_twice_takes_a_rotation_made_at_once_elsewhere(nar
     for passphrase in ("second", "theirs"):
         r = narnia.c("ls /", passphrase=passphrase)
         assert r.rc == 3 and "the master key was rotated on two devices at once" in r.err, r.describe()
+        # Review EO-3: where neither opens it (a key file here damaged at another's length), a
+        # script is told what to do, as a terminal is.
+        assert "narnia: hint: should the other passphrase be refused there too, a rotation's key file here is damaged: copy the key files" in r.err, r.describe()
     s = Shell(narnia)
     try:
         s.expect("Passphrase: ")

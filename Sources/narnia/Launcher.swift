@@ -400,7 +400,12 @@ struct Launcher {
                 if case .unknownMasterKey = e {
                     // Review EG-1: a rotation's journals here without its key file (damaged on
                     // the remote when they came) left no passphrase that opened, and no word why.
-                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: copy the key files from the top of another device's store (or of the remote, where they are whole), files named by 32 hex digits, into this store's folder", status: 3)
+                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: \(Launcher.copyKeyFiles)", status: 3)
+                }
+                if case .needsAnotherPassphrase = e {
+                    // Review EO-3: the same where the key file here of one of two rotations is
+                    // damaged at another key file's length; only a terminal's refusal said it.
+                    Launcher.fail(e.description, hint: "should the other passphrase be refused there too, a rotation's key file here is damaged: \(Launcher.copyKeyFiles)", status: 3)
                 }
                 if e.isAboutThePassphrase { Launcher.fail(e.description, status: 3) }
                 if case .incomplete = e {
@@ -415,6 +420,9 @@ struct Launcher {
         warnAtOpen(vault)
         return shell(vault, commands: commands)
     }
+
+    /// How to bring whole key files where one did not arrive whole.
+    static let copyKeyFiles = "copy the key files from the top of another device's store (or of the remote, where they are whole), files named by 32 hex digits, into this store's folder"
 
     /// What to do with a folder holding only empty shard folders (`Vault.holdsOnlyEmptyShardFolders`).
     static let emptyShardFoldersHint = "it holds only empty folders named like a store's: an init cut short, or a sync engine still bringing a store (then wait, and open it); if nothing is arriving, remove them and run init"
