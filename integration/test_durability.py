@@ -377,6 +377,21 @@ def test_export_force_replaces_a_file_only_with_one_on_disk(vault, tmp_path):
     assert (out / "a.txt").read_bytes() == b"new content\n"
 
 
+def test_rm_of_several_operands_is_one_change(vault, host):
+    """Review ET-3: `rm` of several operands (a glob) wrote a record, and waited for the disk,
+    for each: killed part way, it had removed some and not the others. Its operands are now
+    checked first and removed in one record (one `fdatasync`), killed anywhere all or none."""
+    folder = host / "in"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (folder / name).write_text(name)
+    vault.ok(f"import {q(str(folder))}")
+    argv = ["strace", "-f", "-o", "/dev/null", "-e", "trace=fdatasync", "-e", "inject=fdatasync:signal=SIGKILL:when=1"] \
+        + vault.argv(["-c", "rm /in/*.txt"])
+    assert subprocess.run(argv, capture_output=True, env=vault.env, cwd=vault.workdir).returncode != 0
+    assert vault.ok("ls /in").out_lines == [], "killed at its first wait for the disk, rm had removed only some"
+
+
 def test_a_file_export_force_left_when_killed_is_named_by_the_next_export(vault, tmp_path):
     """Review AG (F5): `export -f` links the new file under a hidden `.narnia-partial-…` name
     and renames it over the old one; killed in between, the whole plaintext stayed beside the
@@ -402,6 +417,10 @@ def test_a_file_export_force_left_when_killed_is_named_by_the_next_export(vault,
     r = vault.ok(command)
     assert any(f"{out}/{left[0]}: left by an export killed" in line for line in r.err_lines), r.describe()
     assert (out / left[0]).exists() and (out / "a.txt").read_bytes() == b"new content\n"
+    # Review ET-2: the re-run an interruption suggests, `--skip-existing`, finding every file of
+    # that folder in place, named it too (it wrote nothing there, and looked at nothing).
+    r = vault.ok(f"export --skip-existing /a.txt {q(str(out))}")
+    assert "(already there)" in r.out and any(f"{out}/{left[0]}: left by an export killed" in line for line in r.err_lines), r.describe()
 
 
 def test_files_appear_whole_for_an_ordinary_user_before_linux_6_10(narnia, tmp_path):

@@ -76,6 +76,17 @@ extension Vault {
         "/" + pathComponents(of: id).joined(separator: "/")
     }
 
+    /// True when one of the folders above `item` is in `folders`.
+    private func hasAncestor(of item: Item, in folders: Set<Identifier>) -> Bool {
+        var current = item.parent
+        while current != .root {
+            if folders.contains(current) { return true }
+            guard let folder = view.items[current] else { return false }
+            current = folder.parent
+        }
+        return false
+    }
+
     /// True when `ancestor` is `id` itself or one of the folders above it.
     public func isSelfOrAncestor(_ ancestor: Identifier, of id: Identifier) -> Bool {
         var current = id
@@ -182,11 +193,24 @@ extension Vault {
     /// made meanwhile on another device is not, and survives as one). Objects no item uses
     /// any more are retired in the same record.
     public func remove(_ id: Identifier) throws {
-        guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot remove the root") }
-        let doomed = [item] + descendants(of: id)
+        try remove([id])
+    }
+
+    /// Removes each of `ids` as `remove(_:)` does, all in one transaction (`rm` of several
+    /// operands: killed part way, it removed some and not others, with a record and an
+    /// `fdatasync` each — review ET-3). One inside another is removed with it.
+    public func remove(_ ids: [Identifier]) throws {
+        let named = Set(ids)
+        var tops: [Item] = [], taken = Set<Identifier>()
+        for id in ids {
+            guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot remove the root") }
+            if taken.insert(id).inserted && !hasAncestor(of: item, in: named) { tops.append(item) }
+        }
+        guard !tops.isEmpty else { return }
+        let doomed = tops.flatMap { [$0] + descendants(of: $0.id) }
         let members = doomed.flatMap { view.members(of: $0.id) }
         let contents = doomed.compactMap(\.content)
-        let update: ViewUpdate = view.isRegular(item.parent) ? .change { $0.remove(id) } : .rebuild
+        let update: ViewUpdate = tops.allSatisfy { view.isRegular($0.parent) } ? .change { view in for item in tops { view.remove(item.id) } } : .rebuild
         try commit([.remove(state.removalList(members))] + retirements(freeing: contents), view: update)
         repackSparse(contents.map(\.objectID))
     }

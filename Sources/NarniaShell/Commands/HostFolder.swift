@@ -388,6 +388,14 @@ final class HostFolder {
         temporaryPrefix + Identifier.random().hex.prefix(12)
     }
 
+    /// Looks for temporary files left in the folder of the file at `components`, which is not
+    /// written (`--skip-existing` found it there): a re-run after a kill that finds every file
+    /// of a folder in place named no leftover there (review ET-2).
+    func lookForLeftFiles(besides components: [String]) throws {
+        guard let dir = try folder(Array(components.dropLast()), create: false) else { return }
+        lookForLeftFiles(in: dir, at: Array(components.dropLast()))
+    }
+
     /// Adds the temporary files in `dir`, the folder at `components`, to `leftTemporaryFiles`
     /// (once per folder). They are named, not removed: one may be another export's, under way.
     private func lookForLeftFiles(in dir: FileDescriptor, at components: [String]) {

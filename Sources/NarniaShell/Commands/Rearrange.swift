@@ -81,7 +81,7 @@ enum Rearrange {
                 return yes
             }
         }
-        for (_, id) in targets where s.vault.item(id) != nil { try s.vault.remove(id) }
+        try s.vault.remove(targets.map(\.1))
     }
 
     /// As GNU `rm` and `mv`: `rm`, `rmdir`, `mv` and `cp` refuse a path whose last part is `.`
@@ -109,7 +109,7 @@ enum Rearrange {
                 }
             }
         }
-        for id in targets { try s.vault.remove(id) }
+        try s.vault.remove(targets)
     }
 
     /// Where each source goes for `mv`/`cp`: (source, destination folder, new name, replaced item).

@@ -264,6 +264,7 @@ enum Transfer {
             plan = try plan.filter { item, components in
                 guard try host.holdsFile(components, size: item.size, modified: item.modified) else { return true }
                 try host.makeExistingDurable(components)
+                try host.lookForLeftFiles(besides: components)
                 skipped.append("skipped \(s.shown(item.id, on: s.out)) -> \(s.out.name(host.path(components))) (already there)")
                 return false
             }
