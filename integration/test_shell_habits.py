@@ -241,6 +241,27 @@ def test_rm_i_asks_on_a_terminal_every_question_before_any_removal(vault, host, 
     assert vault.ok("ls /d").out_lines == (["b.bin", "c.bin"] if second == "n" else ["a.bin", "b.bin", "c.bin"])
 
 
+def test_rm_ri_asks_nothing_of_what_a_folder_answered_yes_takes_with_it(vault, host):
+    """Review EV-2: `rm -ri /d /d/a.bin` asked about `/d/a.bin` once `/d` was answered yes, and
+    then removed it with `/d` whatever the answer."""
+    make_files(host / "d", ["a.bin", "b.bin"])
+    make_files(host / "e", ["c.bin"])
+    vault.ok(f"import -q {q(str(host / 'd'))} {q(str(host / 'e'))}")
+    s = Shell(vault)
+    try:
+        s.login()
+        s.send("rm -ri /d /d/a.bin /e/c.bin\r")
+        s.expect("remove the folder /d and everything in it? [y/N] ")
+        s.send("y\r")
+        s.expect("? [y/N] ")
+        assert "remove /d/a.bin" not in clean(s.output) and "remove /e/c.bin" in clean(s.output), clean(s.output)
+        s.send("n\r")
+        s.prompt("/")
+    finally:
+        s.close()
+    assert vault.ok("ls /").out_lines == ["e"] and vault.ok("ls /e").out_lines == ["c.bin"]
+
+
 def test_help_flag_on_every_command(vault):
     assert vault.ok("ls --help").out == vault.ok("help ls").out
     assert vault.ok("mkdir -h").out == vault.ok("help mkdir").out

@@ -59,13 +59,20 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         return Completion(deleteBytes: count, deleteScalars: scalars, insertText: text, candidates: candidates)
     }
 
-    // With the cursor inside a word (before the rest of it, or a quote closed later), a unique
-    // match ends with nothing: the rest stays one word with it, and its quotes balanced (review
-    // ES-3: a closing quote and a space went before the rest, which then opened a quote).
-    let wordGoesOn = context.cursor < utf8.count && (context.quote != .none || !endsWord(utf8[context.cursor]))
+    // With the cursor inside a word (before the rest of it, a quote closed later, or a
+    // character a backslash escapes), a unique match ends with nothing: the rest stays one word
+    // with it, and its quotes balanced (review ES-3: a closing quote and a space went before
+    // the rest, which then opened a quote). A folder gets its `/` unless one follows (EV-3).
+    let next = context.cursor < utf8.count ? utf8[context.cursor] : nil
+    let wordGoesOn = next.map { context.quote != .none || context.pendingEscape || !endsWord($0) } ?? false
     func ending(_ offer: Offer, _ quote: QuoteState) -> String {
-        offer.isFolder || !wordGoesOn ? terminator(offer, quote) : ""
+        guard wordGoesOn else { return terminator(offer, quote) }
+        return offer.isFolder && next != UInt8(ascii: "/") ? "/" : ""
     }
+    // An escape begun before the cursor, deleted to write the text afresh, is written again
+    // after it, so that it still escapes what follows (review EV-1: `alpha\|␣beta.txt` lost
+    // its backslash, and the escaped blank split the word in two).
+    let escapeAgain = wordGoesOn ? String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self) : ""
 
     // The typed component is a pattern, not a prefix; or the host spells its matches otherwise
     // (`é` typed for names spelled `e` and a combining accent, NFD), and what they share is put
@@ -83,7 +90,7 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         let text = shellEscape(replacement, in: quote, atWordStart: start == context.partialStart)
         // Written afresh from the component's start, the text leaves the quote open there: the
         // quote open at the cursor is opened again for the rest of the word (review ES-3).
-        let end = (unique.map { ending($0, quote) } ?? "") + (wordGoesOn ? requote(from: quote, to: context.quote) : "")
+        let end = (unique.map { ending($0, quote) } ?? "") + (wordGoesOn ? requote(from: quote, to: context.quote) + escapeAgain : "")
         return edit(deleting: context.cursor - start, inserting: text + end,
                     candidates: unique == nil ? offers.map(\.display) : [])
     }
@@ -95,11 +102,11 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     if offers.count == 1, let offer = offers.first {
         let rest = remainder(of: offer.name, after: request.prefix)
         let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
-        return edit(deleting: deleting, inserting: text + ending(offer, context.quote))
+        return edit(deleting: deleting, inserting: text + ending(offer, context.quote) + escapeAgain)
     }
     let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
-    return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text, candidates: offers.map(\.display))
+    return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text.isEmpty ? "" : text + escapeAgain, candidates: offers.map(\.display))
 }
 
 /// Where, in `line`, the last component of the path being typed begins: just after the bytes

@@ -435,6 +435,19 @@ final class CompletionTests: XCTestCase {
         assertTab("cat 'phXX'", "cat 'photos/XX'", cursor: 7)
     }
 
+    /// Review EV-1: Tab right after a backslash that escapes a blank (`alpha\|␣beta`) wrote the
+    /// text afresh without it, and the blank then split the word; EV-3: a folder before a `/`
+    /// got a second one.
+    func testInsideAWordAnEscapeBegunAndASlashAfterAreKept() {
+        source.add("/", ["alpha beta.txt", "alphabet/"])
+        source.add("/e", ["alpha beta.txt"])
+        source.add("/alphabet", ["inner.txt"])
+        let line = "cat /e/alpha\\ beta.txt"
+        let (edited, _) = run(line, cursor: "cat /e/alpha\\".utf8.count)
+        assertReadsBack(edited, ["cat", "/e/alpha beta.txt beta.txt"])
+        assertTab("cat alphab/inner.txt", "cat alphabet/inner.txt", cursor: "cat alphab".utf8.count)
+    }
+
     func testCommonPrefixWithMultiByteCharacters() {
         source.add("/j", ["日本語.txt", "日本人.txt"])
         assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])

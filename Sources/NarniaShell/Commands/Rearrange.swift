@@ -67,7 +67,11 @@ enum Rearrange {
             }
             // Every question comes before any removal; Ctrl-C (or end of input) at one cancels
             // the command, earlier yes answers included (review BG-3: it counted as no).
+            // What lies in a folder answered yes goes with it, unasked (review EV-2: asked, a
+            // no went unheeded).
+            var removedWhole: [Identifier] = []
             targets = try targets.filter { path, id in
+                if removedWhole.contains(where: { s.vault.isSelfOrAncestor($0, of: id) }) { return false }
                 // Under hide-names an item a command before on the line made or moved had no
                 // number in the listing the user answers from (review CY-2: each was asked
                 // about as "(made or moved by this line)", which told them apart no more).
@@ -78,6 +82,7 @@ enum Rearrange {
                 }
                 let what = s.vault.isFolder(id) ? "the folder \(shown) and everything in it" : shown
                 guard let yes = ask("remove \(what)? [y/N] ") else { throw Cancelled() }
+                if yes && s.vault.isFolder(id) { removedWhole.append(id) }
                 return yes
             }
         }
