@@ -257,6 +257,14 @@ def test_rm_ri_asks_nothing_of_what_a_folder_answered_yes_takes_with_it(vault, h
         assert "remove /d/a.bin" not in clean(s.output) and "remove /e/c.bin" in clean(s.output), clean(s.output)
         s.send("n\r")
         s.prompt("/")
+        # Review EW-1: an item two operands name is asked about once (a no, then a yes to the
+        # second question, removed it).
+        start = len(s.output)
+        s.send("rm -ri /e/c.bin /e/./c.bin e/c.bin\r")
+        s.expect("remove /e/c.bin? [y/N] ")
+        s.send("n\r")
+        s.prompt("/")
+        assert clean(s.output[start:]).count("[y/N]") == 1, clean(s.output[start:])
     finally:
         s.close()
     assert vault.ok("ls /").out_lines == ["e"] and vault.ok("ls /e").out_lines == ["c.bin"]

@@ -69,10 +69,13 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         guard wordGoesOn else { return terminator(offer, quote) }
         return offer.isFolder && next != UInt8(ascii: "/") ? "/" : ""
     }
-    // An escape begun before the cursor, deleted to write the text afresh, is written again
-    // after it, so that it still escapes what follows (review EV-1: `alpha\|␣beta.txt` lost
-    // its backslash, and the escaped blank split the word in two).
-    let escapeAgain = wordGoesOn ? String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self) : ""
+    // A backslash outside quotes just before the cursor, deleted to write the text afresh, is
+    // written again after it, so that it still escapes what follows (review EV-1:
+    // `alpha\|␣beta.txt` lost its backslash, and the escaped blank split the word in two).
+    // Inside quotes the word goes on whatever follows: an escape begun there is dropped, as
+    // before (review EW-2: written again before a closing quote, it escaped the quote).
+    let escapeAgain = wordGoesOn && context.quote == .none
+        ? String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self) : ""
 
     // The typed component is a pattern, not a prefix; or the host spells its matches otherwise
     // (`é` typed for names spelled `e` and a combining accent, NFD), and what they share is put
@@ -89,8 +92,17 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         let quote = start == context.partialStart ? .none : tokenizeForCompletion(line: line, cursor: start, numberedItems: source.numbersTypedBare).quote
         let text = shellEscape(replacement, in: quote, atWordStart: start == context.partialStart)
         // Written afresh from the component's start, the text leaves the quote open there: the
-        // quote open at the cursor is opened again for the rest of the word (review ES-3).
-        let end = (unique.map { ending($0, quote) } ?? "") + (wordGoesOn ? requote(from: quote, to: context.quote) + escapeAgain : "")
+        // quote open at the cursor is opened again for the rest of the word (review ES-3). At
+        // the end of the line, a quote it was written in becomes the one open at the cursor
+        // again, unless a file's ending closes it (review EW-4: `'dir one/'é` became
+        // `'dir one/e`, unterminated).
+        let end = if wordGoesOn {
+            (unique.map { ending($0, quote) } ?? "") + requote(from: quote, to: context.quote) + escapeAgain
+        } else if let unique, !unique.isFolder {
+            terminator(unique, quote)
+        } else {
+            (unique.map { terminator($0, quote) } ?? "") + (quote == .none ? "" : requote(from: quote, to: context.quote))
+        }
         return edit(deleting: context.cursor - start, inserting: text + end,
                     candidates: unique == nil ? offers.map(\.display) : [])
     }

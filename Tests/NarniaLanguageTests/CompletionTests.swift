@@ -446,6 +446,18 @@ final class CompletionTests: XCTestCase {
         let (edited, _) = run(line, cursor: "cat /e/alpha\\".utf8.count)
         assertReadsBack(edited, ["cat", "/e/alpha beta.txt beta.txt"])
         assertTab("cat alphab/inner.txt", "cat alphabet/inner.txt", cursor: "cat alphab".utf8.count)
+        // Review EW-2: inside quotes the word goes on whatever follows; an escape begun there
+        // is dropped, not written again before the closing quote.
+        assertTab("cat \"/e/alph\\\"", "cat \"/e/alpha beta.txt\"", cursor: "cat \"/e/alph\\".utf8.count)
+    }
+
+    /// Review EW-4: at the end of the line, several NFD host names for an NFC name typed after a
+    /// quoted folder part: the shared part was written inside that folder's quote, left open.
+    func testAtTheEndOfTheLineAQuoteTheRewriteOpensIsClosed() {
+        source.addHost("/home/u/work/dir one", ["e\u{301}cole/", "e\u{301}cole2/"])
+        let (edited, _) = run("lls 'dir one/'\u{e9}")
+        XCTAssertEqual(Array(edited.utf8), Array("lls 'dir one/e\u{301}cole'".utf8))
+        assertReadsBack(edited, ["lls", "dir one/e\u{301}cole"])
     }
 
     func testCommonPrefixWithMultiByteCharacters() {

@@ -67,11 +67,12 @@ enum Rearrange {
             }
             // Every question comes before any removal; Ctrl-C (or end of input) at one cancels
             // the command, earlier yes answers included (review BG-3: it counted as no).
-            // What lies in a folder answered yes goes with it, unasked (review EV-2: asked, a
-            // no went unheeded).
-            var removedWhole: [Identifier] = []
+            // Each item is asked about once, however many operands name it, and what lies in a
+            // folder answered yes goes with it, unasked (reviews EV-2, EW-1: asked again, a no
+            // went unheeded).
+            var asked = Set<Identifier>(), removedWhole: [Identifier] = []
             targets = try targets.filter { path, id in
-                if removedWhole.contains(where: { s.vault.isSelfOrAncestor($0, of: id) }) { return false }
+                guard asked.insert(id).inserted, !removedWhole.contains(where: { s.vault.isSelfOrAncestor($0, of: id) }) else { return false }
                 // Under hide-names an item a command before on the line made or moved had no
                 // number in the listing the user answers from (review CY-2: each was asked
                 // about as "(made or moved by this line)", which told them apart no more).
