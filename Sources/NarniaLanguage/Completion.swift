@@ -69,13 +69,21 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         guard wordGoesOn else { return terminator(offer, quote) }
         return offer.isFolder && next != UInt8(ascii: "/") ? "/" : ""
     }
-    // A backslash outside quotes just before the cursor, deleted to write the text afresh, is
-    // written again after it, so that it still escapes what follows (review EV-1:
-    // `alpha\|␣beta.txt` lost its backslash, and the escaped blank split the word in two).
-    // Inside quotes the word goes on whatever follows: an escape begun there is dropped, as
-    // before (review EW-2: written again before a closing quote, it escaped the quote).
-    let escapeAgain = wordGoesOn && context.quote == .none
-        ? String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self) : ""
+    // An escape begun just before the cursor, deleted to write the text afresh, is written
+    // again after it when the word goes on, so that it still escapes what follows (review EV-1:
+    // `alpha\|␣beta.txt` lost its backslash, and the escaped blank split the word in two; EX-1:
+    // `"quo\|"te.txt"`, the quote it escaped then closed the word) — but not inside quotes where
+    // the line reads without it and not with it (review EW-2: `"un\|"` left unterminated).
+    let escapeBegun = String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self)
+    func reads(deleting count: Int, inserting text: String) -> Bool {
+        let edited = String(decoding: utf8[..<(context.cursor - count)] + Array(text.utf8) + utf8[context.cursor...], as: UTF8.self)
+        return (try? tokenize(edited, numberedItems: source.numbersTypedBare)) != nil
+    }
+    func keepingEscape(_ text: String, deleting count: Int) -> String {
+        guard wordGoesOn, !escapeBegun.isEmpty else { return text }
+        let kept = text + escapeBegun
+        return context.quote == .none || reads(deleting: count, inserting: kept) || !reads(deleting: count, inserting: text) ? kept : text
+    }
 
     // The typed component is a pattern, not a prefix; or the host spells its matches otherwise
     // (`é` typed for names spelled `e` and a combining accent, NFD), and what they share is put
@@ -97,13 +105,13 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
         // again, unless a file's ending closes it (review EW-4: `'dir one/'é` became
         // `'dir one/e`, unterminated).
         let end = if wordGoesOn {
-            (unique.map { ending($0, quote) } ?? "") + requote(from: quote, to: context.quote) + escapeAgain
+            (unique.map { ending($0, quote) } ?? "") + requote(from: quote, to: context.quote)
         } else if let unique, !unique.isFolder {
             terminator(unique, quote)
         } else {
             (unique.map { terminator($0, quote) } ?? "") + (quote == .none ? "" : requote(from: quote, to: context.quote))
         }
-        return edit(deleting: context.cursor - start, inserting: text + end,
+        return edit(deleting: context.cursor - start, inserting: keepingEscape(text + end, deleting: context.cursor - start),
                     candidates: unique == nil ? offers.map(\.display) : [])
     }
 
@@ -114,11 +122,11 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     if offers.count == 1, let offer = offers.first {
         let rest = remainder(of: offer.name, after: request.prefix)
         let text = shellEscape(rest, in: context.quote, atWordStart: atWordStart)
-        return edit(deleting: deleting, inserting: text + ending(offer, context.quote) + escapeAgain)
+        return edit(deleting: deleting, inserting: keepingEscape(text + ending(offer, context.quote), deleting: deleting))
     }
     let rest = remainder(of: common, after: request.prefix)
     let text = rest.isEmpty ? "" : shellEscape(rest, in: context.quote, atWordStart: atWordStart)
-    return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text.isEmpty ? "" : text + escapeAgain, candidates: offers.map(\.display))
+    return edit(deleting: text.isEmpty ? 0 : deleting, inserting: text.isEmpty ? "" : keepingEscape(text, deleting: deleting), candidates: offers.map(\.display))
 }
 
 /// Where, in `line`, the last component of the path being typed begins: just after the bytes

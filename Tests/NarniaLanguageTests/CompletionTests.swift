@@ -449,6 +449,12 @@ final class CompletionTests: XCTestCase {
         // Review EW-2: inside quotes the word goes on whatever follows; an escape begun there
         // is dropped, not written again before the closing quote.
         assertTab("cat \"/e/alph\\\"", "cat \"/e/alpha beta.txt\"", cursor: "cat \"/e/alph\\".utf8.count)
+        // Review EX-1: where the quote after it goes on inside the word (`"quo\"te"`), the
+        // escape is written again, or that quote would close the word.
+        source.add("/q", ["quo.txt"])
+        let quoted = "cat \"/q/qu\\\"te.txt\""
+        let (kept, _) = run(quoted, cursor: "cat \"/q/qu\\".utf8.count)
+        XCTAssertEqual(kept, "cat \"/q/quo.txt\\\"te.txt\"")
     }
 
     /// Review EW-4: at the end of the line, several NFD host names for an NFC name typed after a
