@@ -73,16 +73,20 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     // again after it when the word goes on, so that it still escapes what follows (review EV-1:
     // `alpha\|␣beta.txt` lost its backslash, and the escaped blank split the word in two; EX-1:
     // `"quo\|"te.txt"`, the quote it escaped then closed the word) — but not inside quotes where
-    // the line reads without it and not with it (review EW-2: `"un\|"` left unterminated).
+    // the line reads without it and not with it (review EW-2: `"un\|"` left unterminated), nor
+    // an escape begun further than its backslash (`\x3` in `$'…'`) that what follows does not
+    // go on with, a hex digit (EW-2: `$'x\x3|'` put a control character in the name).
     let escapeBegun = String(decoding: utf8[(context.cursor - context.pendingEscapeBytes)..<context.cursor], as: UTF8.self)
     func reads(deleting count: Int, inserting text: String) -> Bool {
         let edited = String(decoding: utf8[..<(context.cursor - count)] + Array(text.utf8) + utf8[context.cursor...], as: UTF8.self)
         return (try? tokenize(edited, numberedItems: source.numbersTypedBare)) != nil
     }
     func keepingEscape(_ text: String, deleting count: Int) -> String {
-        guard wordGoesOn, !escapeBegun.isEmpty else { return text }
+        guard wordGoesOn, let next, !escapeBegun.isEmpty else { return text }
         let kept = text + escapeBegun
-        return context.quote == .none || reads(deleting: count, inserting: kept) || !reads(deleting: count, inserting: text) ? kept : text
+        if context.quote == .none { return kept }
+        if context.pendingEscapeBytes > 1 { return Unicode.Scalar(next).properties.isASCIIHexDigit ? kept : text }
+        return reads(deleting: count, inserting: kept) || !reads(deleting: count, inserting: text) ? kept : text
     }
 
     // The typed component is a pattern, not a prefix; or the host spells its matches otherwise

@@ -455,6 +455,11 @@ final class CompletionTests: XCTestCase {
         let quoted = "cat \"/q/qu\\\"te.txt\""
         let (kept, _) = run(quoted, cursor: "cat \"/q/qu\\".utf8.count)
         XCTAssertEqual(kept, "cat \"/q/quo.txt\\\"te.txt\"")
+        // An escape begun in `$'…'` that the closing quote ends is dropped, not made a control
+        // character of the name.
+        let ansi = "cat $'/q/qu\\x3'"
+        let (dropped, _) = run(ansi, cursor: ansi.utf8.count - 1)
+        XCTAssertEqual(dropped, "cat $'/q/quo.txt'")
     }
 
     /// Review EW-4: at the end of the line, several NFD host names for an NFC name typed after a
