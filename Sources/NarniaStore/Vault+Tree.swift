@@ -76,9 +76,9 @@ extension Vault {
         "/" + pathComponents(of: id).joined(separator: "/")
     }
 
-    /// True when one of the folders above `item` is in `folders`.
-    private func hasAncestor(of item: Item, in folders: Set<Identifier>) -> Bool {
-        var current = item.parent
+    /// True when one of the folders above item `id` is in `folders`.
+    public func hasAncestor(_ id: Identifier, in folders: Set<Identifier>) -> Bool {
+        guard var current = view.items[id]?.parent else { return false }
         while current != .root {
             if folders.contains(current) { return true }
             guard let folder = view.items[current] else { return false }
@@ -204,7 +204,7 @@ extension Vault {
         var tops: [Item] = [], taken = Set<Identifier>()
         for id in ids {
             guard id != .root, let item = view.items[id] else { throw VaultError.refused("cannot remove the root") }
-            if taken.insert(id).inserted && !hasAncestor(of: item, in: named) { tops.append(item) }
+            if taken.insert(id).inserted && !hasAncestor(id, in: named) { tops.append(item) }
         }
         guard !tops.isEmpty else { return }
         let doomed = tops.flatMap { [$0] + descendants(of: $0.id) }

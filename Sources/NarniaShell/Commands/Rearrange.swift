@@ -70,9 +70,9 @@ enum Rearrange {
             // Each item is asked about once, however many operands name it, and what lies in a
             // folder answered yes goes with it, unasked (reviews EV-2, EW-1: asked again, a no
             // went unheeded).
-            var asked = Set<Identifier>(), removedWhole: [Identifier] = []
+            var asked = Set<Identifier>(), removedWhole = Set<Identifier>()
             targets = try targets.filter { path, id in
-                guard asked.insert(id).inserted, !removedWhole.contains(where: { s.vault.isSelfOrAncestor($0, of: id) }) else { return false }
+                guard asked.insert(id).inserted, !s.vault.hasAncestor(id, in: removedWhole) else { return false }
                 // Under hide-names an item a command before on the line made or moved had no
                 // number in the listing the user answers from (review CY-2: each was asked
                 // about as "(made or moved by this line)", which told them apart no more).
@@ -83,7 +83,7 @@ enum Rearrange {
                 }
                 let what = s.vault.isFolder(id) ? "the folder \(shown) and everything in it" : shown
                 guard let yes = ask("remove \(what)? [y/N] ") else { throw Cancelled() }
-                if yes && s.vault.isFolder(id) { removedWhole.append(id) }
+                if yes && s.vault.isFolder(id) { removedWhole.insert(id) }
                 return yes
             }
         }
