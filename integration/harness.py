@@ -149,6 +149,7 @@ class Narnia:
         if key not in self._pass_files:
             path = self.secrets / f"pass-{key}"
             path.write_bytes(data)
+            path.chmod(0o600)   # other users' read gets a warning (review EU-15)
             self._pass_files[key] = path
         return self._pass_files[key]
 

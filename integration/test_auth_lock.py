@@ -148,7 +148,37 @@ def test_passphrase_fd(vault):
         r = vault("--passphrase-fd", str(rfd), "-c", "pwd", passphrase=None, pass_fds=(rfd,))
     finally:
         os.close(rfd)
-    assert r.rc == 0 and r.out == "/\n", "--passphrase-fd N should read the passphrase from fd N" + r.describe()
+    assert r.rc == 0 and r.out == "/\n" and r.err_lines == [], "--passphrase-fd N should read the passphrase from fd N" + r.describe()
+
+
+def test_a_passphrase_file_others_may_read_is_used_with_a_warning(vault, tmp_path):
+    """Review EU-15: a passphrase file every user (or the group) may read was used without a
+    word; ssh refuses such a key file. It is still used — a script relies on it — and the
+    warning says how to close it, for --passphrase-file, a file at --passphrase-fd and passwd's
+    --new-passphrase-file alike. A file only its owner reads, or a pipe, says nothing."""
+    f = tmp_path / "pw.txt"
+    f.write_text("correct horse\n")
+    for mode, who in ((0o644, "every user"), (0o640, "its group")):
+        f.chmod(mode)
+        r = vault("--passphrase-file", str(f), "-c", "pwd", passphrase=None)
+        assert r.rc == 0 and r.out == "/\n", "the file still opens the vault" + r.describe()
+        assert r.err_lines == [f"narnia: warning: {f} holds a passphrase and {who} may read it (mode {mode:o}): chmod 600 it"], \
+            "the warning names the file, who may read it and the cure" + r.describe()
+    with open(f, "rb") as held:
+        fd = held.fileno()
+        r = vault("--passphrase-fd", str(fd), "-c", "pwd", passphrase=None, pass_fds=(fd,))
+    assert r.rc == 0 and f"the file at descriptor {fd} holds a passphrase and its group may read it" in r.err, \
+        "a readable file given as a descriptor is warned of too" + r.describe()
+    new = tmp_path / "new.txt"
+    new.write_text("a new passphrase\n")
+    new.chmod(0o604)
+    r = vault.c(f"passwd --new-passphrase-file {q(str(new))}")
+    assert r.rc == 0 and f"narnia: warning: passwd: {new} holds a passphrase and every user may read it (mode 604)" in r.err, \
+        "passwd warns of its file too" + r.describe()
+    assert vault.c("pwd", passphrase="a new passphrase").rc == 0, "and the passphrase was changed" + r.describe()
+    new.chmod(0o600)
+    r = vault("--passphrase-file", str(new), "-c", "pwd", passphrase=None)
+    assert r.rc == 0 and r.err_lines == [], "a file only its owner reads says nothing" + r.describe()
 
 
 def test_passwd(filled):

@@ -67,7 +67,7 @@ public func complete(line: String, cursor: Int, source: any CompletionSource) ->
     let wordGoesOn = next.map { context.quote != .none || context.pendingEscape || !endsWord($0) } ?? false
     func ending(_ offer: Offer, _ quote: QuoteState) -> String {
         guard wordGoesOn else { return terminator(offer, quote) }
-        return offer.isFolder && next != UInt8(ascii: "/") ? "/" : ""
+        return offer.isFolder && firstCharacterAfter(context, in: line, numberedItems: source.numbersTypedBare) != "/" ? "/" : ""
     }
     // An escape begun just before the cursor, deleted to write the text afresh, is written
     // again after it when the word goes on, so that it still escapes what follows (review EV-1:
@@ -182,6 +182,23 @@ public func longestCommonPrefix(_ strings: [String]) -> String {
 }
 
 /// True for a byte that ends an unquoted word: a blank, or the end of a command.
+/// The first character the word under the cursor goes on with after it, quotes and escapes
+/// removed — `/` for `di|'/x'` and `"di|"/x` alike (review EW-3: only the byte after the cursor
+/// was looked at, and a folder completed there got a second `/`); nil when the word ends there.
+/// Read by moving the cursor on a byte at a time until the word's text grows.
+private func firstCharacterAfter(_ context: PartialCommandLine, in line: String, numberedItems: Bool) -> Character? {
+    let typed = context.partial.text.unicodeScalars.count
+    var cursor = context.cursor
+    while cursor < line.utf8.count {
+        cursor += 1
+        let further = tokenizeForCompletion(line: line, cursor: cursor, numberedItems: numberedItems)
+        guard further.partialStart == context.partialStart, !further.inComment else { return nil }
+        let scalars = further.partial.text.unicodeScalars
+        if scalars.count > typed { return Character(scalars[scalars.index(scalars.startIndex, offsetBy: typed)]) }
+    }
+    return nil
+}
+
 private func endsWord(_ byte: UInt8) -> Bool {
     [" ", "\t", "\r", "\u{0B}", "\u{0C}", "\n", ";"].contains(Unicode.Scalar(byte))
 }

@@ -20,6 +20,9 @@ struct Launcher {
         err.flush()
     }
 
+    /// Prints `narnia: warning: …` through `say`.
+    static func warn(_ message: String) { say("narnia: warning: \(message)") }
+
     /// Prints `narnia: error: …` (and a hint) through `say` and exits with `status`.
     static func fail(_ message: String, hint: String? = nil, status: Int32) -> Never {
         say("narnia: error: \(message)")
@@ -176,8 +179,11 @@ struct Launcher {
     /// The passphrase from --passphrase-file / --passphrase-fd, else asked on the terminal.
     func passphrase(confirm: Bool) -> Secret {
         do {
-            if let file = options.passphraseFile { return try PassphraseSource.readFirstLine(path: file) }
-            if let fd = options.passphraseFD { return try PassphraseSource.readFirstLine(fd: fd, name: "descriptor \(fd)") }
+            if let file = options.passphraseFile { return try PassphraseSource.readFirstLine(path: file, warn: Launcher.warn) }
+            if let fd = options.passphraseFD {
+                if let exposure = PassphraseSource.exposure(of: fd, name: "the file at descriptor \(fd)") { Launcher.warn(exposure) }
+                return try PassphraseSource.readFirstLine(fd: fd, name: "descriptor \(fd)")
+            }
         } catch let e as PassphraseError {
             Launcher.fail(e.description, status: 2)
         } catch {
@@ -191,7 +197,7 @@ struct Launcher {
 
     /// The questions asked on the terminal, warnings on standard error.
     var questions: PassphraseQuestions {
-        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: { Launcher.say("narnia: warning: \($0)") })
+        PassphraseQuestions(ask: TerminalPassphrase.ask, warn: Launcher.warn)
     }
 
     /// Asks on the terminal: a new passphrase twice (`confirm`), else the passphrase once.
@@ -446,7 +452,7 @@ struct Launcher {
 
     /// What opening found that the user should know, and the test-KDF warning.
     func warnAtOpen(_ vault: Vault) {
-        for warning in vault.warnings { Launcher.say("narnia: warning: \(warning)") }
+        for warning in vault.warnings { Launcher.warn(warning) }
         warnIfTestKDF(vault.kdfParameters)
     }
 

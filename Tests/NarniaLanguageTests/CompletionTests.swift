@@ -446,6 +446,11 @@ final class CompletionTests: XCTestCase {
         let (edited, _) = run(line, cursor: "cat /e/alpha\\".utf8.count)
         assertReadsBack(edited, ["cat", "/e/alpha beta.txt beta.txt"])
         assertTab("cat alphab/inner.txt", "cat alphabet/inner.txt", cursor: "cat alphab".utf8.count)
+        // Review EW-3: a `/` after a quote, as the word goes on, is the `/` it needs too.
+        assertTab("cat alphab'/inner.txt'", "cat alphabet'/inner.txt'", cursor: "cat alphab".utf8.count)
+        assertTab("cat \"alphab\"/inner.txt", "cat \"alphabet\"/inner.txt", cursor: "cat \"alphab".utf8.count)
+        assertTab("cat alphab''\\/inner.txt", "cat alphabet''\\/inner.txt", cursor: "cat alphab".utf8.count)
+        assertTab("cat alphab'x'", "cat alphabet/'x'", cursor: "cat alphab".utf8.count)
         // Review EW-2: inside quotes the word goes on whatever follows; an escape begun there
         // is dropped, not written again before the closing quote.
         assertTab("cat \"/e/alph\\\"", "cat \"/e/alpha beta.txt\"", cursor: "cat \"/e/alph\\".utf8.count)

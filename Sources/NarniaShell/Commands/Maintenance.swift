@@ -47,7 +47,7 @@ enum Maintenance {
         let passphrase: Secret
         let file = a.flags["--new-passphrase-file"]
         func readNew(from file: String) throws -> Secret {
-            let passphrase = try PassphraseSource.readFirstLine(path: file)
+            let passphrase = try PassphraseSource.readFirstLine(path: file) { s.warning("passwd", $0) }
             try PassphraseSource.checkNew(passphrase, from: file)
             return passphrase
         }

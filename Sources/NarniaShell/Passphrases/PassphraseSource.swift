@@ -34,11 +34,25 @@ public enum PassphraseSource {
     /// The longest passphrase accepted.
     public static let maximumLength = 4096
 
-    /// The first line of the file at `path`.
-    public static func readFirstLine(path: String) throws -> Secret {
+    /// The first line of the file at `path`; `warn` is told when other users may read the file
+    /// too (`exposure`).
+    public static func readFirstLine(path: String, warn: (String) -> Void) throws -> Secret {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.open(path, .readOnly) } catch { throw PassphraseError.unreadable("cannot read the passphrase file: \(describe(error))") }
+        if let exposure = exposure(of: fd.raw, name: path) { warn(exposure) }
         return try readFirstLine(fd: fd.raw, name: path)
+    }
+
+    /// A warning when `fd` is a regular file that users other than its owner may read (its
+    /// group or everyone: mode `0o044`), which gives them the passphrase (review EU-15). ssh
+    /// refuses such a key file; narnia reads it, since a script may rely on it, and says so.
+    /// A pipe, a terminal or a file only its owner reads gives nil.
+    public static func exposure(of fd: Int32, name: String) -> String? {
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o044 != 0 else { return nil }
+        let who = info.st_mode & 0o004 != 0 ? "every user" : "its group"
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        return "\(name) holds a passphrase and \(who) may read it (mode \(mode)): chmod 600 it"
     }
 
     /// The first line readable from descriptor `fd`, read one byte at a time so that nothing
