@@ -476,6 +476,13 @@ final class CompletionTests: XCTestCase {
         assertReadsBack(edited, ["lls", "dir one/e\u{301}cole"])
     }
 
+    /// Review EV-4: inside a word, an NFC-typed folder the host spells NFD, before `/…`.
+    func testInsideAWordAFolderTheHostSpellsOtherwiseCompletes() {
+        source.addHost("/home/u/work", ["e\u{301}cole/"])
+        let (edited, _) = run("lls \u{e9}co/x.txt", cursor: "lls \u{e9}co".utf8.count)
+        XCTAssertEqual(Array(edited.utf8), Array("lls e\u{301}cole/x.txt".utf8))
+    }
+
     func testCommonPrefixWithMultiByteCharacters() {
         source.add("/j", ["日本語.txt", "日本人.txt"])
         assertTab("cat /j/日", "cat /j/日本", candidates: ["日本人.txt", "日本語.txt"])
