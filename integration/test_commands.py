@@ -1306,6 +1306,11 @@ def test_lcd_lpwd_lls(vault, host):
     assert len(r.out_lines) >= 3 and any("h1.txt" in l for l in r.out_lines), r.describe()
     # A folder's size is '-', as in the vault's own ls -l.
     assert [l.split()[:2] for l in r.out_lines if l.endswith(" hsub")] == [["folder", "-"]], r.describe()
+    # Review EY-2: a fifo, which import skips, is not called a file.
+    os.mkfifo(host / "pipe")
+    r = vault.ok(f"lls -l {q(str(host / 'pipe'))} {q(str(host / 'h1.txt'))}")
+    assert [l.split()[0] for l in r.out_lines] == ["special", "file"], r.describe()
+    (host / "pipe").unlink()
     r = vault.ok(f"lcd {q(str(host))}; lcd; lpwd")
     assert r.out == f"{vault.home}\n", "lcd with no argument goes to $HOME" + r.describe()
     # Review AS F6: several paths as ls(1) lists them, files first, a missing one said and

@@ -692,6 +692,18 @@ def test_an_original_left_under_its_hidden_name_by_a_killed_import_move_is_not_t
     assert [p.name for p in host.iterdir()] == [".narnia-removing-3f2a9c"]
 
 
+def test_a_file_of_the_users_that_only_begins_like_an_originals_hidden_name_is_imported(vault, host):
+    """Review EY-1: every file whose name began `.narnia-removing-` was skipped — the user's
+    `.narnia-removing-notes.txt` too, with exit 0, so that `import --move DIR && rm -rf DIR`
+    lost it. Only the form narnia gives (the prefix and up to 16 hex digits) is skipped."""
+    for name in (".narnia-removing-notes.txt", ".narnia-removing-", ".narnia-removing-3F2A", ".narnia-removing-12345678901234567"):
+        (host / name).write_bytes(name.encode())
+    r = vault.ok(f"import -q --move {q(str(host))}; ls -a /{host.name}")
+    assert sorted(r.out_lines) == sorted([".narnia-removing-notes.txt", ".narnia-removing-", ".narnia-removing-3F2A",
+                                          ".narnia-removing-12345678901234567"]), r.describe()
+    assert "skipped" not in r.err and not host.exists(), r.describe()
+
+
 def first_call(log: Path, calls: list[str], matching) -> tuple[str, int]:
     """The first of the system calls `calls` in the strace log `log` whose line is `matching`:
     its name and its number among the calls of that name (which strace's `inject=…:when=`

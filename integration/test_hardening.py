@@ -230,6 +230,9 @@ def test_a_passphrase_over_4096_bytes_is_refused_not_cut(narnia):
     narnia.init(passphrase="x" * 4096)
     r = narnia.c("pwd", passphrase="x" * 4096 + "tail")
     assert r.rc == 2, "a prefix must never open the vault" + r.describe()
+    # Review EY-3: a source with no line end (/dev/zero) was read for good.
+    r = narnia("--passphrase-file", "/dev/zero", "-c", "pwd", passphrase=None, timeout=20)
+    assert r.rc == 2 and any("/dev/zero is longer than 4096 bytes" in l for l in r.errors), r.describe()
 
 
 def test_the_passphrase_and_the_commands_never_share_a_stream(narnia):

@@ -90,7 +90,8 @@ enum Host {
             let sizes = entries.map { $0.1.isDirectory ? "-" : Formatting.size(UInt64($0.1.st_size), human: s.out.isTerminal) }
             let width = sizes.map(\.count).max() ?? 1
             for ((name, est), size) in zip(entries, sizes) {
-                let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : "file    "
+                // What import does with it: a fifo, socket or device is skipped, as "special" (review EY-2).
+                let type = est.isDirectory ? "folder  " : est.isSymbolicLink ? "link    " : est.isRegularFile ? "file    " : "special "
                 let ns = est.modifiedNanoseconds
                 // The date as `ls -l` gives it in the same place: coreutils' on a terminal.
                 let date = s.out.isTerminal ? TerminalListing.coreutilsDate(ns, now: TerminalListing.now()) : Formatting.shortDate(ns)

@@ -154,7 +154,7 @@ extension HostTreeVisitor {
                         warn("\(child): symbolic link skipped")
                     } else if kind == S_IFDIR {
                         subfolders.append((fd, entry, child, try ItemName.validated(entry), place))
-                    } else if kind == S_IFREG && entry.hasPrefix(Original.asidePrefix) {
+                    } else if kind == S_IFREG && Original.isAsideName(entry) {
                         // Said of what such a name most likely is, never as a fact: the vault
                         // it went into may be another, or no longer hold it, and the name may
                         // have been made by hand (review DF-3: "delete it" could lose the only copy).

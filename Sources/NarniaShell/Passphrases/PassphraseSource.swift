@@ -56,18 +56,20 @@ public enum PassphraseSource {
     }
 
     /// The first line readable from descriptor `fd`, read one byte at a time so that nothing
-    /// after the line is consumed, into a `Secret`.
+    /// after the line is consumed, into a `Secret`. A line longer than `maximumLength` is
+    /// refused as soon as it is: the run ends there, so nothing of it could be taken for a
+    /// command, and a source without line ends (`/dev/zero`) is not read for good (review EY-3).
     public static func readFirstLine(fd: Int32, name: String) throws -> Secret {
-        try readLine(fd: fd, name: name, stopOnInterrupt: { false })
+        try readLine(fd: fd, name: name, toEndOfLongLine: false, stopOnInterrupt: { false })
     }
 
     /// Reads one line from `fd` straight into secure memory, one byte at a time: the trailing
     /// `\n` (and a `\r` before it) is not part of it. A line longer than `maximumLength` is
-    /// read to its end (so that no part of it is taken for a command) and refused; an empty one
-    /// is refused. `stopOnInterrupt` is asked when a read is interrupted by a signal: true ends
-    /// the question (Ctrl-C at a prompt).
+    /// refused — read to its end first when `toEndOfLongLine` (a prompt asked again must not take
+    /// its tail for the next answer); an empty one is refused. `stopOnInterrupt` is asked when a
+    /// read is interrupted by a signal: true ends the question (Ctrl-C at a prompt).
     /// - Throws: `PassphraseError`.
-    public static func readLine(fd: Int32, name: String, stopOnInterrupt: () -> Bool) throws -> Secret {
+    public static func readLine(fd: Int32, name: String, toEndOfLongLine: Bool = true, stopOnInterrupt: () -> Bool) throws -> Secret {
         let buffer = try Secret(zeroedCount: maximumLength + 1)
         let length: Int = try buffer.withUnsafeMutableBytes { b in
             var n = 0
@@ -85,7 +87,10 @@ public enum PassphraseSource {
                     throw PassphraseError.unreadable("cannot read the passphrase from \(name): \(SystemError.reason(for: code))")
                 }
                 if r == 0 || b[n] == UInt8(ascii: "\n") { break }
-                if n < maximumLength { n += 1 } else { tooLong = true }   // keep reading to the end of the line
+                if n < maximumLength { n += 1 } else {
+                    tooLong = true
+                    if !toEndOfLongLine { break }
+                }
             }
             if tooLong {
                 wipe(b)
