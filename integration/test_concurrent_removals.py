@@ -165,6 +165,33 @@ def test_a_move_kept_after_the_remover_compacted_has_its_content(narnia, host, t
     both_show(narnia, laptop, expected, passphrase="again")
 
 
+def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_remover_compacts_after_reading_the_move(narnia, host, tmp_path):
+    """Review EZ-1: the remover read the move (the file shown again on both devices, its
+    removal's retirement of the object read everywhere), then compacted — here at its
+    `passwd --rotate`, as it does when it follows another device's. The snapshot wrote its
+    removal again, which removed the file again for the rest of the session: its object,
+    counted unused, was deleted here (and by `sync` from the remote), while the file lived."""
+    laptop = two_devices(narnia, host, tmp_path)
+    trip(narnia, host)
+    exchange(narnia, laptop)
+    laptop.ok("mv /trip/x.jpg /")
+    narnia.ok("rm -r /trip")
+    for _ in range(2):
+        exchange(narnia, laptop)
+    expected = {**TOP, "/x.jpg": "x.jpg\n"}
+    both_show(narnia, laptop, expected)
+    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
+    r = narnia.ok("ls -l /x.jpg; verify", passphrase="rotated")
+    assert "not on this device" not in r.out and "all intact" in r.out, r.describe()
+    laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
+    for _ in range(2):
+        carry(narnia.vault, laptop.vault)
+        carry(laptop.vault, narnia.vault)
+        narnia.ok("ls", passphrase="rotated")
+        laptop.ok("ls", passphrase="rotated")
+    both_show(narnia, laptop, expected, passphrase="rotated")
+
+
 def test_a_file_shown_again_and_removed_again_keeps_its_object_until_that_removal_is_read(narnia, host, tmp_path):
     """The first removal's retirement of the object was read everywhere long ago; the second
     one's must be too before the object goes: a device that has not read it may have moved the
