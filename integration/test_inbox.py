@@ -273,6 +273,39 @@ def test_kill_9_mid_drop_leaves_nothing(vault):
     assert r.out == "" and not warnings, r.describe()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_drop_stopped_by_a_signal_drops_nothing_and_exits_with_its_status(vault, sig):
+    """Ctrl-C exits 130, SIGTERM 143 and SIGHUP 129, as INTERFACE.md says (review EZ-2: 130
+    for all three, so a script could not tell a termination from a Ctrl-C)."""
+    before = store_files(vault)
+    feeder = subprocess.Popen(["sh", "-c", "head -c 4000000 /dev/urandom; sleep 30"], stdout=subprocess.PIPE)
+    p = vault.popen("drop", "-", "slow.bin", passphrase=None, stdin=feeder.stdout, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=20)
+    feeder.kill()
+    feeder.wait(10)
+    assert p.returncode == 128 + sig, (p.returncode, err)
+    assert b"narnia: drop: interrupted" in err, err
+    assert drop_files(vault, before) == [], "nothing is dropped"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes any folder (as-ordinary-user.sh runs it)")
+def test_a_drop_into_a_store_it_cannot_write_names_the_store(vault, host):
+    """Review EZ-3: the store's folders not writable, the drop said `SOURCE: permission
+    denied`, as if the user's own readable file were at fault."""
+    (host / "f.txt").write_text("hi\n")
+    vault.vault.chmod(0o500)
+    try:
+        r = drop(vault, str(host / "f.txt"), rc=1)
+        rs = drop(vault, "-", "g.txt", input=b"hi\n", rc=1)
+    finally:
+        vault.vault.chmod(0o700)
+    for result, source in ((r, str(host / "f.txt")), (rs, "-")):
+        assert re.fullmatch(f"narnia: error: drop: {re.escape(source)}: not dropped: cannot write into the vault's store: "
+                            f"{re.escape(str(vault.vault))}/[0-9a-f]{{2}}: permission denied", result.err.strip()), result.describe()
+
+
 def test_kill_9_mid_adoption_adopts_each_drop_exactly_once(vault, host):
     contents = {f"f{i:02}.bin": os.urandom(random.Random(i).randrange(1, 400_000)) for i in range(40)}
     for name, data in contents.items():

@@ -1089,7 +1089,7 @@ def test_files_from_the_remote_named_like_objects_that_no_record_names_are_noted
         (remote / "ab" / ("ab" + digit * 30)).write_bytes(os.urandom(1000))
     narnia.ok(f"sync {q(str(remote))}")
     r = narnia.ok("verify")
-    assert "narnia: note: verify: 2 files in the store named like objects are named by no record here (2000 bytes): another device's whose records have not arrived yet, or put there by hand or by a remote; kept" in r.err_lines, r.describe()
+    assert "narnia: note: verify: 2 files in the store named like objects are named by no record here (2000 bytes): another device's whose records have not arrived yet, a drop whose header does not open (damaged), or put there by hand or by a remote; kept" in r.err_lines, r.describe()
 
 
 def test_an_older_copy_there_of_a_journal_retired_and_gone_here_is_no_other_copy_of_the_store(narnia, host, tmp_path):

@@ -363,7 +363,8 @@ extension Vault {
         }
         // Files named like objects that no record here names and no device's tag marks as its
         // own leftovers: another device's whose records have not arrived, or put there by
-        // hand or by a remote (review CG-4: taken in by `sync` and kept, said nowhere).
+        // hand or by a remote (review CG-4: taken in by `sync` and kept, said nowhere), or a drop
+        // whose header a flipped bit keeps from opening (review EZ-4: said as none of these).
         let strangers = inventory.files.filter { id, entry in
             journals[id] == nil && !entry.legacy && !state.referencedObjects.contains(id) && !state.kept.contains(id)
                 && state.retired[RetiredFile(kind: .object, id: id)] == nil
@@ -374,7 +375,7 @@ extension Vault {
                 total + (inventory.files[id]?.main.flatMap { try? FileSystem.lstatIfExists(layout.root + "/" + $0) }.map { Int64($0.st_size) } ?? 0)
             }
             let one = unnamedByAnyone.count == 1
-            report.notes.append("\(unnamedByAnyone.count) file\(one ? "" : "s") in the store named like \(one ? "an object is" : "objects are") named by no record here (\(bytes) bytes): another device's whose records have not arrived yet, or put there by hand or by a remote; kept")
+            report.notes.append("\(unnamedByAnyone.count) file\(one ? "" : "s") in the store named like \(one ? "an object is" : "objects are") named by no record here (\(bytes) bytes): another device's whose records have not arrived yet, a drop whose header does not open (damaged), or put there by hand or by a remote; kept")
         }
         // Files named after a retired file are backups of something no longer needed: not worth
         // a word (and made copies, they would go with it).

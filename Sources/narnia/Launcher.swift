@@ -120,7 +120,7 @@ struct Launcher {
                 Launcher.fail("cannot read the batch file: \(describe(error))", status: 2)
             }
         case .drop(let arguments):
-            return DropCommand(store: storeDirectory).run(arguments)
+            return DropCommand(store: storeDirectory) { Signals.terminationStatus() ?? 130 }.run(arguments)
         case .cover:
             if !stdinIsTerminal { return openAndRun(commands: .standardInput) }
             Signals.enablePanicKey()

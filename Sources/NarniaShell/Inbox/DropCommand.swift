@@ -13,7 +13,14 @@ public struct DropCommand {
     let out = Output(fd: 1)
     let err = Output(fd: 2)
 
-    public init(store: String) { self.store = store }
+    /// The exit status once a signal stopped the drop: 130 for Ctrl-C, 128 + N for SIGTERM or
+    /// SIGHUP, which the launcher's signal handling tells apart (review EZ-2: always 130).
+    let stoppedStatus: () -> Int32
+
+    public init(store: String, stoppedStatus: @escaping () -> Int32) {
+        self.store = store
+        self.stoppedStatus = stoppedStatus
+    }
 
     public static let usage = "usage: narnia [--vault DIR] drop [-v|-q] FILE... | drop - NAME | drop --show-key"
 
@@ -72,7 +79,7 @@ public struct DropCommand {
             // Said as the vault shell's commands say it: the status alone was easy to miss.
             err.line("narnia: drop: interrupted")
             err.flush()
-            return 130
+            return stoppedStatus()
         }
         return run.failed ? 1 : 0
     }
@@ -160,6 +167,8 @@ struct DropRun: HostTreeVisitor {
             return
         } catch let e as SystemError where e.isDiskFull {
             fail("-: not dropped: the disk holding the vault is full")
+        } catch let e as SystemError where isInStore(e) {
+            fail("-: not dropped: cannot write into the vault's store: \(e)")
         } catch {
             fail("-: \(describe(error))")
         }
@@ -177,6 +186,9 @@ struct DropRun: HostTreeVisitor {
             return
         } catch let e as SystemError where e.isDiskFull {
             fail("\(err.name(path)): not dropped: the disk holding the vault is full")
+        } catch let e as SystemError where isInStore(e) {
+            // Review EZ-3: said as the source's fault ("SOURCE: permission denied").
+            fail("\(err.name(path)): not dropped: cannot write into the vault's store: \(e)")
         } catch let e as SystemError where e.path != path {
             fail("\(err.name(path)): \(SystemError.reason(for: e.code))")
         } catch let e as VaultError {
@@ -184,6 +196,14 @@ struct DropRun: HostTreeVisitor {
         } catch {
             fail(describe(error))
         }
+    }
+
+    /// True for an error of writing into the store (a folder of it not writable), not of
+    /// reading the source.
+    private func isInStore(_ e: SystemError) -> Bool {
+        guard let p = e.path else { return false }
+        let root = dropper.store.hasSuffix("/") ? dropper.store : dropper.store + "/"
+        return p == dropper.store || p.hasPrefix(root)
     }
 
     /// A folder of the walk: its entries' paths are its own followed by their names.
