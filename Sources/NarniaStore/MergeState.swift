@@ -85,9 +85,6 @@ struct MergeState {
     var removals: [Identifier: ItemRemovals] = [:]
     /// The listed items moved since a removal of them saw them (see `settleRemovals`).
     var movedSinceRemoved = Set<Identifier>()
-    /// Set once every record is read and the removals settled (`settleRemovals`): from then
-    /// on a removal read again is decided as settling decides it (see `remove`).
-    var removalsSettled = false
     var settings: [String: (value: String?, stamp: Stamp, isOwn: Bool)] = [:]
     var attachments: [Identifier: [String: Attachment]] = [:]
     var devices: [Identifier: DeviceRecord] = [:]

@@ -49,7 +49,7 @@ struct ItemRemovals {
 extension MergeState {
     /// Notes a removal of `id`. The item is removed at once — a removal this device makes
     /// takes items as they are shown — and `settleRemovals` decides again once every record
-    /// is read. Once that is done, a removal read again (a compaction's snapshot writing this
+    /// is read. Once that is done (and the conflict copies derived), a removal read again (a compaction's snapshot writing this
     /// device's removals anew) is decided as settling decides it: a move made meanwhile
     /// elsewhere still shows the item again (review EZ-1: a snapshot removed it again for the
     /// rest of the session, its content uncounted, and its object — a pack it shared, after
@@ -57,13 +57,12 @@ extension MergeState {
     mutating func remove(_ id: Identifier, _ removal: Removal) {
         let readAgain = removals[id]?.removal(by: removal.by) != nil
         if removals[id] == nil { removals[id] = ItemRemovals(first: removal) } else { removals[id]!.add(removal) }
-        if removalsSettled && readAgain { settleRemoval(id) } else { setRemoved(id, true) }
+        if conflictCopiesAdded && readAgain { settleRemoval(id) } else { setRemoved(id, true) }
     }
 
     /// Decides, once every record is read, which listed items are removed: those some removal
     /// still takes (see `takes`).
     mutating func settleRemovals() {
-        removalsSettled = true
         movedSinceRemoved = Set(removals.keys.filter { id in removals[id]!.all.contains { wasMoved(id, since: $0) } })
         // Almost always none: every listed item is removed, as `remove` left it.
         guard !movedSinceRemoved.isEmpty else { return }
