@@ -19,6 +19,7 @@ import pytest
 
 from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_device_housekeeping import carry, compact_and_exchange, exchange, know_each_other
+from test_device_housekeeping import rotate as rotate_one
 from test_devices import device, device_not_yet_written
 
 
@@ -70,7 +71,7 @@ def exchange_all(devices, pw, rounds=3):
 def rotate(devices, chosen, passphrase, pw):
     """`chosen` compacts its journals (`passwd --rotate`); the others take the same new
     passphrase. Returns it."""
-    chosen.ok(f"passwd --rotate --new-passphrase-file {q(str(chosen.passphrase_file(passphrase)))}", passphrase=pw)
+    rotate_one(chosen, passphrase, passphrase=pw)
     for other in devices:
         if other is not chosen:
             other.ok(f"passwd --new-passphrase-file {q(str(other.passphrase_file(passphrase)))}", passphrase=pw)

@@ -17,7 +17,7 @@ import pytest
 
 from harness import Narnia, q
 from test_concurrent_contents import objects, two_devices
-from test_device_housekeeping import carry, exchange
+from test_device_housekeeping import carry, exchange, rotate
 from test_devices import device, own_journal
 
 
@@ -54,7 +54,7 @@ def compact_and_exchange(desk: Narnia, laptop: Narnia, old: str | None, new: str
     """The desk compacts its journals (`passwd --rotate`), the laptop takes the passphrase
     `new` too, then three rounds of carrying files both ways, each device opening after."""
     kw = {"passphrase": old} if old else {}
-    desk.ok(f"passwd --rotate --new-passphrase-file {q(str(desk.passphrase_file(new)))}", **kw)
+    rotate(desk, new, **kw)
     laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file(new)))}", **kw)
     for _ in range(3):
         carry(desk.vault, laptop.vault)
@@ -180,9 +180,7 @@ def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_remover_
         exchange(narnia, laptop)
     expected = {**TOP, "/x.jpg": "x.jpg\n"}
     both_show(narnia, laptop, expected)
-    narnia.ok(f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}")
-    r = narnia.ok("ls -l /x.jpg; verify", passphrase="rotated")
-    assert "not on this device" not in r.out and "all intact" in r.out, r.describe()
+    rotate(narnia, "rotated")
     laptop.ok(f"passwd --new-passphrase-file {q(str(laptop.passphrase_file('rotated')))}")
     for _ in range(2):
         carry(narnia.vault, laptop.vault)
