@@ -25,6 +25,7 @@ from harness import DEFAULT_PASSPHRASE, Narnia, padme, q
 from terminal import Terminal
 from test_opacity import STRONG_FORMATS, TEXT_FORMATS, names_a_format
 from test_devices import device, syncthing_merge
+from test_device_housekeeping import carry, exchange, know_each_other, rotate
 
 HEADER = 4096
 
@@ -341,6 +342,38 @@ def test_two_devices_adopting_one_drop_make_one_item(narnia, host):
         assert d.ok("ls /Inbox").out_lines == ["photo.bin"], d.c("ls -l /Inbox").describe()
         assert d.ok("cat /Inbox/photo.bin").outb == (host / "photo.bin").read_bytes()
     assert a.ok("ls -lR --json /").out == b.ok("ls -lR --json /").out
+
+
+def test_a_drop_adopted_on_two_devices_and_removed_stays_removed_when_the_later_adopter_compacts(narnia, host):
+    """Review FA-1: A adopted a drop and removed it before hearing that B had adopted it too
+    (one item, two creations; B's, later, gave its place). Once the drop's object was deleted,
+    B's compaction wrote that place as a `move`, later than the place A's removal saw: rule 3
+    showed the file again on every device, with no content, and `verify` failed for good."""
+    narnia.init()
+    a = narnia
+    b = device(narnia, host / "B")
+    b.ok("mkdir /b")
+    know_each_other(a, b)
+    (host / "sd.txt").write_text("secret\n")
+    before = store_files(a)
+    drop(a, host / "sd.txt")
+    [dropped] = drop_files(a, before)
+    carry(a.vault, b.vault)
+    a.ok("ls /Inbox; rm /Inbox/sd.txt")
+    assert b.ok("ls /Inbox").out_lines == ["sd.txt"]
+    for _ in range(2):
+        exchange(a, b)
+    for d in (a, b):
+        assert d.ok("ls /Inbox").out == "" and "all intact" in d.ok("verify").out
+        assert dropped not in store_files(d), "the drop's object was deleted once both had read its removal"
+    rotate(b, "rotated")
+    a.ok(f"passwd --new-passphrase-file {q(str(a.passphrase_file('rotated')))}")
+    for _ in range(2):
+        carry(a.vault, b.vault)
+        carry(b.vault, a.vault)
+        for d in (a, b):
+            r = d.ok("ls /Inbox; verify", passphrase="rotated")
+            assert r.out_lines == [next(l for l in r.out_lines if "all intact" in l)], r.describe()
 
 
 def test_a_drop_on_one_device_is_adopted_on_another_after_sync(narnia, host, tmp_path):

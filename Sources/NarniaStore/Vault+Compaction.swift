@@ -63,6 +63,10 @@ extension Vault {
             }
         }
         bytesAtLastCompaction = liveOwnJournalBytes
+        // The snapshot read back should change nothing; should it, the session shows what the
+        // next open will, never a tree of its own (review FA-2: FA-1's file, shown again by
+        // the snapshot, was missing from this session's `ls` and `verify` only).
+        rebuildView()
     }
 }
 
@@ -103,7 +107,18 @@ extension MergeState {
             // A removed file's creation is gone once one compaction kept only its place: the
             // next keeps the place all the same.
             if tombstones.contains(id) && record.creation?.isFolder != true && !keptWhole.contains(id) {
-                if record.placeIsOwn {
+                if record.placeIsOwn && record.placeIsInitial && !record.creationIsOwn, let creation = record.creation,
+                   let content = record.content, content.keySlot >= 0 {
+                    // The place this device's own creation gave, where another device's creation
+                    // of the same item (one drop adopted on both) won the creation register: kept
+                    // as that creation, so that it is read back as a creation's place. As a
+                    // `move` it was later than the place a removal made elsewhere saw, and rule 3
+                    // showed the file again, without its object (review FA-1).
+                    var content = content
+                    content.keySlot = try keys.copy(content.keySlot)
+                    add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
+                        record.placeStamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
+                } else if record.placeIsOwn {
                     add(.move(id: id, place: place, from: nil), record.placeStamp, size: 64 + place.name.utf8.count)
                 }
                 continue
