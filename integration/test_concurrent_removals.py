@@ -17,7 +17,7 @@ import pytest
 
 from harness import Narnia, q
 from test_concurrent_contents import objects, two_devices
-from test_device_housekeeping import carry, exchange, rotate
+from test_device_housekeeping import carry, exchange, journal_files, rotate
 from test_devices import device, own_journal
 
 
@@ -188,6 +188,28 @@ def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_remover_
         narnia.ok("ls", passphrase="rotated")
         laptop.ok("ls", passphrase="rotated")
     both_show(narnia, laptop, expected, passphrase="rotated")
+
+
+def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_journals_grow_past_compaction(narnia, host, tmp_path):
+    """Review FA (EZ-1 by the other road): the remover's journals grew past 8 MiB in one
+    batch, which compacted mid-session, and the same session deleted the object of the file
+    the laptop had moved out."""
+    laptop = at_once(narnia, host, tmp_path, "rm -r /trip", "mv /trip/x.jpg /")
+    exchange(narnia, laptop)
+    src = host / "src"
+    src.mkdir()
+    for i in range(1000):
+        (src / f"f{i:04}-with-a-longer-name-to-weigh-more.txt").write_text("x")
+    narnia.ok(f"import -q {q(str(src))}")
+    journals = journal_files(narnia.vault)
+    batch = host / "batch"
+    batch.write_text("cp -r /src /c\nrm -r /c\n" * 45 + "cat /x.jpg\nverify\n")
+    r = narnia("-b", str(batch))
+    assert r.rc == 0 and r.out_lines[-2:] == ["x.jpg", "verified 1005 items, all intact"], r.describe()
+    assert len(journal_files(narnia.vault) - journals) == 1, "the batch compacted: a snapshot journal began"
+    exchange(narnia, laptop)
+    for n in (narnia, laptop):
+        assert n.ok("cat /x.jpg; verify").out_lines == ["x.jpg", "verified 1005 items, all intact"]
 
 
 def test_a_file_shown_again_and_removed_again_keeps_its_object_until_that_removal_is_read(narnia, host, tmp_path):
