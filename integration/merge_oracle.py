@@ -21,8 +21,10 @@ The rules modelled (FORMAT.md section in brackets):
   folder falls back to its move's `from` place, or to the root when that closes a cycle too.
 - Removal [rule 3]: a `remove` lists each item with the stamp of the place its device showed.
   An item a `remove` lists is removed unless it, or a folder holding it (by the places in
-  force) through folders the same `remove` lists, has a place given by a `move` stamped later
-  than the place that `remove` saw of it — a folder's only when every place between it and the
+  force) through folders the same `remove` lists, has a place given by a `move` other than the
+  place that `remove` saw of it (stamped later; or earlier, made without reading it by a device
+  that saw another creation of the item — never in these scenarios, which adopt no drop on two
+  devices) — a folder's only when every place between it and the
   item is stamped before that move (what the move carried). A removed item is gone; a removed folder that still holds an
   item that is not removed is shown again, with its name.
 - Held items [rule 6]: an item whose folder (or an ancestor) has no `create` here is not shown.
@@ -340,7 +342,7 @@ def merge(records) -> View:
             seen = removals.get(j, {}).get(by)
             if j == ROOT or j not in place or seen is None:
                 return True
-            moved = place_key[j][0] and place_key[j][1] > seen
+            moved = place_key[j][0] and place_key[j][1] != seen
             if moved and (latest is None or latest < place_key[j][1]):
                 return False
             latest = place_key[j][1] if latest is None else max(latest, place_key[j][1])

@@ -376,6 +376,69 @@ def test_a_drop_adopted_on_two_devices_and_removed_stays_removed_when_the_later_
             assert r.out_lines == [next(l for l in r.out_lines if "all intact" in l)], r.describe()
 
 
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_drop_filed_away_on_one_device_stays_when_the_other_adopts_and_removes_it_later(narnia, host, what):
+    """Review FB-2: A adopted a drop and filed it away at once; B, not knowing, adopted it later
+    by the clock and removed it from its inbox. Rule 3 compared A's move with the place B's
+    removal saw — B's own adoption, which A never saw, stamped after the move — and the filed
+    file was removed, its object deleted everywhere."""
+    narnia.init()
+    a = narnia
+    b = device(narnia, host / "B")
+    b.ok("mkdir /b")
+    know_each_other(a, b)
+    if what == "file":
+        (host / "tax.txt").write_text("tax return 2026\n")
+        drop(a, host / "tax.txt")
+        filed, name = "/docs/tax.txt", "tax.txt"
+    else:
+        # A folder's move carries what was placed in it before: the files' places, given by two
+        # adoptions, count from the first.
+        (host / "scans" / "2026").mkdir(parents=True)
+        (host / "scans" / "2026" / "tax.txt").write_text("tax return 2026\n")
+        drop(a, host / "scans")
+        filed, name = "/docs/scans/2026/tax.txt", "scans"
+    carry(a.vault, b.vault)
+    a.ok(f"ls /Inbox; mkdir /docs; mv /Inbox/{name} /docs/{name}")
+    b.ok(f"ls /Inbox; rm -r /Inbox/{name}")
+    for _ in range(2):
+        exchange(a, b)
+    for d in (a, b):
+        r = d.ok(f"cat {filed}; verify")
+        assert r.out_lines == ["tax return 2026", next(l for l in r.out_lines if "all intact" in l)], r.describe()
+
+
+def test_a_drop_adopted_twice_and_removed_stays_removed_through_a_snapshot_of_a_snapshot(narnia, host):
+    """Review FB-1: FA-1's fix held for the later adopter's first compaction only. Once the
+    remover compacted too (its creation gone with its old journals), the later adopter's own
+    creation was the one in force, and its next snapshot wrote the place as a `move` again:
+    the file came back, without its object."""
+    narnia.init()
+    a = narnia
+    b = device(narnia, host / "B")
+    b.ok("mkdir /b")
+    know_each_other(a, b)
+    (host / "sd.txt").write_text("secret\n")
+    drop(a, host / "sd.txt")
+    carry(a.vault, b.vault)
+    a.ok("ls /Inbox; rm /Inbox/sd.txt")
+    assert b.ok("ls /Inbox").out_lines == ["sd.txt"]
+    for _ in range(2):
+        exchange(a, b)
+    pw = DEFAULT_PASSPHRASE
+    for n, (rotating, following) in enumerate([(b, a), (a, b), (b, a), (b, a)]):
+        new = f"rotated {n}"
+        rotate(rotating, new, passphrase=pw)
+        following.ok(f"passwd --new-passphrase-file {q(str(following.passphrase_file(new)))}", passphrase=pw)
+        pw = new
+        for _ in range(2):
+            carry(a.vault, b.vault)
+            carry(b.vault, a.vault)
+            for d in (a, b):
+                r = d.ok("ls /Inbox; verify", passphrase=pw)
+                assert r.out_lines == [next(l for l in r.out_lines if "all intact" in l)], f"after rotation {n}" + r.describe()
+
+
 def test_a_drop_on_one_device_is_adopted_on_another_after_sync(narnia, host, tmp_path):
     if shutil.which("rclone") is None:
         pytest.skip("rclone is not installed")

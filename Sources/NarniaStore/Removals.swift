@@ -77,10 +77,25 @@ extension MergeState {
         setRemoved(id, takes(list.first, id) || list.more.contains { takes($0, id) })
     }
 
-    /// True when `id`'s place in force is a `move` stamped later than the place `removal` saw.
+    /// True when `id`'s place in force is a `move` other than the place `removal` saw: stamped
+    /// later, or earlier. A move the removing device had read would be the place it saw (a
+    /// move beats a creation, and the latest move wins), so one stamped earlier was made
+    /// without reading it — by a device that saw another creation of the item: one drop
+    /// adopted on two devices, filed away on the one before the other adopted and removed it
+    /// (review FB-2: the filed file was removed, and its object deleted everywhere). Never
+    /// of a removal that saw every place (`Stamp.latest`).
     private func wasMoved(_ id: Identifier, since removal: Removal) -> Bool {
-        guard let record = items[id], record.place != nil, !record.placeIsInitial else { return false }
-        return record.placeStamp > removal.seenPlace
+        guard let record = items[id], record.place != nil, !record.placeIsInitial, removal.seenPlace != .latest else { return false }
+        return record.placeStamp != removal.seenPlace
+    }
+
+    /// When `record`'s item was placed where it is, as a folder's move judges what it carried:
+    /// its place's stamp, but for a creation's place the item's first creation (one drop
+    /// adopted on two devices: the later adoption's place did not come after a move the
+    /// other device made of its folder meanwhile, review FB-2).
+    private func placed(_ record: ItemRecord) -> Stamp {
+        guard record.placeIsInitial, let created = record.creation?.stamp else { return record.placeStamp }
+        return min(created, record.placeStamp)
     }
 
     /// True when `removal` takes `id`: neither the item, nor a folder holding it through folders
@@ -100,7 +115,7 @@ extension MergeState {
                 && placedLatest.map({ $0 < record.placeStamp }) ?? true {
                 return false
             }
-            placedLatest = max(placedLatest ?? record.placeStamp, record.placeStamp)
+            placedLatest = max(placedLatest ?? placed(record), placed(record))
             guard let parent = record.place?.parent else { return true }
             current = parent
         }

@@ -107,13 +107,14 @@ extension MergeState {
             // A removed file's creation is gone once one compaction kept only its place: the
             // next keeps the place all the same.
             if tombstones.contains(id) && record.creation?.isFolder != true && !keptWhole.contains(id) {
-                if record.placeIsOwn && record.placeIsInitial && !record.creationIsOwn, let creation = record.creation,
-                   let content = record.content, content.keySlot >= 0 {
-                    // The place this device's own creation gave, where another device's creation
-                    // of the same item (one drop adopted on both) won the creation register: kept
-                    // as that creation, so that it is read back as a creation's place. As a
-                    // `move` it was later than the place a removal made elsewhere saw, and rule 3
-                    // showed the file again, without its object (review FA-1).
+                if record.placeIsOwn && record.placeIsInitial, let creation = record.creation, let content = record.content,
+                   content.keySlot >= 0, removals[id]?.all.contains(where: { $0.seenPlace != record.placeStamp }) == true {
+                    // The place this device's own creation gave, which a removal did not see: that
+                    // removal saw another creation of the item (one drop adopted on two devices).
+                    // Kept as this creation, read back as a creation's place: as a `move` it was
+                    // not the place the removal saw, and rule 3 showed the file again, without its
+                    // object (review FA-1; FB-1: the test was that the other creation was in
+                    // force, which it no longer is once the remover's snapshot dropped it).
                     var content = content
                     content.keySlot = try keys.copy(content.keySlot)
                     add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
