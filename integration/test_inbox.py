@@ -344,36 +344,13 @@ def test_two_devices_adopting_one_drop_make_one_item(narnia, host):
     assert a.ok("ls -lR --json /").out == b.ok("ls -lR --json /").out
 
 
-def test_a_drop_adopted_on_two_devices_and_removed_stays_removed_when_the_later_adopter_compacts(narnia, host):
-    """Review FA-1: A adopted a drop and removed it before hearing that B had adopted it too
-    (one item, two creations; B's, later, gave its place). Once the drop's object was deleted,
-    B's compaction wrote that place as a `move`, later than the place A's removal saw: rule 3
-    showed the file again on every device, with no content, and `verify` failed for good."""
+def two_known_devices(narnia: Narnia, host: Path) -> tuple[Narnia, Narnia]:
+    """The vault's first device and a copy of it, each of which has written and read the other."""
     narnia.init()
-    a = narnia
     b = device(narnia, host / "B")
     b.ok("mkdir /b")
-    know_each_other(a, b)
-    (host / "sd.txt").write_text("secret\n")
-    before = store_files(a)
-    drop(a, host / "sd.txt")
-    [dropped] = drop_files(a, before)
-    carry(a.vault, b.vault)
-    a.ok("ls /Inbox; rm /Inbox/sd.txt")
-    assert b.ok("ls /Inbox").out_lines == ["sd.txt"]
-    for _ in range(2):
-        exchange(a, b)
-    for d in (a, b):
-        assert d.ok("ls /Inbox").out == "" and "all intact" in d.ok("verify").out
-        assert dropped not in store_files(d), "the drop's object was deleted once both had read its removal"
-    rotate(b, "rotated")
-    a.ok(f"passwd --new-passphrase-file {q(str(a.passphrase_file('rotated')))}")
-    for _ in range(2):
-        carry(a.vault, b.vault)
-        carry(b.vault, a.vault)
-        for d in (a, b):
-            r = d.ok("ls /Inbox; verify", passphrase="rotated")
-            assert r.out_lines == [next(l for l in r.out_lines if "all intact" in l)], r.describe()
+    know_each_other(narnia, b)
+    return narnia, b
 
 
 @pytest.mark.parametrize("what", ["file", "folder"])
@@ -382,11 +359,7 @@ def test_a_drop_filed_away_on_one_device_stays_when_the_other_adopts_and_removes
     by the clock and removed it from its inbox. Rule 3 compared A's move with the place B's
     removal saw — B's own adoption, which A never saw, stamped after the move — and the filed
     file was removed, its object deleted everywhere."""
-    narnia.init()
-    a = narnia
-    b = device(narnia, host / "B")
-    b.ok("mkdir /b")
-    know_each_other(a, b)
+    a, b = two_known_devices(narnia, host)
     if what == "file":
         (host / "tax.txt").write_text("tax return 2026\n")
         drop(a, host / "tax.txt")
@@ -408,23 +381,26 @@ def test_a_drop_filed_away_on_one_device_stays_when_the_other_adopts_and_removes
         assert r.out_lines == ["tax return 2026", next(l for l in r.out_lines if "all intact" in l)], r.describe()
 
 
-def test_a_drop_adopted_twice_and_removed_stays_removed_through_a_snapshot_of_a_snapshot(narnia, host):
-    """Review FB-1: FA-1's fix held for the later adopter's first compaction only. Once the
-    remover compacted too (its creation gone with its old journals), the later adopter's own
-    creation was the one in force, and its next snapshot wrote the place as a `move` again:
-    the file came back, without its object."""
-    narnia.init()
-    a = narnia
-    b = device(narnia, host / "B")
-    b.ok("mkdir /b")
-    know_each_other(a, b)
+def test_a_drop_adopted_on_two_devices_and_removed_stays_removed_through_compactions(narnia, host):
+    """Review FA-1: A adopted a drop and removed it before hearing that B had adopted it too
+    (one item, two creations; B's, later, gave its place). Once the drop's object was deleted,
+    B's compaction wrote that place as a `move`, later than the place A's removal saw: rule 3
+    showed the file again on every device, with no content, and `verify` failed for good.
+    FB-1: the fix held for B's first compaction only — once A compacted too (its creation gone
+    with its old journals), B's next snapshot wrote the `move` again."""
+    a, b = two_known_devices(narnia, host)
     (host / "sd.txt").write_text("secret\n")
+    before = store_files(a)
     drop(a, host / "sd.txt")
+    [dropped] = drop_files(a, before)
     carry(a.vault, b.vault)
     a.ok("ls /Inbox; rm /Inbox/sd.txt")
     assert b.ok("ls /Inbox").out_lines == ["sd.txt"]
     for _ in range(2):
         exchange(a, b)
+    for d in (a, b):
+        assert d.ok("ls /Inbox").out == "" and "all intact" in d.ok("verify").out
+        assert dropped not in store_files(d), "the drop's object was deleted once both had read its removal"
     pw = DEFAULT_PASSPHRASE
     for n, (rotating, following) in enumerate([(b, a), (a, b), (b, a), (b, a)]):
         new = f"rotated {n}"
