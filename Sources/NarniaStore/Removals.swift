@@ -39,9 +39,10 @@ struct ItemRemovals {
 }
 
 /// Removal (docs/FORMAT.md, "Merging", rule 3): a `remove` takes every item its device showed
-/// under what it removed, as it showed them. A `move` stamped later than the place a removal
-/// saw was made by a device that had not read it (that device's clock had passed the place it
-/// moved the item from, which the removal saw at least), and takes the item, with what it
+/// under what it removed, as it showed them. A `move` in force other than the place a removal
+/// saw was made by a device that had not read it (stamped later: that device's clock had passed
+/// the place it moved the item from, which the removal saw at least; earlier: the removal saw
+/// another creation of the item, `wasMoved`), and takes the item, with what it
 /// carried that the same removal listed, out of that removal: a `mv -f` swap on two devices at
 /// once keeps both files, and a folder moved out of one removed meanwhile keeps what it held
 /// (review DB-2: both were lost). A removal recorded before places were (tag 7) saw every
@@ -49,11 +50,12 @@ struct ItemRemovals {
 extension MergeState {
     /// Notes a removal of `id`. The item is removed at once — a removal this device makes
     /// takes items as they are shown — and `settleRemovals` decides again once every record
-    /// is read. Once that is done (and the conflict copies derived), a removal read again (a compaction's snapshot writing this
-    /// device's removals anew) is decided as settling decides it: a move made meanwhile
-    /// elsewhere still shows the item again (review EZ-1: a snapshot removed it again for the
-    /// rest of the session, its content uncounted, and its object — a pack it shared, after
-    /// `passwd --rotate` — was deleted here and from the remote while the file lived).
+    /// is read. Once that is done (and the conflict copies derived), a removal read again (a
+    /// compaction's snapshot writing this device's removals anew) is decided as settling
+    /// decides it: a move made meanwhile elsewhere still shows the item again (review EZ-1: a
+    /// snapshot removed it again for the rest of the session, its content uncounted, and its
+    /// object — a pack it shared, after `passwd --rotate` — was deleted here and from the
+    /// remote while the file lived).
     mutating func remove(_ id: Identifier, _ removal: Removal) {
         let readAgain = removals[id]?.removal(by: removal.by) != nil
         if removals[id] == nil { removals[id] = ItemRemovals(first: removal) } else { removals[id]!.add(removal) }
@@ -115,7 +117,8 @@ extension MergeState {
                 && placedLatest.map({ $0 < record.placeStamp }) ?? true {
                 return false
             }
-            placedLatest = max(placedLatest ?? placed(record), placed(record))
+            let placedAt = placed(record)
+            placedLatest = max(placedLatest ?? placedAt, placedAt)
             guard let parent = record.place?.parent else { return true }
             current = parent
         }
