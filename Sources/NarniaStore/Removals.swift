@@ -91,14 +91,6 @@ extension MergeState {
         return record.placeStamp != removal.seenPlace
     }
 
-    /// When `record`'s item was placed where it is, as a folder's move judges what it carried:
-    /// its place's stamp, but for a creation's place the item's first creation (one drop
-    /// adopted on two devices: the later adoption's place did not come after a move the
-    /// other device made of its folder meanwhile, review FB-2).
-    private func placed(_ record: ItemRecord) -> Stamp {
-        guard record.placeIsInitial, let created = record.creation?.stamp else { return record.placeStamp }
-        return min(created, record.placeStamp)
-    }
 
     /// True when `removal` takes `id`: neither the item, nor a folder holding it through folders
     /// the same removal lists — what it removed, as it showed it — that carried it, was moved
@@ -117,8 +109,7 @@ extension MergeState {
                 && placedLatest.map({ $0 < record.placeStamp }) ?? true {
                 return false
             }
-            let placedAt = placed(record)
-            placedLatest = max(placedLatest ?? placedAt, placedAt)
+            placedLatest = max(placedLatest ?? record.placeStamp, record.placeStamp)
             guard let parent = record.place?.parent else { return true }
             current = parent
         }
