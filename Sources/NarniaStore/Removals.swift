@@ -6,6 +6,13 @@ struct Removal: Equatable {
     /// True for a removal this device's journals hold (compaction writes it again).
     var isOwn: Bool
 
+    /// True when a place stamped `stamp` is not the one this removal saw: a `move` there was
+    /// made without reading it (`MergeState.wasMoved`). Never for a removal that saw every
+    /// place (`Stamp.latest`).
+    func sawAnotherPlace(than stamp: Stamp) -> Bool {
+        seenPlace != stamp && seenPlace != .latest
+    }
+
     /// The same removal read again (a copy of a journal, a snapshot beside the journals it
     /// retired): the later place it saw is kept.
     mutating func absorb(_ again: Removal) {
@@ -84,13 +91,11 @@ extension MergeState {
     /// move beats a creation, and the latest move wins), so one stamped earlier was made
     /// without reading it — by a device that saw another creation of the item: one drop
     /// adopted on two devices, filed away on the one before the other adopted and removed it
-    /// (review FB-2: the filed file was removed, and its object deleted everywhere). Never
-    /// of a removal that saw every place (`Stamp.latest`).
+    /// (review FB-2: the filed file was removed, and its object deleted everywhere).
     private func wasMoved(_ id: Identifier, since removal: Removal) -> Bool {
-        guard let record = items[id], record.place != nil, !record.placeIsInitial, removal.seenPlace != .latest else { return false }
-        return record.placeStamp != removal.seenPlace
+        guard let record = items[id], record.place != nil, !record.placeIsInitial else { return false }
+        return removal.sawAnotherPlace(than: record.placeStamp)
     }
-
 
     /// True when `removal` takes `id`: neither the item, nor a folder holding it through folders
     /// the same removal lists — what it removed, as it showed it — that carried it, was moved

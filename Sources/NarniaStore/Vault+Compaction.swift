@@ -108,7 +108,7 @@ extension MergeState {
             // next keeps the place all the same.
             if tombstones.contains(id) && record.creation?.isFolder != true && !keptWhole.contains(id) {
                 if record.placeIsOwn && record.placeIsInitial, let creation = record.creation, let content = record.content,
-                   content.keySlot >= 0, removals[id]?.all.contains(where: { $0.seenPlace != record.placeStamp && $0.seenPlace != .latest }) == true {
+                   content.keySlot >= 0, removals[id]?.all.contains(where: { $0.sawAnotherPlace(than: record.placeStamp) }) == true {
                     // The place this device's own creation gave, which a removal did not see: that
                     // removal saw another creation of the item (one drop adopted on two devices).
                     // Kept as this creation, read back as a creation's place: as a `move` it was

@@ -400,10 +400,8 @@ final class HostFolder {
     /// (once per folder). They are named, not removed: one may be another export's, under way.
     private func lookForLeftFiles(in dir: FileDescriptor, at components: [String]) {
         guard lookedForLeftFiles.insert(components).inserted, let listed = try? dir.typedEntries() else { return }
-        for (name, _) in listed.entries where name.hasPrefix(Self.temporaryPrefix) {
-            let rest = name.utf8.dropFirst(Self.temporaryPrefix.utf8.count)
-            if rest.count == 12 && rest.allSatisfy({ "0123456789abcdef".utf8.contains($0) }),
-               (try? dir.statusOfEntry(name))??.isRegularFile == true {
+        for (name, _) in listed.entries where HiddenHostName.matches(name, prefix: Self.temporaryPrefix, digits: 12...12) {
+            if (try? dir.statusOfEntry(name))??.isRegularFile == true {
                 leftTemporaryFiles.append(path(components + [name]))
             }
         }

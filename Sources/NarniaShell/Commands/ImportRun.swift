@@ -524,9 +524,7 @@ struct Original {
     /// form: a name of the user's own that merely begins so is imported (review EY-1: the loose
     /// match skipped `.narnia-removing-notes.txt`, and the run still exited 0).
     static func isAsideName(_ name: String) -> Bool {
-        guard name.hasPrefix(asidePrefix) else { return false }
-        let digits = name.utf8.dropFirst(asidePrefix.utf8.count)
-        return (1...16).contains(digits.count) && digits.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+        HiddenHostName.matches(name, prefix: asidePrefix, digits: 1...16)
     }
 
     private static func changedWhileImported(_ path: String) -> CommandFailure {
