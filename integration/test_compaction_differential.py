@@ -1,7 +1,8 @@
 """Compaction changes nothing a merge shows (FORMAT.md "Compaction"), with concurrent contents.
 
-Random `cp -f`, `rm`, `mv`, `mv -f`, `mkdir` and `rm -r` of a folder another device moves a file
-out of meanwhile, on two or three devices with partial exchanges
+Random `cp`, `cp -f`, `rm`, `mv`, `mv -f`, `mkdir`, `rm -r` of a folder another device moves a
+file out of meanwhile, and drops adopted on two devices and then left, removed or filed away on
+each, on two or three devices with partial exchanges
 (and, in some scenarios, a compaction part-way), then the same end state merged twice: once as
 it is, once after one device compacts its journals (`passwd --rotate`; the others take the new
 passphrase). Both must show the same files with the same contents on every device, `verify`
@@ -12,7 +13,7 @@ itself replaced, dropped by compaction), and failed 3 of these 16 seeds on the b
 their fix. Review EZ-1's (a compaction removed again, in its session, a file a move had shown
 again, and deleted its object) fails seed 12 on the build before its fix.
 
-NARNIA_COMPACTION_SEEDS (default 16) sets how many seeds run.
+NARNIA_COMPACTION_SEEDS (default 24) sets how many seeds run; `cp` and drops come in from seed 16.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from test_device_housekeeping import carry
 from test_devices import device
 from test_store_forks import put_back
 
-SEEDS = int(os.environ.get("NARNIA_COMPACTION_SEEDS", "16"))
+SEEDS = int(os.environ.get("NARNIA_COMPACTION_SEEDS", "24"))
+# Seeds from here on add `cp` and drops; those before keep the sequences that found the bugs named
+# above.
+FIRST_SEED_WITH_DROPS = 16
 
 
 def tree(n, pw, out=None):
@@ -59,7 +63,7 @@ def run(n, command, pw):
         assert tree(n, pw, r.out) == tree(n, pw), f"the session's view differs from the next open's after {command!r}"
 
 
-def scenario(narnia, host, tmp_path, rnd, devices_count, compact_midway):
+def scenario(narnia, host, tmp_path, rnd, devices_count, compact_midway, with_drops):
     laptop = two_devices(narnia, host, tmp_path)
     devices = [narnia, laptop]
     if devices_count == 3:
@@ -70,6 +74,7 @@ def scenario(narnia, host, tmp_path, rnd, devices_count, compact_midway):
         n = rnd.choice(devices)
         files = [p for p, kind, _ in tree(n, pw) if kind == "file"]
         op = rnd.choice(["put"] * 3 + ["rm", "mv", "mv-f", "mkdir", "rm-r"] + ["carry"] * 3
+                        + (["cp", "drop", "drop"] if with_drops else [])
                         + (["compact"] if compact_midway and pw == DEFAULT_PASSPHRASE else []))
         if op == "put" and files:
             (host / f"t{k}.txt").write_text(f"text {k}\n")
@@ -91,6 +96,19 @@ def scenario(narnia, host, tmp_path, rnd, devices_count, compact_midway):
             carry(n.vault, other.vault)
             run(other, f"mv /d/in{k}.txt /out{k}.txt", pw)
             run(n, "rm -r /d", pw)
+        elif op == "cp" and files:
+            run(n, f"mkdir -p /d; cp {q(rnd.choice(files))} {q(rnd.choice(['/', '/d/']) + f'c{k}.txt')}", pw)
+        elif op == "drop":
+            # One drop adopted on two devices (one item, two creations), then each leaves it,
+            # removes it or files it away — reviews FA-1, FB-1 and FB-2 found files shown
+            # again, or removed with their objects, there.
+            other = rnd.choice([d for d in devices if d is not n])
+            (host / f"dr{k}.txt").write_text(f"dropped {k}\n")
+            r = n("drop", host / f"dr{k}.txt", passphrase=None)
+            assert r.rc == 0, r.describe()
+            carry(n.vault, other.vault)
+            for i, d in enumerate((n, other)):
+                run(d, rnd.choice(["ls /Inbox", f"rm /Inbox/dr{k}.txt", f"mkdir -p /d; mv /Inbox/dr{k}.txt /d/dr{k}-{i}.txt"]), pw)
         elif op == "mkdir":
             run(n, "mkdir -p /d; mv /d /e; mkdir /d" if rnd.random() < 0.3 else "mkdir -p /d", pw)
         elif op == "carry":
@@ -120,7 +138,8 @@ def restore(saved: Path, live: Path):
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_a_compaction_changes_nothing_the_merge_shows(narnia, host, tmp_path, seed):
     rnd = random.Random(seed)
-    devices, pw = scenario(narnia, host, tmp_path, rnd, devices_count=2 + seed % 2, compact_midway=seed % 4 >= 2)
+    devices, pw = scenario(narnia, host, tmp_path, rnd, devices_count=2 + seed % 2, compact_midway=seed % 4 >= 2,
+                           with_drops=seed >= FIRST_SEED_WITH_DROPS)
     saved = tmp_path.parent / (tmp_path.name + "-saved")
     shutil.copytree(tmp_path, saved, symlinks=True)
     exchange_all(devices, pw)

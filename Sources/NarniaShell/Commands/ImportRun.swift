@@ -159,6 +159,11 @@ struct ImportRun: HostTreeVisitor {
             }) {
                 take(there)
                 report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                if move {
+                    removeSkippedOriginal(Original(place: place, path: path, linkedFile: linkedFile, read: st, after: st,
+                                                   bytesRead: age == nil ? size : nil, readStarted: started, readInAnEarlierRun: true),
+                                          heldIn: there.id)
+                }
                 return
             }
             progress?.begin(item: name)
@@ -291,30 +296,8 @@ struct ImportRun: HostTreeVisitor {
                 keptAtTermination += 1
             } else if reportLost {
                 keptUnreported += 1
-            } else if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
-                session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
             } else {
-                do {
-                    let removal = try original.removeIfUnchanged { file in
-                        guard let item = session.vault.item(id) else { return false }
-                        if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
-                        return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
-                    }
-                    if let code = removal.uncheckedBecause {
-                        removedUnchecked.count += 1
-                        if removedUnchecked.first == nil { removedUnchecked.first = (host, code) }
-                    }
-                    if let linked = removal.otherNames {
-                        removedWithOtherNames.append((host, linked))
-                        // Descriptors are limited: the oldest is looked at now (the other names
-                        // of a file are most often in its folder, removed by then).
-                        if removedWithOtherNames.count > Transfer.retainedFolders { warnOfOtherNames(removedWithOtherNames.removeFirst()) }
-                    }
-                } catch let e as CommandFailure {
-                    session.warning("import", e.message)
-                } catch {
-                    session.warning("import", "\(host): could not remove the original: \(describe(error))")
-                }
+                removeOriginal(original, heldIn: id, host: host)
             }
         }
         session.out.flush()
@@ -327,6 +310,51 @@ struct ImportRun: HostTreeVisitor {
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
         batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
+    }
+
+    /// With `--move`, the original of a file `--skip-existing` passed over, which an earlier
+    /// run took in as item `id` (a move cut short), goes as an imported file's would, once its
+    /// bytes are found to be the vault copy's (review FD-2: every one was kept, and the
+    /// plaintext the user moved away stayed, with exit 0). Its line is out first (`commit`).
+    private mutating func removeSkippedOriginal(_ original: Original, heldIn id: Identifier) {
+        session.out.flush()
+        guard !Session.terminationRequested, Output.standardOutputFailure == nil else {
+            let why = Session.terminationRequested ? "ended by a signal" : "standard output could not be written"
+            session.warning("import", "\(session.err.name(original.path)): \(why): the original is kept (the vault holds it)")
+            return
+        }
+        removeOriginal(original, heldIn: id, host: original.path)
+    }
+
+    /// With `--move`, removes the original of the file the vault holds as item `id`, as
+    /// `Original.removeIfUnchanged` allows, and notes what is left to say (`finishMove`); a
+    /// file the run was opened with is kept.
+    private mutating func removeOriginal(_ original: Original, heldIn id: Identifier, host: String) {
+        if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
+            session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
+            return
+        }
+        do {
+            let removal = try original.removeIfUnchanged { file in
+                guard let item = session.vault.item(id) else { return false }
+                if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
+                return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
+            }
+            if let code = removal.uncheckedBecause {
+                removedUnchecked.count += 1
+                if removedUnchecked.first == nil { removedUnchecked.first = (host, code) }
+            }
+            if let linked = removal.otherNames {
+                removedWithOtherNames.append((host, linked))
+                // Descriptors are limited: the oldest is looked at now (the other names
+                // of a file are most often in its folder, removed by then).
+                if removedWithOtherNames.count > Transfer.retainedFolders { warnOfOtherNames(removedWithOtherNames.removeFirst()) }
+            }
+        } catch let e as CommandFailure {
+            session.warning("import", e.message)
+        } catch {
+            session.warning("import", "\(host): could not remove the original: \(describe(error))")
+        }
     }
 
     /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.
@@ -410,6 +438,9 @@ struct Original {
     let bytesRead: UInt64?
     /// When its reading began (nanoseconds since the epoch).
     let readStarted: Int64
+    /// Set when the vault's copy was taken from it by an earlier run (a file `--skip-existing`
+    /// passed over): its status proves nothing of those bytes, which are always compared.
+    var readInAnEarlierRun = false
 
     /// How close before its reading a file's modification time makes its status no proof:
     /// a rewrite in place of the same size within the file system's time step leaves the same
@@ -446,9 +477,9 @@ struct Original {
         let check = try file.whileNoOneWrites { writerWaits in
             // Where the change time witnesses nothing, a rewrite of the same size that puts
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
-            if isRacy || linksChanged || !file.fileSystemKeepsChangeTimes {
+            if readInAnEarlierRun || isRacy || linksChanged || !file.fileSystemKeepsChangeTimes {
                 guard try sameBytes(file) else {
-                    throw Self.changedWhileImported(path)
+                    throw readInAnEarlierRun ? Self.otherThanEarlierCopy(path) : Self.changedWhileImported(path)
                 }
             }
             // A program that opened it for writing meanwhile waits for the lease: removed
@@ -529,6 +560,10 @@ struct Original {
 
     private static func changedWhileImported(_ path: String) -> CommandFailure {
         CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+    }
+
+    private static func otherThanEarlierCopy(_ path: String) -> CommandFailure {
+        CommandFailure("\(path): its bytes are not those of the vault's copy (of the same name, size and modification time); the original is kept")
     }
 
     private static let openedReason = "another program opened it for writing"
