@@ -190,6 +190,61 @@ def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_remover_
     both_show(narnia, laptop, expected, passphrase="rotated")
 
 
+def journals_only(store):
+    """For `carry`: the files a sync engine may send first — journals (0600) and the top's key
+    files — and no content object (0400)."""
+    return lambda rel: len(rel.parts) == 1 or (store / rel).stat().st_mode & 0o777 == 0o600
+
+
+def exchange_everything(devices, **kw):
+    """Rounds of carrying every device's files to every other, each device opening after."""
+    for _ in range(2):
+        for a in devices:
+            for b in devices:
+                if a is not b:
+                    carry(a.vault, b.vault)
+        for n in devices:
+            n.ok("ls", **kw)
+
+
+@pytest.mark.parametrize("compactor", ["remover", "follower"])
+def test_a_removed_file_whose_new_content_has_not_arrived_is_kept_whole_by_a_compaction(narnia, host, tmp_path, compactor):
+    """Review FE-1: the laptop gave /a.txt new content; another device had its record but not
+    yet its object, and either removed the file (the desk) or read its removal (the desk, the
+    file's creator, with the phone removing it); the laptop, not knowing, moved it to /keep
+    (rule 3 shows it again). That device's compaction before the move arrived — the remover's
+    `passwd --rotate`, or the creator's following of the phone's — took the object not arrived
+    for one deleted and kept only the file's place: once the old journals were deleted, no
+    record created the file, and every device showed /keep empty, `verify` passing."""
+    laptop = two_devices(narnia, host, tmp_path)
+    devices = [narnia, laptop]
+    remover = narnia
+    if compactor == "follower":
+        remover = device(narnia, tmp_path / "phone")
+        remover.ok("ls")
+        devices.append(remover)
+        exchange_everything(devices)
+    (host / "new.txt").write_text("new content\n")
+    laptop.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /a.txt; rm /new.txt")
+    for n in devices:
+        if n is not laptop:
+            carry(laptop.vault, n.vault, only=journals_only(laptop.vault))
+    remover.ok("rm /a.txt")
+    laptop.ok("mkdir /keep; mv /a.txt /keep/a.txt")
+    if compactor == "follower":
+        carry(remover.vault, narnia.vault)
+        narnia.ok("ls")
+    rotate(remover, "rotated")
+    if compactor == "follower":
+        carry(remover.vault, narnia.vault)
+        narnia.ok("ls", passphrase="rotated")   # follows: its own snapshot, before the move arrives
+    for _ in range(2):
+        exchange_everything(devices, passphrase="rotated")
+    for n in devices:
+        r = n.ok("find /; cat /keep/a.txt; verify", passphrase="rotated")
+        assert r.out_lines[:-1] == ["/b.txt", "/c.txt", "/keep", "/keep/a.txt", "new content"], r.describe()
+
+
 def test_a_file_moved_out_of_a_removed_folder_keeps_its_object_when_the_journals_grow_past_compaction(narnia, host, tmp_path):
     """Review FA (EZ-1 by the other road): the remover's journals grew past 8 MiB in one
     batch, which compacted mid-session, and the same session deleted the object of the file

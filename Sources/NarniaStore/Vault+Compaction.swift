@@ -42,7 +42,9 @@ extension Vault {
         let oldFiles = journals.values.filter { $0.device == device }
         let old = oldFiles.map(\.id)
         let reads = try oldFiles.flatMap { try journalReads(of: $0) }
-        let records = try state.ownSnapshot(chunkBytes: 16 << 20) { self.inventory.files[$0]?.main != nil }
+        let records = try state.ownSnapshot(chunkBytes: 16 << 20) {
+            self.inventory.files[$0]?.main != nil || !self.state.mayDelete(RetiredFile(kind: .object, id: $0))
+        }
         isCompacting = true
         defer { isCompacting = false }
         let appendingTo = journal
@@ -81,12 +83,15 @@ extension MergeState {
     /// may still give the file new content, which is shown as a conflict copy where the file
     /// stood (docs/FORMAT.md, "Merging", rule 7; review DB-1: kept only while a known device
     /// had not read the removal, such content was shown nowhere and its object deleted).
-    /// While its content's object is here (`objectIsHere`), a removed file's values are all
-    /// kept: its object is deleted only once every device has read the removal, and until
-    /// then a move made meanwhile elsewhere may show it again (rule 3).
+    /// While its content's object lives (`objectLives`: here, or not yet due for deletion —
+    /// not arrived yet), a removed file's values are all kept: its object is deleted only once
+    /// every device has read the removal, and until then a move made meanwhile elsewhere may
+    /// show it again (rule 3). Review FE-1: an object not arrived yet counted as deleted; the
+    /// creation went, and once the old journals were deleted a move made meanwhile elsewhere
+    /// showed nothing, on every device, with `verify` passing.
     /// Throws when the key table cannot take a copy of a head's key: the compaction then
     /// fails, and the journals stay as they were.
-    func ownSnapshot(chunkBytes: Int, objectIsHere: (Identifier) -> Bool) throws -> [[Operation]] {
+    func ownSnapshot(chunkBytes: Int, objectLives: (Identifier) -> Bool) throws -> [[Operation]] {
         var records: [[Operation]] = []
         var current: [Operation] = []
         var currentStamp: Stamp?
@@ -101,7 +106,7 @@ extension MergeState {
         var keptWhole = Set<Identifier>()
         for (id, record) in items.sorted(by: { $0.key < $1.key }) {
             guard let place = record.place else { continue }
-            if tombstones.contains(id), record.creation?.isFolder == false, let content = record.content, objectIsHere(content.objectID) {
+            if tombstones.contains(id), record.creation?.isFolder == false, let content = record.content, objectLives(content.objectID) {
                 keptWhole.insert(id)
             }
             // A removed file's creation is gone once one compaction kept only its place: the
