@@ -173,6 +173,28 @@ def test_a_passwd_cut_short_keeps_the_old_passphrase_and_says_to_run_it_again(na
     assert narnia.c("ls").rc == 3
 
 
+def test_a_rotation_killed_after_its_key_file_says_the_master_key_was_rotated(narnia, tmp_path):
+    """Review FD-1: `passwd --rotate` killed once its new key file was written: the old
+    passphrase was refused as replaced "by 'passwd' on another device or here … if the
+    passphrase was changed", and the new one warned of an inbox key "a device made before it
+    heard" of the rotation. Both now name the rotation, cut short here."""
+    said = 0
+    for when in range(1, 10):
+        store = tmp_path / f"killed-at-fsync-{when}"
+        assert narnia("init", vault=store).rc == 0
+        narnia.ok("mkdir /x", vault=store)
+        narnia("-c", f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('rotated')))}", vault=store,
+               wrapper=["strace", "-f", "-o", "/dev/null", "-e", "trace=fsync", "-e", f"inject=fsync:signal=SIGKILL:when={when}"])
+        old, new = narnia.c("pwd", vault=store), narnia.c("pwd", vault=store, passphrase="rotated")
+        assert (old.rc, new.rc) in ((0, 3), (3, 0)), f"killed at fsync {when}" + old.describe() + new.describe()
+        assert "was replaced (by 'passwd' on another device or here" not in old.err, f"killed at fsync {when}" + old.describe()
+        if "replaced by one holding a newer master key ('passwd --rotate' here or on another device" in old.err:
+            said += 1
+        if "the inbox key in force was recorded under the master key 'passwd --rotate' replaced" in new.err:
+            assert "or the rotation was cut short before it made a new one" in new.err, new.describe()
+    assert said > 0, "no kill point left the new key file written and the old one there"
+
+
 def test_a_drop_two_devices_adopt_keeps_the_replacement_made_on_one(narnia, host, tmp_path):
     narnia.init()
     other = device(narnia, tmp_path / "laptop")

@@ -382,7 +382,13 @@ public final class Vault {
             // copy, with a warning.
             // It is refused, not deleted: only a session opened with a live key file, which is
             // then known to open, deletes retired ones.
-            guard vault.liveKeyFiles.isEmpty else { throw VaultError.retiredPassphrase(live: vault.liveKeyFiles.map(\.hex).sorted()) }
+            let live = vault.liveKeyFiles
+            guard live.isEmpty else {
+                let byRotation = live.contains { id in
+                    vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > unlocked.contents.masters.all.count } == true
+                }
+                throw VaultError.retiredPassphrase(live: live.map(\.hex).sorted(), byRotation: byRotation)
+            }
             // Only this device retired the key files here: the one missing is the one its passwd
             // never wrote. (Inbox key files, which `inbox-key --rotate` retires, are not counted.)
             let retiredHere = vault.inventory.keyFiles.keys.map { RetiredFile(kind: .keyFile, id: $0) }

@@ -8,8 +8,10 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
     /// files), while key files that are not retired (`live`, their names) are present: refused
     /// as a wrong one, but said (review DN-1:
     /// a forged copy of another device's new key file locked a device out, and nothing said
-    /// what to do).
-    case retiredPassphrase(live: [String])
+    /// what to do). `byRotation`: a live one holds more master keys than the key file opened,
+    /// so a `passwd --rotate` (or a merge of key files after two at once) replaced it (review
+    /// FD-1: a rotation cut short here was said to be "passwd on another device or here").
+    case retiredPassphrase(live: [String], byRotation: Bool)
     /// Every key file asks for Argon2id limits beyond SENSITIVE, which are refused before
     /// deriving (exit status 3).
     case refusedLimits(KDFParametersDescription)
@@ -40,9 +42,12 @@ public enum VaultError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .noVault(let dir): return "no vault at \(dir)"
         case .wrongPassphrase: return "wrong passphrase"
-        case .retiredPassphrase(let live):
+        case .retiredPassphrase(let live, let byRotation):
             let files = live.count == 1 ? "the key file that replaced it (\(live[0])) may be damaged or altered: put a copy of it"
                 : "the key files that replaced it (\(live.joined(separator: ", "))) may be damaged or altered: put a copy of the right one"
+            if byRotation {
+                return "the key file this passphrase opens was replaced by one holding a newer master key ('passwd --rotate' here or on another device, or a merge of key files after two rotations at once): open the vault with the passphrase chosen then; should that be refused too, \(files) from another device in its place"
+            }
             return "the key file this passphrase opens was replaced (by 'passwd' on another device or here, or by a merge of key files after two rotations at once): if the passphrase was changed, open the vault with the new one; should that be refused too, or if it was not changed, \(files) from another device in its place"
         case .refusedLimits(let p): return "the store's key file asks for a key derivation of \(p.text), more than narnia accepts (at most 4 passes and 1 GiB); it may have been altered"
         case .locked(let dir): return "the store at \(dir) is in use by another narnia process"
