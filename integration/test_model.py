@@ -1006,7 +1006,7 @@ class Scenario:
             subprocess.run(["cp", "-a", str(d1.path), str(d.path)], check=True)
             os.chmod(d.path, 0o700)
             d.whole = set(d1.whole)
-            self.recv[(d.label, "dev1")] = scan(d1.path)[d1.journal]
+            self.note_copied(d, d1)
             self.devices.append(d)
             self.note(f"{d.label}: cp -a of dev1")
         for d in self.devices[1:]:
@@ -1020,6 +1020,10 @@ class Scenario:
             for p, data in junk.items():
                 p.write_bytes(data)
                 self.junk[p] = data
+
+    def note_copied(self, d: Device, src: Device):
+        """`d` is a `cp -a` of `src`: it holds src's journal as it is now."""
+        self.recv[(d.label, src.label)] = scan(src.path)[src.journal]
 
     def run(self):
         rng = self.rng
@@ -1040,17 +1044,20 @@ class Scenario:
         self.deliver_everything()
         self.final_checks()
 
-    def final_checks(self):
-        view = mo.merge(self.all_records())
-        listings = {}
+    def check_full_delivery(self):
+        """Everything arrived: every journal whole."""
         for d in self.devices:
-            # everything arrived: every journal whole
             for o in self.devices:
                 if o is not d:
                     have = self.recv.get((d.label, o.label), 0)
                     if have < o.invs[-1].end:
                         self.fail(f"full delivery left {d.label} with {have} of {o.invs[-1].end} bytes "
                                   f"of {o.label}'s journal")
+
+    def final_checks(self):
+        view = mo.merge(self.all_records())
+        listings = {}
+        self.check_full_delivery()
         for d in self.devices:
             passphrase = self.rng.choice(self.usable_passphrases(d))
             before = scan(d.path)
@@ -1109,34 +1116,37 @@ class Scenario:
                 self.fail(f"narnia touched a sync engine's file it must leave alone: {p}")
 
 
-def run_scenario(seed: int, root: Path, binary: Path) -> tuple[str | None, collections.Counter]:
-    """Runs one scenario: (None if it passed, else a report with its log; what it exercised)."""
+def run_scenario(seed: int, root: Path, binary: Path, scenario=None, rerun="NARNIA_MODEL_SEED",
+                 only=None) -> tuple[str | None, collections.Counter]:
+    """Runs one scenario (of class `scenario`, by default `Scenario`): (None if it passed, else
+    a report with its log, naming the variable `rerun` that runs it alone; what it
+    exercised). With `only` (the scenario run alone), its log is printed."""
     workdir = root / f"seed-{seed}"
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    sc = Scenario(seed, workdir, binary)
+    sc = (scenario or Scenario)(seed, workdir, binary)
     try:
         sc.run()
     except Exception as e:  # noqa: BLE001 - every failure is reported with the log
         detail = str(e) if isinstance(e, ModelFailure) else traceback.format_exc()
-        return (f"scenario seed {seed} failed (rerun: NARNIA_MODEL_SEED={seed}):\n{detail}\n"
+        return (f"scenario seed {seed} failed (rerun: {rerun}={seed}):\n{detail}\n"
                 f"operation log:\n" + "\n".join(sc.log)), sc.stats
-    if ONLY_SEED:
+    if ONLY_SEED if only is None else only:
         print("\n".join(sc.log))
     else:
         shutil.rmtree(workdir, ignore_errors=True)   # a failed scenario's directory is kept
     return None, sc.stats
 
 
-def test_model_scenarios(narnia_bin, tmp_path):
-    seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS)) + [
-        s for s in REGRESSION_SEEDS if not FIRST_SEED <= s < FIRST_SEED + SCENARIOS]
+def run_scenarios(seeds: list[int], jobs: int, run) -> None:
+    """Runs `run(seed)` (`run_scenario`) for every seed, `jobs` at a time; prints what they
+    exercised, and fails with the first failure's log."""
     failures = []
     total = collections.Counter()
     started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
-        for report, stats in pool.map(lambda s: run_scenario(s, tmp_path, narnia_bin), seeds):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for report, stats in pool.map(run, seeds):
             total.update(stats)
             if report is not None:
                 failures.append(report)
@@ -1149,6 +1159,12 @@ def test_model_scenarios(narnia_bin, tmp_path):
                             for f in failures)
         pytest.fail(f"{len(failures)} of {len(seeds)} scenarios failed:\n{summary}\n\n"
                     f"the first, with its log:\n\n{failures[0]}", pytrace=False)
+
+
+def test_model_scenarios(narnia_bin, tmp_path):
+    seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS)) + [
+        s for s in REGRESSION_SEEDS if not FIRST_SEED <= s < FIRST_SEED + SCENARIOS]
+    run_scenarios(seeds, JOBS, lambda s: run_scenario(s, tmp_path, narnia_bin))
 
 
 def test_first_write_names_the_device(narnia):
