@@ -57,27 +57,34 @@ def test_import_move_skip_existing_finishes_a_move_cut_short(vault, host):
     """Review FD-2: run again with --skip-existing after an `import --move` cut short (a kill
     after the commit, before the removals), the import left on the host every original the
     vault already held, exit 0: the plaintext the user moved away stayed. Now each goes once its
-    bytes are found to be the vault copy's; one the quick check takes for the copy (the same
-    size and time) whose bytes differ is kept, and said."""
+    bytes are found to be the vault copy's; one the quick check (the same name, size and time)
+    takes for a copy whose bytes differ is looked for under the numbered names too (FF-1: a
+    copy at `e (2).bin` was never tried), and imported anew where none holds them."""
     src = host / "doc"
     make_files(src / "sub", ["a.bin"])
-    make_files(src, ["b.bin", "c.bin"])
+    make_files(src, ["b.bin", "c.bin", "e.bin"])
     vault.ok(f"import --keep -q {q(str(src))}")   # what the cut run committed; no original removed
+    # /doc/e.bin went in as `e (2).bin`, beside another file of the same size and time
+    other = host / "other" / "e.bin"
+    make_files(other.parent, ["e.bin"])
+    st = (src / "e.bin").stat()
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    vault.ok(f"mv /doc/e.bin '/doc/e (2).bin'; cd /doc; import -q {q(str(other))}")
     (src / "d.bin").write_bytes(os.urandom(100))  # not reached before the cut
     edited = src / "c.bin"
     st = edited.stat()
-    edited.write_bytes(os.urandom(100))           # rewritten in place, its time put back
+    new = os.urandom(100)
+    edited.write_bytes(new)                       # rewritten in place, its time put back
     os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))
-    r = vault.c(f"import --move --skip-existing {q(str(src))}")
-    assert r.rc == 0, r.describe()
+    r = vault.ok(f"import --move --skip-existing {q(str(src))}")
     assert sorted(l for l in r.out_lines if l.startswith("skipped ")) == [
-        f"skipped {src}/{name} -> /doc/{name} (already there)" for name in ("b.bin", "c.bin", "sub/a.bin")], r.describe()
-    assert f"imported {src}/d.bin -> /doc/d.bin" in r.out_lines, r.describe()
-    assert r.err_lines == [f"narnia: warning: import: {edited}: its bytes are not those of the vault's copy (of the same "
-                           f"name, size and modification time); the original is kept"], r.describe()
-    assert sorted(str(p.relative_to(host)) for p in host.rglob("*")) == ["doc", "doc/c.bin"], "the emptied folders go too"
-    assert tree_of(vault) == ["/doc", "/doc/b.bin", "/doc/c.bin", "/doc/d.bin", "/doc/sub", "/doc/sub/a.bin"]
-    assert vault.ok("cat /doc/c.bin").outb != edited.read_bytes()
+        f"skipped {src}/{name} -> /doc/{there} (already there)"
+        for name, there in (("b.bin", "b.bin"), ("e.bin", "e (2).bin"), ("sub/a.bin", "sub/a.bin"))], r.describe()
+    assert sorted(l for l in r.out_lines if l.startswith("imported ")) == [
+        f"imported {src}/c.bin -> /doc/c (2).bin", f"imported {src}/d.bin -> /doc/d.bin"], r.describe()
+    assert r.err_lines == [], r.describe()
+    assert sorted(str(p.relative_to(host)) for p in host.rglob("*")) == ["other", "other/e.bin"], "the emptied folders go too"
+    assert vault.ok("cat '/doc/c (2).bin'").outb == new
 
 
 def imported_and_exported(vault, host) -> tuple[Path, Path]:

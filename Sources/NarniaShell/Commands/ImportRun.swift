@@ -148,23 +148,45 @@ struct ImportRun: HostTreeVisitor {
             let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
-            let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
+            let hostName = name
+            var age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
             if age == nil, name.hasSuffix(".age"), try AgeImport.hasUnreadableHeader(fd, size: Int64(st.st_size)) {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
             expectedSize = size
-            if skipExisting, let there = existing(named: name, in: folder, matching: {
-                !$0.isFolder && Transfer.isCopiedBefore(size: size, modified: modified, there: ($0.size, $0.modified))
-            }) {
-                take(there)
-                report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
-                if move {
-                    removeSkippedOriginal(Original(place: place, path: path, linkedFile: linkedFile, read: st, after: st,
-                                                   bytesRead: age == nil ? size : nil, readStarted: started, readInAnEarlierRun: true),
-                                          heldIn: there.id)
+            if skipExisting {
+                // With `--move`, the copy an earlier run made also holds this file's bytes: its
+                // original goes once skipped, and one the quick check alone would take for the
+                // copy is looked for further, or imported anew (review FD-2: every original the
+                // vault held was kept; FF-1: a copy under a numbered name was never tried).
+                var notCompared: Error?
+                let there = existing(named: name, in: folder, matching: { item in
+                    guard !item.isFolder, Transfer.isCopiedBefore(size: size, modified: modified, there: (item.size, item.modified)) else { return false }
+                    guard move else { return true }
+                    do {
+                        try fd.seek(to: 0)
+                        return try age == nil ? Self.holds(fd, sameBytesAs: item, in: session.vault)
+                            : Self.holds(ageFile: fd, sameBytesAs: item, in: session.vault)
+                    } catch {
+                        notCompared = error   // skipped as without --move, and kept (below)
+                        return true
+                    }
+                })
+                if let there {
+                    take(there)
+                    report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                    if move {
+                        let original = Original(place: place, path: path, linkedFile: linkedFile, read: st, after: try fd.status(),
+                                                bytesRead: age == nil ? size : nil, readStarted: started)
+                        removeSkippedOriginal(original, heldIn: there.id, notCompared: notCompared)
+                    }
+                    return
                 }
-                return
+                if move {   // read again from its start
+                    try fd.seek(to: 0)
+                    if age != nil { age = try AgeImport.open(fd, size: Int64(st.st_size), name: hostName, vault: session.vault) }
+                }
             }
             progress?.begin(item: name)
             // A file that grows after its end was read is imported as read (and, moved, kept as
@@ -312,15 +334,17 @@ struct ImportRun: HostTreeVisitor {
         batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
     }
 
-    /// With `--move`, the original of a file `--skip-existing` passed over, which an earlier
-    /// run took in as item `id` (a move cut short), goes as an imported file's would, once its
-    /// bytes are found to be the vault copy's (review FD-2: every one was kept, and the
-    /// plaintext the user moved away stayed, with exit 0). Its line is out first (`commit`).
-    private mutating func removeSkippedOriginal(_ original: Original, heldIn id: Identifier) {
+    /// With `--move`, the original of a file `--skip-existing` passed over, whose bytes an
+    /// earlier run took in as item `id` (a move cut short), goes as an imported file's would;
+    /// it is kept when they could not be compared (`notCompared`). Its line is out first
+    /// (`commit`).
+    private mutating func removeSkippedOriginal(_ original: Original, heldIn id: Identifier, notCompared: Error?) {
         session.out.flush()
-        guard !Session.terminationRequested, Output.standardOutputFailure == nil else {
-            let why = Session.terminationRequested ? "ended by a signal" : "standard output could not be written"
-            session.warning("import", "\(session.err.name(original.path)): \(why): the original is kept (the vault holds it)")
+        let kept = Session.terminationRequested ? "ended by a signal"
+            : Output.standardOutputFailure != nil ? "standard output could not be written"
+            : notCompared.map { "its bytes could not be compared with the vault's copy (\(describe($0)))" }
+        if let kept {
+            session.warning("import", "\(session.err.name(original.path)): \(kept): the original is kept")
             return
         }
         removeOriginal(original, heldIn: id, host: original.path)
@@ -438,9 +462,6 @@ struct Original {
     let bytesRead: UInt64?
     /// When its reading began (nanoseconds since the epoch).
     let readStarted: Int64
-    /// Set when the vault's copy was taken from it by an earlier run (a file `--skip-existing`
-    /// passed over): its status proves nothing of those bytes, which are always compared.
-    var readInAnEarlierRun = false
 
     /// How close before its reading a file's modification time makes its status no proof:
     /// a rewrite in place of the same size within the file system's time step leaves the same
@@ -477,9 +498,9 @@ struct Original {
         let check = try file.whileNoOneWrites { writerWaits in
             // Where the change time witnesses nothing, a rewrite of the same size that puts
             // the modification time back (`rsync --inplace -t`) leaves the status as it was.
-            if readInAnEarlierRun || isRacy || linksChanged || !file.fileSystemKeepsChangeTimes {
+            if isRacy || linksChanged || !file.fileSystemKeepsChangeTimes {
                 guard try sameBytes(file) else {
-                    throw readInAnEarlierRun ? Self.otherThanEarlierCopy(path) : Self.changedWhileImported(path)
+                    throw Self.changedWhileImported(path)
                 }
             }
             // A program that opened it for writing meanwhile waits for the lease: removed
@@ -560,10 +581,6 @@ struct Original {
 
     private static func changedWhileImported(_ path: String) -> CommandFailure {
         CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
-    }
-
-    private static func otherThanEarlierCopy(_ path: String) -> CommandFailure {
-        CommandFailure("\(path): its bytes are not those of the vault's copy (of the same name, size and modification time); the original is kept")
     }
 
     private static let openedReason = "another program opened it for writing"
