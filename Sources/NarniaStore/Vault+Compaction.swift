@@ -43,7 +43,7 @@ extension Vault {
         let old = oldFiles.map(\.id)
         let reads = try oldFiles.flatMap { try journalReads(of: $0) }
         let records = try state.ownSnapshot(chunkBytes: 16 << 20) {
-            self.inventory.files[$0]?.main != nil || !self.state.mayDelete(RetiredFile(kind: .object, id: $0))
+            self.inventory.files[$0]?.main != nil || !self.mayDeleteRetired(RetiredFile(kind: .object, id: $0))
         }
         isCompacting = true
         defer { isCompacting = false }

@@ -47,10 +47,19 @@ extension Vault {
     /// `passwd --rotate` and cannot read past it (review DH-2: `passwd` then said "passphrase
     /// changed" for a passphrase that opened only the replaced master key, and `--rotate`
     /// began a second rotation at once, after which neither passphrase opened the vault in a
-    /// script).
-    public func refuseKeyChangeAfterRotationElsewhere() throws {
-        guard rotationElsewhereArrived else { return }
-        throw VaultError.refused("another device changed the vault's master key ('passwd --rotate'), which this session cannot read; nothing was changed: open the vault again, with the passphrase chosen then, and change it there")
+    /// script). Unless `rotating`, also one that found the rotation's key file alone, ahead of
+    /// its records: a key file not retired that holds more master keys than this session knows
+    /// (review FH-1: a plain `passwd` retired it with the others present, and the rotation's
+    /// passphrase then opened the vault only as during a sync under way, warning of a key file
+    /// "still arriving"). A `passwd --rotate` goes on: two rotations at once, which merge.
+    public func refuseKeyChangeAfterRotationElsewhere(rotating: Bool) throws {
+        if rotationElsewhereArrived {
+            throw VaultError.refused("another device changed the vault's master key ('passwd --rotate'), which this session cannot read; nothing was changed: open the vault again, with the passphrase chosen then, and change it there")
+        }
+        let newer = rotating ? nil : inventory.keyFiles.keys.sorted().first { unretiredKeyFile($0, in: inventory, holdingAtLeast: masters.all.count + 1) != nil }
+        if let newer {
+            throw VaultError.refused("the key file \(newer.hex) holds a newer master key than this session knows: another device's 'passwd --rotate', whose records have not arrived yet; nothing was changed: once they have, open the vault with the passphrase chosen then, and change it there (should no device have run it, that file is not the vault's)")
+        }
     }
 
     /// Wraps the master key under a new passphrase in a new key file with a fresh name and
@@ -62,7 +71,7 @@ extension Vault {
     /// key file opens while no live one is present) until the new key file exists, then only
     /// the new one.
     public func changePassphrase(to passphrase: Secret, parameters: KDFParameters) throws {
-        try refuseKeyChangeAfterRotationElsewhere()
+        try refuseKeyChangeAfterRotationElsewhere(rotating: false)
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         try replaceKeyFiles(keyFilesToRetire, kek: kek, salt: salt, parameters: parameters)
@@ -139,7 +148,7 @@ extension Vault {
     /// A crash before the snapshot leaves the new key file, which reads everything: the next
     /// open writes the snapshot (see `resealOwnRecordsIfNeeded`).
     public func rotateMasterKey(passphrase: Secret, parameters: KDFParameters) throws {
-        try refuseKeyChangeAfterRotationElsewhere()
+        try refuseKeyChangeAfterRotationElsewhere(rotating: true)
         let salt = randomBytes(PassphraseKey.saltLength)
         let kek = try PassphraseKey.derive(passphrase: passphrase, salt: salt, parameters: parameters)
         var rotated = masters

@@ -43,7 +43,7 @@ enum Maintenance {
     /// Ctrl-C at any question cancels the command and changes nothing.
     static func passwd(_ s: Session, _ a: ParsedArguments) throws {
         guard a.operands.isEmpty else { throw CommandTable.tooManyArguments(for: "passwd") }
-        try s.vault.refuseKeyChangeAfterRotationElsewhere()   // before any question
+        try s.vault.refuseKeyChangeAfterRotationElsewhere(rotating: a.has("--rotate"))   // before any question
         let passphrase: Secret
         let file = a.flags["--new-passphrase-file"]
         func readNew(from file: String) throws -> Secret {
