@@ -412,9 +412,9 @@ class Scenario:
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
 
-    def cut_points(self, o: Device, lo: int, hi: int) -> tuple[list[int], list[int]]:
-        """Lengths in (lo, hi] at which o's journal may be cut: invocation boundaries, and
-        points inside the first record of an invocation."""
+    def cut_points(self, o: Device, base: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
+        """Lengths in (lo, hi] at which o's journal `base` may be cut: invocation boundaries,
+        and points inside the first record of an invocation."""
         bounds, inside = [], []
         for inv in o.invs:
             if inv.end is None:
@@ -472,50 +472,62 @@ class Scenario:
                             out.append(("object", s, d, base))
         return out
 
+    def received_key(self, d: Device, owner: Device, base: str) -> tuple[str, str]:
+        """The key of `recv` under which the bytes of `owner`'s journal `base` that `d` holds
+        are counted: one journal a device."""
+        return (d.label, owner.label)
+
+    def deliver_journal(self, s: Device, d: Device, base: str, whole: bool):
+        """Delivers `s`'s copy of a journal to `d`: whole, or (unless `whole`) cut at a point
+        `cut_points` allows, under its name or as a sync engine's conflict copy."""
+        sf, df = scan(s.path), scan(d.path)
+        rng = self.rng
+        owner = self.dev(self.journal_owner[base])
+        src_rel, ls = max(copies(sf, base).items(), key=lambda t: (t[1], t[0]))
+        data = (s.path / src_rel).read_bytes()
+        if s is not owner and (owner.path / base).is_file() and (owner.path / base).read_bytes()[:ls] != data:
+            self.fail(f"{s.label}'s copy {src_rel} of {owner.label}'s journal is not a prefix "
+                      f"of it (only its owner writes a journal)")
+        dcopies = copies(df, base)
+        have = max(dcopies.values(), default=0)
+        p = ls
+        if not whole and rng.random() < P_JOURNAL_CUT:
+            bounds, inside = self.cut_points(owner, base, have, ls)
+            if inside and (rng.random() < 0.5 or not bounds):
+                p = rng.choice(inside)
+            elif bounds:
+                p = rng.choice(bounds)
+        data = data[:p]
+        real = base
+        mode = "plain" if whole else rng.choices(
+            ["plain", "syncthing-old", "syncthing-new", "dropbox-old", "dropbox-new"],
+            [50, 15, 15, 10, 10])[0]
+        if mode == "plain" or (mode.endswith("-old") and real not in df):
+            self.write(d, real, data)
+            how = f"as {real}"
+        elif mode.endswith("-old"):
+            cname = self.conflict_copy_name(real, mode.split("-")[0])
+            os.rename(d.path / real, d.path / cname)
+            self.write(d, real, data)
+            how = f"as {real}, the older {df[real]} bytes kept as {cname}"
+        else:
+            cname = self.conflict_copy_name(real, mode.split("-")[0])
+            self.write(d, cname, data)
+            how = f"as {cname}" + (f" ({real} keeps {df[real]} bytes)" if real in df else "")
+        key = self.received_key(d, owner, base)
+        self.recv[key] = max(self.recv.get(key, 0), p)
+        self.stats["journals delivered"] += 1
+        self.stats["journals cut inside a record"] += p < ls and p not in {i.end for i in owner.invs}
+        self.stats["journals cut at a boundary"] += p < ls and p in {i.end for i in owner.invs}
+        self.stats["journal conflict copies"] += mode != "plain"
+        self.note(f"  deliver {owner.label}'s journal {base[:11]}… {s.label} -> {d.label}: {p} of {ls} bytes"
+                  f"{' (cut)' if p < ls else ''} {how}")
+
     def deliver_one(self, kind: str, s: Device, d: Device, base: str, whole: bool = False):
         sf, df = scan(s.path), scan(d.path)
         rng = self.rng
         if kind == "journal":
-            owner = self.dev(self.journal_owner[base])
-            src_rel, ls = max(copies(sf, base).items(), key=lambda t: (t[1], t[0]))
-            data = (s.path / src_rel).read_bytes()
-            if s is not owner and (owner.path / base).read_bytes()[:ls] != data:
-                self.fail(f"{s.label}'s copy {src_rel} of {owner.label}'s journal is not a prefix "
-                          f"of it (only its owner writes a journal)")
-            dcopies = copies(df, base)
-            have = max(dcopies.values(), default=0)
-            p = ls
-            if not whole and rng.random() < P_JOURNAL_CUT:
-                bounds, inside = self.cut_points(owner, have, ls)
-                if inside and (rng.random() < 0.5 or not bounds):
-                    p = rng.choice(inside)
-                elif bounds:
-                    p = rng.choice(bounds)
-            data = data[:p]
-            real = base
-            mode = "plain" if whole else rng.choices(
-                ["plain", "syncthing-old", "syncthing-new", "dropbox-old", "dropbox-new"],
-                [50, 15, 15, 10, 10])[0]
-            if mode == "plain" or (mode.endswith("-old") and real not in df):
-                self.write(d, real, data)
-                how = f"as {real}"
-            elif mode.endswith("-old"):
-                cname = self.conflict_copy_name(real, mode.split("-")[0])
-                os.rename(d.path / real, d.path / cname)
-                self.write(d, real, data)
-                how = f"as {real}, the older {df[real]} bytes kept as {cname}"
-            else:
-                cname = self.conflict_copy_name(real, mode.split("-")[0])
-                self.write(d, cname, data)
-                how = f"as {cname}" + (f" ({real} keeps {df[real]} bytes)" if real in df else "")
-            key = (d.label, owner.label)
-            self.recv[key] = max(self.recv.get(key, 0), p)
-            self.stats["journals delivered"] += 1
-            self.stats["journals cut inside a record"] += p < ls and p not in {i.end for i in owner.invs}
-            self.stats["journals cut at a boundary"] += p < ls and p in {i.end for i in owner.invs}
-            self.stats["journal conflict copies"] += mode != "plain"
-            self.note(f"  deliver {owner.label}'s journal {s.label} -> {d.label}: {p} of {ls} bytes"
-                      f"{' (cut)' if p < ls else ''} {how}")
+            self.deliver_journal(s, d, base, whole)
         elif kind == "key":
             src_rel = sorted(copies(sf, base), key=len)[0]
             data = (s.path / src_rel).read_bytes()
@@ -952,20 +964,27 @@ class Scenario:
         if got_imports != want_imports:
             self.fail(f"{what}: import reported {got_imports}, the oracle expected {want_imports}")
 
+    def passphrases_to_refuse(self, d: Device) -> list[str]:
+        """The passphrases that must not open `d`'s copy."""
+        return sorted(set(self.keyfiles.values()) - set(self.usable_passphrases(d)))
+
+    def key_state(self, d: Device, files: dict[str, int]) -> str:
+        """The key files of `files` (`d`'s store) and their retirements, for a failure's text."""
+        return (f"the key files present are {sorted(k[:8] for k in self.present_keys(d, files))}, retired in its "
+                f"records {sorted(k[:8] for k in self.view(d).retired_keys)}")
+
     def check_wrong_passphrase(self, d: Device):
-        usable = set(self.usable_passphrases(d))
-        others = sorted(set(self.keyfiles.values()) - usable)
+        others = self.passphrases_to_refuse(d)
         if not others:
             return
         p = self.rng.choice(others)
         before = scan(d.path)
         res = self.n.c("ls /", vault=d.path, passphrase=p)
-        self.note(f"{d.label}: passphrase {p!r} must not open it (usable: {sorted(usable)})")
+        self.note(f"{d.label}: passphrase {p!r} must not open it (usable: {self.usable_passphrases(d)})")
         self.stats["passphrases refused"] += 1
         if res.rc != 3:
-            self.fail(f"{d.label}: the passphrase {p!r} should be refused (exit 3): the key files "
-                      f"present are {sorted(k[:8] for k in self.present_keys(d))}, retired in its "
-                      f"records {sorted(k[:8] for k in self.view(d).retired_keys)}" + res.describe())
+            self.fail(f"{d.label}: the passphrase {p!r} should be refused (exit 3): {self.key_state(d, before)}"
+                      + res.describe())
         after = scan(d.path)
         changed = [r for r in after if before.get(r) != after[r]]
         if changed:
@@ -1021,6 +1040,27 @@ class Scenario:
                 p.write_bytes(data)
                 self.junk[p] = data
 
+    def play_rounds(self, count: int, check_passphrases: bool):
+        """`count` rounds: each device, in a random order, receives some deliveries, is tried
+        now and then (`check_passphrases`) with a passphrase that must not open it, and takes
+        one or two turns; more deliveries end each round."""
+        rng = self.rng
+        for rnd in range(count):
+            self.note(f"round {rnd + 1}")
+            order = list(self.devices)
+            rng.shuffle(order)
+            for d in order:
+                self.deliveries(rng.randrange(0, 5))
+                if check_passphrases and rng.random() < 0.25:
+                    self.check_wrong_passphrase(d)
+                for _ in range(rng.choice([1, 1, 2])):
+                    self.turn(d)
+            self.deliveries(rng.randrange(0, 7))
+
+    def turn(self, d: Device):
+        """One invocation of `d`: a few random commands."""
+        self.act(d, self.rng.randrange(1, 5))
+
     def note_copied(self, d: Device, src: Device):
         """`d` is a `cp -a` of `src`: it holds src's journal as it is now."""
         self.recv[(d.label, src.label)] = scan(src.path)[src.journal]
@@ -1029,18 +1069,7 @@ class Scenario:
         rng = self.rng
         self.note(f"scenario seed {self.seed}: passwd {'on' if self.passwd_scenario else 'off'}")
         self.setup()
-        rounds = rng.randrange(3, 7)
-        for rnd in range(rounds):
-            self.note(f"round {rnd + 1}")
-            order = list(self.devices)
-            rng.shuffle(order)
-            for d in order:
-                self.deliveries(rng.randrange(0, 5))
-                if self.passwd_scenario and rng.random() < 0.25:
-                    self.check_wrong_passphrase(d)
-                for _ in range(rng.choice([1, 1, 2])):
-                    self.act(d, rng.randrange(1, 5))
-            self.deliveries(rng.randrange(0, 7))
+        self.play_rounds(rng.randrange(3, 7), check_passphrases=self.passwd_scenario)
         self.deliver_everything()
         self.final_checks()
 

@@ -171,7 +171,7 @@ class RotationScenario(tm.Scenario):
         top = max(self.key_level.get(k, 0) for k in cands)
         return sorted({self.keyfiles[k] for k in cands if self.key_level.get(k, 0) == top})
 
-    def must_refuse(self, d: Device) -> list[str]:
+    def passphrases_to_refuse(self, d: Device) -> list[str]:
         files = scan(d.path)
         view = self.view(d)
         present = self.present_keys(d, files)
@@ -188,25 +188,10 @@ class RotationScenario(tm.Scenario):
             return [self.forced]
         return self.policy(d, None, view)
 
-    def check_wrong_passphrase(self, d: Device):
-        others = self.must_refuse(d)
-        if not others:
-            return
-        p = self.rng.choice(others)
-        before = scan(d.path)
-        res = self.n.c("ls /", vault=d.path, passphrase=p)
-        self.note(f"{d.label}: passphrase {p!r} must not open it (usable: {self.policy(d)})")
-        self.stats["passphrases refused"] += 1
-        if res.rc != 3:
-            self.fail(f"{d.label}: the passphrase {p!r} should be refused (exit 3): key files present "
-                      f"{ {k[:8]: (self.keyfiles.get(k), self.key_level.get(k)) for k in sorted(self.present_keys(d))} }, "
-                      f"retired in its records {sorted(k[:8] for k in self.view(d).retired_keys)}, "
-                      f"journals need key {self.journal_level_here(before)}" + res.describe())
-        after = scan(d.path)
-        changed = [r for r in after if before.get(r) != after[r]]
-        if changed:
-            self.fail(f"{d.label}: a refused passphrase wrote to the store: {changed}")
-        self.check_deletions(d, before, after, self.view(d), f"{d.label} refused open")
+    def key_state(self, d: Device, files: dict[str, int]) -> str:
+        return (f"key files present {({k[:8]: (self.keyfiles.get(k), self.key_level.get(k)) for k in sorted(self.present_keys(d, files))})}, "
+                f"retired in its records {sorted(k[:8] for k in self.view(d).retired_keys)}, "
+                f"journals need key {self.journal_level_here(files)}")
 
     # -- deletions
 
@@ -313,7 +298,7 @@ class RotationScenario(tm.Scenario):
                         continue
                 self.deliver_one(kind, s, d, base, whole=True)
 
-    def boundaries(self, o: Device, base: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
+    def cut_points(self, o: Device, base: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
         bounds, inside = [], []
         for inv in o.invs:
             if inv.end is None or getattr(inv, "group", None) is not None or \
@@ -327,49 +312,14 @@ class RotationScenario(tm.Scenario):
                     inside.append(p)
         return bounds, inside
 
+    def received_key(self, d: Device, owner: Device, base: str) -> tuple[str, str]:
+        return (d.label, base)
+
     def deliver_one(self, kind: str, s: Device, d: Device, base: str, whole: bool = False):
-        if kind != "journal":
-            return super().deliver_one(kind, s, d, base, whole)
-        g = self.group_of.get(base)
+        g = self.group_of.get(base) if kind == "journal" else None
         if g is not None and not self.group_held(d, g):
             return self.deliver_group(s, d, g, whole)
-        rng = self.rng
-        sf, df = scan(s.path), scan(d.path)
-        owner = self.dev(self.journal_owner[base])
-        src_rel, ls = max(copies(sf, base).items(), key=lambda t: (t[1], t[0]))
-        data = (s.path / src_rel).read_bytes()
-        if s is not owner and (owner.path / base).is_file() and (owner.path / base).read_bytes()[:ls] != data:
-            self.fail(f"{s.label}'s copy {src_rel} of {owner.label}'s journal is not a prefix of it")
-        dcopies = copies(df, base)
-        have = max(dcopies.values(), default=0)
-        p = ls
-        if not whole and rng.random() < tm.P_JOURNAL_CUT:
-            bounds, inside = self.boundaries(owner, base, have, ls)
-            if inside and (rng.random() < 0.5 or not bounds):
-                p = rng.choice(inside)
-            elif bounds:
-                p = rng.choice(bounds)
-        data = data[:p]
-        mode = "plain" if whole else rng.choices(
-            ["plain", "syncthing-old", "syncthing-new", "dropbox-old", "dropbox-new"], [50, 15, 15, 10, 10])[0]
-        if mode == "plain" or (mode.endswith("-old") and base not in df):
-            self.write(d, base, data)
-            how = f"as {base}"
-        elif mode.endswith("-old"):
-            cname = self.conflict_copy_name(base, mode.split("-")[0])
-            os.rename(d.path / base, d.path / cname)
-            self.write(d, base, data)
-            how = f"as {base}, the older {df[base]} bytes kept as {cname}"
-        else:
-            cname = self.conflict_copy_name(base, mode.split("-")[0])
-            self.write(d, cname, data)
-            how = f"as {cname}" + (f" ({base} keeps {df[base]} bytes)" if base in df else "")
-        key = (d.label, base)
-        self.recv[key] = max(self.recv.get(key, 0), p)
-        self.stats["journals delivered"] += 1
-        self.stats["journal conflict copies"] += mode != "plain"
-        self.note(f"  deliver {owner.label}'s journal {base[:11]}… {s.label} -> {d.label}: {p} of {ls} "
-                  f"bytes{' (cut)' if p < ls else ''} {how}")
+        return super().deliver_one(kind, s, d, base, whole)
 
     def deliver_group(self, s: Device, d: Device, g: Group, whole: bool):
         owner = self.dev(g.owner)
@@ -590,18 +540,7 @@ class RotationScenario(tm.Scenario):
         rng = self.rng
         self.note(f"scenario seed {self.seed} (rotations)")
         self.setup()
-        rounds = rng.randrange(4, 8)
-        for rnd in range(rounds):
-            self.note(f"round {rnd + 1}")
-            order = list(self.devices)
-            rng.shuffle(order)
-            for d in order:
-                self.deliveries(rng.randrange(0, 5))
-                if rng.random() < 0.25:
-                    self.check_wrong_passphrase(d)
-                for _ in range(rng.choice([1, 1, 2])):
-                    self.turn(d)
-            self.deliveries(rng.randrange(0, 7))
+        self.play_rounds(rng.randrange(4, 8), check_passphrases=True)
         self.deliver_everything()
         for d in self.devices:
             if self.lv(d) < self.level:

@@ -58,6 +58,11 @@ struct ImportRun: HostTreeVisitor {
     /// (imported to, or skipped as copied there before), so that no two entries take one item
     /// for their earlier copy (`existing`).
     private var namesTaken: [Identifier: Set<String>] = [:]
+    /// With `--move`, how many files `--skip-existing` passed over: their originals are kept
+    /// (said in `finishMove`). This run wrote no record of them, so the vault's copy may be
+    /// removed or replaced meanwhile on another device, and nothing would hold their bytes
+    /// (review FI-1; FD-2: they were kept without a word).
+    private var skippedOriginalsKept = 0
     private(set) var failed = false
     /// The content a batch holds before it commits: `Transfer.batchBytes`, or less on a
     /// nearly full disk (`Transfer.batchBytes(available:)`), set again after each commit.
@@ -148,45 +153,19 @@ struct ImportRun: HostTreeVisitor {
             let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
-            let hostName = name
-            var age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
+            let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
             if age == nil, name.hasSuffix(".age"), try AgeImport.hasUnreadableHeader(fd, size: Int64(st.st_size)) {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
             expectedSize = size
-            if skipExisting {
-                // With `--move`, the copy an earlier run made also holds this file's bytes: its
-                // original goes once skipped, and one the quick check alone would take for the
-                // copy is looked for further, or imported anew (review FD-2: every original the
-                // vault held was kept; FF-1: a copy under a numbered name was never tried).
-                var notCompared: Error?
-                let there = existing(named: name, in: folder, matching: { item in
-                    guard !item.isFolder, Transfer.isCopiedBefore(size: size, modified: modified, there: (item.size, item.modified)) else { return false }
-                    guard move else { return true }
-                    do {
-                        try fd.seek(to: 0)
-                        return try age == nil ? Self.holds(fd, sameBytesAs: item, in: session.vault)
-                            : Self.holds(ageFile: fd, sameBytesAs: item, in: session.vault)
-                    } catch {
-                        notCompared = error   // skipped as without --move, and kept (below)
-                        return true
-                    }
-                })
-                if let there {
-                    take(there)
-                    report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
-                    if move {
-                        let original = Original(place: place, path: path, linkedFile: linkedFile, read: st, after: try fd.status(),
-                                                bytesRead: age == nil ? size : nil, readStarted: started)
-                        removeSkippedOriginal(original, heldIn: there.id, notCompared: notCompared)
-                    }
-                    return
-                }
-                if move {   // read again from its start
-                    try fd.seek(to: 0)
-                    if age != nil { age = try AgeImport.open(fd, size: Int64(st.st_size), name: hostName, vault: session.vault) }
-                }
+            if skipExisting, let there = existing(named: name, in: folder, matching: {
+                !$0.isFolder && Transfer.isCopiedBefore(size: size, modified: modified, there: ($0.size, $0.modified))
+            }) {
+                take(there)
+                report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                if move { skippedOriginalsKept += 1 }
+                return
             }
             progress?.begin(item: name)
             // A file that grows after its end was read is imported as read (and, moved, kept as
@@ -318,8 +297,30 @@ struct ImportRun: HostTreeVisitor {
                 keptAtTermination += 1
             } else if reportLost {
                 keptUnreported += 1
+            } else if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
+                session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
             } else {
-                removeOriginal(original, heldIn: id, host: host)
+                do {
+                    let removal = try original.removeIfUnchanged { file in
+                        guard let item = session.vault.item(id) else { return false }
+                        if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
+                        return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
+                    }
+                    if let code = removal.uncheckedBecause {
+                        removedUnchecked.count += 1
+                        if removedUnchecked.first == nil { removedUnchecked.first = (host, code) }
+                    }
+                    if let linked = removal.otherNames {
+                        removedWithOtherNames.append((host, linked))
+                        // Descriptors are limited: the oldest is looked at now (the other names
+                        // of a file are most often in its folder, removed by then).
+                        if removedWithOtherNames.count > Transfer.retainedFolders { warnOfOtherNames(removedWithOtherNames.removeFirst()) }
+                    }
+                } catch let e as CommandFailure {
+                    session.warning("import", e.message)
+                } catch {
+                    session.warning("import", "\(host): could not remove the original: \(describe(error))")
+                }
             }
         }
         session.out.flush()
@@ -332,53 +333,6 @@ struct ImportRun: HostTreeVisitor {
         pendingOriginals.removeAll()
         retainedFolders.removeAll()
         batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
-    }
-
-    /// With `--move`, the original of a file `--skip-existing` passed over, whose bytes an
-    /// earlier run took in as item `id` (a move cut short), goes as an imported file's would;
-    /// it is kept when they could not be compared (`notCompared`). Its line is out first
-    /// (`commit`).
-    private mutating func removeSkippedOriginal(_ original: Original, heldIn id: Identifier, notCompared: Error?) {
-        session.out.flush()
-        let kept = Session.terminationRequested ? "ended by a signal"
-            : Output.standardOutputFailure != nil ? "standard output could not be written"
-            : notCompared.map { "its bytes could not be compared with the vault's copy (\(describe($0)))" }
-        if let kept {
-            session.warning("import", "\(session.err.name(original.path)): \(kept): the original is kept")
-            return
-        }
-        removeOriginal(original, heldIn: id, host: original.path)
-    }
-
-    /// With `--move`, removes the original of the file the vault holds as item `id`, as
-    /// `Original.removeIfUnchanged` allows, and notes what is left to say (`finishMove`); a
-    /// file the run was opened with is kept.
-    private mutating func removeOriginal(_ original: Original, heldIn id: Identifier, host: String) {
-        if let what = session.filesOpenedWith[HostFileIdentity(original.read)] {
-            session.warning("import", "\(session.err.name(host)): the original is kept: it is \(what)")
-            return
-        }
-        do {
-            let removal = try original.removeIfUnchanged { file in
-                guard let item = session.vault.item(id) else { return false }
-                if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
-                return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
-            }
-            if let code = removal.uncheckedBecause {
-                removedUnchecked.count += 1
-                if removedUnchecked.first == nil { removedUnchecked.first = (host, code) }
-            }
-            if let linked = removal.otherNames {
-                removedWithOtherNames.append((host, linked))
-                // Descriptors are limited: the oldest is looked at now (the other names
-                // of a file are most often in its folder, removed by then).
-                if removedWithOtherNames.count > Transfer.retainedFolders { warnOfOtherNames(removedWithOtherNames.removeFirst()) }
-            }
-        } catch let e as CommandFailure {
-            session.warning("import", e.message)
-        } catch {
-            session.warning("import", "\(host): could not remove the original: \(describe(error))")
-        }
     }
 
     /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.
@@ -421,6 +375,10 @@ struct ImportRun: HostTreeVisitor {
     /// deepest first; non-empty ones stay. Then names the originals removed whose bytes other
     /// names still hold.
     mutating func finishMove() {
+        if skippedOriginalsKept > 0 {
+            let n = skippedOriginalsKept
+            warn("\(n) file\(n == 1 ? "" : "s") skipped as already in the vault keep \(n == 1 ? "its original" : "their originals"): --move removes only what this run takes in (the copy in the vault may be removed or replaced meanwhile on another device); remove \(n == 1 ? "it" : "them") once you are sure")
+        }
         movedFolders.removeAll(warn: warn)
         removedWithOtherNames.forEach(warnOfOtherNames)
         removedWithOtherNames.removeAll()
