@@ -221,6 +221,22 @@ def test_passwd_is_refused_while_another_devices_rotation_key_file_is_here_witho
         assert n.c("ls /", passphrase="rotated").rc == 3
 
 
+def test_a_file_of_a_rotation_key_files_length_that_no_device_wrote_is_retired_by_passwd_rotate(narnia):
+    """Review FI-2: FH-1's refusal takes a file at the store's top of a two-key key file's
+    length for a rotation's key file ahead of its records; one that no device wrote (put there,
+    or cut short for good) refused `passwd` with no way out. The refusal says one: `passwd
+    --rotate`, which retires it."""
+    narnia.init()
+    stray = narnia.vault / ("ab" * 16)
+    stray.write_bytes(os.urandom(131))
+    r = narnia.c(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('new')))}")
+    assert r.rc == 1 and f"the key file {stray.name} holds a newer master key" in r.err \
+        and "should no device have run it, that file is not the vault's: 'passwd --rotate' retires it" in r.err, r.describe()
+    rotate(narnia, "rotated")
+    assert not stray.exists(), "retired, and deleted: this device is the only one"
+    narnia.ok(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('new')))}", passphrase="rotated")
+
+
 def test_a_drop_two_devices_adopt_keeps_the_replacement_made_on_one(narnia, host, tmp_path):
     narnia.init()
     other = device(narnia, tmp_path / "laptop")

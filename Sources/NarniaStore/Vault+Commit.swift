@@ -275,7 +275,7 @@ extension Vault {
     func warnOfManyKeyFiles() {
         let unretired = inventory.keyFiles.keys.filter { state.retired[RetiredFile(kind: .keyFile, id: $0)] == nil }.count
         guard unretired > KeyFileCandidates.quietDerivations else { return }
-        warnings.append("the store holds \(unretired) key files that no passwd retired, more than passwd on several devices at once leaves: most may have been put at its top by someone who can write to it; each newer than yours costs a key derivation at every unlock (a plain passwd retires them all)")
+        warnings.append("the store holds \(unretired) key files that no passwd retired, more than passwd on several devices at once leaves: most may have been put at its top by someone who can write to it; each newer than yours costs a key derivation at every unlock ('passwd --rotate' retires them all)")
     }
 
     /// The modification time given to retired key files still present: 1980-01-02, which

@@ -58,7 +58,7 @@ extension Vault {
         }
         let newer = rotating ? nil : inventory.keyFiles.keys.sorted().first { unretiredKeyFile($0, in: inventory, holdingAtLeast: masters.all.count + 1) != nil }
         if let newer {
-            throw VaultError.refused("the key file \(newer.hex) holds a newer master key than this session knows: another device's 'passwd --rotate', whose records have not arrived yet; nothing was changed: once they have, open the vault with the passphrase chosen then, and change it there (should no device have run it, that file is not the vault's)")
+            throw VaultError.refused("the key file \(newer.hex) holds a newer master key than this session knows: another device's 'passwd --rotate', whose records have not arrived yet; nothing was changed: open the vault with the passphrase chosen then, and change it there (should no device have run it, that file is not the vault's: 'passwd --rotate' retires it)")
         }
     }
 
