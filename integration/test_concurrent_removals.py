@@ -245,13 +245,13 @@ def test_a_removed_file_whose_new_content_has_not_arrived_is_kept_whole_by_a_com
         assert r.out_lines[:-1] == ["/b.txt", "/c.txt", "/keep", "/keep/a.txt", "new content"], r.describe()
 
 
-@pytest.mark.xfail(strict=True, reason="review FJ-3, left: FORMAT.md 'Compaction'")
 def test_a_file_removed_after_a_snapshot_showed_another_devices_move_stays_removed(narnia, host, tmp_path):
-    """Review FJ-3 (left, documented): the desk's snapshot writes its creation of a file under
-    the place another device's move gave it (the creation's own place is not kept); the phone,
+    """Review FJ-3: the desk's snapshot wrote its creation of a file under the place another
+    device's move gave it (the creation's own place is not kept), and nothing more; the phone,
     which read the snapshot but not yet the laptop's move, removed the file there. When the move
     arrived, rule 3 took it for a move the removal had not seen (another stamp than the one the
-    removal saw), and the file came back on every device."""
+    removal saw), and the file came back on every device. The snapshot now writes that move too,
+    under its stamp."""
     laptop = two_devices(narnia, host, tmp_path)
     phone = device(narnia, tmp_path / "phone")
     phone.ok("ls")
