@@ -566,25 +566,28 @@ class Scenario:
                 return
             self.deliver_one(*self.rng.choice(cands))
 
+    full_delivery_passes = 4
+
+    def needs_delivery(self, kind: str, s: Device, d: Device, base: str) -> bool:
+        """True when `d` lacks what a whole delivery of `s`'s file `base` brings (another
+        delivery of the same pass may have brought it already)."""
+        now = copies(scan(d.path), base)
+        if kind == "key":
+            return not now
+        if kind == "object":
+            return not any(size == self.units[self.object_unit[base]].sizes[base] for size in now.values())
+        return max(now.values(), default=0) < max(copies(scan(s.path), base).values())
+
     def deliver_everything(self):
         self.note("full delivery")
-        for _ in range(4):
+        for _ in range(self.full_delivery_passes):
             files = {d: scan(d.path) for d in self.devices}
             cands = self.candidates(files)
             if not cands:
                 return
-            for c in cands:
-                kind, s, d, base = c
-                # another delivery of this pass may have brought it already
-                now = copies(scan(d.path), base)
-                if kind == "key" and now:
-                    continue
-                if kind == "object" and any(size == self.units[self.object_unit[base]].sizes[base]
-                                            for size in now.values()):
-                    continue
-                if kind == "journal" and max(now.values(), default=0) >= max(copies(scan(s.path), base).values()):
-                    continue
-                self.deliver_one(kind, s, d, base, whole=True)
+            for kind, s, d, base in cands:
+                if self.needs_delivery(kind, s, d, base):
+                    self.deliver_one(kind, s, d, base, whole=True)
 
     # -- checking what a device shows
 

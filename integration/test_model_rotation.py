@@ -275,28 +275,13 @@ class RotationScenario(tm.Scenario):
             out.append(c)
         return out
 
-    def deliver_everything(self):
-        self.note("full delivery")
-        for _ in range(12):
-            files = {d: scan(d.path) for d in self.devices}
-            cands = self.candidates(files)
-            if not cands:
-                return
-            for kind, s, d, base in cands:
-                now = copies(scan(d.path), base)
-                if kind == "key" and now:
-                    continue
-                if kind == "object" and any(size == self.units[self.object_unit[base]].sizes[base]
-                                            for size in now.values()):
-                    continue
-                if kind == "journal":
-                    g = self.group_of.get(base)
-                    if g is not None and not self.group_held(d, g):
-                        if not self.holds_key(scan(d.path), d, g.level):
-                            continue
-                    elif max(now.values(), default=0) >= max(copies(scan(s.path), base).values()):
-                        continue
-                self.deliver_one(kind, s, d, base, whole=True)
+    full_delivery_passes = 12
+
+    def needs_delivery(self, kind: str, s: Device, d: Device, base: str) -> bool:
+        g = self.group_of.get(base) if kind == "journal" else None
+        if g is not None and not self.group_held(d, g):
+            return self.holds_key(scan(d.path), d, g.level)
+        return super().needs_delivery(kind, s, d, base)
 
     def cut_points(self, o: Device, base: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
         bounds, inside = [], []
