@@ -1171,9 +1171,9 @@ def run_scenario(seed: int, root: Path, binary: Path, scenario=None, rerun="NARN
     return None, sc.stats
 
 
-def run_scenarios(seeds: list[int], jobs: int, run) -> None:
+def run_scenarios(seeds: list[int], jobs: int, run) -> collections.Counter:
     """Runs `run(seed)` (`run_scenario`) for every seed, `jobs` at a time; prints what they
-    exercised, and fails with the first failure's log."""
+    exercised, and fails with the first failure's log. Returns what they exercised."""
     failures = []
     total = collections.Counter()
     started = time.monotonic()
@@ -1191,6 +1191,7 @@ def run_scenarios(seeds: list[int], jobs: int, run) -> None:
                             for f in failures)
         pytest.fail(f"{len(failures)} of {len(seeds)} scenarios failed:\n{summary}\n\n"
                     f"the first, with its log:\n\n{failures[0]}", pytrace=False)
+    return total
 
 
 def test_model_scenarios(narnia_bin, tmp_path):

@@ -550,5 +550,9 @@ class RotationScenario(tm.Scenario):
 
 def test_model_rotation_scenarios(narnia_bin, tmp_path):
     seeds = [int(ONLY_SEED)] if ONLY_SEED else list(range(FIRST_SEED, FIRST_SEED + SCENARIOS))
-    tm.run_scenarios(seeds, JOBS, lambda s: tm.run_scenario(s, tmp_path, narnia_bin, RotationScenario,
-                                                            "NARNIA_ROTATION_SEED", bool(ONLY_SEED)))
+    total = tm.run_scenarios(seeds, JOBS, lambda s: tm.run_scenario(s, tmp_path, narnia_bin, RotationScenario,
+                                                                    "NARNIA_ROTATION_SEED", bool(ONLY_SEED)))
+    if not ONLY_SEED:
+        # Not a pass by default (review FJ-6: a quarter of the scenarios rotate nothing): the run
+        # as a whole rotated, followed, and took snapshots to other devices.
+        assert min(total["rotations"], total["followings"], total["compactions delivered"]) >= len(seeds) // 5, total
