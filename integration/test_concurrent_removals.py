@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from harness import Narnia, q
-from test_concurrent_contents import objects, two_devices
+from harness import DEFAULT_PASSPHRASE, Narnia, q
+from test_concurrent_contents import exchange_all, objects, two_devices
 from test_device_housekeeping import carry, exchange, journal_files, rotate
 from test_devices import device, own_journal
 
@@ -196,17 +196,6 @@ def journals_only(store):
     return lambda rel: len(rel.parts) == 1 or (store / rel).stat().st_mode & 0o777 == 0o600
 
 
-def exchange_everything(devices, **kw):
-    """Rounds of carrying every device's files to every other, each device opening after."""
-    for _ in range(2):
-        for a in devices:
-            for b in devices:
-                if a is not b:
-                    carry(a.vault, b.vault)
-        for n in devices:
-            n.ok("ls", **kw)
-
-
 @pytest.mark.parametrize("compactor", ["remover", "follower"])
 def test_a_removed_file_whose_new_content_has_not_arrived_is_kept_whole_by_a_compaction(narnia, host, tmp_path, compactor):
     """Review FE-1: the laptop gave /a.txt new content; another device had its record but not
@@ -223,7 +212,7 @@ def test_a_removed_file_whose_new_content_has_not_arrived_is_kept_whole_by_a_com
         remover = device(narnia, tmp_path / "phone")
         remover.ok("ls")
         devices.append(remover)
-        exchange_everything(devices)
+        exchange_all(devices, DEFAULT_PASSPHRASE, rounds=2)
     (host / "new.txt").write_text("new content\n")
     laptop.ok(f"import {q(str(host / 'new.txt'))}; cp -f /new.txt /a.txt; rm /new.txt")
     for n in devices:
@@ -238,8 +227,7 @@ def test_a_removed_file_whose_new_content_has_not_arrived_is_kept_whole_by_a_com
     if compactor == "follower":
         carry(remover.vault, narnia.vault)
         narnia.ok("ls", passphrase="rotated")   # follows: its own snapshot, before the move arrives
-    for _ in range(2):
-        exchange_everything(devices, passphrase="rotated")
+    exchange_all(devices, "rotated", rounds=4)
     for n in devices:
         r = n.ok("find /; cat /keep/a.txt; verify", passphrase="rotated")
         assert r.out_lines[:-1] == ["/b.txt", "/c.txt", "/keep", "/keep/a.txt", "new content"], r.describe()
@@ -256,7 +244,7 @@ def test_a_file_removed_after_a_snapshot_showed_another_devices_move_stays_remov
     phone = device(narnia, tmp_path / "phone")
     phone.ok("ls")
     devices = [narnia, laptop, phone]
-    exchange_everything(devices)
+    exchange_all(devices, DEFAULT_PASSPHRASE, rounds=2)
     before = laptop.store().sizes()
     laptop.ok("mv /a.txt /g.txt")
     moved = {p for p, size in laptop.store().sizes().items() if p in before and size > before[p]}
@@ -265,8 +253,7 @@ def test_a_file_removed_after_a_snapshot_showed_another_devices_move_stays_remov
     rotate(narnia, "rotated")
     carry(narnia.vault, phone.vault, only=lambda rel: str(rel) not in moved)
     phone.ok("rm /g.txt", passphrase="rotated")
-    for _ in range(2):
-        exchange_everything(devices, passphrase="rotated")
+    exchange_all(devices, "rotated", rounds=4)
     for n in devices:
         assert n.ok("ls /", passphrase="rotated").out_lines == ["b.txt", "c.txt"]
 

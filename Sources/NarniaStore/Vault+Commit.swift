@@ -255,6 +255,12 @@ extension Vault {
         unretiredKeyFile(id, in: inventory, holdingAtLeast: max(1, masters.all.count))
     }
 
+    /// True when the key file `id` is live (`liveKeyFile`) and its length says it holds more
+    /// than `count` master keys: a rotation's made after the key file that holds `count`.
+    func liveKeyFile(_ id: Identifier, holdsMoreThan count: Int) -> Bool {
+        liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > count } == true
+    }
+
     /// The key file `id` of `inventory` when no record read here retired it and a file of it,
     /// under its name or a sync engine's copy, has the length of a key file holding at least
     /// `minimum` master keys: that file's path and length.

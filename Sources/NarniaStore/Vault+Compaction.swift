@@ -150,17 +150,14 @@ extension MergeState {
                     add(.createFile(id: id, place: place, created: creation.created, modified: record.contentModified, content: content),
                         stamp, size: 160 + place.name.utf8.count + content.mime.utf8.count)
                 }
-                // The creation goes under the place in force (its own is not kept); where
-                // another device's move gave it, that move goes too, under its stamp, so that a
-                // device reading the snapshot before the move sees the place under the stamp the
-                // move brings. Review FJ-3: it saw the creation's; it removed the item there,
-                // and when the move arrived rule 3 took it for one the removal had not seen,
-                // and showed the item again everywhere.
-                if !record.placeIsOwn && !record.placeIsInitial {
-                    add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
-                }
             }
-            if record.placeIsOwn && !record.placeIsInitial {
+            // This device's move in force — or another device's, beside this device's creation,
+            // which goes under the place in force (its own is not kept): so that a device reading
+            // the snapshot before that move sees the place under the stamp the move brings.
+            // Review FJ-3: it saw the creation's; it removed the item there, and when the move
+            // arrived rule 3 took it for one the removal had not seen, and showed the item again
+            // everywhere.
+            if !record.placeIsInitial && (record.placeIsOwn || ownCreation != nil) {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
             if record.contentIsOwn && !record.contentIsInitial, let content = record.content {

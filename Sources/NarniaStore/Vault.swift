@@ -340,7 +340,7 @@ public final class Vault {
                 // more keys but not this one's (review EJ-1: no passphrase opened the vault).
                 let opened = unlocked.contents.masters.all.count
                 let superseded = vault.state.retired[RetiredFile(kind: .keyFile, id: unlocked.id)] != nil && vault.inventory.keyFiles.keys.contains { id in
-                    id != unlocked.id && vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > opened } == true
+                    id != unlocked.id && vault.liveKeyFile(id, holdsMoreThan: opened)
                 }
                 // The one opened a rotation's, and another rotation's key file here that this
                 // passphrase does not open (one holding fewer keys too, review EJ-1): a
@@ -384,9 +384,7 @@ public final class Vault {
             // then known to open, deletes retired ones.
             let live = vault.liveKeyFiles
             guard live.isEmpty else {
-                let byRotation = live.contains { id in
-                    vault.liveKeyFile(id).flatMap { KeyFile.masterCount(ofLength: Int($0.length)) }.map { $0 > unlocked.contents.masters.all.count } == true
-                }
+                let byRotation = live.contains { vault.liveKeyFile($0, holdsMoreThan: unlocked.contents.masters.all.count) }
                 throw VaultError.retiredPassphrase(live: live.map(\.hex).sorted(), byRotation: byRotation)
             }
             // Only this device retired the key files here: the one missing is the one its passwd
