@@ -56,7 +56,7 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
-        (inboxPairsUnderCurrentKey, inboxPairsUnderReplacedKeys) = ([], [])
+        (inboxPairsUnderCurrentKey, inboxPairsUnderReplacedKeys, recordsReadUnderCurrentKey) = ([], [], false)
         for (id, entry) in journalFiles {
             var failed: [String] = []
             // Copies are compared record by record: two versions of one record are a fork.
@@ -171,6 +171,7 @@ extension Vault {
             inboxPairsUnderReplacedKeys.formUnion(inboxPairsSet)
         } else {
             inboxPairsUnderCurrentKey.formUnion(inboxPairsSet)
+            recordsReadUnderCurrentKey = true
         }
         if let snapshotEnd { file.snapshotEnd = snapshotEnd }
         if end.records > file.records || file.lastSeq < file.firstSeq {

@@ -90,6 +90,10 @@ public final class Vault {
     /// journals found them (`replaceInboxKeyAnOldKeyFileReads`).
     var inboxPairsUnderCurrentKey = Set<String>()
     var inboxPairsUnderReplacedKeys = Set<String>()
+    /// True when the last read of the journals found a record under the current master key:
+    /// false after a rotation whose records have not arrived, or that was cut short before it
+    /// wrote any (`replaceInboxKeyAnOldKeyFileReads` says which causes are possible).
+    var recordsReadUnderCurrentKey = false
     /// The drops the last adoption left, as it said them, and whether each may still be
     /// arriving (not whole yet): `verify` repeats them (review AH).
     var dropsLeft: [(said: String, mayBeArriving: Bool)] = []

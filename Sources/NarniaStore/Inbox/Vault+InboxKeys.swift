@@ -131,7 +131,12 @@ extension Vault {
         guard inboxPairsUnderReplacedKeys.contains(setting), !inboxPairsUnderCurrentKey.contains(setting) else { return }
         do {
             _ = try rotateInboxKey()
-            warnings.append("the inbox key in force was recorded under the master key 'passwd --rotate' replaced (a device made it before it heard of the rotation, or the rotation was cut short before it made a new one), which an old key file reads: droppers now get a new one; check the fingerprint 'inbox-key' shows where you drop from")
+            // No record under the new key: the rotation's own are still arriving, or it wrote
+            // none (review FI-4: the warning named only causes that did not apply then).
+            let why = recordsReadUnderCurrentKey
+                ? "a device made it before it heard of the rotation"
+                : "the rotation's records, with the new one it made, have not arrived here yet, or it was cut short before it made a new one"
+            warnings.append("the inbox key in force was recorded under the master key 'passwd --rotate' replaced (\(why)), which an old key file reads: droppers now get a new one; check the fingerprint 'inbox-key' shows where you drop from")
         } catch {
             warnings.append("the inbox key in force was recorded under the master key 'passwd --rotate' replaced, which an old key file reads, and could not be replaced (\(error)): run 'inbox-key --rotate'")
         }
