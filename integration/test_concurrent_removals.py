@@ -434,3 +434,21 @@ def test_a_move_outside_its_cycle_leaves_a_removed_folder_shown_where_it_fell_ba
     c.ok("rm -r /r/keep")
     carry(c.vault, a.vault)
     assert a.ok("find /").out_lines == shown
+
+
+def test_a_move_finished_with_skip_existing_keeps_what_another_device_removed_or_replaced_meanwhile(narnia, host, tmp_path):
+    """Review FI-1: an `import --move` cut short, finished with `--skip-existing` on the desk
+    while the laptop, not knowing, removed one copy the cut run had made and replaced another:
+    the finishing run removed the originals, having written no record of them, and once the
+    laptop's changes arrived their bytes were nowhere, `verify` passing. Taken in again over
+    their copies, they outlive both, as conflict copies (FORMAT rule 7)."""
+    laptop = two_devices(narnia, host, tmp_path)        # /a.txt, /b.txt, /c.txt, imported --keep
+    laptop.ok("rm /a.txt; cp -f /c.txt /b.txt")
+    originals = [host / "a.txt", host / "b.txt"]
+    r = narnia.ok("import --move --skip-existing " + " ".join(q(str(p)) for p in originals))
+    assert r.out_lines == [f"imported {p} -> /{p.name} (again, over the copy an earlier run made)" for p in originals], r.describe()
+    assert not any(p.exists() for p in originals)
+    exchange_all([narnia, laptop], DEFAULT_PASSPHRASE)
+    shown = files(narnia)
+    assert sorted(shown.values()) == ["first\n", "from the desk\n", "from the laptop\n", "from the laptop\n"], shown
+    both_show(narnia, laptop, shown)

@@ -53,25 +53,37 @@ def test_import_skip_existing_merges_folders_and_leaves_files_of_the_same_size(v
     assert "/doc (2)" in tree_of(vault)
 
 
-def test_import_move_skip_existing_keeps_the_originals_it_skips_and_says_so(vault, host):
+def test_import_move_skip_existing_takes_in_again_what_it_finds_there_and_removes_the_originals(vault, host):
     """Run again with --skip-existing after an `import --move` cut short (a kill after the
-    commit, before the removals), the import keeps the originals of the files it skips: it
-    writes no record of them, and another device may remove or replace the vault's copy
-    meanwhile (review FI-1: removed, their bytes were then nowhere). Review FD-2: they were kept
-    without a word; now a warning counts them."""
+    commit, before the removals), the import finishes the move: a file whose copy is there with
+    the same bytes is taken in again over that copy, so that this run's record keeps them
+    (review FI-1: removed after a comparison alone, their bytes were lost when another device
+    removed the copy meanwhile; FD-2: kept, they stayed without a word). One of the same name,
+    size and time whose bytes differ is imported beside it (review FF-1)."""
     src = host / "doc"
     make_files(src / "sub", ["a.bin"])
-    make_files(src, ["b.bin"])
+    make_files(src, ["b.bin", "c.bin"])
     vault.ok(f"import --keep -q {q(str(src))}")   # what the cut run committed; no original removed
     (src / "d.bin").write_bytes(os.urandom(100))  # not reached before the cut
+    c = src / "c.bin"
+    st = c.stat()
+    c.write_bytes(os.urandom(100))                # the same size and time, other bytes
+    os.utime(c, ns=(st.st_atime_ns, st.st_mtime_ns))
+    wanted = {name: (src / name).read_bytes() for name in ("sub/a.bin", "b.bin", "c.bin", "d.bin")}
+    before = {name: vault.ok(f"cat /doc/{name}").outb for name in ("sub/a.bin", "b.bin", "c.bin")}
     r = vault.ok(f"import --move --skip-existing {q(str(src))}")
-    assert sorted(l for l in r.out_lines if l.startswith("skipped ")) == [
-        f"skipped {src}/{name} -> /doc/{name} (already there)" for name in ("b.bin", "sub/a.bin")], r.describe()
-    assert [l for l in r.out_lines if l.startswith("imported ")] == [f"imported {src}/d.bin -> /doc/d.bin"], r.describe()
-    assert r.err_lines == ["narnia: warning: import: 2 files skipped as already in the vault keep their originals: --move "
-                           "removes only what this run takes in (the copy in the vault may be removed or replaced meanwhile "
-                           "on another device); remove them once you are sure"], r.describe()
-    assert sorted(str(p.relative_to(src)) for p in src.rglob("*")) == ["b.bin", "sub", "sub/a.bin"]
+    assert sorted(l for l in r.out_lines if l.startswith("imported ")) == sorted([
+        f"imported {src}/b.bin -> /doc/b.bin (again, over the copy an earlier run made)",
+        f"imported {src}/sub/a.bin -> /doc/sub/a.bin (again, over the copy an earlier run made)",
+        f"imported {src}/c.bin -> /doc/c (2).bin", f"imported {src}/d.bin -> /doc/d.bin"]), r.describe()
+    assert not [l for l in r.out_lines if l.startswith("skipped ")] and r.err_lines == [], r.describe()
+    assert not src.exists(), "every original removed, and the folders they left empty"
+    assert sorted(vault.ok("find /doc").out_lines) == ["/doc/b.bin", "/doc/c (2).bin", "/doc/c.bin",
+                                                       "/doc/d.bin", "/doc/sub", "/doc/sub/a.bin"]
+    for name, data in wanted.items():
+        assert vault.ok(f"cat {q('/doc/' + name.replace('c.bin', 'c (2).bin'))}").outb == data, name
+    assert vault.ok("cat /doc/c.bin").outb == before["c.bin"], "the copy whose bytes differ is left as it was"
+    assert "all intact" in vault.ok("verify").out
 
 
 def imported_and_exported(vault, host) -> tuple[Path, Path]:

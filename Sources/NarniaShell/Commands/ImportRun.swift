@@ -25,8 +25,8 @@ enum HostTree {
 /// One `import` command: walks host paths, stages items in group-committed batches, reports
 /// each item only once committed, and removes originals (with `--move`) only after that.
 /// With `--skip-existing` (to finish an import cut short) a folder of the same name is merged
-/// into and a file of the same name, size and modification time is left alone, its original
-/// too.
+/// into and a file of the same name, size and modification time is left alone — with `--move`,
+/// taken in again over that copy when it holds the same bytes, so that its original can go.
 struct ImportRun: HostTreeVisitor {
     let session: Session
     let verb = "import"
@@ -58,11 +58,9 @@ struct ImportRun: HostTreeVisitor {
     /// (imported to, or skipped as copied there before), so that no two entries take one item
     /// for their earlier copy (`existing`).
     private var namesTaken: [Identifier: Set<String>] = [:]
-    /// With `--move`, how many files `--skip-existing` passed over: their originals are kept
-    /// (said in `finishMove`). This run wrote no record of them, so the vault's copy may be
-    /// removed or replaced meanwhile on another device, and nothing would hold their bytes
-    /// (review FI-1; FD-2: they were kept without a word).
-    private var skippedOriginalsKept = 0
+    /// With `--move --skip-existing`, the items of `pendingOriginals` that hold a file taken in
+    /// again over the copy an earlier run made of it (`importFile`): said so in its line.
+    private var takenInAgain = Set<Identifier>()
     private(set) var failed = false
     /// The content a batch holds before it commits: `Transfer.batchBytes`, or less on a
     /// nearly full disk (`Transfer.batchBytes(available:)`), set again after each commit.
@@ -148,24 +146,56 @@ struct ImportRun: HostTreeVisitor {
                                      original place: (folder: FileDescriptor, name: String)?, linkedFile: String? = nil,
                                      into folder: Identifier) {
         var expectedSize: UInt64?
+        var replacing: Item?
         do {
             let started = SystemClock.nowNanoseconds()
             let st = try readyToRead(fd, shown: path)
             let modified = st.modifiedNanoseconds
             // A file sent to the inbox recipient with age goes in decrypted, without `.age`.
-            let age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
+            let hostName = name
+            var age = try AgeImport.open(fd, size: Int64(st.st_size), name: name, vault: session.vault)
             if age == nil, name.hasSuffix(".age"), try AgeImport.hasUnreadableHeader(fd, size: Int64(st.st_size)) {
                 warn("\(path): begins as an age file, but its header does not read (cut, or altered): imported as it is, not decrypted")
             }
             let (name, size) = age.map { ($0.name, $0.size) } ?? (name, UInt64(st.st_size))
             expectedSize = size
-            if skipExisting, let there = existing(named: name, in: folder, matching: {
-                !$0.isFolder && Transfer.isCopiedBefore(size: size, modified: modified, there: ($0.size, $0.modified))
-            }) {
-                take(there)
-                report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
-                if move { skippedOriginalsKept += 1 }
-                return
+            if skipExisting {
+                // With `--move`, a file an earlier run took in (a move cut short) is taken in
+                // again, as new content of that copy (`cp -f`), so that its original can go:
+                // this run's record then keeps its bytes should another device remove or
+                // replace the copy meanwhile (FORMAT rule 7). Removed after a comparison alone,
+                // with no record, they were lost then (review FI-1); kept, they were left to
+                // the user (FD-2). Only a copy holding the same bytes is taken so; one whose
+                // bytes differ is looked for further, and failing that the file is imported
+                // anew, numbered (review FF-1).
+                let takeAgain = move && linkedFile == nil   // a linked file is never removed
+                var notCompared: Error?
+                let there = existing(named: name, in: folder, matching: { item in
+                    guard !item.isFolder, Transfer.isCopiedBefore(size: size, modified: modified, there: (item.size, item.modified)) else { return false }
+                    guard takeAgain, notCompared == nil else { return true }
+                    do {
+                        try fd.seek(to: 0)
+                        return try age == nil ? Self.holds(fd, sameBytesAs: item, in: session.vault, stoppable: true)
+                            : Self.holds(ageFile: fd, sameBytesAs: item, in: session.vault, stoppable: true)
+                    } catch {
+                        notCompared = error
+                        return true
+                    }
+                })
+                if let stop = notCompared as? Cancelled { throw stop }
+                if let there, !takeAgain || notCompared != nil {
+                    take(there)
+                    report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                    if let notCompared {
+                        warn("\(path): skipped as already in the vault; its original is kept: its bytes could not be compared with the vault's copy (\(describe(notCompared)))")
+                    }
+                    return
+                }
+                if takeAgain {   // read again from its start
+                    try fd.seek(to: 0)
+                    if age != nil { age = try AgeImport.open(fd, size: Int64(st.st_size), name: hostName, vault: session.vault) }
+                }
+                replacing = there
             }
             progress?.begin(item: name)
             // A file that grows after its end was read is imported as read (and, moved, kept as
@@ -175,12 +205,17 @@ struct ImportRun: HostTreeVisitor {
                 if let age { return try age.payload.read(into: buffer, max: count) }
                 return try bytes(buffer, count)
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
-            take(item)
+            if let replacing {
+                try batch.take(nameOf: replacing.id, for: item.id)
+                takenInAgain.insert(replacing.id)
+            }
+            let id = replacing?.id ?? item.id
+            take(replacing ?? item)
             // Only `--move` compares the file after the read with the file before, and keeps
             // the original's folder open to remove it from.
             let original = Original(place: move ? place : nil, path: path, linkedFile: linkedFile, read: st, after: move ? try fd.status() : st,
                                     bytesRead: age == nil ? item.size : nil, readStarted: started)
-            pendingOriginals.append((item.id, path, original))
+            pendingOriginals.append((id, path, original))
             if move, let place { retainedFolders.insert(ObjectIdentifier(place.folder)) }
             // With --move each original's folder stays open until its commit: commit before too
             // many are (descriptors are limited).
@@ -193,6 +228,10 @@ struct ImportRun: HostTreeVisitor {
         } catch let e as NameError {
             // The name an age file is given without `.age` (review BK-5: said without the path).
             fail("\(path): not imported: \(e)")
+        } catch let e as SystemError where e.isDiskFull && replacing != nil {
+            // The copy an earlier run made stays: the file is skipped as without `--move`.
+            take(replacing!)
+            notTakenInAgain(path, replacing!.id, because: "the disk holding the vault is full")
         } catch let e as SystemError where e.isDiskFull {
             // A file larger than all the space free (what it wrote is gone again) stops only
             // itself: the files after it may fit (review CO-7: none was tried, run after run).
@@ -265,11 +304,14 @@ struct ImportRun: HostTreeVisitor {
         do {
             try batch.commit()
         } catch {
-            let files = pendingOriginals.map { err.name($0.1) }
-            let named = files.count > 5 ? files.prefix(5).joined(separator: ", ") + " and \(files.count - 5) more" : files.joined(separator: ", ")
             let why = (error as? SystemError)?.isDiskFull == true ? "the disk holding the vault is full" : describe(error)
+            let takenAgain = pendingOriginals.filter { takenInAgain.contains($0.0) }
+            for (id, host, _) in takenAgain { notTakenInAgain(host, id, because: why) }
+            takenInAgain.removeAll()
+            let files = pendingOriginals.filter { !takenAgain.map(\.0).contains($0.0) }.map { err.name($0.1) }
+            let named = files.count > 5 ? files.prefix(5).joined(separator: ", ") + " and \(files.count - 5) more" : files.joined(separator: ", ")
             // Named, as imported ones are (review CH-1: "3 files not imported", which?).
-            fail("\(files.count) file\(files.count == 1 ? "" : "s") not imported (\(named)): could not commit them: \(why)")
+            if !files.isEmpty || takenAgain.isEmpty { fail("\(files.count) file\(files.count == 1 ? "" : "s") not imported (\(named)): could not commit them: \(why)") }
             if (error as? SystemError)?.isDiskFull == true { diskFull = true }
             batch.abandon()
             pendingOriginals.removeAll()
@@ -281,7 +323,8 @@ struct ImportRun: HostTreeVisitor {
         pendingFolders.removeAll()
         var keptAtTermination = 0, keptUnreported = 0
         for (id, host, _) in pendingOriginals {
-            report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))")
+            let again = takenInAgain.remove(id) != nil ? " (again, over the copy an earlier run made)" : ""
+            report.done(bytes: session.vault.item(id)?.size ?? 0, "imported \(session.out.name(host)) -> \(session.shown(id, on: session.out))\(again)")
         }
         // Every file committed is said before the first original goes (review DR-1: the lines
         // waited in the buffer, and a kill during the removals left originals gone and the
@@ -335,17 +378,25 @@ struct ImportRun: HostTreeVisitor {
         batchBytes = Transfer.batchBytes(available: FileSystem.availableBytes(on: session.vault.directory))
     }
 
-    /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the vault.
-    static func holds(_ file: FileDescriptor, sameBytesAs item: Item, in vault: Vault) throws -> Bool {
-        try reads(sameBytesAs: item, in: vault) { try file.readFully(into: $0, count: $1) }
+    /// A file `--move --skip-existing` found a copy of (`importFile`) that could not be taken in
+    /// again over it: skipped, its original kept, and the run fails.
+    private mutating func notTakenInAgain(_ host: String, _ id: Identifier, because why: String) {
+        report.skip("skipped \(session.out.name(host)) -> \(session.shown(id, on: session.out)) (already there)")
+        fail("\(host): not moved: could not take it in again over the copy an earlier run made (\(why)); that copy stays, and so does the original")
+    }
+
+    /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the
+    /// vault. When `stoppable`, Ctrl-C stops the comparison (`Cancelled`).
+    static func holds(_ file: FileDescriptor, sameBytesAs item: Item, in vault: Vault, stoppable: Bool = false) throws -> Bool {
+        try reads(sameBytesAs: item, in: vault, stoppable: stoppable) { try file.readFully(into: $0, count: $1) }
     }
 
     /// True when the age file `file` (opened at its start) still decrypts to exactly the bytes
     /// of `item` in the vault; false when it no longer opens as age sent to this vault.
-    static func holds(ageFile file: FileDescriptor, sameBytesAs item: Item, in vault: Vault) throws -> Bool {
+    static func holds(ageFile file: FileDescriptor, sameBytesAs item: Item, in vault: Vault, stoppable: Bool = false) throws -> Bool {
         do {
             guard let age = try AgeImport.decrypting(file, size: Int64(try file.status().st_size), vault: vault) else { return false }
-            return try reads(sameBytesAs: item, in: vault) { try age.payload.read(into: $0, max: $1) }
+            return try reads(sameBytesAs: item, in: vault, stoppable: stoppable) { try age.payload.read(into: $0, max: $1) }
         } catch is AgeError {
             return false
         }
@@ -353,11 +404,12 @@ struct ImportRun: HostTreeVisitor {
 
     /// True when `source` (which fills a buffer and returns the count, 0 at its end) gives
     /// exactly the bytes of `item` in the vault, and then ends.
-    private static func reads(sameBytesAs item: Item, in vault: Vault,
+    private static func reads(sameBytesAs item: Item, in vault: Vault, stoppable: Bool,
                               from source: (UnsafeMutableRawPointer, Int) throws -> Int) throws -> Bool {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var same = true
         try vault.readContent(of: item) { p, n in
+            if stoppable && Session.interruptRequested != 0 { throw Cancelled() }
             var done = 0
             while same && done < n {
                 let k = min(n - done, buffer.count)
@@ -375,10 +427,6 @@ struct ImportRun: HostTreeVisitor {
     /// deepest first; non-empty ones stay. Then names the originals removed whose bytes other
     /// names still hold.
     mutating func finishMove() {
-        if skippedOriginalsKept > 0 {
-            let n = skippedOriginalsKept
-            warn("\(n) file\(n == 1 ? "" : "s") skipped as already in the vault keep \(n == 1 ? "its original" : "their originals"): --move removes only what this run takes in (the copy in the vault may be removed or replaced meanwhile on another device); remove \(n == 1 ? "it" : "them") once you are sure")
-        }
         movedFolders.removeAll(warn: warn)
         removedWithOtherNames.forEach(warnOfOtherNames)
         removedWithOtherNames.removeAll()
