@@ -306,9 +306,9 @@ struct ImportRun: HostTreeVisitor {
         } catch {
             let why = (error as? SystemError)?.isDiskFull == true ? "the disk holding the vault is full" : describe(error)
             let takenAgain = pendingOriginals.filter { takenInAgain.contains($0.0) }
-            for (id, host, _) in takenAgain { notTakenInAgain(host, id, because: why) }
+            let files = pendingOriginals.filter { !takenInAgain.contains($0.0) }.map { err.name($0.1) }
             takenInAgain.removeAll()
-            let files = pendingOriginals.filter { !takenAgain.map(\.0).contains($0.0) }.map { err.name($0.1) }
+            for (id, host, _) in takenAgain { notTakenInAgain(host, id, because: why) }
             let named = files.count > 5 ? files.prefix(5).joined(separator: ", ") + " and \(files.count - 5) more" : files.joined(separator: ", ")
             // Named, as imported ones are (review CH-1: "3 files not imported", which?).
             if !files.isEmpty || takenAgain.isEmpty { fail("\(files.count) file\(files.count == 1 ? "" : "s") not imported (\(named)): could not commit them: \(why)") }
