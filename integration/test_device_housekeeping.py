@@ -196,17 +196,24 @@ def test_a_rotation_killed_after_its_key_file_says_the_master_key_was_rotated(na
     assert said > 0, "no kill point left the new key file written and the old one there"
 
 
-def test_passwd_is_refused_while_another_devices_rotation_key_file_is_here_without_its_records(narnia, host, tmp_path):
-    """Review FH-1: the laptop's `passwd --rotate` sent its new key file ahead of its journals;
-    a plain `passwd` on the desk retired it with every key file present, and the rotation's
-    passphrase then opened the vault only as during a sync under way, every open warning of a
-    key file "still arriving". Now the desk's `passwd` changes nothing, and says why."""
+def a_rotation_whose_key_files_came_alone(narnia: Narnia, tmp_path: Path) -> Narnia:
+    """A laptop (holding /l) that the desk knows ran `passwd --rotate` to 'rotated'; only the
+    files at the store's top — its new key file and inbox public key file — reached the desk."""
     narnia.init()
     laptop = device(narnia, tmp_path / "laptop")
     laptop.ok("mkdir /l")
     know_each_other(narnia, laptop)
     rotate(laptop, "rotated")
-    carry(laptop.vault, narnia.vault, only=lambda rel: len(rel.parts) == 1)   # the key files only
+    carry(laptop.vault, narnia.vault, only=lambda rel: len(rel.parts) == 1)
+    return laptop
+
+
+def test_passwd_is_refused_while_another_devices_rotation_key_file_is_here_without_its_records(narnia, host, tmp_path):
+    """Review FH-1: the laptop's `passwd --rotate` sent its new key file ahead of its journals;
+    a plain `passwd` on the desk retired it with every key file present, and the rotation's
+    passphrase then opened the vault only as during a sync under way, every open warning of a
+    key file "still arriving". Now the desk's `passwd` changes nothing, and says why."""
+    laptop = a_rotation_whose_key_files_came_alone(narnia, tmp_path)
     before = narnia.store().sizes()
     r = narnia.c(f"passwd --new-passphrase-file {q(str(narnia.passphrase_file('desk')))}")
     assert r.rc == 1 and "holds a newer master key than this session knows: another device's 'passwd --rotate', whose " \
@@ -228,12 +235,7 @@ def test_a_rotations_key_file_ahead_of_its_records_says_so_when_the_inbox_key_is
     rightly, the only pair it knew being one an old key file reads — but gave as causes a
     device that had not heard of the rotation, or a rotation cut short: neither was so. Once
     everything has arrived, both devices hand droppers one key, and nothing is left to say."""
-    narnia.init()
-    laptop = device(narnia, tmp_path / "laptop")
-    laptop.ok("mkdir /l")
-    know_each_other(narnia, laptop)
-    rotate(laptop, "rotated")
-    carry(laptop.vault, narnia.vault, only=lambda rel: len(rel.parts) == 1)   # the key files only
+    laptop = a_rotation_whose_key_files_came_alone(narnia, tmp_path)
     r = narnia.ok("ls /", passphrase="rotated")
     assert "the inbox key in force was recorded under the master key 'passwd --rotate' replaced (the rotation's " \
         "records, with the new one it made, have not arrived here yet" in r.err, r.describe()
