@@ -95,7 +95,7 @@ def test_many_imports_until_full_lose_nothing(small_vault, tmp_path):
     reported = [l.split(" -> ", 1)[1] for l in r.out_lines if l.startswith("imported ")]
     # Review CH-1: the files never tried are said too, and how to finish.
     assert "narnia: error: import: the disk holding the vault is full: the import stopped there, and the files after it were not imported either" in r.err_lines, r.describe()
-    assert "narnia: hint: free space on it, then run the import again with --skip-existing: it imports only what the vault lacks" in r.err_lines, r.describe()
+    assert "narnia: hint: free space on it, then run the import again with --skip-existing: it imports only what the vault lacks (and, moving, takes in again the files whose originals are still there, to remove them)" in r.err_lines, r.describe()
 
     n.ok("verify")
     in_vault = set(n.ok("ls /m/many").out_lines) if n.c("ls /m/many").rc == 0 else set()

@@ -86,6 +86,20 @@ def test_import_move_skip_existing_takes_in_again_what_it_finds_there_and_remove
     assert "all intact" in vault.ok("verify").out
 
 
+def test_import_move_skip_existing_of_a_link_says_its_file_is_kept(vault, host):
+    """A symbolic link named on the command line is followed, and nothing is removed through it:
+    a plain `import --move` says so, and so does one that finds its copy there (review FN-4)."""
+    target = host / "target.bin"
+    target.write_bytes(os.urandom(100))
+    (host / "link.bin").symlink_to(target)
+    vault.ok(f"import --keep {q(str(host / 'link.bin'))}")
+    r = vault.ok(f"import --move --skip-existing {q(str(host / 'link.bin'))}")
+    assert r.out_lines == [f"skipped {host}/link.bin -> /link.bin (already there)"], r.describe()
+    assert r.err_lines == [f"narnia: warning: import: {host}/link.bin: a symbolic link: the file it points to, {target}, "
+                           "is kept, and so is the link (the vault holds its bytes; remove them once you are sure)"], r.describe()
+    assert target.exists() and (host / "link.bin").is_symlink()
+
+
 def imported_and_exported(vault, host) -> tuple[Path, Path]:
     """`host/doc` holding a.bin and b.bin, imported as /doc and exported to `host/out`."""
     src = host / "doc"

@@ -187,7 +187,9 @@ struct ImportRun: HostTreeVisitor {
                     take(there)
                     report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
                     if let notCompared {
-                        warn("\(path): skipped as already in the vault; its original is kept: its bytes could not be compared with the vault's copy (\(describe(notCompared)))")
+                        warn("\(path): skipped as already in the vault; its original is kept: its bytes could not be compared with the vault's copy (\(describe(notCompared))); 'verify' checks that copy, and an import without --skip-existing puts the file beside it")
+                    } else if move, let linkedFile {
+                        warn(Original.keptAsLinked(path, to: linkedFile))   // review FN-4: said by a plain --move, not here
                     }
                     return
                 }
@@ -206,7 +208,7 @@ struct ImportRun: HostTreeVisitor {
                 return try bytes(buffer, count)
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             if let replacing {
-                try batch.take(nameOf: replacing.id, for: item.id)
+                try batch.take(nameOf: replacing.id, for: item.id, keepingFirstStamp: true)
                 takenInAgain.insert(replacing.id)
             }
             let id = replacing?.id ?? item.id
@@ -486,9 +488,7 @@ struct Original {
     /// (`fileSystemKeepsChangeTimes`).
     @discardableResult
     func removeIfUnchanged(sameBytes: (FileDescriptor) throws -> Bool) throws -> Removal {
-        if let linkedFile {
-            throw CommandFailure("\(path): a symbolic link: the file it points to, \(linkedFile), is kept, and so is the link (the vault holds its bytes; remove them once you are sure)")
-        }
+        if let linkedFile { throw CommandFailure(Self.keptAsLinked(path, to: linkedFile)) }
         let options: OpenOptions = [.nonBlocking, .noControllingTerminal]
         let file = try place.map { try $0.folder.open($0.name, .readOnly, options: options.union(.noFollow), displayPath: path) }
             ?? FileDescriptor.open(path, .readOnly, options: options)
@@ -587,6 +587,12 @@ struct Original {
 
     private static func changedWhileImported(_ path: String) -> CommandFailure {
         CommandFailure("\(path): changed while it was imported; the original is kept (the vault holds the version read)")
+    }
+
+    /// Why the original named by a symbolic link on the command line stays: nothing is removed
+    /// through a link.
+    static func keptAsLinked(_ path: String, to linkedFile: String) -> String {
+        "\(path): a symbolic link: the file it points to, \(linkedFile), is kept, and so is the link (the vault holds its bytes; remove them once you are sure)"
     }
 
     private static let openedReason = "another program opened it for writing"

@@ -91,7 +91,7 @@ enum Transfer {
         if run.diskFull {
             s.error("import", run.stoppedEarly ? "the disk holding the vault is full: the import stopped there, and the files after it were not imported either"
                                               : "the disk holding the vault is full",
-                    hint: "free space on it, then run the import again with --skip-existing: it imports only what the vault lacks")
+                    hint: "free space on it, then run the import again with --skip-existing: it imports only what the vault lacks (and, moving, takes in again the files whose originals are still there, to remove them)")
         }
         if run.interrupted { throw Cancelled() }
         if run.failed || badSource { throw Reported() }
