@@ -24,6 +24,9 @@ from harness import DEFAULT_PASSPHRASE, Narnia, q
 from test_devices import device, device_not_yet_written
 
 
+INBOX_PUBLIC_FILE_SIZE = 72
+
+
 def carry(src: Path, dst: Path, only=lambda rel: True):
     """A grow-only sync engine: copies every file `dst` lacks, or holds shorter, from `src`."""
     for p in sorted(src.rglob("*")):
@@ -247,6 +250,33 @@ def test_a_rotations_key_file_ahead_of_its_records_says_so_when_the_inbox_key_is
         r = n.ok("ls /; verify", passphrase="rotated")
         assert r.out_lines[0] == "l" and "narnia: warning" not in \
             r.err.replace("narnia: warning: this vault uses the insecure test key derivation", ""), r.describe()
+
+
+def test_a_device_behind_a_rotation_leaves_its_new_inbox_public_file_and_says_why(narnia, host, tmp_path):
+    """Review FM-1: a device still on the passphrase before another device's second rotation
+    got that rotation's key file and inbox public file ahead of its journals, and deleted the
+    inbox file as one an old key file's holder planted; a sync engine carried the deletion to
+    every device, and droppers sealed to the inbox key the rotation replaced, which the old key
+    file reads. Now the file is left while a key file holds a newer master key than the
+    session knows, and the warning says what to do should no device have rotated."""
+    narnia.init()
+    laptop = device(narnia, tmp_path / "laptop")
+    laptop.ok("mkdir /l")
+    know_each_other(narnia, laptop)
+    rotate(narnia, "second")
+    exchange(narnia, laptop, passphrase="second")
+    rotate(laptop, "third", passphrase="second")
+    inbox_files = {p.name for p in laptop.vault.iterdir() if p.is_file() and p.stat().st_size == INBOX_PUBLIC_FILE_SIZE}
+    carry(laptop.vault, narnia.vault, only=lambda rel: len(rel.parts) == 1)
+    r = narnia.ok("ls /", passphrase="second")
+    assert "holds a newer master key than this passphrase opens: most likely another device's 'passwd --rotate', whose " \
+        "records have not arrived yet; both are left for it" in r.err and "it was deleted" not in r.err, r.describe()
+    assert inbox_files <= {p.name for p in narnia.vault.iterdir()}, "the rotation's inbox public file is left"
+    exchange(narnia, laptop, passphrase="third")
+    key = laptop.ok("inbox-key", passphrase="third").out
+    assert narnia.ok("inbox-key", passphrase="third").out == key
+    shown = narnia("drop", "--show-key", passphrase=None)
+    assert shown.rc == 0 and key.splitlines()[0] in shown.out, shown.describe() + key
 
 
 def test_a_file_of_a_rotation_key_files_length_that_no_device_wrote_is_retired_by_passwd_rotate(narnia):

@@ -146,11 +146,22 @@ extension Vault {
     /// there by someone who can write the store, to read what is dropped later. It is deleted
     /// (it provably is not the vault's), and the user is told. Returns the paths deleted,
     /// relative to the store (`sync` deletes them on the remote too).
+    ///
+    /// One made with a key file (its authenticator holds) that no pair known here names is
+    /// deleted too, after a rotation — unless this session is behind one: while a live key file
+    /// holds more master keys than it knows, the file is most likely that rotation's, whose
+    /// record is still arriving, and it is left, with a warning at every open that says what to
+    /// do should no device have rotated (a planted key file beside it would otherwise keep a
+    /// planted inbox key for good, without a word). Deleted, a sync engine carried the deletion
+    /// to every device, the one that rotated too, and droppers sealed to the inbox key the
+    /// rotation replaced, which an old key file reads, until a device with the new key opened
+    /// (review FM-1).
     @discardableResult
     public func checkInboxPublicFiles() -> [String] {
         guard !inventory.inboxKeys.isEmpty else { return [] }
         var deleted: [String] = []
         let pairs = inboxKeyPairs
+        let newerKeyFile = inventory.keyFiles.keys.sorted().first { liveKeyFile($0, holdsMoreThan: masters.all.count) }
         for (id, entry) in inventory.inboxKeys {
             for path in entry.all {
                 guard let bytes = try? JournalReader.openStoreFile(layout.root + "/" + path).readToEnd(limit: 4096),
@@ -158,7 +169,10 @@ extension Vault {
                 let expected = tags.withKeyOpen { tags.inboxKeyAuthenticator(file: id, body: file.body) }
                 let pair = pairs.first { $0.file == id }
                 let which = path == entry.main ? "the inbox public key file \(id.hex.prefix(8))" : "a copy of the inbox public key file \(id.hex.prefix(8)) (\(path))"
-                if file.authenticator == expected && pair == nil && journalKeyChain.count > 1 {
+                if file.authenticator == expected && pair == nil, let newerKeyFile {
+                    warnings.append("\(which) is named by no inbox key pair this session knows, and the key file \(newerKeyFile.hex.prefix(8)) holds a newer master key than this passphrase opens: most likely another device's 'passwd --rotate', whose records have not arrived yet; both are left for it. Should no device of yours have run it, both were put there by someone who can write the store, and files dropped now are theirs to read: run 'passwd --rotate', which retires that key file, and the next open deletes the inbox file")
+                    continue
+                } else if file.authenticator == expected && pair == nil && journalKeyChain.count > 1 {
                     // Its authenticator is made with the names subkey, which every key file
                     // holds, old ones too (review CM-1: after a rotation, an old key file's
                     // holder planted one, and drops were sealed to them).
