@@ -569,3 +569,26 @@ def test_a_compaction_the_disk_has_no_room_for_is_said_and_the_journal_goes_on(n
     assert journal_files(narnia.vault) == before
     assert narnia.ok("ls /; verify").out_lines == ["src", "verified 1001 items, all intact"]
     assert churn(narnia, host, 1).rc == 0 and len(journal_files(narnia.vault)) == 1, "compacted once there is room"
+
+
+def test_a_retired_journal_deleted_while_the_vault_opens_is_read_as_gone(narnia, host, tmp_path):
+    """Review FM-5, FM-6: Syncthing carried another device's deletion of a retired journal
+    here between an open's listing of the store and its reading of that journal (or a
+    compaction's reading of it again): the open failed, naming the file, or the compaction did,
+    with a false alarm of another copy writing as this device. A file gone since the listing is
+    read as if the listing had come after. (strace makes every open of the journal's file fail
+    as a file deleted then does.)"""
+    narnia.init()
+    laptop = device(narnia, tmp_path / "laptop")
+    narnia.ok("mkdir /d")
+    know_each_other(narnia, laptop)
+    before = journal_files(narnia.vault)
+    rotate(narnia, "rotated")
+    retired = sorted(before & journal_files(narnia.vault))   # kept until the laptop has read the rotation
+    assert retired, "the journals the rotation retired wait for the laptop"
+    gone = ["strace", "-f", "-o", "/dev/null", *(a for path in retired for a in ("-P", str(narnia.vault / path))),
+            "-e", "inject=openat:error=ENOENT"]
+    for command in ("ls /", f"passwd --rotate --new-passphrase-file {q(str(narnia.passphrase_file('again')))}"):
+        r = narnia.c(command, passphrase="rotated", wrapper=gone)
+        assert r.rc == 0 and "no such file" not in r.err and "another copy of this store" not in r.err, r.describe()
+    assert narnia.ok("ls /; verify", passphrase="again").out_lines[0] == "d"

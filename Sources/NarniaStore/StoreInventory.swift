@@ -16,6 +16,13 @@ struct StoreInventory {
         var legacy = false
 
         var all: [String] { (main.map { [$0] } ?? []) + copies }
+
+        /// Forgets `path`, gone from the store; true when nothing of the entry is left.
+        mutating func forget(_ path: String) -> Bool {
+            if path == main { main = nil }
+            copies.removeAll { $0 == path }
+            return all.isEmpty
+        }
     }
 
     /// Key files at the top level, by identifier.

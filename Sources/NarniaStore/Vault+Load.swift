@@ -1,3 +1,4 @@
+import Glibc
 import NarniaSystem
 
 /// What was read of one journal file and the copies sync engines made of it.
@@ -63,8 +64,15 @@ extension Vault {
             var versions = JournalVersions()
             var ends: [StorePath: JournalEnd] = [:]
             for path in entry.all {
+                // A file gone since the listing is a retired journal (or copy) another device
+                // deleted, whose deletion a sync engine carried here meanwhile: read as if the
+                // listing had come after it (review FM-5: the open failed, naming the file).
+                guard let fd = try openListedJournalFile(path) else {
+                    if inventory.files[id]?.forget(path) == true { inventory.files[id] = nil }
+                    continue
+                }
                 do {
-                    ends[StorePath(path)] = try readJournal(id, path: path, isMain: path == entry.main,
+                    ends[StorePath(path)] = try readJournal(id, fd, isMain: path == entry.main,
                                                  eachRecord: entry.all.count > 1 ? { versions.note(index: $0, payload: $1) } : nil)
                 } catch MetadataError.unknownMasterKey {
                     failed.append(path)
@@ -112,10 +120,18 @@ extension Vault {
         return own.filter { $0.previousSeq < last.previousSeq }.reduce(last.snapshotEnd!) { $0 + ($1.end?.offset ?? 0) }
     }
 
-    /// Reads one file of journal `id`, applying its records to the merged state, and returns
-    /// what it holds. `eachRecord` hears every record's index and payload.
-    private func readJournal(_ id: Identifier, path: String, isMain: Bool, eachRecord: ((UInt64, [UInt8]) -> Void)?) throws -> JournalEnd {
-        let fd = try JournalReader.openStoreFile(layout.root + "/" + path)
+    /// The journal file at `path` (relative to the store), opened to read; nil when it is gone.
+    private func openListedJournalFile(_ path: String) throws -> FileDescriptor? {
+        do {
+            return try JournalReader.openStoreFile(layout.root + "/" + path)
+        } catch let e as SystemError where e.code == ENOENT {
+            return nil
+        }
+    }
+
+    /// Reads one file of journal `id`, open as `fd`, applying its records to the merged state,
+    /// and returns what it holds. `eachRecord` hears every record's index and payload.
+    private func readJournal(_ id: Identifier, _ fd: FileDescriptor, isMain: Bool, eachRecord: ((UInt64, [UInt8]) -> Void)?) throws -> JournalEnd {
         var file = journals[id]
         var owner = file?.device
         var seq: UInt64 = 0

@@ -184,9 +184,7 @@ extension Vault {
                 }
                 try? FileSystem.unlink(layout.root + "/" + path, missingOK: true)
                 deleted.append(path)
-                if path == entry.main { inventory.inboxKeys[id]?.main = nil }
-                inventory.inboxKeys[id]?.copies.removeAll { $0 == path }
-                if inventory.inboxKeys[id]?.all.isEmpty == true { inventory.inboxKeys[id] = nil }
+                if inventory.inboxKeys[id]?.forget(path) == true { inventory.inboxKeys[id] = nil }
             }
         }
         return deleted
