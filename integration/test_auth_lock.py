@@ -54,7 +54,7 @@ def test_wrong_passphrase_exits_3_and_changes_nothing(filled, tmp_path):
         assert_auth_failure(r, what)
         assert filled.store().snapshot() == before, f"{what}: a wrong passphrase changed the store"
         # Read from a file, it says what was read and that passwd changes it (review EF-11).
-        assert "narnia: hint: the passphrase is the first line of the passphrase file; after 'passwd' (here or on another device) it is the one chosen then, once that device's new key file is here" \
+        assert "narnia: hint: the passphrase is the first line of the passphrase file; after 'passwd' (here or on another device) it is the one chosen then, once that device's new key file is here (a sync engine may still be bringing it)" \
             in r.err_lines, r.describe()
     r = filled.ok("ls /")
     assert r.out_lines == ["docs"], "after wrong passphrases the vault must be as before" + r.describe()

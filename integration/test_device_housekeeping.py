@@ -592,3 +592,22 @@ def test_a_retired_journal_deleted_while_the_vault_opens_is_read_as_gone(narnia,
         r = narnia.c(command, passphrase="rotated", wrapper=gone)
         assert r.rc == 0 and "no such file" not in r.err and "another copy of this store" not in r.err, r.describe()
     assert narnia.ok("ls /; verify", passphrase="again").out_lines[0] == "d"
+
+
+def test_a_rotations_journals_ahead_of_its_key_file_say_to_wait_for_the_sync(narnia, host, tmp_path):
+    """Review FM-2: Syncthing brought a rotation's journals before its key file; for that
+    moment every passphrase is refused, and the messages spoke of a wrong passphrase, an
+    altered store and key files to copy by hand, not of the sync still under way."""
+    narnia.init()
+    laptop = device(narnia, tmp_path / "laptop")
+    narnia.ok("mkdir /d")
+    know_each_other(narnia, laptop)
+    rotate(laptop, "rotated")
+    carry(laptop.vault, narnia.vault, only=lambda rel: len(rel.parts) > 1)   # not the key files
+    old = narnia.c("ls /")
+    assert old.rc == 3 and "that rotation's key file is not here yet: a sync engine bringing the store may not have " \
+        "brought it (wait for it to finish, and try again); if nothing is arriving, copy the key files" in old.err, old.describe()
+    new = narnia.c("ls /", passphrase="rotated")
+    assert new.rc == 3 and "once that device's new key file is here (a sync engine may still be bringing it)" in new.err, new.describe()
+    carry(laptop.vault, narnia.vault)
+    assert narnia.ok("ls /", passphrase="rotated").out_lines == ["d"]

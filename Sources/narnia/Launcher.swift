@@ -392,7 +392,7 @@ struct Launcher {
                 let given = options.passphraseFile != nil ? "the first line of the passphrase file" : "the first line read from the descriptor"
                 guard asked && tries < PassphraseQuestions.tries else {
                     guard !asked, case .wrongPassphrase = error else { Launcher.fail(error.description, status: 3) }
-                    Launcher.fail(error.description, hint: "the passphrase is \(given); after 'passwd' (here or on another device) it is the one chosen then, once that device's new key file is here", status: 3)
+                    Launcher.fail(error.description, hint: "the passphrase is \(given); after 'passwd' (here or on another device) it is the one chosen then, once that device's new key file is here (a sync engine may still be bringing it)", status: 3)
                 }
                 fputs("narnia: \(error.description); try again\n", StandardStream.error)
                 tries += 1
@@ -406,7 +406,7 @@ struct Launcher {
                 if case .unknownMasterKey = e {
                     // Review EG-1: a rotation's journals here without its key file (damaged on
                     // the remote when they came) left no passphrase that opened, and no word why.
-                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here: \(Launcher.copyKeyFiles)", status: 3)
+                    Launcher.fail(e.description, hint: "should the passphrase chosen then be refused too, that rotation's key file is not here yet: a sync engine bringing the store may not have brought it (wait for it to finish, and try again); if nothing is arriving, \(Launcher.copyKeyFiles)", status: 3)
                 }
                 if case .needsAnotherPassphrase = e {
                     // Review EO-3: the same where the key file here of one of two rotations is
