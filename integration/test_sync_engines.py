@@ -1448,3 +1448,16 @@ def test_a_sync_leaves_no_rclone_config_folder_in_a_home_without_one(vault, tmp_
     (vault.home / ".config" / "rclone").mkdir()
     (vault.home / ".config" / "rclone" / "rclone.conf").write_text(f"[mine]\ntype = alias\nremote = {remote}\n")
     assert vault.ok("sync mine:", env=env).out.startswith("synced with mine:")
+
+
+def test_a_syncthing_folder_the_store_has_not_reached_yet_says_to_wait(narnia_bin, host, tmp_path):
+    """Review FM-3: a folder Syncthing shares, opened before the first store file arrived,
+    was said to hold other files, and the hint pointed at `init`."""
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o700)
+    (folder / ".stfolder").mkdir()
+    (folder / ".syncthing.0a1b2c.tmp").write_bytes(b"arriving")
+    n = Narnia(narnia_bin, tmp_path)
+    r = n.c("ls", vault=folder)
+    assert r.rc == 3 and f"holds only a sync engine's files (Syncthing's .stfolder): if the vault was made on another " \
+        "device, its store is still arriving, so wait for it and open it then" in r.err, r.describe()

@@ -203,6 +203,22 @@ public final class Vault {
         }
     }
 
+    /// True when `directory` holds a sync engine's files and nothing else a store or a user
+    /// would put there: its markers (`syncEngineMarkers`), and Syncthing's temporary files of
+    /// transfers under way, at the top or in folders named like shard folders — a folder
+    /// shared before the first store file arrived (review FM-3: the hint said it held other
+    /// files, and pointed at `init`, which on a second copy of one vault makes another).
+    public static func holdsOnlySyncEngineFiles(_ directory: String) -> Bool {
+        func isTemporary(_ name: String) -> Bool { name.hasPrefix(".syncthing.") || name.hasPrefix("~syncthing~") }
+        guard let names = try? FileSystem.listDirectory(directory), names.contains(where: syncEngineMarkers.contains) else { return false }
+        return names.allSatisfy { name in
+            if syncEngineMarkers.contains(name) || isTemporary(name) { return true }
+            guard StoreName.isShardName(name), (try? FileSystem.lstatIfExists(directory + "/" + name))??.isDirectory == true,
+                  let inside = try? FileSystem.listDirectory(directory + "/" + name) else { return false }
+            return inside.allSatisfy(isTemporary)
+        }
+    }
+
     /// Whether `directory` certainly holds no store, which `open` would report as
     /// `VaultError.noVault` whatever the passphrase: it is missing, not a folder, or its top level
     /// has no key file, inbox key or shard folder. Read without the lock and without a key, so a

@@ -442,6 +442,8 @@ struct Launcher {
             hint = "\(shown) is not a folder; give --vault the store's folder"
         } else if Vault.holdsOnlyEmptyShardFolders(dir) {
             hint = Self.emptyShardFoldersHint
+        } else if Vault.holdsOnlySyncEngineFiles(dir) {
+            hint = "\(shown) holds only a sync engine's files (Syncthing's .stfolder): if the vault was made on another device, its store is still arriving, so wait for it and open it then; if not, create one with: narnia --vault \(shellQuote(dir)) init"
         } else if (try? Vault.checkCanCreate(at: dir)) == nil {
             hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
         } else {
