@@ -592,6 +592,20 @@ def test_a_retired_journal_deleted_while_the_vault_opens_is_read_as_gone(narnia,
         r = narnia.c(command, passphrase="rotated", wrapper=gone)
         assert r.rc == 0 and "no such file" not in r.err and "another copy of this store" not in r.err, r.describe()
     assert narnia.ok("ls /; verify", passphrase="again").out_lines[0] == "d"
+    # Gone after the open read them, before it looked whether they may go: the laptop has
+    # read the rotations, so they are due for deletion at this open.
+    exchange(narnia, laptop, passphrase="again")
+    narnia.ok("mkdir /e", passphrase="again")
+    before = journal_files(narnia.vault)
+    rotate(narnia, "third", passphrase="again")
+    retired = sorted(before & journal_files(narnia.vault))
+    carry(narnia.vault, laptop.vault)
+    laptop.ok("ls /", passphrase="third")
+    carry(laptop.vault, narnia.vault)
+    later = ["strace", "-f", "-o", "/dev/null", *(a for path in retired for a in ("-P", str(narnia.vault / path))),
+             "-e", "inject=openat:error=ENOENT:when=2+"]
+    r = narnia.c("ls /", passphrase="third", wrapper=later)
+    assert r.rc == 0 and r.out_lines == ["d", "e"] and "no such file" not in r.err and "another copy of this store" not in r.err, r.describe()
 
 
 def test_a_rotations_journals_ahead_of_its_key_file_say_to_wait_for_the_sync(narnia, host, tmp_path):
