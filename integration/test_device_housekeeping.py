@@ -15,6 +15,7 @@ Three losses an independent review found (2026-12-02), as regression tests:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -625,3 +626,32 @@ def test_a_rotations_journals_ahead_of_its_key_file_say_to_wait_for_the_sync(nar
     assert new.rc == 3 and "once that device's new key file is here (a sync engine may still be bringing it)" in new.err, new.describe()
     carry(laptop.vault, narnia.vault)
     assert narnia.ok("ls /", passphrase="rotated").out_lines == ["d"]
+
+
+def store_paths(store: Path) -> set[str]:
+    return {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()}
+
+
+def test_a_snapshot_carries_another_devices_content_of_a_file_its_device_created(narnia, host, tmp_path):
+    """Review FL: the desk's snapshot wrote the laptop's `cp -f` content of a file the desk had
+    imported as the desk's creation, under the creation's stamp; the phone, holding the desk's
+    old journals too but not the laptop's, then had two creations of one stamp and showed
+    either content as the object identifiers fell. The snapshot writes the laptop's change
+    beside the creation, under its own stamp: the phone shows it (not here yet), every time."""
+    for attempt in range(4):
+        (host / "a.txt").write_text("first\n")
+        (host / "b.txt").write_text("from the laptop\n")
+        desk = Narnia(narnia.binary, tmp_path / f"desk-{attempt}")
+        desk.init()
+        desk.ok(f"import {q(str(host / 'a.txt'))}")
+        laptop, phone = device(desk, tmp_path / f"laptop-{attempt}"), device(desk, tmp_path / f"phone-{attempt}")
+        laptop.ok(f"import {q(str(host / 'b.txt'))}; cp -f /b.txt /a.txt")
+        carry(phone.vault, desk.vault)
+        from_laptop = store_paths(laptop.vault) - store_paths(desk.vault)
+        carry(laptop.vault, desk.vault)
+        rotate(desk, "rotated")
+        carry(desk.vault, phone.vault, only=lambda rel: str(rel) not in from_laptop)
+        shown = [json.loads(line) for line in phone.ok("ls -l --json /a.txt", passphrase="rotated").out_lines]
+        assert shown[0]["size"] == len("from the laptop\n") and shown[0]["here"] is False, shown
+        carry(laptop.vault, phone.vault)
+        assert phone.ok("cat /a.txt", passphrase="rotated").out == "from the laptop\n"

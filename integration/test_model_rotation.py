@@ -32,9 +32,9 @@ What it adds to test_model.py:
   Later appends to the snapshot journal are delivered as any journal (cut, conflict copies). Now
   and then a delivery takes a compaction first (the newest of them half the time), ahead of the
   journals it stands for and of other devices' records its compactor had read (in some
-  scenarios every full delivery does), so later groups of a device arrive before earlier ones;
-  not, unless NARNIA_ROTATION_AHEAD=1, ahead of another device's `cp -f` whose content the
-  snapshot wrote as its own creation's (a product failure, see `note_foreign_contents`). And now
+  scenarios every full delivery does), so later groups of a device arrive before earlier ones
+  (and ahead of another device's `cp -f` of a file the compactor created, which the snapshot
+  carries: see `snapshot_records`). And now
   and then a retired journal or key file a device deleted is put back (as a restore or a sync
   engine would): its passphrase must be refused, and the next open must delete it again.
 - Passphrases: a device opens with the newest key file that FORMAT.md "Key files" says opens it
@@ -87,7 +87,6 @@ P_GROUPS_FIRST = float(os.environ.get("NARNIA_ROTATION_GROUPS_FIRST", "0.3"))
 P_PUT_BACK = 0.1
 # bring a snapshot ahead of the `cp -f` of another device whose content it wrote as its own
 # creation's (review FL's product failure): off by default
-AHEAD = os.environ.get("NARNIA_ROTATION_AHEAD") == "1"
 
 
 class Group:
@@ -103,7 +102,6 @@ class Group:
         self.appended = appended      # the journal its device appends to afterwards
         self.end = sizes[appended]
         self.retires = retires        # journals its last record retires
-        self.needs: dict[str, int] = {}   # invocations of others it is brought after (AHEAD)
         # what its device had read when it compacted: of every other device, how many of its
         # invocations (a prefix); of itself, every invocation up to this compaction's (the
         # knowledge of its retirements, FORMAT.md "Retirement and acknowledgement")
@@ -252,31 +250,33 @@ class RotationScenario(tm.Scenario):
                 out.append(inv)
         return out
 
-    def note_foreign_contents(self, d: Device, view: mo.View, created: dict):
-        """The snapshot of a file d created whose content in force another device gave holds
-        that content as the creation's, under the creation's stamp, and only now and then (by
-        random identifiers) the creation's own: a device reading it ahead of that other
-        device's `cp -f` shows the content it has not read (a product failure, reported in
-        review FL; /tmp/fl-rev/repro_snapshot_content.py). Unless NARNIA_ROTATION_AHEAD=1, the
-        engine brings such a snapshot only after the records that gave that content."""
-        needs = self.pending_needs = {}
+    def foreign_contents(self, d: Device, view: mo.View, created: dict) -> list[mo.Record]:
+        """The `set content` records of other devices that gave the content in force of a file
+        d created: its snapshot writes each beside the creation, under its stamp (review FL:
+        it wrote the content as the creation's, under the creation's stamp, and a device
+        holding both that and the old journals' creation showed either, as object identifiers
+        fell)."""
+        out = []
         for node in view.files():
             unit = self.units[node.content.unit]
             if unit.device == d.label or not any(i in created for i in node.ids):
                 continue
-            o = self.dev(unit.device)
-            k = next((k for k, inv in enumerate(o.invs) for r in inv.records for op in r.ops
-                      if any(isinstance(x, mo.Content) and x.unit == unit.uid for x in op)), None)
-            if k is not None:
-                needs[o.label] = max(needs.get(o.label, 0), k + 1)
+            for r in (r for inv in self.dev(unit.device).invs for r in inv.records):
+                ops = tuple(op for op in r.ops if op[0] == "setcontent" and op[1] in node.ids and op[2].unit == unit.uid)
+                if ops:
+                    out.append(mo.Record(r.stamp, ops, "(another device's content, carried by the snapshot)"))
+                    self.stats["contents of another device carried by a snapshot"] += 1
+        return out
 
     def snapshot_records(self, d: Device, view: mo.View, held: list[mo.Record]) -> list[mo.Record]:
         """What d's snapshot holds, as FORMAT.md "Compaction" lists it: d's records, but of its
         moves and settings only those that still win (a `move` of an item whose place in force
         another device gave, a `set` another device's replaced, is dropped), and, beside an
         item d created whose place in force another device's move gave, that move under its
-        stamp (review FJ-3). Merged with what d had read, it gives what d's records did; a
-        device that reads it ahead of what d had read sees the places d saw."""
+        stamp (review FJ-3), and beside a file d created whose content in force another device's
+        `cp -f` gave, that `set content` under its stamp (review FL). Merged with what d had
+        read, it gives what d's records did; a device that reads it ahead of what d had read
+        sees the places d saw, and those contents."""
         own = [r for inv in d.invs for r in inv.records]
         winning_set: dict[str, mo.Stamp] = {}
         for r in held:
@@ -300,7 +300,7 @@ class RotationScenario(tm.Scenario):
             for op in r.ops:
                 if op[0] in ("mkdir", "mkfile"):
                     created.setdefault(op[1], (r.stamp, op[0]))
-        self.note_foreign_contents(d, view, created)
+        out += self.foreign_contents(d, view, created)
         for i, (stamp, kind) in sorted(created.items()):
             p = view.registers.get(i)
             if p is None or p.stamp == stamp or p.stamp.device == d.label:
@@ -525,8 +525,6 @@ class RotationScenario(tm.Scenario):
                 g = self.group_of.get(base)
                 if g is not None and not self.group_held(d, g):
                     if not all(max(copies(files[s], b).values(), default=0) >= size for b, size in g.sizes.items()):
-                        continue
-                    if not AHEAD and any(self.known_prefix(d, self.dev(o)) < n for o, n in g.needs.items() if o != d.label):
                         continue
             out.append(c)
         return out
@@ -840,7 +838,6 @@ class RotationScenario(tm.Scenario):
         inv.end = after[newest]
         inv.group = g
         inv.snapshot = self.snapshot_records(d, pre_view, held_records)
-        g.needs = self.pending_needs
         d.__dict__["level"] = level
         self.note(f"  compaction (group {g.gid}): new journals {[(r[:11], after[r]) for r in new_shard]}, "
                   f"appends to {newest[:11]}…; retires {sorted(b[:11] for b in retires)}")

@@ -160,7 +160,13 @@ extension MergeState {
             if !record.placeIsInitial && (record.placeIsOwn || ownCreation != nil) {
                 add(.move(id: id, place: place, from: record.from), record.placeStamp, size: 64 + place.name.utf8.count)
             }
-            if record.contentIsOwn && !record.contentIsInitial, let content = record.content {
+            // This device's change of content in force — or another device's, of a file this
+            // device created, whose creation goes with that content (its own is not kept): so
+            // that a device reading the snapshot before that change, and holding the old
+            // journals' creation too, takes the change, under its stamp and version. Review FL:
+            // it found two creations of one stamp, and showed either content, as their object
+            // identifiers fell.
+            if !record.contentIsInitial && (record.contentIsOwn || ownCreation != nil), let content = record.content {
                 add(.setContent(id: id, modified: record.contentModified, content: content, lineage: record.contentLineage), record.contentStamp,
                     size: 120 + content.mime.utf8.count)
             }
