@@ -451,8 +451,8 @@ def test_a_move_finished_with_skip_existing_keeps_what_another_device_removed_or
     exchange_all([narnia, laptop], DEFAULT_PASSPHRASE)
     shown = files(narnia)
     copies = {path: text for path, text in shown.items() if re.fullmatch(r"/[ab] \(conflict \d{4}-\d\d-\d\d [^)]+\)\.txt", path)}
-    assert sorted(copies.values()) == ["first\n", "from the desk\n"], shown
-    # The laptop's replacement, stamped after the content the cut run took in, keeps the
-    # name (review FN-1: the bytes taken in again took it, and the edit became the copy).
-    assert {p: t for p, t in shown.items() if p not in copies} == {"/b.txt": "from the laptop\n", "/c.txt": "from the laptop\n"}, shown
+    assert sorted(copies.values()) == ["first\n", "from the laptop\n"], shown
+    # The bytes taken in again are the later change: they keep the name, the laptop's
+    # replacement is the copy (review FN-1; the other way round, FO-1).
+    assert {p: t for p, t in shown.items() if p not in copies} == {"/b.txt": "from the desk\n", "/c.txt": "from the laptop\n"}, shown
     both_show(narnia, laptop, shown)

@@ -1459,5 +1459,5 @@ def test_a_syncthing_folder_the_store_has_not_reached_yet_says_to_wait(narnia_bi
     (folder / ".syncthing.0a1b2c.tmp").write_bytes(b"arriving")
     n = Narnia(narnia_bin, tmp_path)
     r = n.c("ls", vault=folder)
-    assert r.rc == 3 and f"holds only a sync engine's files (Syncthing's .stfolder): if the vault was made on another " \
+    assert r.rc == 3 and "holds only a sync engine's files: if the vault was made on another " \
         "device, its store is still arriving, so wait for it and open it then" in r.err, r.describe()

@@ -17,14 +17,12 @@ public final class ImportBatch {
         case folder(Item)
         case file(Item)
         /// `cp -f` and repacking: the file keeps its identity, name and place. A repack's new
-        /// content keeps the stamp of the content it re-encrypts (`keeping`), and its version;
-        /// any other is a new version (`cp -f`), under `keeping` when set
-        /// (`take(nameOf:for:keepingFirstStamp:)`).
-        case content(of: Item, ContentInfo, modified: Int64, keeping: Stamp?, newVersion: Bool)
+        /// content keeps the stamp of the content it re-encrypts (`keeping`).
+        case content(of: Item, ContentInfo, modified: Int64, keeping: Stamp?)
 
         var id: Identifier {
             switch self {
-            case .folder(let item), .file(let item), .content(of: let item, _, _, _, _): return item.id
+            case .folder(let item), .file(let item), .content(of: let item, _, _, _): return item.id
             }
         }
     }
@@ -126,7 +124,7 @@ public final class ImportBatch {
     func rewriteContent(of item: Item, stamp: Stamp, source: (UnsafeMutableRawPointer, Int) throws -> Int) throws {
         guard let old = item.content else { return }
         let content = try seal(item.id, sizeHint: old.size, source: source, classifyLater: { _ in { (old.mime, old.kind) } }, observer: .none)
-        staged.append(.content(of: item, content, modified: item.modified, keeping: stamp, newVersion: false))
+        staged.append(.content(of: item, content, modified: item.modified, keeping: stamp))
         releasedContents.append(old)
     }
 
@@ -206,23 +204,13 @@ public final class ImportBatch {
     /// same folder instead (`cp -f`): the file keeps its identity, so that a rename of it on
     /// another device and this replacement both survive the merge. Its old content object is
     /// retired in the same transaction.
-    ///
-    /// `keepingFirstStamp` is for the same bytes taken in again (`import --move
-    /// --skip-existing`): still a new version, so that a removal or replacement made meanwhile
-    /// on another device keeps it as a conflict copy, but, when the content it replaces is the
-    /// file's first (a `create file`'s), under that content's stamp, as a repack is: such a
-    /// replacement, stamped later, then keeps the file's name (review FN-1: the bytes of a run
-    /// cut short took it from a newer edit). A `set content` beats a `create file`'s content
-    /// at one stamp (FORMAT.md "Merging", rule 7).
-    public func take(nameOf victim: Identifier, for id: Identifier, keepingFirstStamp: Bool = false) throws {
+    public func take(nameOf victim: Identifier, for id: Identifier) throws {
         guard let old = vault.item(victim), !old.isFolder else { throw VaultError.refused("cannot replace a folder") }
         guard let index = staged.firstIndex(where: { $0.id == id }), case .file(let item) = staged[index],
               item.parent == old.parent, let content = item.content else {
             throw VaultError.refused("nothing staged to take the name")
         }
-        let record = vault.state.items[victim]
-        let stamp = keepingFirstStamp && record?.contentIsInitial == true ? record?.contentStamp : nil
-        staged[index] = .content(of: old, content, modified: item.modified, keeping: stamp, newVersion: true)
+        staged[index] = .content(of: old, content, modified: item.modified, keeping: nil)
         reservedNames[item.parent]?.remove(item.name)
         if let type = pendingTypes.removeValue(forKey: id) { pendingTypes[victim] = type }
         if let oldContent = old.content { releasedContents.append(oldContent) }
@@ -262,16 +250,21 @@ public final class ImportBatch {
                 ops.append(.createFile(id: item.id, place: Place(parent: item.parent, name: item.name), created: item.created,
                                        modified: item.modified, content: item.content!))
                 done.append(item)
-            case .content(of: var item, let content, let modified, let stamp, let newVersion):
+            case .content(of: var item, let content, let modified, let stamp):
                 item.content = finished(content, of: item.id)
                 item.modified = modified
-                // A repack re-encrypts the version in force; `cp -f` writes a new version over it.
+                // A repack (`stamp`) re-encrypts the version in force; `cp -f` writes a new
+                // version over it.
                 let inForce = vault.state.items[item.id]?.contentLineage.version
-                let lineage = newVersion ? ContentLineage(version: content.objectID, replaces: inForce)
-                                         : ContentLineage(version: inForce ?? content.objectID, replaces: nil)
+                let lineage = stamp != nil ? ContentLineage(version: inForce ?? content.objectID, replaces: nil)
+                                           : ContentLineage(version: content.objectID, replaces: inForce)
                 let op = Operation.setContent(id: item.id, modified: modified, content: item.content!, lineage: lineage)
-                if let stamp { stampedOps += [.stamp(stamp), op] } else { ops.append(op) }
-                if newVersion { stampedOps += try vault.state.recordsKeepingCopy(item.id) }
+                if let stamp {
+                    stampedOps += [.stamp(stamp), op]
+                } else {
+                    ops.append(op)
+                    stampedOps += try vault.state.recordsKeepingCopy(item.id)
+                }
                 done.append(item)
             }
         }
@@ -327,7 +320,7 @@ public final class ImportBatch {
         while true {
             let parents = Set(staged.map { change -> Identifier in
                 switch change {
-                case .folder(let item), .file(let item), .content(of: let item, _, _, _, _): return item.parent
+                case .folder(let item), .file(let item), .content(of: let item, _, _, _): return item.parent
                 }
             })
             let empty = staged.compactMap { change -> Item? in

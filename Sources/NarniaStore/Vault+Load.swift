@@ -57,6 +57,7 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
+        var vanished: [(id: Identifier, path: String)] = []
         (inboxPairsUnderCurrentKey, inboxPairsUnderReplacedKeys, recordsReadUnderCurrentKey) = ([], [], false)
         for (id, entry) in journalFiles {
             var failed: [String] = []
@@ -64,10 +65,11 @@ extension Vault {
             var versions = JournalVersions()
             var ends: [StorePath: JournalEnd] = [:]
             for path in entry.all {
-                // A file gone since the listing is a retired journal (or copy) another device
-                // deleted, whose deletion a sync engine carried here meanwhile: read as if the
+                // A file gone since the listing: a retired journal (or copy) another device
+                // deleted, whose deletion a sync engine carried here meanwhile, is read as if the
                 // listing had come after it (review FM-5: the open failed, naming the file).
                 guard let fd = try openListedJournalFile(path) else {
+                    vanished.append((id, path))
                     if inventory.files[id]?.forget(path) == true { inventory.files[id] = nil }
                     continue
                 }
@@ -97,6 +99,11 @@ extension Vault {
             }
         }
         guard unreadable.isEmpty else { throw MetadataError.unknownMasterKey(unreadable) }
+        // One no record here retires went otherwise (a user, or an engine gone wrong): the open
+        // fails as it did, naming it, rather than show the vault without it (review FO-3).
+        if let gone = vanished.first(where: { state.retired[RetiredFile(kind: .journal, id: $0.id)] == nil }) {
+            throw SystemError(code: ENOENT, operation: "open", path: layout.root + "/" + gone.path)
+        }
         guard !journals.isEmpty || upgrading else {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.incomplete("its only \(empty)") }
             throw MetadataError.incomplete("no journal")

@@ -443,7 +443,7 @@ struct Launcher {
         } else if Vault.holdsOnlyEmptyShardFolders(dir) {
             hint = Self.emptyShardFoldersHint
         } else if Vault.holdsOnlySyncEngineFiles(dir) {
-            hint = "\(shown) holds only a sync engine's files (Syncthing's .stfolder): if the vault was made on another device, its store is still arriving, so wait for it and open it then; if not, create one with: narnia --vault \(shellQuote(dir)) init"
+            hint = "\(shown) holds only a sync engine's files: if the vault was made on another device, its store is still arriving, so wait for it and open it then; if no device has made it yet, create one once nothing is arriving: narnia --vault \(shellQuote(dir)) init"
         } else if (try? Vault.checkCanCreate(at: dir)) == nil {
             hint = "\(shown) holds other files; to make a vault, give init a new or empty folder"
         } else {

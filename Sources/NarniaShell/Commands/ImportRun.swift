@@ -208,7 +208,7 @@ struct ImportRun: HostTreeVisitor {
                 return try bytes(buffer, count)
             }, classifyLater: session.classifyLater, observer: session.observer(progress: progress))
             if let replacing {
-                try batch.take(nameOf: replacing.id, for: item.id, keepingFirstStamp: true)
+                try batch.take(nameOf: replacing.id, for: item.id)
                 takenInAgain.insert(replacing.id)
             }
             let id = replacing?.id ?? item.id

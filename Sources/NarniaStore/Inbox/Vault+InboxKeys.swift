@@ -170,7 +170,7 @@ extension Vault {
                 let pair = pairs.first { $0.file == id }
                 let which = path == entry.main ? "the inbox public key file \(id.hex.prefix(8))" : "a copy of the inbox public key file \(id.hex.prefix(8)) (\(path))"
                 if file.authenticator == expected && pair == nil, let newerKeyFile {
-                    warnings.append("\(which) is named by no inbox key pair this session knows, and the key file \(newerKeyFile.hex.prefix(8)) holds a newer master key than this passphrase opens: most likely another device's 'passwd --rotate', whose records have not arrived yet; both are left for it. Should no device of yours have run it, both were put there by someone who can write the store, and files dropped now are theirs to read: run 'passwd --rotate', which retires that key file, and the next open deletes the inbox file")
+                    warnings.append("\(which) is named by no inbox key pair this session knows, and the key file \(newerKeyFile.hex.prefix(8)) has the length of one holding a newer master key than this passphrase opens: most likely another device's 'passwd --rotate', whose records have not arrived yet; both are left for it. Should no device of yours have run it, both were put there by someone who can write the store, and files dropped now are theirs to read: run 'passwd --rotate', which retires that key file, and the next open deletes the inbox file")
                     continue
                 } else if file.authenticator == expected && pair == nil && journalKeyChain.count > 1 {
                     // Its authenticator is made with the names subkey, which every key file
