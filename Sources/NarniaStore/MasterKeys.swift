@@ -41,7 +41,7 @@ struct MasterKeys {
     /// - Throws: `VaultError.refused` past `maximumCount` keys.
     mutating func rotate(to fresh: Secret) throws {
         guard former.count + 2 <= Self.maximumCount else {
-            throw VaultError.refused("this vault's master key was rotated \(Self.maximumCount - 1) times, the most a key file holds")
+            throw VaultError.refused("this vault's master key was rotated \(Self.maximumCount - 1) times, the most a key file holds: for a new master key, make a new vault and move the items into it (export them, then import them there); plain 'passwd' still changes the passphrase")
         }
         former.insert(current, at: 0)
         current = fresh

@@ -45,6 +45,17 @@ extension MergeTests {
         XCTAssertThrowsError(try KeyFile.open(bytes, kek: kek, id: .random()))
     }
 
+    /// A key file holds at most `MasterKeys.maximumCount` master keys: the rotation after the
+    /// last is refused, saying what gives a new master key then (review FM-7: it said nothing).
+    func testTheRotationPastTheLastAKeyFileHoldsSaysWhatToDo() throws {
+        var masters = MasterKeys([try Secret.random(count: 32)])
+        for _ in 1..<MasterKeys.maximumCount { try masters.rotate(to: try Secret.random(count: 32)) }
+        XCTAssertEqual(masters.all.count, MasterKeys.maximumCount)
+        XCTAssertThrowsError(try masters.rotate(to: try Secret.random(count: 32))) { error in
+            XCTAssertTrue("\(error)".contains("make a new vault and move the items into it"), "\(error)")
+        }
+    }
+
     /// After a rotation, the old key file with the old passphrase (kept in a backup) opens
     /// nothing: every journal the store holds is sealed under the new key, and a backup of
     /// the old journals shows only what existed before.
