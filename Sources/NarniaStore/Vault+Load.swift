@@ -57,7 +57,6 @@ extension Vault {
         var unreadable: [Identifier] = []
         unreadableCopies = []
         var copyForks: [Identifier: UInt64] = [:]
-        var vanished: [(id: Identifier, path: String)] = []
         (inboxPairsUnderCurrentKey, inboxPairsUnderReplacedKeys, recordsReadUnderCurrentKey) = ([], [], false)
         for (id, entry) in journalFiles {
             var failed: [String] = []
@@ -65,11 +64,14 @@ extension Vault {
             var versions = JournalVersions()
             var ends: [StorePath: JournalEnd] = [:]
             for path in entry.all {
-                // A file gone since the listing: a retired journal (or copy) another device
-                // deleted, whose deletion a sync engine carried here meanwhile, is read as if the
-                // listing had come after it (review FM-5: the open failed, naming the file).
+                // A file gone since the listing — most often a retired journal another device
+                // deleted, whose deletion a sync engine carried here meanwhile — is read as if the
+                // listing had come after it (review FM-5: the open failed, naming the file). So
+                // is one no record retires, or a sync engine's copy of a journal in use (review
+                // FO-3 had it fail then; FP-1, FP-2: a copy's going failed an open its journal
+                // read whole, and a journal deleted just before the open is read so too, saying
+                // so where records another device read are missing).
                 guard let fd = try openListedJournalFile(path) else {
-                    vanished.append((id, path))
                     if inventory.files[id]?.forget(path) == true { inventory.files[id] = nil }
                     continue
                 }
@@ -99,11 +101,6 @@ extension Vault {
             }
         }
         guard unreadable.isEmpty else { throw MetadataError.unknownMasterKey(unreadable) }
-        // One no record here retires went otherwise (a user, or an engine gone wrong): the open
-        // fails as it did, naming it, rather than show the vault without it (review FO-3).
-        if let gone = vanished.first(where: { state.retired[RetiredFile(kind: .journal, id: $0.id)] == nil }) {
-            throw SystemError(code: ENOENT, operation: "open", path: layout.root + "/" + gone.path)
-        }
         guard !journals.isEmpty || upgrading else {
             if let empty = warnings.first(where: { $0.contains("holds no whole record") }) { throw MetadataError.incomplete("its only \(empty)") }
             throw MetadataError.incomplete("no journal")
