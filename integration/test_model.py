@@ -978,24 +978,27 @@ class Scenario:
 
     def check_wrong_passphrase(self, d: Device):
         others = self.passphrases_to_refuse(d)
-        if not others:
-            return
-        p = self.rng.choice(others)
+        if others:
+            p = self.rng.choice(others)
+            self.check_refused(d, p, f"{d.label} (usable: {self.usable_passphrases(d)})")
+
+    def check_refused(self, d: Device, passphrase: str, what: str):
+        """`passphrase` must not open d (exit 3), and writes nothing to the store."""
         before = scan(d.path)
-        res = self.n.c("ls /", vault=d.path, passphrase=p)
-        self.note(f"{d.label}: passphrase {p!r} must not open it (usable: {self.usable_passphrases(d)})")
+        res = self.n.c("ls /", vault=d.path, passphrase=passphrase)
+        self.note(f"{what}: passphrase {passphrase!r} must not open it")
         self.stats["passphrases refused"] += 1
         if res.rc != 3:
-            self.fail(f"{d.label}: the passphrase {p!r} should be refused (exit 3): {self.key_state(d, before)}"
+            self.fail(f"{what}: the passphrase {passphrase!r} should be refused (exit 3): {self.key_state(d, before)}"
                       + res.describe())
         after = scan(d.path)
         changed = [r for r in after if before.get(r) != after[r]]
         if changed:
-            self.fail(f"{d.label}: a refused passphrase wrote to the store: {changed}")
+            self.fail(f"{what}: a refused passphrase wrote to the store: {changed}")
         # Opening reads the journals with the master key before it can tell that the key file
         # is retired, and deletes retired files it finds at open (FORMAT.md "Retirement"):
         # only files no record it holds needs may go.
-        self.check_deletions(d, before, after, self.view(d), f"{d.label} refused open")
+        self.check_deletions(d, before, after, self.view(d), f"{what} refused open")
 
     # -- the scenario
 

@@ -657,20 +657,6 @@ class RotationScenario(tm.Scenario):
         if base in self.keyfiles:
             self.check_refused(d, self.keyfiles[base], f"{d.label} with its retired key file {base[:8]}… put back")
 
-    def check_refused(self, d: Device, passphrase: str, what: str):
-        """`passphrase` must not open d (exit 3), and changes nothing."""
-        before = scan(d.path)
-        res = self.n.c("ls /", vault=d.path, passphrase=passphrase)
-        self.note(f"{what}: its passphrase {passphrase!r} must not open it")
-        self.stats["passphrases refused"] += 1
-        if res.rc != 3:
-            self.fail(f"{what}: the passphrase {passphrase!r} should be refused (exit 3): "
-                      f"{self.key_state(d, before)}" + res.describe())
-        after = scan(d.path)
-        if any(before.get(r) != after[r] for r in after):
-            self.fail(f"{what}: a refused passphrase wrote to the store")
-        self.check_deletions(d, before, after, self.view(d), f"{what} refused open")
-
     def account(self, d, before, after, inv, unit, passwd, what):
         """test_model's check, but an inbox public key file may appear at any open: the public
         file of the pair in force written again where it is missing, or a pair that only records
