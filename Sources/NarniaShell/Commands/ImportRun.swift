@@ -175,8 +175,7 @@ struct ImportRun: HostTreeVisitor {
                     guard takeAgain, notCompared == nil else { return true }
                     do {
                         try fd.seek(to: 0)
-                        return try age == nil ? Self.holds(fd, sameBytesAs: item, in: session.vault, stoppable: true)
-                            : Self.holds(ageFile: fd, sameBytesAs: item, in: session.vault, stoppable: true)
+                        return try Self.holds(fd, asAge: age != nil, sameBytesAs: item, in: session.vault, stoppable: true)
                     } catch {
                         notCompared = error
                         return true
@@ -185,7 +184,7 @@ struct ImportRun: HostTreeVisitor {
                 if let stop = notCompared as? Cancelled { throw stop }
                 if let there, !takeAgain || notCompared != nil {
                     take(there)
-                    report.skip("skipped \(session.out.name(path)) -> \(session.shown(there.id, on: session.out)) (already there)")
+                    reportSkipped(path, there.id)
                     if let notCompared {
                         warn("\(path): skipped as already in the vault; its original is kept: its bytes could not be compared with the vault's copy (\(describe(notCompared))); 'verify' checks that copy, and an import without --skip-existing puts the file beside it")
                     } else if move, let linkedFile {
@@ -348,8 +347,7 @@ struct ImportRun: HostTreeVisitor {
                 do {
                     let removal = try original.removeIfUnchanged { file in
                         guard let item = session.vault.item(id) else { return false }
-                        if original.bytesRead != nil { return try Self.holds(file, sameBytesAs: item, in: session.vault) }
-                        return try Self.holds(ageFile: file, sameBytesAs: item, in: session.vault)
+                        return try Self.holds(file, asAge: original.bytesRead == nil, sameBytesAs: item, in: session.vault)
                     }
                     if let code = removal.uncheckedBecause {
                         removedUnchecked.count += 1
@@ -383,19 +381,21 @@ struct ImportRun: HostTreeVisitor {
     /// A file `--move --skip-existing` found a copy of (`importFile`) that could not be taken in
     /// again over it: skipped, its original kept, and the run fails.
     private mutating func notTakenInAgain(_ host: String, _ id: Identifier, because why: String) {
-        report.skip("skipped \(session.out.name(host)) -> \(session.shown(id, on: session.out)) (already there)")
+        reportSkipped(host, id)
         fail("\(host): not moved: could not take it in again over the copy an earlier run made (\(why)); that copy stays, and so does the original")
     }
 
-    /// True when `file`, read from where it stands, holds exactly the bytes of `item` in the
-    /// vault. When `stoppable`, Ctrl-C stops the comparison (`Cancelled`).
-    static func holds(_ file: FileDescriptor, sameBytesAs item: Item, in vault: Vault, stoppable: Bool = false) throws -> Bool {
-        try reads(sameBytesAs: item, in: vault, stoppable: stoppable) { try file.readFully(into: $0, count: $1) }
+    /// The line of a file `--skip-existing` left, its copy being the vault's item `id`.
+    private func reportSkipped(_ host: String, _ id: Identifier) {
+        report.skip("skipped \(session.out.name(host)) -> \(session.shown(id, on: session.out)) (already there)")
     }
 
-    /// True when the age file `file` (opened at its start) still decrypts to exactly the bytes
-    /// of `item` in the vault; false when it no longer opens as age sent to this vault.
-    static func holds(ageFile file: FileDescriptor, sameBytesAs item: Item, in vault: Vault, stoppable: Bool = false) throws -> Bool {
+    /// True when `file` holds exactly the bytes of `item` in the vault: read from where it
+    /// stands, or, `asAge`, decrypted as an age file sent to this vault (opened at its start;
+    /// false when it no longer opens as one). When `stoppable`, Ctrl-C stops the comparison
+    /// (`Cancelled`).
+    static func holds(_ file: FileDescriptor, asAge: Bool, sameBytesAs item: Item, in vault: Vault, stoppable: Bool = false) throws -> Bool {
+        guard asAge else { return try reads(sameBytesAs: item, in: vault, stoppable: stoppable) { try file.readFully(into: $0, count: $1) } }
         do {
             guard let age = try AgeImport.decrypting(file, size: Int64(try file.status().st_size), vault: vault) else { return false }
             return try reads(sameBytesAs: item, in: vault, stoppable: stoppable) { try age.payload.read(into: $0, max: $1) }
